@@ -1,0 +1,16 @@
+/* bench.h -- shared helpers of picl-bench: timing and medians. */
+#ifndef PICL_BENCH_H
+#define PICL_BENCH_H
+
+#include <stddef.h>
+
+/* Monotonic time in seconds. */
+double bench_now(void);
+/* Median of n samples (sorts the array in place). */
+double bench_median(double *v, size_t n);
+
+/* Each benchmark: argc/argv after the subcommand name; returns 0 on success. */
+int bench_stretch(int argc, char **argv);
+int bench_srp(int argc, char **argv);
+
+#endif

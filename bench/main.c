@@ -1,0 +1,71 @@
+/* main.c -- picl-bench: the figures of the README's performance table, each
+ * measured as a ratio against a reference run in the same process. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+
+/* Benchmarks live in their own files; a missing one is reported, not fatal. */
+__attribute__((weak)) int bench_stretch(int argc, char **argv);
+__attribute__((weak)) int bench_srp(int argc, char **argv);
+
+double bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double bench_median(double *v, size_t n)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+struct bench {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *what;
+};
+
+int main(int argc, char **argv)
+{
+    struct bench all[] = {
+        {"stretch", bench_stretch, "one full password stretch vs Python hashlib (OpenSSL)"},
+        {"srp", bench_srp, "one SRP login, constant-time vs plain mpz_powm"},
+    };
+    size_t n = sizeof all / sizeof all[0];
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        printf("usage: picl-bench all|NAME [options]\n\nbenchmarks:\n");
+        for (size_t i = 0; i < n; i++)
+            printf("  %-10s %s\n", all[i].name, all[i].what);
+        return argc < 2 ? 2 : 0;
+    }
+    int rc = 0, found = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(argv[1], "all") && strcmp(argv[1], all[i].name))
+            continue;
+        found = 1;
+        if (!all[i].fn) {
+            printf("%s: not built\n", all[i].name);
+            continue;
+        }
+        if (all[i].fn(argc - 1, argv + 1) != 0)
+            rc = 1;
+    }
+    if (!found) {
+        fprintf(stderr, "picl-bench: unknown benchmark '%s'\n", argv[1]);
+        return 2;
+    }
+    return rc;
+}
