@@ -8,24 +8,27 @@
 #include <pk11pub.h>
 #include <pkcs11t.h>
 
-static PK11SymKey *import_key(const uint8_t key[32], CK_MECHANISM_TYPE mech, CK_ATTRIBUTE_TYPE op)
+static PK11SymKey *import_key(const uint8_t *key, size_t keylen, CK_MECHANISM_TYPE mech,
+                              CK_ATTRIBUTE_TYPE op)
 {
     PK11SlotInfo *slot = PK11_GetInternalSlot();
     if (!slot)
         return NULL;
-    SECItem item = {siBuffer, (unsigned char *)key, 32};
+    SECItem item = {siBuffer, (unsigned char *)key, (unsigned int)keylen};
     PK11SymKey *k = PK11_ImportSymKey(slot, mech, PK11_OriginUnwrap, op, &item, NULL);
     PK11_FreeSlot(slot);
     return k;
 }
 
 /* One PK11 call; *outlen receives the byte count. */
-static picl_status run(int encrypt, CK_MECHANISM_TYPE mech, SECItem *param, const uint8_t key[32],
-                       uint8_t *out, size_t *outlen, size_t maxout, const uint8_t *in, size_t len)
+static picl_status run(int encrypt, CK_MECHANISM_TYPE mech, SECItem *param, const uint8_t *key,
+                       size_t keylen, uint8_t *out, size_t *outlen, size_t maxout, const uint8_t *in, size_t len)
 {
     if (len > UINT_MAX - 64 || maxout > UINT_MAX)
         return PICL_ERROR_TOO_LARGE;
-    PK11SymKey *k = import_key(key, mech, encrypt ? CKA_ENCRYPT : CKA_DECRYPT);
+    if (keylen != 16 && keylen != 24 && keylen != 32)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    PK11SymKey *k = import_key(key, keylen, mech, encrypt ? CKA_ENCRYPT : CKA_DECRYPT);
     if (!k)
         return PICL_ERROR_CRYPTO;
     static const unsigned char empty[1] = {0};
@@ -45,7 +48,7 @@ picl_status picl__aes256_ecb_encrypt(uint8_t *out, const uint8_t key[32], const 
         return PICL_ERROR_INVALID_ARGUMENT;
     SECItem noparam = {siBuffer, NULL, 0};
     size_t n;
-    return run(1, CKM_AES_ECB, &noparam, key, out, &n, len, in, len);
+    return run(1, CKM_AES_ECB, &noparam, key, 32, out, &n, len, in, len);
 }
 
 picl_status picl__aes256_cbc_raw(int encrypt, uint8_t *out, const uint8_t key[32], const uint8_t iv[16],
@@ -55,7 +58,7 @@ picl_status picl__aes256_cbc_raw(int encrypt, uint8_t *out, const uint8_t key[32
         return PICL_ERROR_INVALID_ARGUMENT;
     SECItem ivitem = {siBuffer, (unsigned char *)iv, 16};
     size_t n;
-    return run(encrypt, CKM_AES_CBC, &ivitem, key, out, &n, len, in, len);
+    return run(encrypt, CKM_AES_CBC, &ivitem, key, 32, out, &n, len, in, len);
 }
 
 size_t picl__aes256_cbc_pad_len(size_t len) { return len + 16 - len % 16; }
@@ -63,9 +66,15 @@ size_t picl__aes256_cbc_pad_len(size_t len) { return len + 16 - len % 16; }
 picl_status picl__aes256_cbc_encrypt(uint8_t *out, size_t *outlen, const uint8_t key[32],
                                      const uint8_t iv[16], const uint8_t *in, size_t len)
 {
+    return picl__aes_cbc_encrypt_k(out, outlen, key, 32, iv, in, len);
+}
+
+picl_status picl__aes_cbc_encrypt_k(uint8_t *out, size_t *outlen, const uint8_t *key, size_t keylen,
+                                    const uint8_t iv[16], const uint8_t *in, size_t len)
+{
     SECItem ivitem = {siBuffer, (unsigned char *)iv, 16};
     size_t want = picl__aes256_cbc_pad_len(len);
-    picl_status st = run(1, CKM_AES_CBC_PAD, &ivitem, key, out, outlen, want, in, len);
+    picl_status st = run(1, CKM_AES_CBC_PAD, &ivitem, key, keylen, out, outlen, want, in, len);
     if (st == PICL_OK && *outlen != want)
         st = PICL_ERROR_CRYPTO;
     return st;
@@ -74,6 +83,12 @@ picl_status picl__aes256_cbc_encrypt(uint8_t *out, size_t *outlen, const uint8_t
 picl_status picl__aes256_cbc_decrypt(uint8_t *out, size_t *outlen, const uint8_t key[32],
                                      const uint8_t iv[16], const uint8_t *in, size_t len)
 {
+    return picl__aes_cbc_decrypt_k(out, outlen, key, 32, iv, in, len);
+}
+
+picl_status picl__aes_cbc_decrypt_k(uint8_t *out, size_t *outlen, const uint8_t *key, size_t keylen,
+                                    const uint8_t iv[16], const uint8_t *in, size_t len)
+{
     *outlen = 0;
     if (len == 0 || len % 16) {
         if (len)
@@ -81,7 +96,7 @@ picl_status picl__aes256_cbc_decrypt(uint8_t *out, size_t *outlen, const uint8_t
         return PICL_ERROR_DECRYPT;
     }
     SECItem ivitem = {siBuffer, (unsigned char *)iv, 16};
-    picl_status st = run(0, CKM_AES_CBC_PAD, &ivitem, key, out, outlen, len, in, len);
+    picl_status st = run(0, CKM_AES_CBC_PAD, &ivitem, key, keylen, out, outlen, len, in, len);
     if (st != PICL_OK) {
         picl__wipe(out, len);
         *outlen = 0;
@@ -90,7 +105,7 @@ picl_status picl__aes256_cbc_decrypt(uint8_t *out, size_t *outlen, const uint8_t
     return PICL_OK;
 }
 
-static picl_status gcm(int encrypt, uint8_t *out, const uint8_t key[32], const uint8_t *iv, size_t ivlen,
+static picl_status gcm(int encrypt, uint8_t *out, const uint8_t *key, size_t keylen, const uint8_t *iv, size_t ivlen,
                        const uint8_t *aad, size_t aadlen, const uint8_t *in, size_t len, size_t taglen)
 {
     if (!iv || ivlen == 0 || taglen < 12 || taglen > 16)
@@ -107,7 +122,7 @@ static picl_status gcm(int encrypt, uint8_t *out, const uint8_t key[32], const u
     SECItem param = {siBuffer, (unsigned char *)&gp, sizeof gp};
     size_t n = 0;
     if (encrypt) {
-        picl_status st = run(1, CKM_AES_GCM, &param, key, out, &n, len + taglen, in, len);
+        picl_status st = run(1, CKM_AES_GCM, &param, key, keylen, out, &n, len + taglen, in, len);
         return (st == PICL_OK && n != len + taglen) ? PICL_ERROR_CRYPTO : st;
     }
     if (len < taglen)
@@ -116,7 +131,7 @@ static picl_status gcm(int encrypt, uint8_t *out, const uint8_t key[32], const u
     uint8_t *tmp = malloc(len + 1);
     if (!tmp)
         return PICL_ERROR_NO_MEMORY;
-    picl_status st = run(0, CKM_AES_GCM, &param, key, tmp, &n, len, in, len);
+    picl_status st = run(0, CKM_AES_GCM, &param, key, keylen, tmp, &n, len, in, len);
     if (st != PICL_OK || n != len - taglen) {
         picl__wipe(out, len - taglen);
         st = PICL_ERROR_DECRYPT;
@@ -131,12 +146,26 @@ picl_status picl__aes256_gcm_encrypt(uint8_t *out, const uint8_t key[32], const 
                                      const uint8_t *aad, size_t aadlen, const uint8_t *in, size_t len,
                                      size_t taglen)
 {
-    return gcm(1, out, key, iv, ivlen, aad, aadlen, in, len, taglen);
+    return gcm(1, out, key, 32, iv, ivlen, aad, aadlen, in, len, taglen);
 }
 
 picl_status picl__aes256_gcm_decrypt(uint8_t *out, const uint8_t key[32], const uint8_t *iv, size_t ivlen,
                                      const uint8_t *aad, size_t aadlen, const uint8_t *in, size_t len,
                                      size_t taglen)
 {
-    return gcm(0, out, key, iv, ivlen, aad, aadlen, in, len, taglen);
+    return gcm(0, out, key, 32, iv, ivlen, aad, aadlen, in, len, taglen);
+}
+
+picl_status picl__aes_gcm_encrypt_k(uint8_t *out, const uint8_t *key, size_t keylen, const uint8_t *iv,
+                                    size_t ivlen, const uint8_t *aad, size_t aadlen, const uint8_t *in,
+                                    size_t len, size_t taglen)
+{
+    return gcm(1, out, key, keylen, iv, ivlen, aad, aadlen, in, len, taglen);
+}
+
+picl_status picl__aes_gcm_decrypt_k(uint8_t *out, const uint8_t *key, size_t keylen, const uint8_t *iv,
+                                    size_t ivlen, const uint8_t *aad, size_t aadlen, const uint8_t *in,
+                                    size_t len, size_t taglen)
+{
+    return gcm(0, out, key, keylen, iv, ivlen, aad, aadlen, in, len, taglen);
 }

@@ -42,4 +42,17 @@ picl_status picl__aes256_gcm_decrypt(uint8_t *out, const uint8_t key[32],
                                      const uint8_t *aad, size_t aadlen,
                                      const uint8_t *in, size_t len, size_t taglen);
 
+/* The same with a 16-, 24- or 32-byte key (other lengths are
+ * PICL_ERROR_INVALID_ARGUMENT); the AES-256 functions above call these. */
+picl_status picl__aes_cbc_encrypt_k(uint8_t *out, size_t *outlen, const uint8_t *key, size_t keylen,
+                                    const uint8_t iv[16], const uint8_t *in, size_t len);
+picl_status picl__aes_cbc_decrypt_k(uint8_t *out, size_t *outlen, const uint8_t *key, size_t keylen,
+                                    const uint8_t iv[16], const uint8_t *in, size_t len);
+picl_status picl__aes_gcm_encrypt_k(uint8_t *out, const uint8_t *key, size_t keylen, const uint8_t *iv,
+                                    size_t ivlen, const uint8_t *aad, size_t aadlen, const uint8_t *in,
+                                    size_t len, size_t taglen);
+picl_status picl__aes_gcm_decrypt_k(uint8_t *out, const uint8_t *key, size_t keylen, const uint8_t *iv,
+                                    size_t ivlen, const uint8_t *aad, size_t aadlen, const uint8_t *in,
+                                    size_t len, size_t taglen);
+
 #endif

@@ -1,5 +1,6 @@
 /* testutil.c -- shared helpers for the Check unit tests. */
 #include "testutil.h"
+#include "crypto/nss.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -192,4 +193,14 @@ int tu_run(Suite *s)
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+void tu_nss_setup(void)
+{
+    ck_assert_int_eq(picl__nss_acquire(), 0);
+}
+
+void tu_nss_teardown(void)
+{
+    picl__nss_release();
 }

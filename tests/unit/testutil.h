@@ -54,6 +54,11 @@ void tu_assert_hex_(const uint8_t *got, size_t n, const char *want, const char *
 /* 1 when slow cases should run (PICL_SLOW unset or not "0"). */
 int tu_slow(void);
 
+/* Checked-fixture pair: acquire / release NSS (picl__nss_acquire) in the
+ * forked test process. */
+void tu_nss_setup(void);
+void tu_nss_teardown(void);
+
 /* Standard main body: runs suite s, prints Check's summary, returns exit code. */
 int tu_run(Suite *s);
 
