@@ -1,0 +1,827 @@
+/* http.c -- libmicrohttpd glue: listener, router, body limits, responses (see http.h). */
+#include "http/http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#define DEFAULT_MAX_BODY (1024u * 1024u)
+
+typedef struct route {
+    char *method;
+    char **segs;
+    size_t nsegs;
+    picl_http_handler fn;
+    void *ctx;
+    picl_http_hooks hooks;
+} route;
+
+struct picl_http_server {
+    struct MHD_Daemon *mhd;
+    char *listen;
+    size_t max_body;
+    int require_cl;
+    unsigned threads, timeout_s;
+    picl_http_hooks hooks;
+    route *routes;
+    size_t nroutes;
+    unsigned port;
+};
+
+/* Per-request state: created by the URI log callback (so it holds the raw
+ * target) and freed by the completion callback. */
+typedef struct reqstate {
+    char *target;
+    int started, responded;
+    const route *rt;
+    picl_http_request req;
+    char *params[PICL_HTTP_MAX_PARAMS];
+    char *pathbuf; /* target copy split into path\0query */
+    uint8_t *body;
+    size_t body_len, body_cap, limit;
+} reqstate;
+
+/* ---- buffers ---------------------------------------------------------- */
+
+void picl_buf_init(picl_buf *b, size_t max)
+{
+    memset(b, 0, sizeof *b);
+    b->max = max ? max : (size_t)1 << 30;
+}
+
+static int buf_reserve(picl_buf *b, size_t extra)
+{
+    if (b->failed)
+        return 0;
+    if (extra > b->max || b->len + extra + 1 > b->max) {
+        b->failed = 1;
+        return 0;
+    }
+    size_t need = b->len + extra + 1;
+    if (need <= b->cap)
+        return 1;
+    size_t ncap = b->cap ? b->cap : 256;
+    while (ncap < need)
+        ncap *= 2;
+    if (ncap > b->max)
+        ncap = b->max;
+    char *p = realloc(b->data, ncap);
+    if (!p) {
+        b->failed = 1;
+        return 0;
+    }
+    b->data = p;
+    b->cap = ncap;
+    return 1;
+}
+
+void picl_buf_append(picl_buf *b, const void *data, size_t len)
+{
+    if (!buf_reserve(b, len))
+        return;
+    if (len)
+        memcpy(b->data + b->len, data, len);
+    b->len += len;
+    b->data[b->len] = 0;
+}
+
+void picl_buf_puts(picl_buf *b, const char *s)
+{
+    picl_buf_append(b, s, strlen(s));
+}
+
+void picl_buf_printf(picl_buf *b, const char *fmt, ...)
+{
+    char small[128];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->failed = 1;
+        return;
+    }
+    if ((size_t)n < sizeof small) {
+        picl_buf_append(b, small, (size_t)n);
+        return;
+    }
+    if (!buf_reserve(b, (size_t)n))
+        return;
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void picl_buf_json_string(picl_buf *b, const char *s, size_t len)
+{
+    static const char hexd[] = "0123456789abcdef";
+    /* Worst case 6 bytes per input byte: reserve once. */
+    if (len > (b->max / 6) || !buf_reserve(b, len * 6 + 2)) {
+        b->failed = 1;
+        return;
+    }
+    char *o = b->data + b->len;
+    *o++ = '"';
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '"' || ch == '\\') {
+            *o++ = '\\';
+            *o++ = (char)ch;
+        } else if (ch < 0x20) {
+            *o++ = '\\';
+            switch (ch) {
+            case '\n': *o++ = 'n'; break;
+            case '\r': *o++ = 'r'; break;
+            case '\t': *o++ = 't'; break;
+            default:
+                *o++ = 'u'; *o++ = '0'; *o++ = '0';
+                *o++ = hexd[ch >> 4]; *o++ = hexd[ch & 15];
+            }
+        } else {
+            *o++ = (char)ch;
+        }
+    }
+    *o++ = '"';
+    *o = 0;
+    b->len = (size_t)(o - b->data);
+}
+
+char *picl_buf_take(picl_buf *b, size_t *len)
+{
+    if (b->failed) {
+        picl_buf_free(b);
+        return NULL;
+    }
+    if (!b->data && !buf_reserve(b, 0))
+        return NULL;
+    if (!b->data) {
+        b->data = malloc(1);
+        if (!b->data)
+            return NULL;
+        b->data[0] = 0;
+    }
+    char *d = b->data;
+    if (len)
+        *len = b->len;
+    b->data = NULL;
+    b->len = b->cap = 0;
+    return d;
+}
+
+void picl_buf_free(picl_buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+/* ---- responses -------------------------------------------------------- */
+
+void picl_http_respond_owned(picl_http_response *resp, int status, const char *ctype,
+                             char *body, size_t len)
+{
+    free(resp->body);
+    free(resp->content_type);
+    resp->status = status;
+    resp->body = body;
+    resp->body_len = body ? len : 0;
+    resp->content_type = NULL;
+    if (ctype && !(resp->content_type = strdup(ctype)))
+        resp->failed = 1;
+}
+
+void picl_http_respond(picl_http_response *resp, int status, const char *ctype,
+                       const void *body, size_t len)
+{
+    char *copy = malloc(len + 1);
+    if (!copy) {
+        resp->failed = 1;
+        return;
+    }
+    if (len)
+        memcpy(copy, body, len);
+    copy[len] = 0;
+    picl_http_respond_owned(resp, status, ctype, copy, len);
+}
+
+void picl_http_respond_json(picl_http_response *resp, int status, const json_t *json)
+{
+    char *text = json_dumps(json, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!text) {
+        resp->failed = 1;
+        return;
+    }
+    picl_http_respond_owned(resp, status, "application/json", text, strlen(text));
+}
+
+void picl_http_add_header(picl_http_response *resp, const char *name, const char *value)
+{
+    struct picl_http_hdr *h = realloc(resp->headers, (resp->nheaders + 1) * sizeof *h);
+    if (!h) {
+        resp->failed = 1;
+        return;
+    }
+    resp->headers = h;
+    char *n = strdup(name), *v = strdup(value);
+    if (!n || !v) {
+        free(n);
+        free(v);
+        resp->failed = 1;
+        return;
+    }
+    h[resp->nheaders].name = n;
+    h[resp->nheaders].value = v;
+    resp->nheaders++;
+}
+
+void picl_http_set_header(picl_http_response *resp, const char *name, const char *value)
+{
+    for (size_t i = 0; i < resp->nheaders; i++) {
+        if (!strcasecmp(resp->headers[i].name, name)) {
+            char *v = strdup(value);
+            if (!v) {
+                resp->failed = 1;
+                return;
+            }
+            free(resp->headers[i].value);
+            resp->headers[i].value = v;
+            return;
+        }
+    }
+    picl_http_add_header(resp, name, value);
+}
+
+const char *picl_http_response_header(const picl_http_response *resp, const char *name)
+{
+    for (size_t i = 0; i < resp->nheaders; i++)
+        if (!strcasecmp(resp->headers[i].name, name))
+            return resp->headers[i].value;
+    return NULL;
+}
+
+static void response_clear(picl_http_response *resp)
+{
+    free(resp->body);
+    free(resp->content_type);
+    for (size_t i = 0; i < resp->nheaders; i++) {
+        free(resp->headers[i].name);
+        free(resp->headers[i].value);
+    }
+    free(resp->headers);
+    memset(resp, 0, sizeof *resp);
+}
+
+/* ---- request helpers -------------------------------------------------- */
+
+const char *picl_http_header(const picl_http_request *req, const char *name)
+{
+    return MHD_lookup_connection_value((struct MHD_Connection *)req->conn_, MHD_HEADER_KIND,
+                                       name);
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+picl_status picl_http_unescape(const char *in, size_t len, int plus_is_space, char **out)
+{
+    *out = NULL;
+    char *o = malloc(len + 1);
+    if (!o)
+        return PICL_ERROR_NO_MEMORY;
+    size_t j = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = in[i];
+        if (c == '%') {
+            if (i + 2 >= len) {
+                free(o);
+                return PICL_ERROR_ENCODING;
+            }
+            int a = hexval(in[i + 1]), b = hexval(in[i + 2]);
+            if (a < 0 || b < 0 || (a == 0 && b == 0)) {
+                free(o);
+                return PICL_ERROR_ENCODING;
+            }
+            o[j++] = (char)(a * 16 + b);
+            i += 2;
+        } else if (c == '+' && plus_is_space) {
+            o[j++] = ' ';
+        } else if (c == 0) {
+            free(o);
+            return PICL_ERROR_ENCODING;
+        } else {
+            o[j++] = c;
+        }
+    }
+    o[j] = 0;
+    *out = o;
+    return PICL_OK;
+}
+
+/* Finds parameter `name` in the raw query: val and vlen get the raw value
+ * (NULL/0 when the key has no '=').  Returns 1 when found. */
+static int query_find(const char *q, const char *name, const char **val, size_t *vlen)
+{
+    size_t nl = strlen(name);
+    while (q && *q) {
+        const char *end = strchr(q, '&');
+        size_t seglen = end ? (size_t)(end - q) : strlen(q);
+        const char *eq = memchr(q, '=', seglen);
+        size_t klen = eq ? (size_t)(eq - q) : seglen;
+        if (klen == nl && !memcmp(q, name, nl)) {
+            *val = eq ? eq + 1 : NULL;
+            *vlen = eq ? seglen - klen - 1 : 0;
+            return 1;
+        }
+        q = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+picl_status picl_http_query(const picl_http_request *req, const char *name, char **value)
+{
+    const char *v;
+    size_t vl;
+    *value = NULL;
+    if (!query_find(req->query, name, &v, &vl))
+        return PICL_ERROR_NOT_FOUND;
+    return picl_http_unescape(v ? v : "", vl, 1, value);
+}
+
+int picl_http_query_has(const picl_http_request *req, const char *name)
+{
+    const char *v;
+    size_t vl;
+    return query_find(req->query, name, &v, &vl);
+}
+
+/* ---- routing ---------------------------------------------------------- */
+
+/* Splits "/a/b" into a malloc()ed array of malloc()ed segments. */
+static picl_status split_path(const char *path, size_t len, char ***segs, size_t *n)
+{
+    *segs = NULL;
+    *n = 0;
+    if (!len || path[0] != '/')
+        return PICL_ERROR_INVALID_ARGUMENT;
+    size_t count = 1;
+    for (size_t i = 1; i < len; i++)
+        count += path[i] == '/';
+    char **s = calloc(count, sizeof *s);
+    if (!s)
+        return PICL_ERROR_NO_MEMORY;
+    size_t k = 0, start = 1;
+    for (size_t i = 1; i <= len; i++) {
+        if (i == len || path[i] == '/') {
+            s[k] = strndup(path + start, i - start);
+            if (!s[k]) {
+                for (size_t j = 0; j < k; j++)
+                    free(s[j]);
+                free(s);
+                return PICL_ERROR_NO_MEMORY;
+            }
+            k++;
+            start = i + 1;
+        }
+    }
+    *segs = s;
+    *n = k;
+    return PICL_OK;
+}
+
+static void free_segs(char **segs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(segs[i]);
+    free(segs);
+}
+
+/* Matches a raw path against a route: 1 and the raw "*" segments on match. */
+static int route_match(const route *rt, const char *path, size_t plen,
+                       const char **caps, size_t *caplens, size_t *ncaps)
+{
+    if (!plen || path[0] != '/')
+        return 0;
+    size_t k = 0, start = 1, nc = 0;
+    for (size_t i = 1; i <= plen; i++) {
+        if (i < plen && path[i] != '/')
+            continue;
+        if (k >= rt->nsegs)
+            return 0;
+        const char *seg = path + start;
+        size_t sl = i - start;
+        const char *ps = rt->segs[k];
+        if (!strcmp(ps, "*")) {
+            if (!sl)
+                return 0;
+            caps[nc] = seg;
+            caplens[nc] = sl;
+            nc++;
+        } else if (strlen(ps) != sl || memcmp(ps, seg, sl)) {
+            return 0;
+        }
+        k++;
+        start = i + 1;
+    }
+    if (k != rt->nsegs)
+        return 0;
+    *ncaps = nc;
+    return 1;
+}
+
+picl_status picl_http_route(picl_http_server *srv, const char *method, const char *pattern,
+                            picl_http_handler fn, void *ctx, const picl_http_hooks *hooks)
+{
+    if (!srv || !method || !pattern || !fn || srv->mhd)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    route rt;
+    memset(&rt, 0, sizeof rt);
+    picl_status st = split_path(pattern, strlen(pattern), &rt.segs, &rt.nsegs);
+    if (st != PICL_OK)
+        return st;
+    size_t stars = 0;
+    for (size_t i = 0; i < rt.nsegs; i++)
+        stars += !strcmp(rt.segs[i], "*");
+    if (stars > PICL_HTTP_MAX_PARAMS) {
+        free_segs(rt.segs, rt.nsegs);
+        return PICL_ERROR_INVALID_ARGUMENT;
+    }
+    rt.method = strdup(method);
+    route *r = realloc(srv->routes, (srv->nroutes + 1) * sizeof *r);
+    if (!rt.method || !r) {
+        free(rt.method);
+        free_segs(rt.segs, rt.nsegs);
+        if (r)
+            srv->routes = r;
+        return PICL_ERROR_NO_MEMORY;
+    }
+    srv->routes = r;
+    rt.fn = fn;
+    rt.ctx = ctx;
+    rt.hooks = hooks ? *hooks : srv->hooks;
+    srv->routes[srv->nroutes++] = rt;
+    return PICL_OK;
+}
+
+/* ---- request processing ----------------------------------------------- */
+
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    reqstate *st = calloc(1, sizeof *st);
+    if (st && !(st->target = strdup(uri ? uri : "/"))) {
+        free(st);
+        st = NULL;
+    }
+    return st;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    reqstate *st = *con_cls;
+    if (!st)
+        return;
+    for (size_t i = 0; i < PICL_HTTP_MAX_PARAMS; i++)
+        free(st->params[i]);
+    free(st->pathbuf);
+    free(st->body);
+    free(st->target);
+    free(st);
+    *con_cls = NULL;
+}
+
+static const picl_http_hooks *hooks_for(picl_http_server *srv, reqstate *st)
+{
+    return st->rt ? &st->rt->hooks : &srv->hooks;
+}
+
+static enum MHD_Result send_response(struct MHD_Connection *c, picl_http_response *resp)
+{
+    if (resp->failed) {
+        static const char body[] = "{\"code\":500}";
+        response_clear(resp);
+        resp->status = 500;
+        picl_http_respond(resp, 500, "application/json", body, sizeof body - 1);
+        if (resp->failed)
+            return MHD_NO;
+    }
+    struct MHD_Response *r;
+    if (resp->body) {
+        r = MHD_create_response_from_buffer(resp->body_len, resp->body, MHD_RESPMEM_MUST_FREE);
+        if (r)
+            resp->body = NULL; /* now MHD's */
+    } else {
+        r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    }
+    if (!r)
+        return MHD_NO;
+    if (resp->content_type)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp->content_type);
+    for (size_t i = 0; i < resp->nheaders; i++)
+        MHD_add_response_header(r, resp->headers[i].name, resp->headers[i].value);
+    enum MHD_Result ret = MHD_queue_response(c, (unsigned)resp->status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* Renders and queues an answer of the glue itself. */
+static enum MHD_Result glue_error(picl_http_server *srv, struct MHD_Connection *c, reqstate *st,
+                                  int status, picl_http_error why, const char *allow)
+{
+    picl_http_response resp;
+    memset(&resp, 0, sizeof resp);
+    resp.status = status;
+    const picl_http_hooks *h = hooks_for(srv, st);
+    if (h->error) {
+        h->error(&st->req, &resp, status, why, h->ctx);
+    } else {
+        char body[32];
+        int n = snprintf(body, sizeof body, "{\"code\":%d}", status);
+        picl_http_respond(&resp, status, "application/json", body, (size_t)n);
+    }
+    if (allow)
+        picl_http_set_header(&resp, "Allow", allow);
+    if (h->finish)
+        h->finish(&st->req, &resp, h->ctx);
+    st->responded = 1;
+    enum MHD_Result r = send_response(c, &resp);
+    response_clear(&resp);
+    return r;
+}
+
+/* Called once the headers are in: route, check the body limits. */
+static enum MHD_Result start_request(picl_http_server *srv, struct MHD_Connection *c,
+                                     reqstate *st, const char *method)
+{
+    st->pathbuf = strdup(st->target);
+    if (!st->pathbuf)
+        return MHD_NO;
+    char *q = strchr(st->pathbuf, '?');
+    if (q)
+        *q++ = 0;
+    st->req.method = method;
+    st->req.target = st->target;
+    st->req.path = st->pathbuf;
+    st->req.query = q ? q : "";
+    st->req.body = (const uint8_t *)"";
+    st->req.conn_ = c;
+
+    const char *path = st->pathbuf;
+    size_t plen = strlen(path);
+    const char *caps[PICL_HTTP_MAX_PARAMS];
+    size_t caplens[PICL_HTTP_MAX_PARAMS], ncaps = 0;
+    char allow[128] = "";
+    int path_known = 0;
+    for (size_t i = 0; i < srv->nroutes && !st->rt; i++) {
+        const route *rt = &srv->routes[i];
+        size_t nc;
+        if (!route_match(rt, path, plen, caps, caplens, &nc))
+            continue;
+        if (!strcmp(rt->method, method)) {
+            st->rt = rt;
+            ncaps = nc;
+        } else {
+            if (!path_known)
+                st->rt = NULL;
+            path_known = 1;
+            if (!strstr(allow, rt->method) && strlen(allow) + strlen(rt->method) + 3 < sizeof allow) {
+                if (*allow)
+                    strncat(allow, ", ", sizeof allow - strlen(allow) - 1);
+                strncat(allow, rt->method, sizeof allow - strlen(allow) - 1);
+            }
+        }
+    }
+    if (!st->rt) {
+        if (path_known) {
+            /* Render with the hooks of the service owning the path. */
+            for (size_t i = 0; i < srv->nroutes; i++) {
+                size_t nc;
+                if (route_match(&srv->routes[i], path, plen, caps, caplens, &nc)) {
+                    st->rt = &srv->routes[i];
+                    break;
+                }
+            }
+            enum MHD_Result r = glue_error(srv, c, st, 405, PICL_HTTP_ERR_METHOD, allow);
+            st->rt = NULL;
+            return r;
+        }
+        return glue_error(srv, c, st, 404, PICL_HTTP_ERR_NOT_FOUND, NULL);
+    }
+    for (size_t i = 0; i < ncaps; i++) {
+        if (picl_http_unescape(caps[i], caplens[i], 0, &st->params[i]) != PICL_OK)
+            return glue_error(srv, c, st, 400, PICL_HTTP_ERR_BAD_REQUEST, NULL);
+        st->req.params[i] = st->params[i];
+    }
+    st->req.nparams = ncaps;
+
+    st->limit = srv->max_body;
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    int body_method = !strcmp(method, "POST") || !strcmp(method, "PUT") ||
+                      !strcmp(method, "PATCH");
+    if (cl) {
+        char *end;
+        errno = 0;
+        unsigned long long n = strtoull(cl, &end, 10);
+        if (errno || end == cl || *end || cl[0] == '-')
+            return glue_error(srv, c, st, 400, PICL_HTTP_ERR_BAD_REQUEST, NULL);
+        if (n > st->limit)
+            return glue_error(srv, c, st, 413, PICL_HTTP_ERR_TOO_LARGE, NULL);
+        st->req.has_content_length = 1;
+        st->body_cap = (size_t)n + 1;
+        st->body = malloc(st->body_cap);
+        if (!st->body)
+            return glue_error(srv, c, st, 500, PICL_HTTP_ERR_INTERNAL, NULL);
+    } else if (body_method && srv->require_cl) {
+        return glue_error(srv, c, st, 411, PICL_HTTP_ERR_LENGTH_REQUIRED, NULL);
+    }
+    return MHD_YES;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload, size_t *upload_size, void **con_cls)
+{
+    picl_http_server *srv = cls;
+    reqstate *st = *con_cls;
+    if (!st) {
+        st = on_uri(NULL, url, c);
+        if (!st)
+            return MHD_NO;
+        *con_cls = st;
+    }
+    if (!st->started) {
+        st->started = 1;
+        return start_request(srv, c, st, method);
+    }
+    if (*upload_size) {
+        size_t n = *upload_size;
+        *upload_size = 0;
+        if (st->responded)
+            return MHD_YES;
+        if (n > st->limit || st->body_len + n > st->limit)
+            return MHD_NO; /* only reachable without Content-Length: drop it */
+        if (st->body_len + n + 1 > st->body_cap) {
+            size_t ncap = st->body_cap ? st->body_cap : 4096;
+            while (ncap < st->body_len + n + 1)
+                ncap *= 2;
+            uint8_t *p = realloc(st->body, ncap);
+            if (!p)
+                return MHD_NO;
+            st->body = p;
+            st->body_cap = ncap;
+        }
+        memcpy(st->body + st->body_len, upload, n);
+        st->body_len += n;
+        return MHD_YES;
+    }
+    if (st->responded)
+        return MHD_YES;
+    if (st->body) {
+        st->body[st->body_len] = 0;
+        st->req.body = st->body;
+        st->req.body_len = st->body_len;
+    }
+    picl_http_response resp;
+    memset(&resp, 0, sizeof resp);
+    resp.status = 200;
+    st->rt->fn(&st->req, &resp, st->rt->ctx);
+    if (st->rt->hooks.finish)
+        st->rt->hooks.finish(&st->req, &resp, st->rt->hooks.ctx);
+    st->responded = 1;
+    enum MHD_Result r = send_response(c, &resp);
+    response_clear(&resp);
+    return r;
+}
+
+/* ---- lifecycle -------------------------------------------------------- */
+
+picl_status picl_http_server_new(picl_http_server **out, const picl_http_config *cfg)
+{
+    *out = NULL;
+    if (!cfg || !cfg->listen)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    picl_http_server *srv = calloc(1, sizeof *srv);
+    if (!srv)
+        return PICL_ERROR_NO_MEMORY;
+    srv->listen = strdup(cfg->listen);
+    if (!srv->listen) {
+        free(srv);
+        return PICL_ERROR_NO_MEMORY;
+    }
+    srv->max_body = cfg->max_body ? cfg->max_body : DEFAULT_MAX_BODY;
+    srv->require_cl = cfg->require_content_length;
+    srv->threads = cfg->threads ? cfg->threads : 4;
+    srv->timeout_s = cfg->timeout_s ? cfg->timeout_s : 60;
+    if (cfg->hooks)
+        srv->hooks = *cfg->hooks;
+    *out = srv;
+    return PICL_OK;
+}
+
+/* Parses "HOST:PORT" / "[V6]:PORT" into a socket address. */
+static picl_status parse_listen(const char *listen, struct sockaddr_storage *ss, int *v6)
+{
+    char host[256];
+    const char *colon = strrchr(listen, ':');
+    if (!colon || !colon[1])
+        return PICL_ERROR_INVALID_ARGUMENT;
+    size_t hl = (size_t)(colon - listen);
+    const char *h = listen;
+    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
+        h++;
+        hl -= 2;
+    }
+    if (!hl || hl >= sizeof host)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    memcpy(host, h, hl);
+    host[hl] = 0;
+    char *end;
+    errno = 0;
+    long port = strtol(colon + 1, &end, 10);
+    if (errno || *end || port < 0 || port > 65535)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    if (getaddrinfo(host, colon + 1, &hints, &res) != 0 || !res)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    memset(ss, 0, sizeof *ss);
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    *v6 = res->ai_family == AF_INET6;
+    freeaddrinfo(res);
+    return PICL_OK;
+}
+
+picl_status picl_http_server_start(picl_http_server *srv)
+{
+    if (!srv || srv->mhd)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    struct sockaddr_storage ss;
+    int v6 = 0;
+    picl_status st = parse_listen(srv->listen, &ss, &v6);
+    if (st != PICL_OK)
+        return st;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
+    if (v6)
+        flags |= MHD_USE_IPv6;
+    srv->mhd = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, srv,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)srv->threads,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)srv->timeout_s,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, (void *)srv,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, (void *)srv,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+        MHD_OPTION_END);
+    if (!srv->mhd)
+        return PICL_ERROR_NETWORK;
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
+    srv->port = di ? di->port : 0;
+    return PICL_OK;
+}
+
+unsigned picl_http_server_port(const picl_http_server *srv)
+{
+    return srv ? srv->port : 0;
+}
+
+void picl_http_server_stop(picl_http_server *srv)
+{
+    if (srv && srv->mhd) {
+        MHD_stop_daemon(srv->mhd);
+        srv->mhd = NULL;
+        srv->port = 0;
+    }
+}
+
+void picl_http_server_free(picl_http_server *srv)
+{
+    if (!srv)
+        return;
+    picl_http_server_stop(srv);
+    for (size_t i = 0; i < srv->nroutes; i++) {
+        free(srv->routes[i].method);
+        free_segs(srv->routes[i].segs, srv->routes[i].nsegs);
+    }
+    free(srv->routes);
+    free(srv->listen);
+    free(srv);
+}
