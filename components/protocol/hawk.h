@@ -1,0 +1,177 @@
+/* hawk.h -- Hawk 1.1 (SHA-256) request authentication for the client and
+ * both servers (keyserver.md section 8, storage.md section 2). */
+#ifndef PICL_PROTOCOL_HAWK_H
+#define PICL_PROTOCOL_HAWK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "picl.h"
+
+/*
+ * normalised = "hawk.1.header\n" ts "\n" nonce "\n" METHOD "\n" path?query "\n"
+ *              host(lowercase) "\n" port "\n" hash "\n" ext "\n"
+ * mac        = base64(HMAC-SHA256(key, normalised))
+ * hash       = base64(SHA-256("hawk.1.payload\n" content-type "\n" body "\n"))
+ *              (content-type lowercase, without parameters)
+ *
+ * The path?query is the request target exactly as sent on the wire (still
+ * percent-encoded).  Hawk's app/dlg (Oz) attributes are not supported.
+ *
+ * Statuses.  picl_status has no Hawk-specific codes, so Hawk outcomes use
+ * these existing ones; a server maps them as follows (keyserver / storage):
+ */
+#define PICL_HAWK_ERROR_MALFORMED PICL_ERROR_ENCODING /* header syntax, unknown or duplicate
+                                                         attribute, bad quoting, non-numeric
+                                                         ts, bad base64 mac/hash: 401/109 / 401 */
+#define PICL_HAWK_ERROR_TOO_LARGE PICL_ERROR_TOO_LARGE /* header or one attribute over its
+                                                          cap: 401/109 / 401 */
+#define PICL_HAWK_ERROR_BAD_MAC PICL_ERROR_DECRYPT    /* wrong MAC, wrong payload hash, or
+                                                         hash missing when required: 401/109 / 401 */
+#define PICL_HAWK_ERROR_STALE PICL_ERROR_STATE        /* ts more than skew from now:
+                                                         401/111 + serverTime / 401 */
+#define PICL_HAWK_ERROR_REPLAY PICL_ERROR_CONFLICT    /* nonce seen within the window:
+                                                         401/115 / 401 */
+#define PICL_HAWK_ERROR_BUSY PICL_ERROR_BACKOFF       /* nonce cache full of live entries
+                                                         (fails closed): 503/201 / 503 */
+/* An unknown id is not Hawk's business: the server's token lookup answers
+ * 401/110 (PICL_ERROR_TOKEN) before calling picl__hawk_verify(). */
+
+/* Hard caps (characters, without the NUL). */
+#define PICL_HAWK_MAX_HEADER 4096u   /* whole Authorization value */
+#define PICL_HAWK_MAX_ID 2048u       /* tokenlib ids are ~700 characters */
+#define PICL_HAWK_MAX_NONCE 128u
+#define PICL_HAWK_MAX_EXT 1024u
+#define PICL_HAWK_MAX_TS_DIGITS 15u  /* plain decimal, no sign */
+#define PICL_HAWK_B64_BYTES 44u      /* base64 of 32 bytes: every mac and hash */
+#define PICL_HAWK_MAX_RESOURCE 8192u /* path?query */
+#define PICL_HAWK_MAX_METHOD 32u
+#define PICL_HAWK_MAX_HOST 255u
+#define PICL_HAWK_MAX_CONTENT_TYPE 256u
+#define PICL_HAWK_DEFAULT_SKEW 60    /* seconds */
+
+/* One request as the MAC sees it.  content_type NULL means "no payload";
+ * body may be NULL when bodylen is 0. */
+typedef struct picl_hawk_request {
+    const char *method;       /* "GET", ... (upper-cased for the MAC) */
+    const char *resource;     /* path?query exactly as sent */
+    const char *host;         /* Host without port (lower-cased for the MAC) */
+    unsigned port;            /* 0..65535 */
+    const char *content_type; /* full Content-Type header value, or NULL */
+    const void *body;
+    size_t bodylen;
+} picl_hawk_request;
+
+/* A parsed Authorization header.  Every string is NUL-terminated; has_hash /
+ * has_ext say whether the attribute was present (an empty ext="" counts as
+ * present and MACs like an absent one). */
+typedef struct picl_hawk_auth {
+    char id[PICL_HAWK_MAX_ID + 1];
+    char ts_text[PICL_HAWK_MAX_TS_DIGITS + 1];
+    int64_t ts;
+    char nonce[PICL_HAWK_MAX_NONCE + 1];
+    char hash[PICL_HAWK_B64_BYTES + 1];
+    int has_hash;
+    char ext[PICL_HAWK_MAX_EXT + 1];
+    int has_ext;
+    char mac[PICL_HAWK_B64_BYTES + 1];
+} picl_hawk_auth;
+
+/* ---- building blocks (both sides; need NSS) ---------------------------- */
+
+/* base64 payload hash of (content_type, body) into out (45 bytes with NUL).
+ * The content type is cut at ';', trimmed and lower-cased; NULL = "". */
+picl_status picl__hawk_payload_hash(char out[PICL_HAWK_B64_BYTES + 1], const char *content_type,
+                                    const void *body, size_t bodylen);
+
+/* The normalised string, malloc()ed into *out (NUL-terminated, *outlen bytes
+ * without the NUL; caller frees).  hash and ext may be NULL (= empty).  A
+ * field with a newline or other control character, or a method that is not
+ * an HTTP token, is PICL_ERROR_INVALID_ARGUMENT; over a cap, PICL_ERROR_TOO_LARGE. */
+picl_status picl__hawk_normalized(char **out, size_t *outlen, const char *ts, const char *nonce,
+                                  const char *method, const char *resource, const char *host,
+                                  unsigned port, const char *hash, const char *ext);
+
+/* mac = base64(HMAC-SHA256(key, normalised string of these fields)). */
+picl_status picl__hawk_mac(char out[PICL_HAWK_B64_BYTES + 1], const void *key, size_t keylen,
+                           const char *ts, const char *nonce, const picl_hawk_request *req,
+                           const char *hash, const char *ext);
+
+/* ---- client ------------------------------------------------------------ */
+
+/*
+ * Builds the Authorization header value for req:
+ *   Hawk id="..", ts="..", nonce="..", [hash="..", ][ext="..", ]mac=".."
+ * hash is included when req->content_type is not NULL.  nonce NULL = 12
+ * random base64 characters; ext NULL or "" = none.  id, nonce and ext must be
+ * non-empty (ext may be empty), within the caps and made of Hawk's value
+ * characters (printable ASCII without '"' and '\'), else
+ * PICL_ERROR_INVALID_ARGUMENT.  *out is malloc()ed; the caller frees it.
+ */
+picl_status picl__hawk_client_header(char **out, const char *id, const void *key, size_t keylen,
+                                     const picl_hawk_request *req, int64_t ts,
+                                     const char *nonce, const char *ext);
+
+/* ---- server ------------------------------------------------------------ */
+
+/*
+ * THE parser of an incoming Authorization header value (len bytes, need not
+ * be NUL-terminated):  Hawk id="..", ts="..", nonce="..", [hash="..",]
+ * [ext="..",] mac=".."  in any order.  The scheme is case-insensitive and
+ * followed by spaces; attributes are lower-case names, '=', a double-quoted
+ * value of Hawk's value characters (no escapes), separated by ',' with
+ * optional spaces/tabs; leading/trailing spaces are ignored.  id, ts, nonce
+ * and mac are required and non-empty; ts is 1..15 decimal digits; mac and
+ * hash are canonical base64 of 32 bytes.  Anything else (unknown attribute,
+ * duplicate, missing quote, trailing comma, control character ...) is
+ * PICL_HAWK_ERROR_MALFORMED; a header or value over its cap is
+ * PICL_HAWK_ERROR_TOO_LARGE.  On failure *auth is zeroed.  No NSS needed.
+ */
+picl_status picl__hawk_parse(picl_hawk_auth *auth, const char *header, size_t len);
+
+typedef struct picl_hawk_nonce_cache picl_hawk_nonce_cache;
+
+typedef struct picl_hawk_verify_opts {
+    int64_t now;                   /* server time, unix seconds */
+    int64_t skew;                  /* allowed |ts - now|, 0..86400*366 */
+    int require_hash;              /* a missing hash is PICL_HAWK_ERROR_BAD_MAC */
+    picl_hawk_nonce_cache *nonces; /* NULL = no replay check */
+} picl_hawk_verify_opts;
+
+/*
+ * Verifies a parsed header against the credentials' key and the request, in
+ * this order (cheap forgeries never touch the nonce cache):
+ *   1. MAC (constant-time compare)                -> PICL_HAWK_ERROR_BAD_MAC
+ *   2. payload hash, when present or required: recomputed from
+ *      req->content_type/body and compared in constant time
+ *                                                 -> PICL_HAWK_ERROR_BAD_MAC
+ *   3. |ts - now| <= skew                          -> PICL_HAWK_ERROR_STALE
+ *   4. (id, nonce) not seen while live; recorded until ts + skew
+ *                                                 -> PICL_HAWK_ERROR_REPLAY / _BUSY
+ * A request field with control characters is PICL_HAWK_ERROR_MALFORMED, one
+ * over its cap PICL_HAWK_ERROR_TOO_LARGE; bad options PICL_ERROR_INVALID_ARGUMENT.
+ */
+picl_status picl__hawk_verify(const picl_hawk_auth *auth, const void *key, size_t keylen,
+                              const picl_hawk_request *req, const picl_hawk_verify_opts *opts);
+
+/*
+ * Nonce cache: bounded (at most max_entries live entries), thread-safe (one
+ * mutex).  Entries are keyed by SHA-256(id, nonce) and expire at the time
+ * given when recorded.  When it is full of live entries a new nonce is
+ * refused with PICL_HAWK_ERROR_BUSY rather than evicting a live one (which
+ * would reopen a replay window).  picl__hawk_nonce_cache_new() allocates;
+ * the caller frees with picl__hawk_nonce_cache_free().  1 <= max_entries
+ * <= 1 << 24, else PICL_ERROR_INVALID_ARGUMENT.
+ */
+picl_status picl__hawk_nonce_cache_new(picl_hawk_nonce_cache **cache, size_t max_entries);
+void picl__hawk_nonce_cache_free(picl_hawk_nonce_cache *cache);
+
+/* PICL_OK and records (id, nonce) until `expires` if it is not live at
+ * `now`; PICL_HAWK_ERROR_REPLAY if it is; PICL_HAWK_ERROR_BUSY if full.
+ * Needs NSS (SHA-256). */
+picl_status picl__hawk_nonce_check(picl_hawk_nonce_cache *cache, const char *id,
+                                   const char *nonce, int64_t expires, int64_t now);
+
+/* Number of entries held (live or expired but not yet dropped), for tests. */
+size_t picl__hawk_nonce_cache_count(picl_hawk_nonce_cache *cache);
+
+#endif
