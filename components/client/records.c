@@ -1,0 +1,315 @@
+/* records.c -- collection keys, records with kid, the signed class map
+ * (records.md sections 2-4; see records.h). */
+#include "client/records.h"
+#include "crypto/codec.h"
+#include "crypto/hash.h"
+#include "crypto/kdf.h"
+#include "crypto/util.h"
+#include "protocol/stretch.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PAYLOAD_MAX (PICL_RECORD_MAX_CIPHERTEXT * 2)
+
+int picl__collection_name_ok(const char *name)
+{
+    size_t n = name ? strlen(name) : 0;
+    if (n < 1 || n > PICL_COLLECTION_NAME_MAX)
+        return 0;
+    return strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
+}
+
+picl_status picl__collection_keys(picl_keypair *out, const uint8_t kx[32], const char *collection,
+                                  uint32_t generation)
+{
+    if (!picl__collection_name_ok(collection) || generation == 0)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    char info[128];
+    int n = snprintf(info, sizeof info, PICL_KW_PREFIX "collection:%s:%u", collection, generation);
+    if (n < 0 || (size_t)n >= sizeof info)
+        return PICL_ERROR_TOO_LARGE;
+    uint8_t okm[64];
+    picl_status st = picl__hkdf_sha256(okm, 64, kx, 32, NULL, 0, info, (size_t)n);
+    if (st == PICL_OK) {
+        memcpy(out->enc, okm, 32);
+        memcpy(out->hmac, okm + 32, 32);
+    }
+    picl__wipe(okm, sizeof okm);
+    return st;
+}
+
+picl_status picl__kid_parse(const char *kid, picl_class_entry *out)
+{
+    if (!kid || (kid[0] != 'A' && kid[0] != 'B') || kid[1] != ':')
+        return PICL_ERROR_ENCODING;
+    const char *d = kid + 2;
+    size_t n = strlen(d);
+    if (n < 1 || n > 10 || strspn(d, "0123456789") != n || d[0] == '0')
+        return PICL_ERROR_ENCODING;
+    unsigned long long g = strtoull(d, NULL, 10);
+    if (g > 0x7fffffffULL)
+        return PICL_ERROR_ENCODING;
+    out->cls = kid[0];
+    out->generation = (uint32_t)g;
+    return PICL_OK;
+}
+
+void picl__kid_format(char out[16], const picl_class_entry *e)
+{
+    snprintf(out, 16, "%c:%u", e->cls, e->generation);
+}
+
+picl_status picl__record_encrypt(char **payload, const json_t *cleartext, const picl_keypair *keys,
+                                 const picl_class_entry *kid)
+{
+    *payload = NULL;
+    if (!json_is_object(cleartext) || !json_is_string(json_object_get(cleartext, "id")) ||
+        (kid->cls != 'A' && kid->cls != 'B') || kid->generation == 0)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    char *clear = json_dumps(cleartext, JSON_COMPACT);
+    if (!clear)
+        return PICL_ERROR_NO_MEMORY;
+    size_t clen = strlen(clear);
+    picl_sealed s;
+    picl_status st = picl__record_seal(&s, keys, NULL, (const uint8_t *)clear, clen);
+    picl__zfree(clear, clen);
+    if (st != PICL_OK)
+        return st;
+    char kidtxt[16];
+    picl__kid_format(kidtxt, kid);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "ciphertext", s.ciphertext, "IV", s.iv, "hmac", s.hmac,
+                          "kid", kidtxt);
+    picl__sealed_free(&s);
+    if (!o)
+        return PICL_ERROR_NO_MEMORY;
+    *payload = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return *payload ? PICL_OK : PICL_ERROR_NO_MEMORY;
+}
+
+static json_t *load_payload(const char *payload)
+{
+    if (!payload || strlen(payload) > PAYLOAD_MAX)
+        return NULL;
+    json_t *o = json_loads(payload, JSON_REJECT_DUPLICATES, NULL);
+    if (o && !json_is_object(o)) {
+        json_decref(o);
+        o = NULL;
+    }
+    return o;
+}
+
+picl_status picl__record_kid(const char *payload, picl_class_entry *kid)
+{
+    json_t *o = load_payload(payload);
+    if (!o)
+        return PICL_ERROR_DECRYPT;
+    picl_status st = picl__kid_parse(json_string_value(json_object_get(o, "kid")), kid);
+    json_decref(o);
+    return st == PICL_OK ? PICL_OK : PICL_ERROR_DECRYPT;
+}
+
+picl_status picl__record_decrypt(json_t **clear, const char *payload, const char *bso_id,
+                                 const picl_keypair *keys, const picl_class_entry *expect, int allow_older)
+{
+    *clear = NULL;
+    picl_status st = PICL_ERROR_DECRYPT;
+    uint8_t *pt = NULL;
+    size_t ptlen = 0;
+    json_t *c = NULL, *o = load_payload(payload);
+    picl_class_entry kid;
+    if (!o || !bso_id)
+        goto done;
+    /* 1. the kid against the class map */
+    if (picl__kid_parse(json_string_value(json_object_get(o, "kid")), &kid) != PICL_OK)
+        goto done;
+    if (kid.cls != expect->cls || kid.generation > expect->generation ||
+        (kid.generation < expect->generation && !allow_older))
+        goto done;
+    /* 2. MAC (constant time) then decrypt */
+    picl_status ost = picl__record_open(&pt, &ptlen, keys, json_string_value(json_object_get(o, "ciphertext")),
+                                        json_string_value(json_object_get(o, "IV")),
+                                        json_string_value(json_object_get(o, "hmac")));
+    if (ost == PICL_ERROR_NO_MEMORY) {
+        st = ost;
+        goto done;
+    }
+    if (ost != PICL_OK)
+        goto done;
+    /* 3. the cleartext must be an object naming this very BSO */
+    c = json_loadb((const char *)pt, ptlen, JSON_REJECT_DUPLICATES, NULL);
+    if (!json_is_object(c) || !json_is_string(json_object_get(c, "id")) ||
+        strcmp(json_string_value(json_object_get(c, "id")), bso_id) != 0)
+        goto done;
+    *clear = c;
+    c = NULL;
+    st = PICL_OK;
+done:
+    if (pt)
+        picl__zfree(pt, ptlen);
+    json_decref(c);
+    json_decref(o);
+    return st;
+}
+
+/* ---- class map ------------------------------------------------------------ */
+
+picl_status picl__key_fingerprint(char out[33], const uint8_t key[32])
+{
+    uint8_t h[32];
+    picl_status st = picl__sha256(h, key, 32);
+    if (st == PICL_OK)
+        picl__hex_encode(out, h, 16);
+    return st;
+}
+
+const picl_class_entry *picl__classmap_get(const picl_classmap *m, const char *collection)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (!strcmp(m->items[i].name, collection))
+            return &m->items[i].e;
+    return NULL;
+}
+
+picl_status picl__classmap_set(picl_classmap *m, const char *collection, const picl_class_entry *e)
+{
+    if (!picl__collection_name_ok(collection) || (e->cls != 'A' && e->cls != 'B') || e->generation == 0)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    for (size_t i = 0; i < m->n; i++)
+        if (!strcmp(m->items[i].name, collection)) {
+            m->items[i].e = *e;
+            return PICL_OK;
+        }
+    if (m->n >= sizeof m->items / sizeof m->items[0])
+        return PICL_ERROR_TOO_LARGE;
+    snprintf(m->items[m->n].name, sizeof m->items[m->n].name, "%s", collection);
+    m->items[m->n].e = *e;
+    m->n++;
+    return PICL_OK;
+}
+
+picl_status picl__classmap_defaults(picl_classmap *m, const uint8_t kb[32])
+{
+    memset(m, 0, sizeof *m);
+    m->version = 1;
+    picl_status st = picl__key_fingerprint(m->kb_fp, kb);
+    static const picl_classmap_item defs[] = {
+        {"bookmarks", {'A', 1}}, {"history", {'A', 1}}, {"passwords", {'B', 1}}};
+    for (size_t i = 0; st == PICL_OK && i < 3; i++)
+        st = picl__classmap_set(m, defs[i].name, &defs[i].e);
+    return st;
+}
+
+static json_t *classmap_json(const picl_classmap *m)
+{
+    json_t *cols = json_object();
+    for (size_t i = 0; cols && i < m->n; i++) {
+        char cls[2] = {m->items[i].e.cls, 0};
+        json_object_set_new(cols, m->items[i].name,
+                            json_pack("{s:s, s:I}", "class", cls, "generation", (json_int_t)m->items[i].e.generation));
+    }
+    return json_pack("{s:I, s:s, s:o}", "version", (json_int_t)m->version, "kB", m->kb_fp, "collections", cols);
+}
+
+static picl_status classmap_mac(char out[65], const json_t *obj, const uint8_t kb[32])
+{
+    uint8_t key[32], mac[32];
+    char *canon = json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS);
+    if (!canon)
+        return PICL_ERROR_NO_MEMORY;
+    picl_status st = picl__hkdf_sha256(key, 32, kb, 32, NULL, 0, PICL_KW_PREFIX "classmap",
+                                       strlen(PICL_KW_PREFIX "classmap"));
+    if (st == PICL_OK)
+        st = picl__hmac_sha256(mac, key, 32, canon, strlen(canon));
+    if (st == PICL_OK)
+        picl__hex_encode(out, mac, 32);
+    picl__wipe(key, sizeof key);
+    free(canon);
+    return st;
+}
+
+picl_status picl__classmap_sign(char **payload, const picl_classmap *m, const uint8_t kb[32])
+{
+    *payload = NULL;
+    json_t *o = classmap_json(m);
+    if (!o)
+        return PICL_ERROR_NO_MEMORY;
+    char mac[65];
+    picl_status st = classmap_mac(mac, o, kb);
+    if (st == PICL_OK) {
+        json_object_set_new(o, "hmac", json_string(mac));
+        *payload = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+        if (!*payload)
+            st = PICL_ERROR_NO_MEMORY;
+    }
+    json_decref(o);
+    return st;
+}
+
+picl_status picl__classmap_verify(picl_classmap *m, const char *payload, const uint8_t kb[32],
+                                  uint64_t min_version)
+{
+    memset(m, 0, sizeof *m);
+    picl_status st = PICL_ERROR_CLASSMAP;
+    json_t *o = load_payload(payload);
+    if (!o || json_object_size(o) != 4)
+        goto done;
+    json_t *ver = json_object_get(o, "version"), *fp = json_object_get(o, "kB");
+    json_t *cols = json_object_get(o, "collections"), *mac = json_object_get(o, "hmac");
+    if (!json_is_integer(ver) || json_integer_value(ver) < 1 || !json_is_string(fp) ||
+        strlen(json_string_value(fp)) != 32 || !json_is_object(cols) || !json_is_string(mac) ||
+        strlen(json_string_value(mac)) != 64)
+        goto done;
+    char ours[33];
+    if ((st = picl__key_fingerprint(ours, kb)) != PICL_OK)
+        goto done;
+    if (!picl__memeq_ct(ours, json_string_value(fp), 32)) {
+        st = PICL_ERROR_KEYS_CHANGED;
+        goto done;
+    }
+    st = PICL_ERROR_CLASSMAP;
+    uint8_t want[32], got[32];
+    char gothex[65];
+    json_t *unsigned_obj = json_deep_copy(o);
+    if (!unsigned_obj) {
+        st = PICL_ERROR_NO_MEMORY;
+        goto done;
+    }
+    json_object_del(unsigned_obj, "hmac");
+    picl_status mst = classmap_mac(gothex, unsigned_obj, kb);
+    json_decref(unsigned_obj);
+    if (mst != PICL_OK) {
+        st = mst;
+        goto done;
+    }
+    if (picl__hex_decode_exact(want, 32, json_string_value(mac)) != PICL_OK ||
+        picl__hex_decode_exact(got, 32, gothex) != PICL_OK || !picl__memeq_ct(want, got, 32))
+        goto done;
+    if ((uint64_t)json_integer_value(ver) < min_version)
+        goto done;
+    m->version = (uint64_t)json_integer_value(ver);
+    memcpy(m->kb_fp, ours, 33);
+    const char *name;
+    json_t *e;
+    json_object_foreach(cols, name, e) {
+        const char *cls = json_string_value(json_object_get(e, "class"));
+        json_t *gen = json_object_get(e, "generation");
+        if (!cls || (strcmp(cls, "A") && strcmp(cls, "B")) || !json_is_integer(gen) ||
+            json_integer_value(gen) < 1 || json_integer_value(gen) > 0x7fffffff || json_object_size(e) != 2)
+            goto done;
+        picl_class_entry ce = {cls[0], (uint32_t)json_integer_value(gen)};
+        if (picl__classmap_set(m, name, &ce) != PICL_OK)
+            goto done;
+    }
+    st = PICL_OK;
+done:
+    if (st != PICL_OK && st != PICL_ERROR_NO_MEMORY && st != PICL_ERROR_KEYS_CHANGED)
+        st = PICL_ERROR_CLASSMAP;
+    if (st != PICL_OK)
+        memset(m, 0, sizeof *m);
+    json_decref(o);
+    return st;
+}

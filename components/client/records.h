@@ -1,0 +1,92 @@
+/* records.h -- collection keys, encrypted records with kid, and the signed
+ * class map of records.md sections 2-4 (no network, no store). */
+#ifndef PICL_CLIENT_RECORDS_H
+#define PICL_CLIENT_RECORDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "picl.h"
+#include "crypto/record.h"
+
+#define PICL_COLLECTION_NAME_MAX 32
+
+/* A collection's security class and key generation. */
+typedef struct picl_class_entry {
+    char cls;            /* 'A' or 'B' */
+    uint32_t generation; /* >= 1 */
+} picl_class_entry;
+
+/* encKey || hmacKey = HKDF(kX, no salt, KW("collection") ":" c ":" gen, 64).
+ * collection: 1-32 chars of [A-Za-z0-9._-]; generation >= 1. */
+picl_status picl__collection_keys(picl_keypair *out, const uint8_t kx[32], const char *collection,
+                                  uint32_t generation);
+
+/* "A:3" style kid text; parse is strict (class A|B, decimal generation
+ * 1..2^31-1 without leading zeros). */
+picl_status picl__kid_parse(const char *kid, picl_class_entry *out);
+void picl__kid_format(char out[16], const picl_class_entry *e);
+
+/* Encrypts cleartext (a JSON object with a string "id") into the BSO payload
+ * text {"ciphertext","IV","hmac","kid"}; *payload is malloc()ed, caller frees. */
+picl_status picl__record_encrypt(char **payload, const json_t *cleartext, const picl_keypair *keys,
+                                 const picl_class_entry *kid);
+
+/* Decrypts a BSO payload.  `expect` is what the class map says for this
+ * collection: a kid naming another class, or a generation newer than the
+ * map's, is refused (a server cannot make us read under a weaker class);
+ * an older generation of the same class is allowed only when
+ * `allow_older` (a move in progress).  `keys` must be the keys of the kid in
+ * the payload: the caller looks them up with picl__record_kid() first.
+ * The cleartext "id" must equal bso_id.  Every failure is PICL_ERROR_DECRYPT
+ * (PICL_ERROR_NO_MEMORY aside).  *clear is a new reference on success. */
+picl_status picl__record_kid(const char *payload, picl_class_entry *kid);
+picl_status picl__record_decrypt(json_t **clear, const char *payload, const char *bso_id,
+                                 const picl_keypair *keys, const picl_class_entry *expect,
+                                 int allow_older);
+
+/* ---- the class map (records.md section 4) ------------------------------ */
+
+typedef struct picl_classmap_item {
+    char name[PICL_COLLECTION_NAME_MAX + 1];
+    picl_class_entry e;
+} picl_classmap_item;
+
+typedef struct picl_classmap {
+    uint64_t version;
+    char kb_fp[33]; /* hex(H(kB))[0:32] */
+    size_t n;
+    picl_classmap_item items[64];
+} picl_classmap;
+
+/* The defaults the first device writes: bookmarks A, history A, passwords B,
+ * all at generation 1, version 1. */
+picl_status picl__classmap_defaults(picl_classmap *m, const uint8_t kb[32]);
+
+/* Lookup and update; set adds the collection when absent. */
+const picl_class_entry *picl__classmap_get(const picl_classmap *m, const char *collection);
+picl_status picl__classmap_set(picl_classmap *m, const char *collection, const picl_class_entry *e);
+
+/* Serialises and authenticates: payload text with "hmac" =
+ * HMAC-SHA256(HKDF(kB, no salt, KW("classmap"), 32), canonical JSON without
+ * hmac).  *payload is malloc()ed. */
+picl_status picl__classmap_sign(char **payload, const picl_classmap *m, const uint8_t kb[32]);
+
+/* Parses and checks a map from the server:
+ *   PICL_ERROR_KEYS_CHANGED  the map's kB fingerprint is not ours (a reset
+ *                            elsewhere, or a forgery: the caller confirms
+ *                            with the keyserver before acting);
+ *   PICL_ERROR_CLASSMAP      malformed, HMAC wrong, or version < min_version
+ *                            (a replayed old map);
+ * On success *m holds the map. */
+picl_status picl__classmap_verify(picl_classmap *m, const char *payload, const uint8_t kb[32],
+                                  uint64_t min_version);
+
+/* hex(SHA-256(k)[0:16]) into out (33 bytes): kA_fp / kB_fp / X-Client-State. */
+picl_status picl__key_fingerprint(char out[33], const uint8_t key[32]);
+
+/* 1 when name is a valid collection name (1-32 of [A-Za-z0-9._-]). */
+int picl__collection_name_ok(const char *name);
+
+#endif
