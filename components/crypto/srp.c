@@ -25,7 +25,6 @@
 
 #define LIMB_BYTES ((size_t)sizeof(mp_limb_t))
 #define LIMBS(bytes) ((mp_size_t)(((bytes) + LIMB_BYTES - 1) / LIMB_BYTES))
-#define LIMB_BITS ((mp_bitcnt_t)(8 * LIMB_BYTES))
 
 /* ---- groups -------------------------------------------------------------- */
 
@@ -230,6 +229,7 @@ typedef struct srp_core {
     picl_srp_hash alg;
     size_t hlen, len, seclen;
     mp_size_t n, hn, sn, el, tpn;
+    mp_bitcnt_t hbits, sbits, ebits; /* exponent bits: x or u, a or b, a + u*x */
     mp_limb_t *mem;
     size_t memn;
     mp_limb_t *N, *g, *k, *sec, *V, *P0, *P1, *P2, *T, *T2, *X, *U, *E, *E2, *tp;
@@ -262,11 +262,16 @@ static picl_status core_init(srp_core *c, const picl_srp_group *grp, size_t secl
     c->hn = LIMBS(c->hlen);
     c->sn = LIMBS(seclen);
     c->el = max_sz(c->sn, 2 * c->hn) + 1;
+    /* Exponents are processed over a fixed bit count that depends on lengths
+     * only: a + u*x < 2^max(8*|a|, 16*|H|) + 1. */
+    c->hbits = (mp_bitcnt_t)(8 * c->hlen);
+    c->sbits = (mp_bitcnt_t)(8 * seclen);
+    c->ebits = (c->sbits > 2 * c->hbits ? c->sbits : 2 * c->hbits) + 1;
     mp_size_t n = c->n, hn = c->hn;
 
-    mp_size_t tpn = mpn_sec_powm_itch(n, (mp_bitcnt_t)c->sn * LIMB_BITS, n);
-    tpn = max_sz(tpn, mpn_sec_powm_itch(n, (mp_bitcnt_t)hn * LIMB_BITS, n));
-    tpn = max_sz(tpn, mpn_sec_powm_itch(n, (mp_bitcnt_t)c->el * LIMB_BITS, n));
+    mp_size_t tpn = mpn_sec_powm_itch(n, c->sbits, n);
+    tpn = max_sz(tpn, mpn_sec_powm_itch(n, c->hbits, n));
+    tpn = max_sz(tpn, mpn_sec_powm_itch(n, c->ebits, n));
     tpn = max_sz(tpn, mpn_sec_mul_itch(n, hn));
     tpn = max_sz(tpn, mpn_sec_mul_itch(n, n));
     tpn = max_sz(tpn, mpn_sec_mul_itch(hn, hn));
@@ -324,11 +329,11 @@ static void core_scrub(srp_core *c)
     picl__wipe(c->E, ((size_t)(2 * c->el + c->tpn)) * LIMB_BYTES);
 }
 
-/* r[0..n) = g^e mod N with e = E[0..en) limbs, all of whose bits count. */
+/* r[0..n) = base^e mod N, e < 2^ebits; time depends on ebits, not on e. */
 static void core_powm(srp_core *c, mp_limb_t *r, const mp_limb_t *base, const mp_limb_t *e,
-                      mp_size_t en)
+                      mp_bitcnt_t ebits)
 {
-    mpn_sec_powm(r, base, c->n, e, (mp_bitcnt_t)en * LIMB_BITS, c->N, c->n, c->tp);
+    mpn_sec_powm(r, base, c->n, e, ebits, c->N, c->n, c->tp);
 }
 
 /* ---- public helpers ---------------------------------------------------------- */
@@ -389,7 +394,7 @@ picl_status picl__srp_verifier(const picl_srp_group *grp, const uint8_t *I, size
     st = compute_x(c.alg, I, Ilen, P, Plen, salt, saltlen, xb, c.hlen);
     if (st == PICL_OK) {
         be_to_limbs(c.X, c.hn, xb, c.hlen);
-        core_powm(&c, c.P1, c.g, c.X, c.hn);
+        core_powm(&c, c.P1, c.g, c.X, c.hbits);
         limbs_to_be(v, vlen, c.P1);
     }
     picl__wipe(xb, sizeof xb);
@@ -449,7 +454,7 @@ static picl_status client_create(const picl_srp_group *grp, const uint8_t *a, si
     if (st == PICL_OK) {
         srp_core *k = &c->core;
         be_to_limbs(k->sec, k->sn, a, alen);
-        core_powm(k, k->P1, k->g, k->sec, k->sn);
+        core_powm(k, k->P1, k->g, k->sec, k->sbits);
         limbs_to_be(c->A, k->len, k->P1);
         CT_PUBLIC(c->A, k->len); /* A is sent in the clear */
         core_scrub(k);
@@ -528,7 +533,7 @@ static picl_status client_process(picl_srp_client *c, const uint8_t *I, size_t I
         be_to_limbs(k->U, hn, u, hlen);
         be_to_limbs(k->P0, n, B, len);
         /* P1 = g^x; T = k * g^x mod N (sec_mul needs the longer operand first) */
-        core_powm(k, k->P1, k->g, k->X, hn);
+        core_powm(k, k->P1, k->g, k->X, k->hbits);
         mpn_sec_mul(k->T, k->P1, n, k->k, hn, k->tp);
         mpn_sec_div_r(k->T, n + hn, k->N, n, k->tp);
         /* P2 = (B - k*g^x) mod N, the conditional add is branch-free */
@@ -541,7 +546,7 @@ static picl_status client_process(picl_srp_client *c, const uint8_t *I, size_t I
         memcpy(k->E, k->sec, (size_t)k->sn * LIMB_BYTES);
         mpn_add_n(k->E, k->E, k->E2, k->el);
         /* S = P2^E mod N */
-        core_powm(k, k->P1, k->P2, k->E, k->el);
+        core_powm(k, k->P1, k->P2, k->E, k->ebits);
         limbs_to_be(S, len, k->P1);
         struct part ps[1] = {{S, len}};
         st = hashv(k->alg, K, ps, 1);
@@ -684,7 +689,7 @@ static picl_status server_create(const picl_srp_group *grp, const uint8_t *v, si
         mp_size_t n = k->n, hn = k->hn;
         be_to_limbs(k->sec, k->sn, b, blen);
         /* P1 = g^b; T = k*v (n + hn limbs) + g^b, then mod N */
-        core_powm(k, k->P1, k->g, k->sec, k->sn);
+        core_powm(k, k->P1, k->g, k->sec, k->sbits);
         memset(k->T, 0, 2 * (size_t)n * LIMB_BYTES);
         mpn_sec_mul(k->T, k->V, n, k->k, hn, k->tp);
         memset(k->T2, 0, 2 * (size_t)n * LIMB_BYTES);
@@ -756,11 +761,11 @@ picl_status picl__srp_server_verify(picl_srp_server *s, const uint8_t *A, size_t
         be_to_limbs(k->U, hn, u, hlen);
         be_to_limbs(k->P0, n, A, len);
         /* P1 = v^u; T = A * v^u mod N; S = T^b */
-        core_powm(k, k->P1, k->V, k->U, hn);
+        core_powm(k, k->P1, k->V, k->U, k->hbits);
         mpn_sec_mul(k->T, k->P0, n, k->P1, n, k->tp);
         mpn_sec_div_r(k->T, 2 * n, k->N, n, k->tp);
         memcpy(k->P2, k->T, (size_t)n * LIMB_BYTES);
-        core_powm(k, k->P1, k->P2, k->sec, k->sn);
+        core_powm(k, k->P1, k->P2, k->sec, k->sbits);
         limbs_to_be(S, len, k->P1);
         struct part ps[1] = {{S, len}};
         st = hashv(k->alg, Kc, ps, 1);
