@@ -1,0 +1,241 @@
+/* main.c -- picl-storage: the SyncStorage 1.5 storage server program. */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "crypto/nss.h"
+#include "crypto/util.h"
+#include "protocol/hawk.h"
+#include "protocol/tokenlib.h"
+#include "storage/storage.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: picl-storage --listen HOST:PORT --data DIR --secret-file FILE [--node URL]\n"
+            "                    [--quota-kb N]\n"
+            "       picl-storage --listen HOST:PORT --secret-file FILE [--node URL]\n"
+            "                    --mint-token UID [--hawk METHOD URL]\n"
+            "\n"
+            "  --node URL        the node tokens must name (default http://HOST:PORT)\n"
+            "  --quota-kb N      per-user quota in KiB (default: none)\n"
+            "  --mint-token UID  DEVELOPMENT HELPER: print a 1-hour token for UID signed\n"
+            "                    with the secret file, as the keyserver would, and exit;\n"
+            "                    with --hawk, print instead an Authorization header for\n"
+            "                    one request (e.g. curl -H \"$(picl-storage ... --hawk GET URL)\")\n");
+}
+
+/* Reads the secret file; trailing newlines/spaces are not part of it. */
+static int read_secret(const char *path, uint8_t **out, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    uint8_t *buf = malloc(PICL_TOKENLIB_MAX_SECRET + 2);
+    size_t n = buf ? fread(buf, 1, PICL_TOKENLIB_MAX_SECRET + 1, f) : 0;
+    fclose(f);
+    if (!buf)
+        return -1;
+    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+        n--;
+    if (n > PICL_TOKENLIB_MAX_SECRET) {
+        picl__zfree(buf, PICL_TOKENLIB_MAX_SECRET + 2);
+        return -1;
+    }
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+static int parse_int(const char *s, int64_t *v)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    if (errno || end == s || *end || x < 0)
+        return -1;
+    *v = x;
+    return 0;
+}
+
+/* Splits an http URL into host, port and path?query for Hawk. */
+static int split_url(const char *url, char *host, size_t hcap, unsigned *port, const char **res)
+{
+    const char *p = strncmp(url, "http://", 7) ? NULL : url + 7;
+    if (!p)
+        return -1;
+    const char *slash = strchr(p, '/');
+    *res = slash ? slash : "/";
+    size_t hl = slash ? (size_t)(slash - p) : strlen(p);
+    const char *colon = memchr(p, ':', hl);
+    size_t nl = colon ? (size_t)(colon - p) : hl;
+    if (!nl || nl >= hcap)
+        return -1;
+    memcpy(host, p, nl);
+    host[nl] = 0;
+    *port = colon ? (unsigned)strtoul(colon + 1, NULL, 10) : 80;
+    return 0;
+}
+
+static int mint(const uint8_t *secret, size_t slen, const char *node, int64_t uid,
+                const char *hawk_method, const char *hawk_url)
+{
+    picl_tokenlib_payload p;
+    memset(&p, 0, sizeof p);
+    p.uid = uid;
+    if (strlen(node) > PICL_TOKENLIB_MAX_NODE) {
+        fprintf(stderr, "picl-storage: node URL too long\n");
+        return 1;
+    }
+    memcpy(p.node, node, strlen(node) + 1);
+    p.expires = (int64_t)time(NULL) + 3600;
+    snprintf(p.fxa_uid, sizeof p.fxa_uid, "dev-%" PRId64, uid);
+    snprintf(p.fxa_kid, sizeof p.fxa_kid, "0000000000000-dev");
+    snprintf(p.hashed_fxa_uid, sizeof p.hashed_fxa_uid, "dev-%" PRId64, uid);
+    snprintf(p.hashed_device_id, sizeof p.hashed_device_id, "dev");
+    char *token = NULL, *key = NULL;
+    if (picl__tokenlib_mint(&token, &key, secret, slen, &p) != PICL_OK) {
+        fprintf(stderr, "picl-storage: cannot mint a token (bad uid or node?)\n");
+        return 1;
+    }
+    int rc = 0;
+    if (hawk_method) {
+        char host[256];
+        unsigned port;
+        const char *res;
+        char *hdr = NULL;
+        if (split_url(hawk_url, host, sizeof host, &port, &res) != 0) {
+            fprintf(stderr, "picl-storage: --hawk needs an http:// URL\n");
+            rc = 1;
+        } else {
+            picl_hawk_request hr = {.method = hawk_method, .resource = res, .host = host,
+                                    .port = port};
+            if (picl__hawk_client_header(&hdr, token, key, strlen(key), &hr, (int64_t)time(NULL),
+                                         NULL, NULL) != PICL_OK) {
+                fprintf(stderr, "picl-storage: cannot sign the request\n");
+                rc = 1;
+            } else {
+                printf("Authorization: %s\n", hdr);
+            }
+            free(hdr);
+        }
+    } else {
+        printf("{\"id\": \"%s\", \"key\": \"%s\", \"uid\": %" PRId64
+               ", \"api_endpoint\": \"%s/1.5/%" PRId64 "\", \"duration\": 3600}\n",
+               token, key, uid, node, uid);
+    }
+    free(token);
+    picl__zfree(key, strlen(key));
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    const char *listen = NULL, *data = NULL, *secret_file = NULL, *node = NULL;
+    const char *hawk_method = NULL, *hawk_url = NULL;
+    int64_t quota = 0, mint_uid = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!v)
+            goto bad;
+        if (!strcmp(a, "--listen"))
+            listen = v;
+        else if (!strcmp(a, "--data"))
+            data = v;
+        else if (!strcmp(a, "--secret-file"))
+            secret_file = v;
+        else if (!strcmp(a, "--node"))
+            node = v;
+        else if (!strcmp(a, "--quota-kb")) {
+            if (parse_int(v, &quota) != 0)
+                goto bad;
+        } else if (!strcmp(a, "--mint-token")) {
+            if (parse_int(v, &mint_uid) != 0)
+                goto bad;
+        } else if (!strcmp(a, "--hawk")) {
+            if (i + 2 >= argc)
+                goto bad;
+            hawk_method = v;
+            hawk_url = argv[i + 2];
+            i++;
+        } else
+            goto bad;
+        i++;
+    }
+    if (!listen || !secret_file || (mint_uid < 0 && !data) || (hawk_method && mint_uid < 0))
+        goto bad;
+
+    uint8_t *secret = NULL;
+    size_t slen = 0;
+    if (read_secret(secret_file, &secret, &slen) != 0) {
+        fprintf(stderr, "picl-storage: cannot read the secret file %s\n", secret_file);
+        return 1;
+    }
+    if (slen < 32) {
+        fprintf(stderr, "picl-storage: the secret must be at least 32 bytes\n");
+        picl__zfree(secret, PICL_TOKENLIB_MAX_SECRET + 2);
+        return 1;
+    }
+    char defnode[300];
+    if (!node) {
+        snprintf(defnode, sizeof defnode, "http://%s", listen);
+        node = defnode;
+    }
+    int rc = 0;
+    if (mint_uid >= 0) {
+        if (picl__nss_acquire() != PICL_OK) {
+            fprintf(stderr, "picl-storage: NSS failed\n");
+            rc = 1;
+        } else {
+            rc = mint(secret, slen, node, mint_uid, hawk_method, hawk_url);
+            picl__nss_release();
+        }
+        picl__zfree(secret, PICL_TOKENLIB_MAX_SECRET + 2);
+        return rc;
+    }
+
+    /* Block the stop signals in every thread; the main thread waits for them. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    storage_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.listen = listen;
+    cfg.data_dir = data;
+    cfg.secret = secret;
+    cfg.secret_len = slen;
+    cfg.node = node;
+    cfg.quota_kb = quota;
+    storage_server *s = NULL;
+    picl_status st = storage_server_new(&s, &cfg);
+    picl__zfree(secret, PICL_TOKENLIB_MAX_SECRET + 2);
+    if (st == PICL_OK)
+        st = storage_server_start(s);
+    if (st != PICL_OK) {
+        fprintf(stderr, "picl-storage: cannot start: %s\n", picl_strerror(st));
+        storage_server_free(s);
+        return 1;
+    }
+    fprintf(stderr, "picl-storage: serving %s on port %u (data %s)\n", storage_server_node(s),
+            storage_server_port(s), data);
+    int sig = 0;
+    sigwait(&set, &sig);
+    storage_server_free(s);
+    return 0;
+bad:
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,854 @@
+/* storage.c -- the storage server: lifecycle, routes, auth preamble, reads,
+ * deletes and /info (writes are in storage_write.c). */
+#include "storage/storage_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "crypto/nss.h"
+
+#define MAX_IDS 100
+
+/* ---- small helpers ---------------------------------------------------- */
+
+void storage__error(picl_http_response *resp, int status, int code)
+{
+    char body[16];
+    int n = snprintf(body, sizeof body, "%d", code);
+    picl_http_respond(resp, status, "application/json", body, (size_t)n);
+}
+
+void storage__set_ts(picl_http_response *resp, const char *name, int64_t centis)
+{
+    char ts[32];
+    sdb_fmt_ts(ts, centis);
+    picl_http_set_header(resp, name, ts);
+}
+
+void storage__set_modified(sreq *r, int64_t last_modified, int64_t weave_ts)
+{
+    storage__set_ts(r->resp, "X-Last-Modified", last_modified);
+    storage__set_ts(r->resp, "X-Weave-Timestamp", weave_ts);
+}
+
+void storage__db_error(sreq *r, picl_status st)
+{
+    if (st == PICL_ERROR_CONFLICT) {
+        storage__error(r->resp, 409, 0);
+        picl_http_set_header(r->resp, "Retry-After", "1");
+    } else if (st == PICL_ERROR_TOO_LARGE) {
+        storage__error(r->resp, 400, 17);
+    } else {
+        storage__error(r->resp, 503, 0);
+        picl_http_set_header(r->resp, "Retry-After", "5");
+    }
+}
+
+int storage__valid_coll(const char *name)
+{
+    size_t n = strlen(name);
+    if (n < 1 || n > 32)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+int storage__valid_id(const char *id, size_t len)
+{
+    if (len < 1 || len > 64)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)id[i] < 0x20 || (unsigned char)id[i] > 0x7e)
+            return 0;
+    return 1;
+}
+
+picl_status storage__parse_ts(const char *s, int64_t *centis)
+{
+    int64_t secs = 0;
+    size_t i = 0, digits = 0;
+    for (; s[i] >= '0' && s[i] <= '9'; i++, digits++) {
+        if (digits >= 12)
+            return PICL_ERROR_ENCODING;
+        secs = secs * 10 + (s[i] - '0');
+    }
+    if (!digits)
+        return PICL_ERROR_ENCODING;
+    int frac = 0;
+    if (s[i] == '.') {
+        i++;
+        size_t fd = 0;
+        for (; s[i] >= '0' && s[i] <= '9'; i++, fd++) {
+            if (fd < 2)
+                frac = frac * 10 + (s[i] - '0');
+            if (fd > 20)
+                return PICL_ERROR_ENCODING;
+        }
+        if (!fd)
+            return PICL_ERROR_ENCODING;
+        if (fd == 1)
+            frac *= 10;
+    }
+    if (s[i])
+        return PICL_ERROR_ENCODING;
+    *centis = secs * 100 + frac;
+    return PICL_OK;
+}
+
+/* Parses the uid segment of the path: 1..15 decimal digits. */
+static int parse_uid(const char *s, int64_t *uid)
+{
+    size_t n = strlen(s);
+    if (!n || n > 15)
+        return 0;
+    int64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+        v = v * 10 + (s[i] - '0');
+    }
+    *uid = v;
+    return 1;
+}
+
+/*
+ * The preamble of every /1.5/<uid> request: availability, authentication,
+ * conditional headers.  Returns 1 to go on; 0 when the answer is set.
+ */
+static int begin_req(sreq *r, storage_server *s, picl_http_request *req,
+                     picl_http_response *resp, int64_t grace)
+{
+    memset(r, 0, sizeof *r);
+    r->s = s;
+    r->req = req;
+    r->resp = resp;
+    r->now = sdb_now();
+    int down = atomic_load(&s->unavailable);
+    if (down > 0) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", down);
+        storage__error(resp, 503, 0);
+        picl_http_set_header(resp, "Retry-After", v);
+        return 0;
+    }
+    int64_t uid = -1;
+    int ok = req->nparams >= 1 && parse_uid(req->params[0], &uid);
+    picl_status st = ok ? storage_auth_check(s->auth, req, s->node, uid, grace, r->now / 100)
+                        : PICL_ERROR_TOKEN;
+    if (st == PICL_ERROR_BACKOFF) {
+        storage__error(resp, 503, 0);
+        picl_http_set_header(resp, "Retry-After", "10");
+        return 0;
+    }
+    if (st != PICL_OK) {
+        storage__error(resp, 401, 0);
+        picl_http_set_header(resp, "WWW-Authenticate", "Hawk");
+        return 0;
+    }
+    r->uid = uid;
+    const char *ims = picl_http_header(req, "X-If-Modified-Since");
+    const char *ius = picl_http_header(req, "X-If-Unmodified-Since");
+    if ((ims && ius) || (ims && storage__parse_ts(ims, &r->ims) != PICL_OK) ||
+        (ius && storage__parse_ts(ius, &r->ius) != PICL_OK)) {
+        storage__error(resp, 400, 1);
+        return 0;
+    }
+    r->has_ims = ims != NULL;
+    r->has_ius = ius != NULL;
+    return 1;
+}
+
+/* Applies X-If-Modified-Since / X-If-Unmodified-Since to a read of a
+ * resource last modified at m.  Returns 1 to go on; 0 when answered. */
+static int read_preconditions(sreq *r, int64_t m, int64_t wts)
+{
+    if (r->has_ims && m <= r->ims) {
+        picl_http_respond(r->resp, 304, NULL, "", 0);
+        storage__set_modified(r, m, wts);
+        return 0;
+    }
+    if (r->has_ius && m > r->ius) {
+        storage__error(r->resp, 412, 0);
+        storage__set_modified(r, m, wts);
+        return 0;
+    }
+    return 1;
+}
+
+static int64_t max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
+/* ---- hooks ------------------------------------------------------------ */
+
+static void on_glue_error(picl_http_request *req, picl_http_response *resp, int status,
+                          picl_http_error why, void *ctx)
+{
+    storage__error(resp, status, status == 413 ? 17 : status == 400 ? 1 : 0);
+}
+
+static void on_finish(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    storage_server *s = ctx;
+    if (!picl_http_response_header(resp, "X-Weave-Timestamp"))
+        storage__set_ts(resp, "X-Weave-Timestamp", sdb_now());
+    int b = atomic_load(&s->backoff);
+    if (b > 0) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", b);
+        picl_http_set_header(resp, "X-Weave-Backoff", v);
+    }
+}
+
+/* ---- /info ------------------------------------------------------------ */
+
+typedef enum info_kind { INFO_COLLECTIONS, INFO_QUOTA, INFO_USAGE, INFO_COUNTS, INFO_CONFIG } info_kind;
+
+static void info(picl_http_request *req, picl_http_response *resp, storage_server *s,
+                 info_kind kind)
+{
+    sreq r;
+    if (!begin_req(&r, s, req, resp, kind == INFO_COLLECTIONS ? s->expired_grace_s : 0))
+        return;
+    if (kind == INFO_CONFIG) {
+        char body[512];
+        int n = snprintf(body, sizeof body,
+                         "{\"max_request_bytes\":%" PRId64 ",\"max_post_records\":%" PRId64
+                         ",\"max_post_bytes\":%" PRId64 ",\"max_total_records\":%" PRId64
+                         ",\"max_total_bytes\":%" PRId64 ",\"max_record_payload_bytes\":%" PRId64 "}",
+                         s->lim.max_request_bytes, s->lim.max_post_records, s->lim.max_post_bytes,
+                         s->lim.max_total_records, s->lim.max_total_bytes,
+                         s->lim.max_record_payload_bytes);
+        picl_http_respond(resp, 200, "application/json", body, (size_t)n);
+        storage__set_ts(resp, "X-Weave-Timestamp", r.now);
+        return;
+    }
+    sqlite3 *c = NULL;
+    int64_t umod = 0;
+    picl_buf out;
+    picl_buf_init(&out, 0);
+    picl_status st = sdb_acquire(s->db, &c);
+    if (st == PICL_OK)
+        st = sdb_begin_read(c, r.uid, &umod);
+    if (st != PICL_OK)
+        goto done;
+    int64_t wts = max64(r.now, umod);
+    if (!read_preconditions(&r, umod, wts))
+        goto done;
+    switch (kind) {
+    case INFO_COLLECTIONS: st = sdb_info_collections(c, r.uid, &out); break;
+    case INFO_COUNTS: st = sdb_info_counts(c, r.uid, r.now, &out); break;
+    case INFO_USAGE: st = sdb_info_usage(c, r.uid, r.now, &out); break;
+    default: {
+        int64_t bytes = 0;
+        st = sdb_usage(c, r.uid, r.now, &bytes);
+        if (s->quota_kb)
+            picl_buf_printf(&out, "[%.2f,%" PRId64 "]", (double)bytes / 1024.0, s->quota_kb);
+        else
+            picl_buf_printf(&out, "[%.2f,null]", (double)bytes / 1024.0);
+    }
+    }
+    if (st != PICL_OK)
+        goto done;
+    size_t len;
+    char *body = picl_buf_take(&out, &len);
+    if (!body) {
+        st = PICL_ERROR_NO_MEMORY;
+        goto done;
+    }
+    picl_http_respond_owned(resp, 200, "application/json", body, len);
+    storage__set_modified(&r, umod, wts);
+done:
+    if (st != PICL_OK)
+        storage__db_error(&r, st);
+    picl_buf_free(&out);
+    sdb_release(s->db, c);
+}
+
+static void h_info_collections(picl_http_request *q, picl_http_response *p, void *s) { info(q, p, s, INFO_COLLECTIONS); }
+static void h_info_quota(picl_http_request *q, picl_http_response *p, void *s) { info(q, p, s, INFO_QUOTA); }
+static void h_info_usage(picl_http_request *q, picl_http_response *p, void *s) { info(q, p, s, INFO_USAGE); }
+static void h_info_counts(picl_http_request *q, picl_http_response *p, void *s) { info(q, p, s, INFO_COUNTS); }
+static void h_info_config(picl_http_request *q, picl_http_response *p, void *s) { info(q, p, s, INFO_CONFIG); }
+
+static void h_heartbeat(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    storage_server *s = ctx;
+    sqlite3 *c = NULL;
+    picl_status st = sdb_acquire(s->db, &c);
+    if (st == PICL_OK)
+        st = sqlite3_exec(c, "SELECT 1", NULL, NULL, NULL) == SQLITE_OK ? PICL_OK
+                                                                      : PICL_ERROR_DATABASE;
+    sdb_release(s->db, c);
+    if (st == PICL_OK)
+        picl_http_respond(resp, 200, "application/json", "{}", 2);
+    else
+        storage__error(resp, 503, 0);
+}
+
+/* ---- GET collection / item -------------------------------------------- */
+
+/* Splits the ids parameter: 1..100 valid ids.  Returns 0 (answered) on error. */
+static int parse_ids(sreq *r, char ***ids, size_t *n)
+{
+    *ids = NULL;
+    *n = 0;
+    char *v = NULL;
+    picl_status st = picl_http_query(r->req, "ids", &v);
+    if (st == PICL_ERROR_NOT_FOUND)
+        return 1;
+    if (st != PICL_OK) {
+        storage__error(r->resp, 400, st == PICL_ERROR_NO_MEMORY ? 0 : 8);
+        return 0;
+    }
+    size_t count = 1;
+    for (char *p = v; *p; p++)
+        count += *p == ',';
+    if (count > MAX_IDS) {
+        free(v);
+        storage__error(r->resp, 400, 17);
+        return 0;
+    }
+    char **arr = calloc(count, sizeof *arr);
+    if (!arr) {
+        free(v);
+        storage__error(r->resp, 500, 0);
+        return 0;
+    }
+    size_t k = 0;
+    char *p = v;
+    for (;;) {
+        char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (!storage__valid_id(p, len))
+            break;
+        arr[k] = strndup(p, len);
+        if (!arr[k])
+            break;
+        k++;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    free(v);
+    if (k != count) {
+        for (size_t i = 0; i < k; i++)
+            free(arr[i]);
+        free(arr);
+        storage__error(r->resp, 400, 8);
+        return 0;
+    }
+    *ids = arr;
+    *n = count;
+    return 1;
+}
+
+static void free_ids(char **ids, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(ids[i]);
+    free(ids);
+}
+
+/* Parses an optional query parameter as a timestamp / a non-negative int.
+ * Returns 0 (answered 400/1) when malformed. */
+static int query_ts(sreq *r, const char *name, int *has, int64_t *v)
+{
+    char *s = NULL;
+    picl_status st = picl_http_query(r->req, name, &s);
+    *has = 0;
+    if (st == PICL_ERROR_NOT_FOUND)
+        return 1;
+    if (st == PICL_OK)
+        st = storage__parse_ts(s, v);
+    free(s);
+    if (st != PICL_OK) {
+        storage__error(r->resp, 400, 1);
+        return 0;
+    }
+    *has = 1;
+    return 1;
+}
+
+static int query_int(sreq *r, const char *name, int64_t *v)
+{
+    char *s = NULL;
+    picl_status st = picl_http_query(r->req, name, &s);
+    if (st == PICL_ERROR_NOT_FOUND)
+        return 1;
+    int ok = st == PICL_OK && s[0] && strlen(s) <= 12 && strspn(s, "0123456789") == strlen(s);
+    if (ok) {
+        char *end;
+        *v = strtoll(s, &end, 10);
+    }
+    free(s);
+    if (!ok) {
+        storage__error(r->resp, 400, 1);
+        return 0;
+    }
+    return 1;
+}
+
+static void get_coll(sreq *r, const char *coll)
+{
+    sdb_query q;
+    memset(&q, 0, sizeof q);
+    q.uid = r->uid;
+    q.coll = coll;
+    q.now = r->now;
+    char *sort = NULL, *offset = NULL, *full = NULL;
+    sqlite3 *c = NULL;
+    picl_buf out;
+    picl_buf_init(&out, (size_t)r->s->lim.max_total_bytes * 2 + (1u << 20));
+    char *next = NULL;
+    picl_status st = PICL_OK;
+
+    if (!parse_ids(r, &q.ids, &q.nids) || !query_ts(r, "newer", &q.has_newer, &q.newer) ||
+        !query_ts(r, "older", &q.has_older, &q.older) || !query_int(r, "limit", &q.limit))
+        goto done;
+    q.full = picl_http_query_has(r->req, "full");
+    if (picl_http_query(r->req, "sort", &sort) == PICL_OK) {
+        if (!strcmp(sort, "newest"))
+            q.sort = SDB_SORT_NEWEST;
+        else if (!strcmp(sort, "oldest"))
+            q.sort = SDB_SORT_OLDEST;
+        else if (!strcmp(sort, "index"))
+            q.sort = SDB_SORT_INDEX;
+        else {
+            storage__error(r->resp, 400, 1);
+            goto done;
+        }
+    }
+    if (picl_http_query(r->req, "offset", &offset) == PICL_OK)
+        q.offset = offset;
+    const char *accept = picl_http_header(r->req, "Accept");
+    q.newlines = accept && strstr(accept, "application/newlines") != NULL;
+
+    int64_t umod = 0, cmod = 0;
+    if ((st = sdb_acquire(r->s->db, &c)) != PICL_OK || (st = sdb_begin_read(c, r->uid, &umod)) != PICL_OK)
+        goto done;
+    st = sdb_coll_modified(c, r->uid, coll, &cmod);
+    if (st == PICL_ERROR_NOT_FOUND)
+        st = PICL_OK, cmod = 0;
+    if (st != PICL_OK)
+        goto done;
+    int64_t wts = max64(r->now, umod);
+    if (!read_preconditions(r, cmod, wts))
+        goto done;
+    int64_t count = 0;
+    st = sdb_list(c, &q, &out, &count, &next);
+    if (st == PICL_ERROR_INVALID_ARGUMENT) {
+        st = PICL_OK;
+        storage__error(r->resp, 400, 1);
+        goto done;
+    }
+    if (st != PICL_OK)
+        goto done;
+    size_t len;
+    char *body = picl_buf_take(&out, &len);
+    if (!body) {
+        st = PICL_ERROR_NO_MEMORY;
+        goto done;
+    }
+    picl_http_respond_owned(r->resp, 200, q.newlines ? "application/newlines" : "application/json",
+                            body, len);
+    storage__set_modified(r, cmod, wts);
+    char n[24];
+    snprintf(n, sizeof n, "%" PRId64, count);
+    picl_http_set_header(r->resp, "X-Weave-Records", n);
+    if (next)
+        picl_http_set_header(r->resp, "X-Weave-Next-Offset", next);
+done:
+    if (st != PICL_OK)
+        storage__db_error(r, st);
+    free_ids(q.ids, q.nids);
+    free(sort);
+    free(offset);
+    free(full);
+    free(next);
+    picl_buf_free(&out);
+    sdb_release(r->s->db, c);
+}
+
+static void get_item(sreq *r, const char *coll, const char *id)
+{
+    sqlite3 *c = NULL;
+    picl_buf out;
+    picl_buf_init(&out, 0);
+    int64_t umod = 0, m = 0;
+    picl_status st = sdb_acquire(r->s->db, &c);
+    if (st == PICL_OK)
+        st = sdb_begin_read(c, r->uid, &umod);
+    if (st != PICL_OK)
+        goto done;
+    int64_t wts = max64(r->now, umod);
+    st = sdb_get_item(c, r->uid, coll, id, r->now, &out, &m);
+    if (st == PICL_ERROR_NOT_FOUND) {
+        st = PICL_OK;
+        storage__error(r->resp, 404, 0);
+        storage__set_ts(r->resp, "X-Weave-Timestamp", wts);
+        goto done;
+    }
+    if (st != PICL_OK || !read_preconditions(r, m, wts))
+        goto done;
+    size_t len;
+    char *body = picl_buf_take(&out, &len);
+    if (!body) {
+        st = PICL_ERROR_NO_MEMORY;
+        goto done;
+    }
+    picl_http_respond_owned(r->resp, 200, "application/json", body, len);
+    storage__set_modified(r, m, wts);
+done:
+    if (st != PICL_OK)
+        storage__db_error(r, st);
+    picl_buf_free(&out);
+    sdb_release(r->s->db, c);
+}
+
+/* ---- DELETE ----------------------------------------------------------- */
+
+typedef enum del_kind { DEL_ALL, DEL_COLL, DEL_ITEM } del_kind;
+
+static void delete_(sreq *r, del_kind kind, const char *coll, const char *id)
+{
+    char **ids = NULL;
+    size_t nids = 0;
+    sqlite3 *c = NULL;
+    picl_status st = PICL_OK;
+    if (kind == DEL_COLL && !parse_ids(r, &ids, &nids))
+        return;
+    int64_t umod = 0, m = 0, t = 0;
+    if ((st = sdb_acquire(r->s->db, &c)) != PICL_OK || (st = sdb_begin_write(c, r->uid, &umod)) != PICL_OK)
+        goto done;
+    t = max64(r->now, umod + 1);
+    /* The resource's current last-modified, for X-If-Unmodified-Since. */
+    if (kind == DEL_ALL) {
+        m = umod;
+    } else if (kind == DEL_COLL) {
+        st = sdb_coll_modified(c, r->uid, coll, &m);
+    } else {
+        st = sdb_item_modified(c, r->uid, coll, id, r->now, &m);
+    }
+    if (st == PICL_ERROR_NOT_FOUND) {
+        st = PICL_OK;
+        sdb_rollback(c);
+        storage__error(r->resp, 404, 0);
+        storage__set_ts(r->resp, "X-Weave-Timestamp", max64(r->now, umod));
+        goto done;
+    }
+    if (st != PICL_OK)
+        goto done;
+    if (r->has_ius && m > r->ius) {
+        sdb_rollback(c);
+        storage__error(r->resp, 412, 0);
+        storage__set_modified(r, m, max64(r->now, umod));
+        goto done;
+    }
+    if (kind == DEL_ALL) {
+        st = sdb_delete_all(c, r->uid);
+        if (st == PICL_OK)
+            st = sdb_touch(c, r->uid, NULL, t);
+    } else if (kind == DEL_COLL && !nids) {
+        st = sdb_delete_coll(c, r->uid, coll);
+        if (st == PICL_OK)
+            st = sdb_touch(c, r->uid, NULL, t);
+    } else {
+        for (size_t i = 0; i < nids && st == PICL_OK; i++)
+            st = sdb_delete_item(c, r->uid, coll, ids[i], r->now, NULL);
+        if (kind == DEL_ITEM)
+            st = sdb_delete_item(c, r->uid, coll, id, r->now, NULL);
+        if (st == PICL_OK)
+            st = sdb_touch(c, r->uid, coll, t);
+    }
+    if (st == PICL_OK)
+        st = sdb_commit(c);
+    if (st != PICL_OK)
+        goto done;
+    char ts[32], body[64];
+    sdb_fmt_ts(ts, t);
+    int n = snprintf(body, sizeof body, "{\"modified\":%s}", ts);
+    picl_http_respond(r->resp, 200, "application/json", body, (size_t)n);
+    storage__set_modified(r, t, t);
+done:
+    if (st != PICL_OK)
+        storage__db_error(r, st);
+    free_ids(ids, nids);
+    sdb_release(r->s->db, c);
+}
+
+/* ---- route handlers --------------------------------------------------- */
+
+static int coll_ok(sreq *r, const char *coll)
+{
+    if (storage__valid_coll(coll))
+        return 1;
+    storage__error(r->resp, 400, 13);
+    return 0;
+}
+
+static int id_ok(sreq *r, const char *id)
+{
+    if (storage__valid_id(id, strlen(id)))
+        return 1;
+    storage__error(r->resp, 400, 8);
+    return 0;
+}
+
+static void h_coll(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    sreq r;
+    if (!begin_req(&r, ctx, req, resp, 0) || !coll_ok(&r, req->params[1]))
+        return;
+    if (!strcmp(req->method, "GET"))
+        get_coll(&r, req->params[1]);
+    else if (!strcmp(req->method, "POST"))
+        storage__post_coll(&r, req->params[1]);
+    else
+        delete_(&r, DEL_COLL, req->params[1], NULL);
+}
+
+static void h_item(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    sreq r;
+    if (!begin_req(&r, ctx, req, resp, 0) || !coll_ok(&r, req->params[1]) ||
+        !id_ok(&r, req->params[2]))
+        return;
+    if (!strcmp(req->method, "GET"))
+        get_item(&r, req->params[1], req->params[2]);
+    else if (!strcmp(req->method, "PUT"))
+        storage__put_item(&r, req->params[1], req->params[2]);
+    else
+        delete_(&r, DEL_ITEM, req->params[1], req->params[2]);
+}
+
+static void h_delete_all(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    sreq r;
+    if (begin_req(&r, ctx, req, resp, 0))
+        delete_(&r, DEL_ALL, NULL, NULL);
+}
+
+/* ---- lifecycle -------------------------------------------------------- */
+
+picl_status storage_server_mount(storage_server *s, picl_http_server *http, int skip_heartbeat)
+{
+    static const struct {
+        const char *method, *pattern;
+        picl_http_handler fn;
+    } routes[] = {
+        {"GET", "/1.5/*/info/collections", h_info_collections},
+        {"GET", "/1.5/*/info/quota", h_info_quota},
+        {"GET", "/1.5/*/info/collection_usage", h_info_usage},
+        {"GET", "/1.5/*/info/collection_counts", h_info_counts},
+        {"GET", "/1.5/*/info/configuration", h_info_config},
+        {"GET", "/1.5/*/storage/*", h_coll},
+        {"POST", "/1.5/*/storage/*", h_coll},
+        {"DELETE", "/1.5/*/storage/*", h_coll},
+        {"GET", "/1.5/*/storage/*/*", h_item},
+        {"PUT", "/1.5/*/storage/*/*", h_item},
+        {"DELETE", "/1.5/*/storage/*/*", h_item},
+        {"DELETE", "/1.5/*/storage", h_delete_all},
+        {"DELETE", "/1.5/*/storage/", h_delete_all},
+        {"DELETE", "/1.5/*", h_delete_all},
+        {"DELETE", "/1.5/*/", h_delete_all},
+        {"GET", "/__heartbeat__", h_heartbeat},
+    };
+    picl_status st = PICL_OK;
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0] && st == PICL_OK; i++) {
+        if (skip_heartbeat && routes[i].fn == h_heartbeat)
+            continue;
+        st = picl_http_route(http, routes[i].method, routes[i].pattern, routes[i].fn, s,
+                             &s->hooks);
+    }
+    return st;
+}
+
+static void *pruner_main(void *arg)
+{
+    storage_server *s = arg;
+    pthread_mutex_lock(&s->mu);
+    while (!s->stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += s->prune_interval_s;
+        while (!s->stopping && pthread_cond_timedwait(&s->cv, &s->mu, &until) != ETIMEDOUT)
+            ;
+        if (s->stopping)
+            break;
+        pthread_mutex_unlock(&s->mu);
+        storage_server_prune(s, NULL);
+        pthread_mutex_lock(&s->mu);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+picl_status storage_server_new(storage_server **out, const storage_config *cfg)
+{
+    *out = NULL;
+    if (!cfg || !cfg->data_dir || !cfg->secret || cfg->secret_len < 32 || cfg->quota_kb < 0)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    storage_server *s = calloc(1, sizeof *s);
+    if (!s)
+        return PICL_ERROR_NO_MEMORY;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    s->lim = cfg->limits;
+#define DEF(f, v) if (s->lim.f <= 0) s->lim.f = (v)
+    DEF(max_request_bytes, 2 * 1024 * 1024 + 4096);
+    DEF(max_post_records, 100);
+    DEF(max_post_bytes, 2 * 1024 * 1024);
+    DEF(max_total_records, 10000);
+    DEF(max_total_bytes, 100 * 1024 * 1024);
+    DEF(max_record_payload_bytes, 2 * 1024 * 1024);
+#undef DEF
+    s->quota_kb = cfg->quota_kb;
+    s->batch_ttl_s = cfg->batch_ttl_s > 0 ? cfg->batch_ttl_s : 7200;
+    s->prune_interval_s = cfg->prune_interval_s ? cfg->prune_interval_s : 3600;
+    s->expired_grace_s = cfg->expired_grace_s > 0 ? cfg->expired_grace_s : 300;
+    s->threads = cfg->threads;
+    s->hooks.error = on_glue_error;
+    s->hooks.finish = on_finish;
+    s->hooks.ctx = s;
+    picl_status st = PICL_ERROR_NO_MEMORY;
+    s->data_dir = strdup(cfg->data_dir);
+    s->listen = strdup(cfg->listen ? cfg->listen : "127.0.0.1:0");
+    if (cfg->node)
+        s->node = strdup(cfg->node);
+    if (!s->data_dir || !s->listen || (cfg->node && !s->node))
+        goto fail;
+    if ((st = picl__nss_acquire()) != PICL_OK)
+        goto fail;
+    s->nss = 1;
+    if ((st = storage_auth_new(&s->auth, cfg->secret, cfg->secret_len,
+                               cfg->hawk_skew_s > 0 ? cfg->hawk_skew_s : 60)) != PICL_OK)
+        goto fail;
+    if ((st = sdb_open(&s->db, s->data_dir)) != PICL_OK)
+        goto fail;
+    *out = s;
+    return PICL_OK;
+fail:
+    storage_server_free(s);
+    return st;
+}
+
+picl_status storage_server_start(storage_server *s)
+{
+    if (!s || s->http)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    picl_http_config hc = {
+        .listen = s->listen,
+        .max_body = (size_t)s->lim.max_request_bytes,
+        .require_content_length = 1,
+        .threads = s->threads,
+        .hooks = &s->hooks,
+    };
+    picl_status st = picl_http_server_new(&s->http, &hc);
+    if (st == PICL_OK)
+        st = storage_server_mount(s, s->http, 0);
+    if (st == PICL_OK)
+        st = picl_http_server_start(s->http);
+    if (st != PICL_OK)
+        goto fail;
+    if (!s->node) {
+        /* "http://HOST:PORT" of what we listen on. */
+        const char *colon = strrchr(s->listen, ':');
+        size_t hl = (size_t)(colon - s->listen);
+        size_t n = hl + 32;
+        s->node = malloc(n);
+        if (!s->node) {
+            st = PICL_ERROR_NO_MEMORY;
+            goto fail;
+        }
+        snprintf(s->node, n, "http://%.*s:%u", (int)hl, s->listen,
+                 picl_http_server_port(s->http));
+    }
+    if (s->prune_interval_s > 0) {
+        if (pthread_create(&s->pruner, NULL, pruner_main, s) != 0) {
+            st = PICL_ERROR_NO_MEMORY;
+            goto fail;
+        }
+        s->pruner_running = 1;
+    }
+    return PICL_OK;
+fail:
+    picl_http_server_free(s->http);
+    s->http = NULL;
+    return st;
+}
+
+unsigned storage_server_port(const storage_server *s)
+{
+    return s ? picl_http_server_port(s->http) : 0;
+}
+
+const char *storage_server_node(const storage_server *s)
+{
+    return s->node;
+}
+
+const storage_limits *storage_server_limits(const storage_server *s)
+{
+    return &s->lim;
+}
+
+void storage_server_set_backoff(storage_server *s, int secs)
+{
+    atomic_store(&s->backoff, secs);
+}
+
+void storage_server_set_unavailable(storage_server *s, int secs)
+{
+    atomic_store(&s->unavailable, secs);
+}
+
+picl_status storage_server_prune(storage_server *s, int64_t *removed)
+{
+    sqlite3 *c = NULL;
+    picl_status st = sdb_acquire(s->db, &c);
+    if (st == PICL_OK)
+        st = sqlite3_exec(c, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK ? PICL_OK
+                                                                             : PICL_ERROR_CONFLICT;
+    if (st == PICL_OK)
+        st = sdb_prune(c, sdb_now(), removed);
+    if (st == PICL_OK)
+        st = sdb_commit(c);
+    sdb_release(s->db, c);
+    return st;
+}
+
+void storage_server_free(storage_server *s)
+{
+    if (!s)
+        return;
+    if (s->pruner_running) {
+        pthread_mutex_lock(&s->mu);
+        s->stopping = 1;
+        pthread_cond_broadcast(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+        pthread_join(s->pruner, NULL);
+    }
+    picl_http_server_free(s->http);
+    sdb_close(s->db);
+    storage_auth_free(s->auth);
+    if (s->nss)
+        picl__nss_release();
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    free(s->listen);
+    free(s->data_dir);
+    free(s->node);
+    free(s);
+}

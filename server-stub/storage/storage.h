@@ -1,0 +1,98 @@
+/* storage.h -- the SyncStorage 1.5 storage server (storage.md): lifecycle,
+ * configuration, and the hooks the tests and `picl server` use. */
+#ifndef PICL_STORAGE_H
+#define PICL_STORAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "http/http.h"
+#include "picl.h"
+
+/*
+ * Contract.  A storage_server owns an SQLite database in <data_dir>/storage.db
+ * (WAL, synchronous=FULL) and answers the endpoints of storage.md section 3
+ * under <node>/1.5/<uid>/..., authenticated with tokenlib tokens + Hawk.
+ *
+ * Choices the spec leaves open (documented here so clients can rely on them):
+ *  - every 400 has a JSON integer body: 1 malformed header/parameter or bad
+ *    batch id (unknown, foreign, expired), 6 body not JSON / not a list /
+ *    not an object, 8 invalid BSO (PUT) or invalid id in `ids`, 13 invalid
+ *    collection name, 14 over quota, 17 a size or count limit
+ *    (X-Weave-* announcements, more than max_post_records/max_post_bytes in
+ *    one POST, batch totals, more than 100 `ids`, PUT payload too large).
+ *  - other errors have the body 0 (413: 17).
+ *  - a POST item that is invalid goes to `failed` under its id; an item
+ *    without a usable id (a broken line of application/newlines, a list
+ *    element that is not an object or has no string id) under "#N", N its
+ *    zero-based position in the request.  A POST in which nothing
+ *    succeeds writes nothing and answers the collection's current
+ *    last-modified.
+ *  - GET of a collection that does not exist is 200 [] with
+ *    X-Last-Modified 0.00; DELETE of one is 404.
+ *  - X-Weave-Next-Offset is a keyset cursor (sort mode, sort key, id), so a
+ *    paging client neither skips nor repeats items while others write
+ *    (an item rewritten meanwhile may reappear under sort=oldest).
+ */
+
+typedef struct storage_limits {
+    int64_t max_request_bytes;        /* default 2 MiB + 4 KiB */
+    int64_t max_post_records;         /* 100 */
+    int64_t max_post_bytes;           /* 2 MiB */
+    int64_t max_total_records;        /* 10000 */
+    int64_t max_total_bytes;          /* 100 MiB */
+    int64_t max_record_payload_bytes; /* 2 MiB */
+} storage_limits;
+
+typedef struct storage_config {
+    const char *listen;        /* "HOST:PORT" for storage_server_start (port 0 = any) */
+    const char *data_dir;      /* existing directory */
+    const uint8_t *secret;     /* token secret, >= 32 bytes (copied) */
+    size_t secret_len;
+    const char *node;          /* NULL = "http://HOST:PORT" of the bound listener */
+    int64_t quota_kb;          /* 0 = no quota */
+    storage_limits limits;     /* a 0 field = its default */
+    int64_t batch_ttl_s;       /* 0 = 7200 */
+    int64_t prune_interval_s;  /* 0 = 3600, < 0 = no pruning thread */
+    int64_t hawk_skew_s;       /* 0 = 60 */
+    int64_t expired_grace_s;   /* GET /info/collections accepts tokens expired this
+                                  long ago; 0 = 300 */
+    unsigned threads;          /* HTTP thread pool, 0 = 4 */
+} storage_config;
+
+typedef struct storage_server storage_server;
+
+/* Validates the config (secret >= 32 bytes else PICL_ERROR_INVALID_ARGUMENT),
+ * acquires NSS and opens the database.  Not listening yet.  The caller frees
+ * with storage_server_free(). */
+picl_status storage_server_new(storage_server **out, const storage_config *cfg);
+
+/* Adds the storage routes (/1.5/..., /__heartbeat__ unless skip_heartbeat)
+ * to an HTTP server that the caller owns and starts (for `picl server`).
+ * node must then be set in the config. */
+picl_status storage_server_mount(storage_server *s, picl_http_server *http, int skip_heartbeat);
+
+/* Creates its own HTTP server on cfg->listen, mounts, starts serving and
+ * the pruning thread.  PICL_ERROR_NETWORK when it cannot bind. */
+picl_status storage_server_start(storage_server *s);
+
+unsigned storage_server_port(const storage_server *s);
+/* The node URL tokens must carry (valid until free). */
+const char *storage_server_node(const storage_server *s);
+
+/* Stops serving (waits for requests in flight), closes the database, frees. */
+void storage_server_free(storage_server *s);
+
+/* Operational switches (thread-safe): every response carries
+ * X-Weave-Backoff: secs (0 = off); every request except the heartbeat gets
+ * 503 with Retry-After: secs (0 = off). */
+void storage_server_set_backoff(storage_server *s, int secs);
+void storage_server_set_unavailable(storage_server *s, int secs);
+
+/* Deletes expired BSOs and batches now; *removed (may be NULL) = BSOs removed. */
+picl_status storage_server_prune(storage_server *s, int64_t *removed);
+
+/* The effective limits (defaults filled in). */
+const storage_limits *storage_server_limits(const storage_server *s);
+
+#endif

@@ -1,0 +1,32 @@
+/* storage_auth.h -- the one authentication check of the storage server:
+ * tokenlib token (signature, expiry, node, uid) + Hawk (MAC, skew, nonce). */
+#ifndef PICL_STORAGE_AUTH_H
+#define PICL_STORAGE_AUTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "http/http.h"
+#include "picl.h"
+
+typedef struct storage_auth storage_auth;
+
+/* secret is copied (wiped on free); secretlen < 32 is PICL_ERROR_INVALID_ARGUMENT.
+ * skew_s: allowed Hawk clock skew.  Caller frees with storage_auth_free(). */
+picl_status storage_auth_new(storage_auth **out, const uint8_t *secret, size_t secretlen,
+                             int64_t skew_s);
+void storage_auth_free(storage_auth *a);
+
+/*
+ * Authenticates req for the user `path_uid` of the URL:
+ *   Authorization missing / not Hawk / malformed, token invalid or tampered,
+ *   expired (beyond grace_s), node != `node`, uid != path_uid, bad MAC or
+ *   payload hash, stale ts, reused nonce          -> PICL_ERROR_TOKEN (401)
+ *   nonce cache full                              -> PICL_ERROR_BACKOFF (503)
+ * The Hawk MAC covers req->target exactly as sent and the Host header's
+ * host and port (80 when absent).  now_s: unix seconds.  Needs NSS.
+ */
+picl_status storage_auth_check(storage_auth *a, const picl_http_request *req, const char *node,
+                               int64_t path_uid, int64_t grace_s, int64_t now_s);
+
+#endif

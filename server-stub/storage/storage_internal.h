@@ -1,0 +1,80 @@
+/* storage_internal.h -- what storage.c and storage_write.c share: the server
+ * object, the per-request context and the BSO input parser. */
+#ifndef PICL_STORAGE_INTERNAL_H
+#define PICL_STORAGE_INTERNAL_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "storage/storage.h"
+#include "storage/storage_auth.h"
+#include "storage/storage_db.h"
+
+struct storage_server {
+    char *listen, *data_dir, *node;
+    storage_limits lim;
+    int64_t quota_kb, batch_ttl_s, prune_interval_s, expired_grace_s;
+    unsigned threads;
+    sdb *db;
+    storage_auth *auth;
+    picl_http_server *http; /* our own, from storage_server_start */
+    picl_http_hooks hooks;
+    int nss;
+    atomic_int backoff, unavailable;
+    pthread_t pruner;
+    int pruner_running, stopping;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+};
+
+/* One authenticated request being served. */
+typedef struct sreq {
+    storage_server *s;
+    picl_http_request *req;
+    picl_http_response *resp;
+    int64_t uid, now;
+    int has_ims, has_ius;
+    int64_t ims, ius; /* centis, floored */
+} sreq;
+
+/* Answers an error: status with the JSON integer body `code`. */
+void storage__error(picl_http_response *resp, int status, int code);
+/* Sets header `name` to a timestamp with 2 decimals. */
+void storage__set_ts(picl_http_response *resp, const char *name, int64_t centis);
+/* Sets X-Last-Modified and X-Weave-Timestamp. */
+void storage__set_modified(sreq *r, int64_t last_modified, int64_t weave_ts);
+/* Maps a database status to an answer (409 + Retry-After for CONFLICT, 503 else). */
+void storage__db_error(sreq *r, picl_status st);
+
+/* 1 when name is a valid collection name / BSO id. */
+int storage__valid_coll(const char *name);
+int storage__valid_id(const char *id, size_t len);
+
+/* Parses a timestamp "123", "123.4", "123.45", "123.456" (more decimals are
+ * floored) into centis.  PICL_ERROR_ENCODING when malformed. */
+picl_status storage__parse_ts(const char *s, int64_t *centis);
+
+/*
+ * THE parser of BSO input (PUT and POST bodies).
+ * storage__parse_bso: one JSON object into *out (strings copied; free with
+ * storage__bso_clear).  On PICL_ERROR_ENCODING *reason says why (static).
+ * storage__parse_bsos: a body of `ctype_newlines` (one JSON object per line)
+ * or JSON (a list of objects) into items (caller frees with
+ * storage__bsos_free) and `failed` (an object id -> reason, filled for the
+ * invalid ones).  A body that is not JSON or not a list: PICL_ERROR_ENCODING
+ * (the caller answers 400/6).
+ */
+picl_status storage__parse_bso(json_t *obj, const storage_limits *lim, sdb_bso *out,
+                               const char **reason);
+picl_status storage__parse_bsos(const uint8_t *body, size_t len, int newlines,
+                                const storage_limits *lim, sdb_bso **items, size_t *n,
+                                json_t *failed);
+void storage__bso_clear(sdb_bso *b);
+void storage__bsos_free(sdb_bso *items, size_t n);
+
+/* The write handlers (storage_write.c). */
+void storage__put_item(sreq *r, const char *coll, const char *id);
+void storage__post_coll(sreq *r, const char *coll);
+
+#endif

@@ -1,0 +1,536 @@
+/* storage_write.c -- the storage server's writes: the BSO input parser, PUT,
+ * POST and batches (see storage_internal.h). */
+#include "storage/storage_internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define MAX_9_DIGITS INT64_C(999999999)
+
+/* ---- the BSO parser --------------------------------------------------- */
+
+void storage__bso_clear(sdb_bso *b)
+{
+    free(b->id);
+    free(b->payload);
+    memset(b, 0, sizeof *b);
+}
+
+void storage__bsos_free(sdb_bso *items, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        storage__bso_clear(&items[i]);
+    free(items);
+}
+
+picl_status storage__parse_bso(json_t *obj, const storage_limits *lim, sdb_bso *out,
+                               const char **reason)
+{
+    memset(out, 0, sizeof *out);
+    *reason = NULL;
+    if (!json_is_object(obj)) {
+        *reason = "not an object";
+        return PICL_ERROR_ENCODING;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v) {
+        if (!strcmp(key, "id")) {
+            if (!json_is_string(v) ||
+                !storage__valid_id(json_string_value(v), json_string_length(v))) {
+                *reason = "invalid id";
+                goto bad;
+            }
+            if (!(out->id = strdup(json_string_value(v))))
+                goto nomem;
+        } else if (!strcmp(key, "sortindex")) {
+            out->has_sortindex = 1;
+            if (json_is_null(v)) {
+                out->sortindex_null = 1;
+            } else if (json_is_integer(v) && json_integer_value(v) >= -MAX_9_DIGITS &&
+                       json_integer_value(v) <= MAX_9_DIGITS) {
+                out->sortindex = json_integer_value(v);
+            } else {
+                *reason = "invalid sortindex";
+                goto bad;
+            }
+        } else if (!strcmp(key, "payload")) {
+            out->has_payload = 1;
+            if (json_is_null(v))
+                continue;
+            if (!json_is_string(v)) {
+                *reason = "invalid payload";
+                goto bad;
+            }
+            if ((int64_t)json_string_length(v) > lim->max_record_payload_bytes) {
+                *reason = "payload too large";
+                goto bad;
+            }
+            out->payload_len = json_string_length(v);
+            if (!(out->payload = malloc(out->payload_len + 1)))
+                goto nomem;
+            memcpy(out->payload, json_string_value(v), out->payload_len + 1);
+        } else if (!strcmp(key, "ttl")) {
+            out->has_ttl = 1;
+            if (json_is_null(v)) {
+                out->ttl_null = 1;
+            } else if (json_is_integer(v) && json_integer_value(v) > 0 &&
+                       json_integer_value(v) <= MAX_9_DIGITS) {
+                out->ttl = json_integer_value(v);
+            } else {
+                *reason = "invalid ttl";
+                goto bad;
+            }
+        } else if (!strcmp(key, "modified")) {
+            continue; /* server-set: ignored when a client echoes it */
+        } else {
+            *reason = "unknown field";
+            goto bad;
+        }
+    }
+    return PICL_OK;
+nomem:
+    storage__bso_clear(out);
+    return PICL_ERROR_NO_MEMORY;
+bad:
+    storage__bso_clear(out);
+    return PICL_ERROR_ENCODING;
+}
+
+/* Records item #idx as failed: under its id when it has a usable one. */
+static picl_status add_failed(json_t *failed, json_t *obj, size_t idx, const char *reason)
+{
+    char key[80];
+    json_t *id = json_is_object(obj) ? json_object_get(obj, "id") : NULL;
+    if (id && json_is_string(id) && json_string_length(id) >= 1 &&
+        json_string_length(id) <= 64 && strlen(json_string_value(id)) == json_string_length(id))
+        snprintf(key, sizeof key, "%s", json_string_value(id));
+    else
+        snprintf(key, sizeof key, "#%zu", idx);
+    return json_object_set_new(failed, key, json_string(reason)) ? PICL_ERROR_NO_MEMORY : PICL_OK;
+}
+
+/* Parses element idx; appends it to items or to failed. */
+static picl_status take_one(json_t *obj, size_t idx, const storage_limits *lim, sdb_bso *items,
+                            size_t *n, json_t *failed)
+{
+    const char *reason;
+    picl_status st = storage__parse_bso(obj, lim, &items[*n], &reason);
+    if (st == PICL_OK && !items[*n].id) {
+        storage__bso_clear(&items[*n]);
+        st = PICL_ERROR_ENCODING;
+        reason = "missing id";
+    }
+    if (st == PICL_ERROR_ENCODING)
+        return add_failed(failed, obj, idx, reason);
+    if (st != PICL_OK)
+        return st;
+    /* A later copy of the same id replaces the earlier one. */
+    for (size_t i = 0; i < *n; i++) {
+        if (!strcmp(items[i].id, items[*n].id)) {
+            storage__bso_clear(&items[i]);
+            items[i] = items[*n];
+            memset(&items[*n], 0, sizeof items[*n]);
+            return PICL_OK;
+        }
+    }
+    (*n)++;
+    return PICL_OK;
+}
+
+picl_status storage__parse_bsos(const uint8_t *body, size_t len, int newlines,
+                                const storage_limits *lim, sdb_bso **items, size_t *n,
+                                json_t *failed)
+{
+    *items = NULL;
+    *n = 0;
+    picl_status st = PICL_OK;
+    json_t *doc = NULL;
+    size_t count;
+    if (newlines) {
+        count = 1;
+        for (size_t i = 0; i < len; i++)
+            count += body[i] == '\n';
+    } else {
+        json_error_t err;
+        doc = json_loadb((const char *)body, len, 0, &err);
+        if (!doc || !json_is_array(doc)) {
+            json_decref(doc);
+            return PICL_ERROR_ENCODING;
+        }
+        count = json_array_size(doc);
+    }
+    sdb_bso *arr = calloc(count ? count : 1, sizeof *arr);
+    if (!arr) {
+        json_decref(doc);
+        return PICL_ERROR_NO_MEMORY;
+    }
+    size_t k = 0;
+    if (newlines) {
+        size_t start = 0, idx = 0;
+        for (size_t i = 0; i <= len && st == PICL_OK; i++) {
+            if (i < len && body[i] != '\n')
+                continue;
+            size_t l = i - start;
+            const char *line = (const char *)body + start;
+            start = i + 1;
+            if (l && line[l - 1] == '\r')
+                l--;
+            if (!l)
+                continue; /* blank lines (e.g. the final newline) are not records */
+            json_error_t err;
+            json_t *obj = json_loadb(line, l, 0, &err);
+            if (!obj)
+                st = add_failed(failed, NULL, idx, "invalid json");
+            else
+                st = take_one(obj, idx, lim, arr, &k, failed);
+            json_decref(obj);
+            idx++;
+        }
+    } else {
+        for (size_t i = 0; i < count && st == PICL_OK; i++)
+            st = take_one(json_array_get(doc, i), i, lim, arr, &k, failed);
+    }
+    json_decref(doc);
+    if (st != PICL_OK) {
+        storage__bsos_free(arr, k);
+        return st;
+    }
+    *items = arr;
+    *n = k;
+    return PICL_OK;
+}
+
+/* ---- shared write steps ----------------------------------------------- */
+
+/* Content-Type of a BSO body: 0 JSON, 1 newlines, -1 unsupported. */
+static int body_kind(const picl_http_request *req, int allow_newlines)
+{
+    const char *ct = picl_http_header(req, "Content-Type");
+    if (!ct)
+        return 0;
+    size_t n = strcspn(ct, ";");
+    while (n && (ct[n - 1] == ' ' || ct[n - 1] == '\t'))
+        n--;
+    if ((n == 16 && !strncasecmp(ct, "application/json", n)) ||
+        (n == 10 && !strncasecmp(ct, "text/plain", n)))
+        return 0;
+    if (allow_newlines && n == 20 && !strncasecmp(ct, "application/newlines", n))
+        return 1;
+    return -1;
+}
+
+/* Checks the quota after the writes of the open transaction; 1 = fine. */
+static int quota_ok(sreq *r, sqlite3 *c, picl_status *st, int64_t *usage)
+{
+    *usage = 0;
+    if (!r->s->quota_kb)
+        return 1;
+    *st = sdb_usage(c, r->uid, r->now, usage);
+    return *st != PICL_OK || *usage <= r->s->quota_kb * 1024;
+}
+
+static void set_quota_header(sreq *r, int64_t usage)
+{
+    if (!r->s->quota_kb)
+        return;
+    char v[32];
+    snprintf(v, sizeof v, "%.2f", (double)(r->s->quota_kb * 1024 - usage) / 1024.0);
+    picl_http_set_header(r->resp, "X-Weave-Quota-Remaining", v);
+}
+
+/* ---- PUT -------------------------------------------------------------- */
+
+void storage__put_item(sreq *r, const char *coll, const char *id)
+{
+    sdb_bso b;
+    memset(&b, 0, sizeof b);
+    sqlite3 *c = NULL;
+    picl_status st = PICL_OK;
+    if (body_kind(r->req, 0) != 0) {
+        storage__error(r->resp, 415, 0);
+        return;
+    }
+    json_error_t err;
+    json_t *doc = json_loadb((const char *)r->req->body, r->req->body_len, 0, &err);
+    if (!doc || !json_is_object(doc)) {
+        json_decref(doc);
+        storage__error(r->resp, 400, 6);
+        return;
+    }
+    const char *reason;
+    st = storage__parse_bso(doc, &r->s->lim, &b, &reason);
+    json_decref(doc);
+    if (st == PICL_ERROR_ENCODING) {
+        storage__error(r->resp, 400, reason && !strcmp(reason, "payload too large") ? 17 : 8);
+        return;
+    }
+    if (st != PICL_OK) {
+        storage__error(r->resp, 500, 0);
+        return;
+    }
+    if (b.id && strcmp(b.id, id)) {
+        storage__bso_clear(&b);
+        storage__error(r->resp, 400, 8);
+        return;
+    }
+    free(b.id);
+    if (!(b.id = strdup(id))) {
+        storage__bso_clear(&b);
+        storage__error(r->resp, 500, 0);
+        return;
+    }
+    int64_t umod = 0, m = 0, t, usage = 0;
+    if ((st = sdb_acquire(r->s->db, &c)) != PICL_OK || (st = sdb_begin_write(c, r->uid, &umod)) != PICL_OK)
+        goto done;
+    t = umod + 1 > r->now ? umod + 1 : r->now;
+    st = sdb_item_modified(c, r->uid, coll, id, r->now, &m);
+    if (st == PICL_ERROR_NOT_FOUND)
+        st = PICL_OK, m = 0;
+    if (st != PICL_OK)
+        goto done;
+    if (r->has_ius && m > r->ius) {
+        sdb_rollback(c);
+        storage__error(r->resp, 412, 0);
+        storage__set_modified(r, m, umod > r->now ? umod : r->now);
+        goto done;
+    }
+    if ((st = sdb_upsert(c, r->uid, coll, &b, t, r->now)) != PICL_OK ||
+        (st = sdb_touch(c, r->uid, coll, t)) != PICL_OK)
+        goto done;
+    if (!quota_ok(r, c, &st, &usage)) {
+        sdb_rollback(c);
+        storage__error(r->resp, 400, 14);
+        goto done;
+    }
+    if (st != PICL_OK || (st = sdb_commit(c)) != PICL_OK)
+        goto done;
+    char ts[32];
+    sdb_fmt_ts(ts, t);
+    picl_http_respond(r->resp, 200, "application/json", ts, strlen(ts));
+    storage__set_modified(r, t, t);
+    set_quota_header(r, usage);
+done:
+    if (st != PICL_OK)
+        storage__db_error(r, st);
+    storage__bso_clear(&b);
+    sdb_release(r->s->db, c);
+}
+
+/* ---- POST ------------------------------------------------------------- */
+
+/* Parses an X-Weave-* count header: -1 absent, -2 malformed, else the value. */
+static int64_t count_header(const picl_http_request *req, const char *name)
+{
+    const char *v = picl_http_header(req, name);
+    if (!v)
+        return -1;
+    size_t n = strlen(v);
+    if (!n || n > 15 || strspn(v, "0123456789") != n)
+        return -2;
+    return strtoll(v, NULL, 10);
+}
+
+/* Renders {"modified":T,"success":[..],"failed":{..}} or the 202 form. */
+static char *render_post(const char *batch, int64_t t, const sdb_bso *ok, size_t nok,
+                         json_t *failed, size_t *len)
+{
+    picl_buf b;
+    picl_buf_init(&b, 0);
+    if (batch) {
+        picl_buf_puts(&b, "{\"batch\":");
+        picl_buf_json_string(&b, batch, strlen(batch));
+    } else {
+        char ts[32];
+        sdb_fmt_ts(ts, t);
+        picl_buf_printf(&b, "{\"modified\":%s", ts);
+    }
+    picl_buf_puts(&b, ",\"success\":[");
+    for (size_t i = 0; i < nok; i++) {
+        if (i)
+            picl_buf_puts(&b, ",");
+        picl_buf_json_string(&b, ok[i].id, strlen(ok[i].id));
+    }
+    picl_buf_puts(&b, "],\"failed\":");
+    char *f = json_dumps(failed, JSON_COMPACT | JSON_SORT_KEYS);
+    if (!f)
+        b.failed = 1;
+    else
+        picl_buf_puts(&b, f);
+    free(f);
+    picl_buf_puts(&b, "}");
+    return picl_buf_take(&b, len);
+}
+
+void storage__post_coll(sreq *r, const char *coll)
+{
+    const storage_limits *lim = &r->s->lim;
+    sdb_bso *items = NULL;
+    size_t n = 0;
+    json_t *failed = json_object();
+    char *batch = NULL, *commit = NULL;
+    sqlite3 *c = NULL;
+    picl_status st = PICL_OK;
+    char batch_id[SDB_BATCH_ID_LEN + 1] = "";
+    if (!failed) {
+        storage__error(r->resp, 500, 0);
+        return;
+    }
+
+    int kind = body_kind(r->req, 1);
+    if (kind < 0) {
+        storage__error(r->resp, 415, 0);
+        goto out;
+    }
+    /* batch / commit parameters */
+    picl_status bq = picl_http_query(r->req, "batch", &batch);
+    picl_status cq = picl_http_query(r->req, "commit", &commit);
+    if ((bq != PICL_OK && bq != PICL_ERROR_NOT_FOUND) ||
+        (cq != PICL_OK && cq != PICL_ERROR_NOT_FOUND) || (batch && !batch[0]) ||
+        (commit && strcmp(commit, "true")) || (commit && !batch)) {
+        storage__error(r->resp, 400, 1);
+        goto out;
+    }
+    int new_batch = batch && !strcmp(batch, "true");
+    if (batch && !new_batch &&
+        (strlen(batch) != SDB_BATCH_ID_LEN ||
+         strspn(batch, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") !=
+             SDB_BATCH_ID_LEN)) {
+        storage__error(r->resp, 400, 1);
+        goto out;
+    }
+    /* announced sizes */
+    int64_t hr = count_header(r->req, "X-Weave-Records");
+    int64_t hb = count_header(r->req, "X-Weave-Bytes");
+    int64_t htr = count_header(r->req, "X-Weave-Total-Records");
+    int64_t htb = count_header(r->req, "X-Weave-Total-Bytes");
+    if (hr == -2 || hb == -2 || htr == -2 || htb == -2 || (!batch && (htr != -1 || htb != -1))) {
+        storage__error(r->resp, 400, 1);
+        goto out;
+    }
+    if (hr > lim->max_post_records || hb > lim->max_post_bytes ||
+        htr > lim->max_total_records || htb > lim->max_total_bytes) {
+        storage__error(r->resp, 400, 17);
+        goto out;
+    }
+    /* the body */
+    st = storage__parse_bsos(r->req->body, r->req->body_len, kind == 1, lim, &items, &n, failed);
+    if (st == PICL_ERROR_ENCODING) {
+        st = PICL_OK;
+        storage__error(r->resp, 400, 6);
+        goto out;
+    }
+    if (st != PICL_OK) {
+        storage__error(r->resp, 500, 0);
+        goto out;
+    }
+    int64_t bytes = 0;
+    for (size_t i = 0; i < n; i++)
+        bytes += (int64_t)items[i].payload_len;
+    if ((int64_t)(n + json_object_size(failed)) > lim->max_post_records || bytes > lim->max_post_bytes) {
+        storage__error(r->resp, 400, 17);
+        goto out;
+    }
+
+    int64_t umod = 0, cmod = 0, t, usage = 0;
+    if ((st = sdb_acquire(r->s->db, &c)) != PICL_OK || (st = sdb_begin_write(c, r->uid, &umod)) != PICL_OK)
+        goto out;
+    t = umod + 1 > r->now ? umod + 1 : r->now;
+    int64_t wts = umod > r->now ? umod : r->now;
+    st = sdb_coll_modified(c, r->uid, coll, &cmod);
+    if (st == PICL_ERROR_NOT_FOUND)
+        st = PICL_OK, cmod = 0;
+    if (st != PICL_OK)
+        goto out;
+    if (r->has_ius && cmod > r->ius) {
+        sdb_rollback(c);
+        storage__error(r->resp, 412, 0);
+        storage__set_modified(r, cmod, wts);
+        goto out;
+    }
+
+    if (batch) {
+        int64_t brec = 0, bbytes = 0;
+        if (new_batch) {
+            st = sdb_batch_create(c, r->uid, coll, r->now + r->s->batch_ttl_s * 100, batch_id);
+        } else {
+            snprintf(batch_id, sizeof batch_id, "%s", batch);
+            st = sdb_batch_check(c, batch_id, r->uid, coll, r->now, &brec, &bbytes);
+            if (st == PICL_ERROR_NOT_FOUND) {
+                st = PICL_OK;
+                sdb_rollback(c);
+                storage__error(r->resp, 400, 1);
+                goto out;
+            }
+        }
+        for (size_t i = 0; i < n && st == PICL_OK; i++)
+            st = sdb_batch_add(c, batch_id, &items[i]);
+        if (st == PICL_OK && !new_batch)
+            st = sdb_batch_check(c, batch_id, r->uid, coll, r->now, &brec, &bbytes);
+        else if (st == PICL_OK)
+            brec = (int64_t)n, bbytes = bytes;
+        if (st != PICL_OK)
+            goto out;
+        if (brec > lim->max_total_records || bbytes > lim->max_total_bytes) {
+            sdb_rollback(c);
+            storage__error(r->resp, 400, 17);
+            goto out;
+        }
+        if (!commit) {
+            if ((st = sdb_commit(c)) != PICL_OK)
+                goto out;
+            size_t len;
+            char *body = render_post(batch_id, 0, items, n, failed, &len);
+            if (!body) {
+                storage__error(r->resp, 500, 0);
+                goto out;
+            }
+            picl_http_respond_owned(r->resp, 202, "application/json", body, len);
+            storage__set_modified(r, cmod, wts);
+            goto out;
+        }
+        if ((st = sdb_batch_apply(c, batch_id, r->uid, coll, t, r->now)) != PICL_OK ||
+            (st = sdb_touch(c, r->uid, coll, t)) != PICL_OK)
+            goto out;
+    } else if (n) {
+        for (size_t i = 0; i < n && st == PICL_OK; i++)
+            st = sdb_upsert(c, r->uid, coll, &items[i], t, r->now);
+        if (st == PICL_OK)
+            st = sdb_touch(c, r->uid, coll, t);
+        if (st != PICL_OK)
+            goto out;
+    } else {
+        /* Nothing to write: answer the current state, change nothing. */
+        sdb_rollback(c);
+        t = cmod;
+    }
+    if (!sqlite3_get_autocommit(c)) {
+        if (!quota_ok(r, c, &st, &usage)) {
+            sdb_rollback(c);
+            storage__error(r->resp, 400, 14);
+            goto out;
+        }
+        if (st != PICL_OK || (st = sdb_commit(c)) != PICL_OK)
+            goto out;
+    }
+    size_t len;
+    char *body = render_post(NULL, t, items, n, failed, &len);
+    if (!body) {
+        storage__error(r->resp, 500, 0);
+        goto out;
+    }
+    picl_http_respond_owned(r->resp, 200, "application/json", body, len);
+    storage__set_modified(r, t, t > wts ? t : wts);
+    set_quota_header(r, usage);
+out:
+    if (st != PICL_OK)
+        storage__db_error(r, st);
+    sdb_release(r->s->db, c);
+    storage__bsos_free(items, n);
+    json_decref(failed);
+    free(batch);
+    free(commit);
+}
