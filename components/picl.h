@@ -65,6 +65,167 @@ typedef enum picl_status {
 /* A short English description of a status; never NULL, static storage. */
 PICL_EXPORT const char *picl_strerror(picl_status status);
 
+
+/* Frees a string or buffer returned by libpicl (NULL is fine). */
+PICL_EXPORT void picl_free(void *p);
+
+/* ======================================================================
+ * The service object: a COM-style interface in C (client.md sections 1-2).
+ *
+ * A picl_service is an object whose first member points to a table of
+ * functions.  Every method returns a picl_status; on failure a message for
+ * the user is kept in the object (GetLastError).  No function prints.
+ * Strings are UTF-8; strings returned through `char **` are malloc()ed and
+ * freed by the caller with picl_free().  An object is used by one thread at
+ * a time (the browser binding calls it from one ChromeWorker); different
+ * objects are independent.
+ *
+ * The same methods also exist as flat exported functions
+ * (picl_service_sign_in(svc, ...) == svc->vtbl->SignIn(svc, ...)) for
+ * FFI callers such as js-ctypes.
+ * ==================================================================== */
+
+typedef struct picl_service picl_service;
+
+/* Interface ids, as in XPCOM: {uuid}.  QueryInterface knows two. */
+typedef struct picl_iid {
+    uint32_t m0;
+    uint16_t m1, m2;
+    uint8_t m3[8];
+} picl_iid;
+/* nsISupports {00000000-0000-0000-c000-000000000046} */
+#define PICL_ISUPPORTS_IID {0x00000000, 0x0000, 0x0000, {0xc0, 0, 0, 0, 0, 0, 0, 0x46}}
+/* nsIPiCLService {5a2b9c1e-3f4d-4e8a-9b6c-2d1f0e7a8c44} (idl/nsIPiCLService.idl) */
+#define PICL_ISERVICE_IID {0x5a2b9c1e, 0x3f4d, 0x4e8a, {0x9b, 0x6c, 0x2d, 0x1f, 0x0e, 0x7a, 0x8c, 0x44}}
+
+/* Progress and status notifications.  phase: "download", "apply", "upload",
+ * "status", "account"; collection may be ""; done/total count records
+ * (total -1 when unknown); message is a short human sentence or "". */
+typedef void (*picl_observer_fn)(void *ctx, const char *phase, const char *collection,
+                                 int64_t done, int64_t total, const char *message);
+
+/* A store implemented by the caller (the browser's live PlacesUtils /
+ * Services.logins hooks).  Records cross as JSON text in the Sync formats of
+ * records.md section 3; returned strings are malloc()ed by the callee with
+ * the C allocator (the binding uses picl_alloc_string()).  Semantics are
+ * those of components/stores/store.h. */
+typedef struct picl_store_callbacks {
+    picl_status (*changes)(void *ctx, char **records_json);
+    picl_status (*all)(void *ctx, char **records_json);
+    picl_status (*get)(void *ctx, const char *id, char **record_json); /* "" or "null" = none */
+    picl_status (*apply)(void *ctx, const char *records_json);
+    picl_status (*mark_synced)(void *ctx, const char *records_json);
+    picl_status (*reset)(void *ctx);
+    picl_status (*wipe)(void *ctx);
+} picl_store_callbacks;
+
+/* Copies s into a buffer libpicl will free (for store callbacks over FFI). */
+PICL_EXPORT char *picl_alloc_string(const char *s);
+
+typedef struct picl_service_vtbl {
+    /* nsISupports */
+    picl_status (*QueryInterface)(picl_service *self, const picl_iid *iid, void **out);
+    uint32_t (*AddRef)(picl_service *self);
+    uint32_t (*Release)(picl_service *self);
+
+    /* configuration */
+    picl_status (*SetKeyserverURL)(picl_service *self, const char *url);
+    picl_status (*GetKeyserverURL)(picl_service *self, char **url);
+    picl_status (*SetStorageURL)(picl_service *self, const char *url); /* override; "" = from token */
+    picl_status (*SetPersistKeys)(picl_service *self, int persist);     /* default 1 */
+    picl_status (*SetStretchingFloor)(picl_service *self, uint32_t pbkdf2_rounds_1, uint64_t scrypt_n,
+                                      uint32_t scrypt_r, uint32_t scrypt_p, uint32_t pbkdf2_rounds_2);
+
+    /* account (client.md section 2) */
+    picl_status (*CreateAccount)(picl_service *self, const char *email, const char *password);
+    picl_status (*VerifyEmail)(picl_service *self, const char *code);
+    picl_status (*SignIn)(picl_service *self, const char *email, const char *password);
+    picl_status (*SignOut)(picl_service *self);
+    picl_status (*ChangePassword)(picl_service *self, const char *old_password, const char *new_password);
+    picl_status (*ForgotPassword)(picl_service *self, const char *email);
+    picl_status (*CompletePasswordReset)(picl_service *self, const char *code, const char *new_password);
+    picl_status (*DestroyAccount)(picl_service *self, const char *password);
+    picl_status (*GetSignedInEmail)(picl_service *self, char **email); /* "" when signed out */
+    picl_status (*GetVerified)(picl_service *self, int *verified);
+    picl_status (*GetUid)(picl_service *self, char **uid);
+    /* {"email","uid","verified","kA_fp","kB_fp","keyserver","storage",...} */
+    picl_status (*GetStatusJSON)(picl_service *self, char **json);
+
+    /* classes (records.md sections 1 and 4) */
+    picl_status (*GetCollectionClass)(picl_service *self, const char *collection, char **cls); /* "A"|"B" */
+    picl_status (*SetCollectionClass)(picl_service *self, const char *collection, const char *cls);
+    /* [{"name","class","generation","lastSync","records"}] */
+    picl_status (*GetCollectionsJSON)(picl_service *self, char **json);
+
+    /* stores: where each collection's local data lives */
+    picl_status (*UseProfile)(picl_service *self, const char *profile_dir);  /* places.sqlite, logins.json */
+    picl_status (*UseStoreDir)(picl_service *self, const char *dir);         /* JSON files */
+    picl_status (*SetStore)(picl_service *self, const char *collection, const picl_store_callbacks *cb,
+                            void *ctx);
+
+    /* sync (client.md section 3); n == 0 syncs every enabled collection;
+     * *summary is a JSON text {"collections": {c: {downloaded, applied,
+     * uploaded, status}}, "status": ...} */
+    picl_status (*Sync)(picl_service *self, const char *const *collections, size_t n, char **summary);
+    picl_status (*WipeServer)(picl_service *self, const char *collection);
+    picl_status (*ResetLocalState)(picl_service *self);
+
+    /* observers */
+    picl_status (*AddObserver)(picl_service *self, picl_observer_fn fn, void *ctx);
+    picl_status (*RemoveObserver)(picl_service *self, picl_observer_fn fn, void *ctx);
+
+    /* the message of the last failure ("" after a success); owned by the object */
+    const char *(*GetLastError)(picl_service *self);
+} picl_service_vtbl;
+
+struct picl_service {
+    const picl_service_vtbl *vtbl;
+};
+
+/*
+ * Creates a service whose local state (client.md section 4) lives in
+ * state_dir (created 0700 if missing).  Inside a host whose NSS is already
+ * initialised (Firefox) the host's NSS is used and never shut down; else a
+ * private NSS context is opened.  The object starts with one reference;
+ * Release() frees it.
+ */
+PICL_EXPORT picl_status picl_service_create(const char *state_dir, picl_service **out);
+
+/* Flat forms of the methods above, for FFI callers. */
+PICL_EXPORT uint32_t picl_service_release(picl_service *s);
+PICL_EXPORT const char *picl_service_last_error(picl_service *s);
+PICL_EXPORT picl_status picl_service_set_keyserver_url(picl_service *s, const char *url);
+PICL_EXPORT picl_status picl_service_get_keyserver_url(picl_service *s, char **url);
+PICL_EXPORT picl_status picl_service_set_storage_url(picl_service *s, const char *url);
+PICL_EXPORT picl_status picl_service_set_persist_keys(picl_service *s, int persist);
+PICL_EXPORT picl_status picl_service_set_stretching_floor(picl_service *s, uint32_t r1, uint64_t n,
+                                                          uint32_t r, uint32_t p, uint32_t r2);
+PICL_EXPORT picl_status picl_service_create_account(picl_service *s, const char *email, const char *password);
+PICL_EXPORT picl_status picl_service_verify_email(picl_service *s, const char *code);
+PICL_EXPORT picl_status picl_service_sign_in(picl_service *s, const char *email, const char *password);
+PICL_EXPORT picl_status picl_service_sign_out(picl_service *s);
+PICL_EXPORT picl_status picl_service_change_password(picl_service *s, const char *old_pw, const char *new_pw);
+PICL_EXPORT picl_status picl_service_forgot_password(picl_service *s, const char *email);
+PICL_EXPORT picl_status picl_service_complete_password_reset(picl_service *s, const char *code,
+                                                             const char *new_pw);
+PICL_EXPORT picl_status picl_service_destroy_account(picl_service *s, const char *password);
+PICL_EXPORT picl_status picl_service_get_signed_in_email(picl_service *s, char **email);
+PICL_EXPORT picl_status picl_service_get_verified(picl_service *s, int *verified);
+PICL_EXPORT picl_status picl_service_get_status_json(picl_service *s, char **json);
+PICL_EXPORT picl_status picl_service_get_collection_class(picl_service *s, const char *c, char **cls);
+PICL_EXPORT picl_status picl_service_set_collection_class(picl_service *s, const char *c, const char *cls);
+PICL_EXPORT picl_status picl_service_get_collections_json(picl_service *s, char **json);
+PICL_EXPORT picl_status picl_service_use_profile(picl_service *s, const char *profile_dir);
+PICL_EXPORT picl_status picl_service_use_store_dir(picl_service *s, const char *dir);
+PICL_EXPORT picl_status picl_service_set_store(picl_service *s, const char *collection,
+                                              const picl_store_callbacks *cb, void *ctx);
+/* collections_csv: "bookmarks,passwords" or "" for all (easier over FFI) */
+PICL_EXPORT picl_status picl_service_sync(picl_service *s, const char *collections_csv, char **summary);
+PICL_EXPORT picl_status picl_service_wipe_server(picl_service *s, const char *collection);
+PICL_EXPORT picl_status picl_service_reset_local_state(picl_service *s);
+PICL_EXPORT picl_status picl_service_add_observer(picl_service *s, picl_observer_fn fn, void *ctx);
+PICL_EXPORT picl_status picl_service_remove_observer(picl_service *s, picl_observer_fn fn, void *ctx);
+
 #ifdef __cplusplus
 }
 #endif
