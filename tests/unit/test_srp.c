@@ -875,6 +875,50 @@ START_TEST(test_bad_groups)
 }
 END_TEST
 
+/* Counts GMP's allocations: srp.c must make none, so that no secret limb can
+ * live in memory that GMP frees without wiping. */
+static int gmp_allocs;
+static void *(*gmp_alloc0)(size_t);
+static void *(*gmp_realloc0)(void *, size_t, size_t);
+static void (*gmp_free0)(void *, size_t);
+static void *count_alloc(size_t n)
+{
+    gmp_allocs++;
+    return gmp_alloc0(n);
+}
+static void *count_realloc(void *p, size_t o, size_t n)
+{
+    gmp_allocs++;
+    return gmp_realloc0(p, o, n);
+}
+
+START_TEST(test_gmp_allocates_nothing)
+{
+    struct fixture fx;
+    fixture_open(&fx); /* parses decimals with mpz: before counting */
+    picl__srp_client_free(fx.cl);
+    picl__srp_server_free(fx.srv);
+    mp_get_memory_functions(&gmp_alloc0, &gmp_realloc0, &gmp_free0);
+    mp_set_memory_functions(count_alloc, count_realloc, gmp_free0);
+    gmp_allocs = 0;
+    const picl_srp_group *g = picl__srp_group_picl();
+    uint8_t v[PLEN], K[32];
+    ck_assert_int_eq(picl__srp_verifier(g, fx.t.I.p, fx.t.I.n, fx.t.P.p, fx.t.P.n, fx.t.s.p,
+                                        fx.t.s.n, v, PLEN),
+                     PICL_OK);
+    ck_assert_int_eq(picl__srp_server_new_with_b(g, v, PLEN, fx.t.b.p, fx.t.b.n, &fx.srv),
+                     PICL_OK);
+    ck_assert_int_eq(picl__srp_client_new(g, &fx.cl), PICL_OK);
+    ck_assert_int_eq(picl__srp_client_A(fx.cl, fx.A, PLEN), PICL_OK);
+    ck_assert_int_eq(client_with_B(&fx, fx.B, PLEN), PICL_OK);
+    ck_assert_int_eq(picl__srp_server_verify(fx.srv, fx.A, PLEN, fx.M1, 32, K, 32), PICL_OK);
+    int n = gmp_allocs;
+    mp_set_memory_functions(gmp_alloc0, gmp_realloc0, gmp_free0);
+    ck_assert_int_eq(n, 0);
+    fixture_close(&fx);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("srp");
@@ -895,6 +939,7 @@ int main(void)
     tcase_add_test(tc, test_random_round_trip);
     tcase_add_test(tc, test_misuse);
     tcase_add_test(tc, test_bad_groups);
+    tcase_add_test(tc, test_gmp_allocates_nothing);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
