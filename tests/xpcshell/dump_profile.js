@@ -1,0 +1,129 @@
+/* dump_profile.js -- writes what Firefox itself reads from a profile (the
+ * bookmark tree with tags and keywords, history with visits, the decrypted
+ * logins) as one JSON file, through PlacesUtils and Services.logins.
+ * Run: firefox-esr --xpcshell -g GRE -a GRE/browser dump_profile.js DIR OUT.json
+ * (tests/make-profile.sh --dump does this).  Exit 0 on success. */
+"use strict";
+{
+  let env = __LOCATION__.parent;
+  env.append("profile_env.js");
+  load(env.path);
+}
+
+const dir = arguments[0];
+const out = arguments[1];
+
+const TYPES = { 1: "bookmark", 2: "folder", 3: "separator" };
+
+/* Flattens the tree under root________ (tags folder excluded, as Sync does). */
+async function dumpBookmarks() {
+  const PU = PlacesUtils;
+  let tree = await PU.promiseBookmarksTree(PU.bookmarks.rootGuid, { includeItemIds: false });
+  let list = [];
+  let walk = async (node, parentGuid) => {
+    if (node.guid == PU.bookmarks.tagsGuid) {
+      return;
+    }
+    let b = await PU.bookmarks.fetch(node.guid);
+    let e = {
+      guid: node.guid,
+      type: TYPES[b.type] || String(b.type),
+      parentGuid: parentGuid,
+      index: b.index,
+      title: b.title,
+      dateAdded: b.dateAdded.getTime(),
+      lastModified: b.lastModified.getTime(),
+    };
+    if (b.url) {
+      e.url = b.url.href;
+      e.tags = PU.tagging.getTagsForURI(Services.io.newURI(b.url.href)).sort();
+      let kw = await PU.keywords.fetch({ url: b.url.href });
+      e.keyword = kw ? kw.keyword : null;
+    }
+    if (node.children) {
+      e.children = node.children.map(c => c.guid).filter(g => g != PU.bookmarks.tagsGuid);
+    }
+    list.push(e);
+    for (let c of node.children || []) {
+      await walk(c, node.guid);
+    }
+  };
+  await walk(tree, null);
+  return list;
+}
+
+/* Every page with its visits, newest visit first. */
+async function dumpHistory() {
+  const PU = PlacesUtils;
+  let db = await PU.promiseDBConnection();
+  let rows = await db.execute("SELECT guid FROM moz_places ORDER BY id");
+  let list = [];
+  for (let r of rows) {
+    let info = await PU.history.fetch(r.getResultByName("guid"), { includeVisits: true });
+    if (!info) {
+      continue;
+    }
+    list.push({
+      guid: info.guid,
+      url: info.url.href,
+      title: info.title,
+      frecency: info.frecency,
+      visits: (info.visits || []).map(v => ({ date: v.date.getTime(), transition: v.transition })),
+    });
+  }
+  /* the per-page counters Firefox keeps, as Places' own queries see them */
+  let counts = await db.execute(
+    "SELECT guid, visit_count, last_visit_date, foreign_count, hidden FROM moz_places");
+  let byGuid = {};
+  for (let c of counts) {
+    byGuid[c.getResultByName("guid")] = {
+      visit_count: c.getResultByName("visit_count"),
+      last_visit_date: c.getResultByName("last_visit_date"),
+      foreign_count: c.getResultByName("foreign_count"),
+      hidden: c.getResultByName("hidden"),
+    };
+  }
+  for (let p of list) {
+    Object.assign(p, byGuid[p.guid] || {});
+  }
+  return list;
+}
+
+async function dumpLogins() {
+  await Services.logins.initializationPromise;
+  let token = Cc["@mozilla.org/security/internalkeytoken;1"].getService(Ci.nsIPKCS11Token);
+  if (token.hasPassword && !token.isLoggedIn) {
+    /* no prompt in xpcshell: a profile with a primary password is reported
+     * as locked (the C tests check it with NSS directly) */
+    return { locked: true };
+  }
+  let all = await Services.logins.getAllLogins();
+  return all.map(l => {
+    l.QueryInterface(Ci.nsILoginMetaInfo);
+    return {
+      guid: l.guid,
+      hostname: l.origin,
+      formSubmitURL: l.formActionOrigin,
+      httpRealm: l.httpRealm,
+      username: l.username,
+      password: l.password,
+      usernameField: l.usernameField,
+      passwordField: l.passwordField,
+      timeCreated: l.timeCreated,
+      timePasswordChanged: l.timePasswordChanged,
+      timeLastUsed: l.timeLastUsed,
+      timesUsed: l.timesUsed,
+    };
+  });
+}
+
+let rc = pe_main(async () => {
+  pe_useProfile(dir);
+  let result = {
+    bookmarks: await dumpBookmarks(),
+    history: await dumpHistory(),
+    logins: await dumpLogins(),
+  };
+  await IOUtils.writeUTF8(out, JSON.stringify(result, null, 1));
+}, 90);
+quit(rc);
