@@ -1,0 +1,136 @@
+/* test_store_profile.c -- profile directories: missing, not a profile,
+ * locked by a running Firefox (the fcntl lock, not the stale symlink). */
+#include "testutil.h"
+#include "testutil_profile.h"
+#include "stores/profile.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+START_TEST(test_missing_dir)
+{
+    picl_profile *p = (picl_profile *)1;
+    char err[256];
+    ck_assert_int_eq(picl__profile_open("/nonexistent/picl/profile", &p, err, sizeof err),
+                     PICL_ERROR_NOT_FOUND);
+    ck_assert_ptr_null(p);
+    ck_assert_ptr_nonnull(strstr(err, "does not exist"));
+    ck_assert_int_eq(picl__profile_open("", &p, err, sizeof err), PICL_ERROR_INVALID_ARGUMENT);
+    /* a regular file is not a directory */
+    ck_assert_int_eq(picl__profile_open("/etc/hostname", &p, NULL, 0), PICL_ERROR_NOT_FOUND);
+}
+END_TEST
+
+START_TEST(test_not_a_profile)
+{
+    const char *d = tup_tmpdir();
+    tup_sh("echo hello > '%s/notes.txt'", d);
+    uint64_t before = tup_dir_digest(d);
+    picl_profile *p = NULL;
+    char err[256];
+    ck_assert_int_eq(picl__profile_open(d, &p, err, sizeof err), PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(p);
+    ck_assert_ptr_nonnull(strstr(err, "not a Firefox profile"));
+    ck_assert(tup_dir_digest(d) == before); /* no .parentlock created */
+}
+END_TEST
+
+/* 1 when another program (a fresh process, as Firefox would be) cannot take
+ * the fcntl lock of d/.parentlock; Python's lockf() is fcntl(F_SETLK). */
+static int locked_elsewhere(const char *d)
+{
+    int r = tup_sh("python3 -c 'import fcntl,sys; f=open(sys.argv[1],\"r+\"); "
+                   "fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)' '%s/.parentlock' 2>/dev/null", d);
+    ck_assert(r == 0 || r == 1);
+    return r == 1;
+}
+
+START_TEST(test_real_profile_opens_and_locks)
+{
+    const char *d = tup_tmpdir();
+    tup_make_profile(d, NULL);
+    ck_assert_int_eq(picl__profile_check_unlocked(d), PICL_OK);
+    picl_profile *p = NULL;
+    char err[256];
+    ck_assert_int_eq(picl__profile_open(d, &p, err, sizeof err), PICL_OK);
+    ck_assert_str_eq(picl__profile_dir(p), d);
+    char path[PATH_MAX];
+    ck_assert_int_eq(picl__profile_path(p, "places.sqlite", path, sizeof path), PICL_OK);
+    ck_assert_int_eq(access(path, R_OK), 0);
+    char small[8];
+    ck_assert_int_eq(picl__profile_path(p, "places.sqlite", small, sizeof small), PICL_ERROR_TOO_LARGE);
+    /* while we hold it, another process sees the profile in use */
+    ck_assert_int_eq(locked_elsewhere(d), 1);
+    /* a second handle shares the lock; closing one keeps it */
+    picl_profile *q = NULL;
+    ck_assert_int_eq(picl__profile_open(d, &q, NULL, 0), PICL_OK);
+    ck_assert_int_eq(picl__profile_check_unlocked(d), PICL_OK); /* ours does not count */
+    picl__profile_close(q);
+    ck_assert_msg(locked_elsewhere(d) == 1, "closing one handle dropped the lock");
+    picl__profile_close(p);
+    ck_assert_msg(locked_elsewhere(d) == 0, "the last close kept the lock");
+    picl__profile_close(NULL);
+}
+END_TEST
+
+START_TEST(test_locked_by_running_firefox)
+{
+    const char *d = tup_tmpdir();
+    tup_make_profile(d, NULL);
+    pid_t holder = tup_hold_lock(d);
+    /* what a running Firefox leaves: the symlink too */
+    char link[PATH_MAX];
+    snprintf(link, sizeof link, "%s/lock", d);
+    ck_assert_int_eq(symlink("127.0.0.1:+4242", link), 0);
+    uint64_t before = tup_dir_digest(d);
+    picl_profile *p = NULL;
+    char err[256];
+    ck_assert_int_eq(picl__profile_open(d, &p, err, sizeof err), PICL_ERROR_PROFILE_LOCKED);
+    ck_assert_ptr_null(p);
+    ck_assert_ptr_nonnull(strstr(err, "running"));
+    ck_assert_int_eq(picl__profile_check_unlocked(d), PICL_ERROR_PROFILE_LOCKED);
+    ck_assert(tup_dir_digest(d) == before);
+    /* the browser quits: the symlink stays behind, stale; the profile is free */
+    tup_release_lock(holder);
+    ck_assert_int_eq(picl__profile_check_unlocked(d), PICL_OK);
+    ck_assert_int_eq(picl__profile_open(d, &p, err, sizeof err), PICL_OK);
+    picl__profile_close(p);
+}
+END_TEST
+
+START_TEST(test_stale_symlink_only)
+{
+    const char *d = tup_tmpdir();
+    tup_sh("touch '%s/prefs.js' && ln -s 127.0.0.1:+99999 '%s/lock'", d, d);
+    picl_profile *p = NULL;
+    ck_assert_int_eq(picl__profile_open(d, &p, NULL, 0), PICL_OK);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/.parentlock", d);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0); /* created, as Firefox does */
+    picl__profile_close(p);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("store_profile");
+    TCase *t = tcase_create("profile");
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, test_missing_dir);
+    tcase_add_test(t, test_not_a_profile);
+    tcase_add_test(t, test_real_profile_opens_and_locks);
+    tcase_add_test(t, test_locked_by_running_firefox);
+    tcase_add_test(t, test_stale_symlink_only);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(suite());
+}

@@ -1,0 +1,180 @@
+/* testutil_profile.c -- real Firefox profiles and lock holders for the store tests. */
+#include "testutil_profile.h"
+#include "testutil.h"
+
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+const char *tup_tmpdir(void)
+{
+    static char slots[8][64];
+    static unsigned next;
+    char *d = slots[next++ % 8];
+    snprintf(d, sizeof slots[0], "/tmp/picl-prof-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(d));
+    return d;
+}
+
+/* The source tree: $PICL_SRCDIR, else two levels above this file. */
+static const char *srcdir(void)
+{
+    static char buf[PATH_MAX];
+    const char *e = getenv("PICL_SRCDIR");
+    if (e && *e)
+        return e;
+    char file[PATH_MAX];
+    if (!realpath(__FILE__, file))
+        return ".";
+    char *s = strstr(file, "/tests/unit/");
+    if (!s)
+        return ".";
+    *s = '\0';
+    snprintf(buf, sizeof buf, "%s", file);
+    return buf;
+}
+
+int tup_sh(const char *fmt, ...)
+{
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    ck_assert(n > 0 && (size_t)n < sizeof cmd);
+    int r = system(cmd);
+    if (r == -1 || !WIFEXITED(r))
+        return -1;
+    return WEXITSTATUS(r);
+}
+
+void tup_make_profile(const char *dir, const char *primary)
+{
+    int r = tup_sh("'%s/tests/make-profile.sh' '%s' %s%s%s >'%s.log' 2>&1", srcdir(), dir,
+                   primary ? "'" : "", primary ? primary : "", primary ? "'" : "", dir);
+    if (r != 0)
+        tup_sh("cat '%s.log' >&2", dir);
+    ck_assert_msg(r == 0, "make-profile.sh %s failed (exit %d): is firefox-esr installed?", dir, r);
+}
+
+json_t *tup_dump_profile(const char *dir)
+{
+    char out[PATH_MAX];
+    snprintf(out, sizeof out, "%s.dump.json", dir);
+    int r = tup_sh("'%s/tests/make-profile.sh' --dump '%s' '%s' >'%s.dumplog' 2>&1", srcdir(), dir, out,
+                   dir);
+    if (r != 0)
+        tup_sh("cat '%s.dumplog' >&2", dir);
+    ck_assert_msg(r == 0, "make-profile.sh --dump %s failed (exit %d)", dir, r);
+    json_error_t e;
+    json_t *j = json_load_file(out, 0, &e);
+    ck_assert_msg(j != NULL, "dump %s: %s", out, e.text);
+    return j;
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+static int cmpstr(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+uint64_t tup_dir_digest(const char *dir)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    DIR *d = opendir(dir);
+    if (!d)
+        return fnv(h, "missing", 7);
+    char *names[512];
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && n < 512)
+        names[n++] = strdup(de->d_name);
+    closedir(d);
+    qsort(names, n, sizeof names[0], cmpstr);
+    for (size_t i = 0; i < n; i++) {
+        char path[PATH_MAX];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        h = fnv(h, names[i], strlen(names[i]) + 1);
+        if (lstat(path, &st) == 0) {
+            uint64_t meta[2] = {(uint64_t)st.st_size, (uint64_t)st.st_mode};
+            h = fnv(h, meta, sizeof meta);
+            if (S_ISREG(st.st_mode)) {
+                FILE *f = fopen(path, "rb");
+                char buf[65536];
+                size_t got;
+                while (f && (got = fread(buf, 1, sizeof buf, f)) > 0)
+                    h = fnv(h, buf, got);
+                if (f)
+                    fclose(f);
+            }
+        }
+        free(names[i]);
+    }
+    return h;
+}
+
+pid_t tup_hold_lock(const char *dir)
+{
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    pid_t pid = fork();
+    ck_assert(pid >= 0);
+    if (pid == 0) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/.parentlock", dir);
+        int fd = open(path, O_RDWR | O_CREAT, 0644);
+        struct flock fl;
+        memset(&fl, 0, sizeof fl);
+        fl.l_type = F_WRLCK;
+        fl.l_whence = SEEK_SET;
+        char ok = (fd >= 0 && fcntl(fd, F_SETLK, &fl) == 0) ? 'y' : 'n';
+        if (write(p[1], &ok, 1) != 1)
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    close(p[1]);
+    char ok = 0;
+    ck_assert_int_eq(read(p[0], &ok, 1), 1);
+    close(p[0]);
+    ck_assert_int_eq(ok, 'y');
+    return pid;
+}
+
+void tup_release_lock(pid_t pid)
+{
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+json_t *tup_find(const json_t *a, const char *k, const char *v)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(a, i, e) {
+        const char *s = json_string_value(json_object_get(e, k));
+        if (s && strcmp(s, v) == 0)
+            return e;
+    }
+    return NULL;
+}
