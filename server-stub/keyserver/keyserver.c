@@ -1,0 +1,603 @@
+/* keyserver.c -- keyserver lifecycle and the machinery every route shares:
+ * errors, Hawk authentication, token issue, mail and rate limits. */
+#include "keyserver/ks_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "crypto/codec.h"
+#include "crypto/kdf.h"
+#include "crypto/nss.h"
+#include "crypto/util.h"
+#include "keyserver/ks_mail.h"
+#include "keyserver/ks_parse.h"
+#include "protocol/tokens.h"
+
+/* ---- time, random ------------------------------------------------------- */
+
+int64_t ks_now(const ks_server *s)
+{
+    if (s->now_hook)
+        return s->now_hook(s->hook_ctx);
+    return (int64_t)time(NULL);
+}
+
+picl_status ks_random(const ks_server *s, const char *what, uint8_t *out, size_t len)
+{
+    if (s->random_hook && s->random_hook(s->hook_ctx, what, out, len) == PICL_OK)
+        return PICL_OK;
+    return picl__random_bytes(out, len);
+}
+
+/* ---- answers ------------------------------------------------------------ */
+
+static const char *reason(int code)
+{
+    switch (code) {
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 411: return "Length Required";
+    case 413: return "Request Entity Too Large";
+    case 429: return "Too Many Requests";
+    case 503: return "Service Unavailable";
+    default: return "Internal Server Error";
+    }
+}
+
+static json_t *error_json(int code, int errnum, const char *message)
+{
+    return json_pack("{s:i, s:i, s:s, s:s}", "code", code, "errno", errnum, "error",
+                     reason(code), "message", message);
+}
+
+void ks_reply(picl_http_response *resp, json_t *json)
+{
+    if (!json) {
+        resp->failed = 1;
+        return;
+    }
+    picl_http_respond_json(resp, 200, json);
+    json_decref(json);
+}
+
+void ks_error(picl_http_response *resp, int code, int errnum, const char *message)
+{
+    json_t *j = error_json(code, errnum, message);
+    if (!j) {
+        resp->failed = 1;
+        return;
+    }
+    picl_http_respond_json(resp, code, j);
+    json_decref(j);
+}
+
+void ks_error_retry(picl_http_response *resp, int code, int errnum, int64_t retry_after)
+{
+    if (retry_after < 1)
+        retry_after = 1;
+    json_t *j = error_json(code, errnum, code == 429 ? "too many requests" : "overloaded");
+    if (!j || json_object_set_new(j, "retryAfter", json_integer(retry_after))) {
+        json_decref(j);
+        resp->failed = 1;
+        return;
+    }
+    picl_http_respond_json(resp, code, j);
+    json_decref(j);
+    char v[32];
+    snprintf(v, sizeof v, "%lld", (long long)retry_after);
+    picl_http_set_header(resp, "Retry-After", v);
+}
+
+void ks_error_internal(picl_http_response *resp)
+{
+    ks_error(resp, 500, KS_ERR_UNEXPECTED, "unexpected error");
+}
+
+void ks_error_parse(picl_http_response *resp, picl_status rc)
+{
+    switch (rc) {
+    case PICL_ERROR_NOT_FOUND:
+        ks_error(resp, 400, KS_ERR_MISSING, "missing parameter");
+        break;
+    case PICL_ERROR_ENCODING:
+        ks_error(resp, 400, KS_ERR_JSON, "body is not a JSON object");
+        break;
+    case PICL_ERROR_INVALID_ARGUMENT:
+    case PICL_ERROR_TOO_LARGE:
+        ks_error(resp, 400, KS_ERR_PARAM, "invalid parameter");
+        break;
+    default:
+        ks_error_internal(resp);
+    }
+}
+
+json_t *ks_body(picl_http_request *req, picl_http_response *resp)
+{
+    json_t *j = NULL;
+    if (req->body_len > KS_MAX_BODY) {
+        ks_error(resp, 413, KS_ERR_TOO_LARGE, "body too large");
+        return NULL;
+    }
+    if (ks_parse_body(&j, req->body, req->body_len) != PICL_OK)
+        ks_error(resp, 400, KS_ERR_JSON, "body is not a JSON object");
+    return j;
+}
+
+/* ---- Hawk ------------------------------------------------------------- */
+
+/* Splits a Host header into host (lowercase later by Hawk) and port. */
+static int parse_host(const char *h, char *host, size_t cap, unsigned *port)
+{
+    const char *colon;
+    size_t hl;
+    *port = 80;
+    if (!h || !*h)
+        return 0;
+    if (h[0] == '[') {
+        const char *rb = strchr(h, ']');
+        if (!rb)
+            return 0;
+        hl = (size_t)(rb - h) + 1;
+        colon = rb[1] == ':' ? rb + 1 : NULL;
+        if (rb[1] && !colon)
+            return 0;
+    } else {
+        colon = strrchr(h, ':');
+        hl = colon ? (size_t)(colon - h) : strlen(h);
+    }
+    if (!hl || hl >= cap)
+        return 0;
+    memcpy(host, h, hl);
+    host[hl] = 0;
+    if (colon) {
+        char *end;
+        errno = 0;
+        long p = strtol(colon + 1, &end, 10);
+        if (errno || end == colon + 1 || *end || p < 0 || p > 65535)
+            return 0;
+        *port = (unsigned)p;
+    }
+    return 1;
+}
+
+int ks_hawk_auth(ks_server *s, picl_http_request *req, picl_http_response *resp, int type,
+                 ks_token *tok)
+{
+    memset(tok, 0, sizeof *tok);
+    picl_hawk_auth *auth = calloc(1, sizeof *auth);
+    int ok = 0;
+    if (!auth) {
+        ks_error_internal(resp);
+        return 0;
+    }
+    const char *hdr = picl_http_header(req, "Authorization");
+    if (!hdr) {
+        ks_error(resp, 401, KS_ERR_SIGNATURE, "missing Hawk Authorization header");
+        goto done;
+    }
+    if (picl__hawk_parse(auth, hdr, strlen(hdr)) != PICL_OK) {
+        ks_error(resp, 401, KS_ERR_SIGNATURE, "invalid Hawk Authorization header");
+        goto done;
+    }
+    uint8_t id[32];
+    size_t idlen = strlen(auth->id), got = 0;
+    if (idlen != 64 || picl__hex_decode(id, sizeof id, &got, auth->id, idlen) != PICL_OK ||
+        got != 32) {
+        ks_error(resp, 401, KS_ERR_TOKEN, "invalid token");
+        goto done;
+    }
+    int64_t now = ks_now(s);
+    picl_status rc = ks_db_token_get(s->db, id, type, now, tok);
+    if (rc == PICL_ERROR_NOT_FOUND || rc == PICL_ERROR_TOKEN) {
+        ks_error(resp, 401, KS_ERR_TOKEN, "invalid or expired token");
+        goto done;
+    }
+    if (rc != PICL_OK) {
+        ks_error_internal(resp);
+        goto done;
+    }
+    char host[PICL_HAWK_MAX_HOST + 1];
+    unsigned port = 0;
+    if (!parse_host(picl_http_header(req, "Host"), host, sizeof host, &port)) {
+        ks_error(resp, 401, KS_ERR_SIGNATURE, "invalid Host header");
+        goto done;
+    }
+    int has_body = !strcmp(req->method, "POST") || !strcmp(req->method, "PUT") ||
+                   req->body_len > 0;
+    const char *ctype = picl_http_header(req, "Content-Type");
+    picl_hawk_request hr = {
+        .method = req->method,
+        .resource = req->target,
+        .host = host,
+        .port = port,
+        .content_type = has_body ? (ctype ? ctype : "") : NULL,
+        .body = req->body,
+        .bodylen = req->body_len,
+    };
+    picl_hawk_verify_opts opts = {
+        .now = now, .skew = s->skew, .require_hash = has_body, .nonces = s->nonces};
+    rc = picl__hawk_verify(auth, tok->hmac_key, sizeof tok->hmac_key, &hr, &opts);
+    switch (rc) {
+    case PICL_OK:
+        ok = 1;
+        break;
+    case PICL_HAWK_ERROR_STALE: {
+        json_t *j = error_json(401, KS_ERR_SKEW, "timestamp outside the allowed skew");
+        if (j && !json_object_set_new(j, "serverTime", json_integer(now)))
+            picl_http_respond_json(resp, 401, j);
+        else
+            resp->failed = 1;
+        json_decref(j);
+        break;
+    }
+    case PICL_HAWK_ERROR_REPLAY:
+        ks_error(resp, 401, KS_ERR_NONCE, "nonce reused");
+        break;
+    case PICL_HAWK_ERROR_BUSY:
+        ks_error_retry(resp, 503, KS_ERR_OVERLOADED, s->skew);
+        break;
+    case PICL_HAWK_ERROR_BAD_MAC:
+    case PICL_HAWK_ERROR_MALFORMED:
+    case PICL_HAWK_ERROR_TOO_LARGE:
+        ks_error(resp, 401, KS_ERR_SIGNATURE, "invalid request signature");
+        break;
+    default:
+        ks_error_internal(resp);
+    }
+done:
+    picl__zfree(auth, sizeof *auth);
+    if (!ok)
+        picl__wipe(tok, sizeof *tok);
+    return ok;
+}
+
+/* ---- tokens, mail, rate limits ----------------------------------------- */
+
+picl_status ks_token_issue(ks_server *s, int type, int64_t account, uint8_t raw[32],
+                           const char *device_name, const char *device_type, const char *code,
+                           int tries, int64_t expires, ks_token *out)
+{
+    picl_token_keys k;
+    ks_token t;
+    memset(&t, 0, sizeof t);
+    picl_status rc = ks_random(s, picl__token_type_name((picl_token_type)type), raw, 32);
+    if (rc == PICL_OK)
+        rc = picl__token_derive(&k, (picl_token_type)type, raw);
+    if (rc == PICL_OK) {
+        memcpy(t.id, k.id, 32);
+        memcpy(t.hmac_key, k.hmac_key, 32);
+        memcpy(t.request_key, k.request_key, 32);
+        t.type = type;
+        t.account = account;
+        t.created = ks_now(s);
+        t.expires = expires;
+        t.tries = tries;
+        if (code)
+            snprintf(t.code, sizeof t.code, "%s", code);
+        if (type == PICL_TOKEN_SESSION) {
+            uint8_t dev[16];
+            rc = ks_random(s, "deviceId", dev, sizeof dev);
+            picl__hex_encode(t.device_id, dev, sizeof dev);
+            snprintf(t.device_name, sizeof t.device_name, "%s",
+                     device_name && *device_name ? device_name : "PiCL device");
+            snprintf(t.device_type, sizeof t.device_type, "%s",
+                     device_type && *device_type ? device_type : "desktop");
+        }
+    }
+    if (rc == PICL_OK)
+        rc = ks_db_token_put(s->db, &t);
+    if (rc == PICL_OK && out)
+        *out = t;
+    if (rc != PICL_OK)
+        picl__wipe(raw, 32);
+    picl__token_keys_wipe(&k);
+    picl__wipe(&t, sizeof t);
+    return rc;
+}
+
+picl_status ks_send_code(ks_server *s, const ks_account *a, int recovery, const char *code)
+{
+    char uid[2 * KS_UID_BYTES + 1], unique[33];
+    uint8_t u[16];
+    picl__hex_encode(uid, a->uid, KS_UID_BYTES);
+    picl_status rc = picl__random_bytes(u, sizeof u);
+    if (rc != PICL_OK)
+        return rc;
+    picl__hex_encode(unique, u, sizeof u);
+    char body[512];
+    if (recovery)
+        snprintf(body, sizeof body,
+                 "Someone asked to reset the password of your PiCL account.\n"
+                 "Your reset code is %s (valid 15 minutes, 3 tries).\n"
+                 "Resetting keeps your class-A data; class-B data is lost by design.\n", code);
+    else
+        snprintf(body, sizeof body,
+                 "Welcome to PiCL.\nVerify your email with:\n\n  picl account verify --code %s\n",
+                 code);
+    ks_mail_msg m = {
+        .from = s->mail_from,
+        .to = a->email,
+        .subject = recovery ? "Your PiCL password reset code" : "Verify your PiCL account",
+        .uid_hex = uid,
+        .code_header = recovery ? "X-Recovery-Code" : "X-Verify-Code",
+        .code = code,
+        .body = body,
+        .unique = unique,
+    };
+    rc = ks_mail_send(s->maildir, s->smtp_url, &m);
+    picl__wipe(body, sizeof body);
+    return rc;
+}
+
+int ks_throttled(ks_server *s, picl_http_response *resp, const char *key, int64_t max,
+                 int64_t window)
+{
+    int64_t now = ks_now(s), count = 0, oldest = 0;
+    if (ks_db_rate_count(s->db, key, now - window + 1, &count, &oldest) != PICL_OK) {
+        ks_error_internal(resp);
+        return 1;
+    }
+    if (count < max)
+        return 0;
+    ks_error_retry(resp, 429, KS_ERR_THROTTLED, oldest + window - now);
+    return 1;
+}
+
+/* ---- hooks ----------------------------------------------------------- */
+
+static void hook_error(picl_http_request *req, picl_http_response *resp, int status,
+                       picl_http_error why, void *ctx)
+{
+    switch (why) {
+    case PICL_HTTP_ERR_LENGTH_REQUIRED:
+        ks_error(resp, 411, KS_ERR_LENGTH, "Content-Length required");
+        break;
+    case PICL_HTTP_ERR_TOO_LARGE:
+        ks_error(resp, 413, KS_ERR_TOO_LARGE, "body too large");
+        break;
+    case PICL_HTTP_ERR_BAD_REQUEST:
+        ks_error(resp, 400, KS_ERR_PARAM, "bad request");
+        break;
+    case PICL_HTTP_ERR_NOT_FOUND:
+        ks_error(resp, 404, KS_ERR_UNEXPECTED, "not found");
+        break;
+    case PICL_HTTP_ERR_METHOD:
+        ks_error(resp, 405, KS_ERR_UNEXPECTED, "method not allowed");
+        break;
+    default:
+        ks_error(resp, status >= 400 ? status : 500, KS_ERR_UNEXPECTED, "unexpected error");
+    }
+}
+
+static void hook_finish(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    ks_server *s = ctx;
+    char v[32];
+    snprintf(v, sizeof v, "%lld", (long long)ks_now(s));
+    picl_http_set_header(resp, "Timestamp", v);
+    if (s->log) {
+        char line[512];
+        snprintf(line, sizeof line, "keyserver %s %.300s %d", req->method ? req->method : "-",
+                 req->target ? req->target : "-", resp->failed ? 500 : resp->status);
+        s->log(s->hook_ctx, line);
+    }
+}
+
+/* ---- lifecycle -------------------------------------------------------- */
+
+static char *dup_or_null(const char *s, picl_status *rc)
+{
+    if (!s)
+        return NULL;
+    char *d = strdup(s);
+    if (!d)
+        *rc = PICL_ERROR_NO_MEMORY;
+    return d;
+}
+
+picl_status ks_server_new(ks_server **out, const ks_config *cfg)
+{
+    *out = NULL;
+    if (!cfg || !cfg->data_dir || (cfg->secret && cfg->secret_len < 32) ||
+        (cfg->storage_node && !cfg->secret) || cfg->secret_len > 1024)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    ks_server *s = calloc(1, sizeof *s);
+    if (!s)
+        return PICL_ERROR_NO_MEMORY;
+    picl_status rc = PICL_OK;
+    s->listen = dup_or_null(cfg->listen, &rc);
+    s->data_dir = dup_or_null(cfg->data_dir, &rc);
+    s->storage_node = dup_or_null(cfg->storage_node, &rc);
+    s->smtp_url = dup_or_null(cfg->smtp_url, &rc);
+    s->mail_from = dup_or_null(cfg->mail_from ? cfg->mail_from : "picl@localhost", &rc);
+    s->skew = cfg->hawk_skew_s > 0 ? cfg->hawk_skew_s : PICL_HAWK_DEFAULT_SKEW;
+    s->srp_ttl = cfg->srp_token_ttl_s > 0 ? cfg->srp_token_ttl_s : 60;
+    s->login_max = cfg->login_max > 0 ? cfg->login_max : 10;
+    s->login_window = cfg->login_window_s > 0 ? cfg->login_window_s : 900;
+    s->reset_max = cfg->reset_max > 0 ? cfg->reset_max : 3;
+    s->reset_window = cfg->reset_window_s > 0 ? cfg->reset_window_s : 3600;
+    s->threads = cfg->threads;
+    s->timeout_s = cfg->timeout_s;
+    s->log = cfg->log;
+    s->now_hook = cfg->now;
+    s->random_hook = cfg->random;
+    s->hook_ctx = cfg->hook_ctx;
+    s->hooks.error = hook_error;
+    s->hooks.finish = hook_finish;
+    s->hooks.ctx = s;
+    if (rc != PICL_OK)
+        goto fail;
+    if (cfg->secret) {
+        s->secret = malloc(cfg->secret_len);
+        if (!s->secret) {
+            rc = PICL_ERROR_NO_MEMORY;
+            goto fail;
+        }
+        memcpy(s->secret, cfg->secret, cfg->secret_len);
+        s->secret_len = cfg->secret_len;
+    }
+    rc = picl__nss_acquire();
+    if (rc != PICL_OK)
+        goto fail;
+    s->nss = 1;
+    if (s->secret) {
+        static const char info[] = "picl/keyserver/hashed-uid";
+        rc = picl__hkdf_sha256(s->hashed_uid_key, 32, s->secret, s->secret_len, NULL, 0, info,
+                               sizeof info - 1);
+        if (rc != PICL_OK)
+            goto fail;
+    }
+    rc = picl__hawk_nonce_cache_new(&s->nonces, 1u << 20);
+    if (rc != PICL_OK)
+        goto fail;
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/mail", s->data_dir) >= sizeof path) {
+        rc = PICL_ERROR_INVALID_ARGUMENT;
+        goto fail;
+    }
+    s->maildir = strdup(path);
+    if (!s->maildir) {
+        rc = PICL_ERROR_NO_MEMORY;
+        goto fail;
+    }
+    rc = ks_mail_init(s->maildir);
+    if (rc != PICL_OK)
+        goto fail;
+    snprintf(path, sizeof path, "%s/keyserver.db", s->data_dir);
+    rc = ks_db_open(&s->db, path);
+    if (rc != PICL_OK)
+        goto fail;
+    *out = s;
+    return PICL_OK;
+fail:
+    ks_server_free(s);
+    return rc;
+}
+
+picl_status ks_server_mount(ks_server *s, picl_http_server *http, int skip_heartbeat)
+{
+    return ks_routes_mount(s, http, skip_heartbeat);
+}
+
+picl_status ks_server_start(ks_server *s)
+{
+    if (!s || !s->listen || s->http)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    picl_http_config hc = {
+        .listen = s->listen,
+        .max_body = KS_MAX_BODY,
+        .require_content_length = 1,
+        .threads = s->threads,
+        .timeout_s = s->timeout_s,
+        .hooks = &s->hooks,
+    };
+    picl_status rc = picl_http_server_new(&s->http, &hc);
+    if (rc == PICL_OK)
+        rc = ks_routes_mount(s, s->http, 0);
+    if (rc == PICL_OK)
+        rc = picl_http_server_start(s->http);
+    if (rc != PICL_OK) {
+        picl_http_server_free(s->http);
+        s->http = NULL;
+    }
+    return rc;
+}
+
+unsigned ks_server_port(const ks_server *s)
+{
+    return s && s->http ? picl_http_server_port(s->http) : 0;
+}
+
+void ks_server_free(ks_server *s)
+{
+    if (!s)
+        return;
+    picl_http_server_free(s->http);
+    ks_db_close(s->db);
+    picl__hawk_nonce_cache_free(s->nonces);
+    if (s->secret)
+        picl__zfree(s->secret, s->secret_len);
+    picl__wipe(s->hashed_uid_key, sizeof s->hashed_uid_key);
+    free(s->listen);
+    free(s->data_dir);
+    free(s->maildir);
+    free(s->storage_node);
+    free(s->smtp_url);
+    free(s->mail_from);
+    if (s->nss)
+        picl__nss_release();
+    free(s);
+}
+
+/* ---- shared secret file ------------------------------------------------ */
+
+picl_status ks_secret_load_or_create(const char *path, uint8_t **secret, size_t *len)
+{
+    *secret = NULL;
+    *len = 0;
+    if (!path)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {
+        uint8_t raw[32];
+        char text[66];
+        picl_status rc = picl__nss_acquire();
+        if (rc == PICL_OK) {
+            rc = picl__random_bytes(raw, sizeof raw);
+            picl__nss_release();
+        }
+        if (rc != PICL_OK)
+            return rc;
+        picl__hex_encode(text, raw, sizeof raw);
+        picl__wipe(raw, sizeof raw);
+        text[64] = '\n';
+        text[65] = 0;
+        int w = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (w < 0) {
+            picl__wipe(text, sizeof text);
+            return PICL_ERROR_IO;
+        }
+        ssize_t n = write(w, text, 65);
+        int ok = n == 65 && fsync(w) == 0;
+        ok = close(w) == 0 && ok;
+        picl__wipe(text, sizeof text);
+        if (!ok)
+            return PICL_ERROR_IO;
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    }
+    if (fd < 0)
+        return PICL_ERROR_IO;
+    char buf[1100];
+    size_t got = 0;
+    ssize_t n;
+    while (got < sizeof buf && (n = read(fd, buf + got, sizeof buf - got)) > 0)
+        got += (size_t)n;
+    close(fd);
+    while (got && (buf[got - 1] == '\n' || buf[got - 1] == '\r' || buf[got - 1] == ' '))
+        got--;
+    picl_status rc = PICL_OK;
+    if (got < 64 || got > 1024)
+        rc = PICL_ERROR_ENCODING;
+    for (size_t i = 0; rc == PICL_OK && i < got; i++)
+        if (!strchr("0123456789abcdefABCDEF", buf[i]) || !buf[i])
+            rc = PICL_ERROR_ENCODING;
+    if (rc == PICL_OK) {
+        *secret = malloc(got);
+        if (!*secret)
+            rc = PICL_ERROR_NO_MEMORY;
+        else {
+            memcpy(*secret, buf, got);
+            *len = got;
+        }
+    }
+    picl__wipe(buf, sizeof buf);
+    return rc;
+}

@@ -1,0 +1,110 @@
+/* keyserver.h -- the PiCL keyserver (keyserver.md): lifecycle, configuration
+ * and the hooks used by tests, `picl-keyserver` and `picl server`. */
+#ifndef PICL_KEYSERVER_H
+#define PICL_KEYSERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "http/http.h"
+#include "picl.h"
+
+/*
+ * Contract.  A ks_server owns an SQLite database <data_dir>/keyserver.db
+ * (WAL, synchronous=FULL, schema version in table `meta`, migrated on open)
+ * and a Maildir outbox <data_dir>/mail/{tmp,new,cur}.  It answers every
+ * endpoint of keyserver.md section 6 under /v1 (and /__heartbeat__), with the
+ * JSON errors of section 7 and Hawk of section 8.  All state lives in the
+ * ks_server object (no globals), so several may run in one process.
+ *
+ * Choices the spec leaves open (clients may rely on them):
+ *  - a body that is valid JSON but not an object is 400/106, like invalid
+ *    JSON; unknown keys in a body are ignored; emails travel as hex of
+ *    1..255 bytes without control characters.
+ *  - a Hawk request without an Authorization header, or with one that does
+ *    not parse, is 401/109; an id that names no live token of the route's
+ *    type (or a token of another type) is 401/110.
+ *  - an unknown, expired or already used srpToken is 401/110.
+ *  - a bad /account/reset bundle (MAC, length, hex) is 400/107, and the
+ *    accountResetToken is consumed (like every single-use token, once its
+ *    Hawk request verified).
+ *  - /account/devices lists one {id, type, name} per live session; the id
+ *    is a random 16-byte hex device id (never the token id); session/create
+ *    accepts optional string fields "name" and "type" (<= 64 printable
+ *    ASCII characters) for it.
+ *  - /storage/token without --storage-node is 503/201; the tokenlib uid is
+ *    the account's integer row id; fxa_uid = hex uid; fxa_kid = the request's
+ *    X-KeyID header (printable ASCII, <= 128) or ""; hashed_fxa_uid =
+ *    hex(HMAC-SHA256(HKDF(secret, "picl/keyserver/hashed-uid"), hex uid)[0:16]).
+ *  - glue errors: 404 and 405 are errno 999 with the same code, 411/112,
+ *    413/113, 400/107 (bad path), 500/999.
+ *  - rate limits: failed /auth/finish proofs per account (login_max per
+ *    login_window_s) and per client address (x4 the account limit);
+ *    /password/forgot/send_code and resend_code per account (reset_max per
+ *    reset_window_s); reset code guesses: 3 per forgotPasswordToken, after
+ *    which it is deleted.  A throttled request is 429/114 with Retry-After.
+ */
+
+typedef struct ks_config {
+    const char *listen;        /* "HOST:PORT" for ks_server_start (port 0 = any) */
+    const char *data_dir;      /* existing directory */
+    const uint8_t *secret;     /* tokenlib secret shared with storage, >= 32 bytes
+                                  (copied); may be NULL without storage_node */
+    size_t secret_len;
+    const char *storage_node;  /* e.g. "http://127.0.0.1:8001"; NULL = none */
+    const char *smtp_url;      /* e.g. "smtp://localhost:25"; NULL = Maildir */
+    const char *mail_from;     /* NULL = "picl@localhost" */
+    int64_t hawk_skew_s;       /* 0 = 60 */
+    int64_t srp_token_ttl_s;   /* 0 = 60 */
+    int64_t login_max;         /* failed logins per account per window; 0 = 10 */
+    int64_t login_window_s;    /* 0 = 900 */
+    int64_t reset_max;         /* reset mails per account per window; 0 = 3 */
+    int64_t reset_window_s;    /* 0 = 3600 */
+    unsigned threads;          /* HTTP thread pool, 0 = 4 */
+    unsigned timeout_s;        /* idle connection timeout, 0 = 60 */
+
+    /* Optional hooks (NULL = none).  log receives one line per request,
+     * without a newline (the library never prints).  now and random replace
+     * the clock and NSS random for tests only: `what` names the value drawn
+     * ("kA", "wrapKb", "b", "uid", "srpToken", "authToken", "sessionToken",
+     * "keyFetchToken", "accountResetToken", "forgotPasswordToken",
+     * "verifyCode", "recoveryCode", "deviceId", "random"); a hook returning
+     * non-PICL_OK makes the server fall back to NSS. */
+    void (*log)(void *ctx, const char *line);
+    int64_t (*now)(void *ctx);
+    picl_status (*random)(void *ctx, const char *what, uint8_t *out, size_t len);
+    void *hook_ctx;
+} ks_config;
+
+typedef struct ks_server ks_server;
+
+/* Validates the config (secret >= 32 bytes when given, else
+ * PICL_ERROR_INVALID_ARGUMENT), acquires NSS, opens or creates the database
+ * and the Maildir.  Not listening yet.  The caller frees with ks_server_free(). */
+picl_status ks_server_new(ks_server **out, const ks_config *cfg);
+
+/* Adds the keyserver routes (/v1/..., and /__heartbeat__ unless
+ * skip_heartbeat) to an HTTP server the caller owns and starts (for
+ * `picl server`); the server must have max_body >= 16 KiB (the keyserver
+ * enforces 16 KiB itself). */
+picl_status ks_server_mount(ks_server *s, picl_http_server *http, int skip_heartbeat);
+
+/* Creates its own HTTP server on cfg->listen (16 KiB body cap, Content-Length
+ * required), mounts and serves.  PICL_ERROR_NETWORK when it cannot bind. */
+picl_status ks_server_start(ks_server *s);
+
+/* The port bound by ks_server_start, else 0. */
+unsigned ks_server_port(const ks_server *s);
+
+/* Stops its own HTTP server (if started), waits for requests in flight,
+ * closes the database, wipes and frees.  NULL is allowed. */
+void ks_server_free(ks_server *s);
+
+/* Reads a shared secret file (hex text, at least 64 hex characters, trailing
+ * newline allowed) into *secret (malloc()ed, caller frees with picl__zfree),
+ * creating it first with 64 random hex characters and a newline, mode 0600,
+ * when it does not exist.  PICL_ERROR_IO, PICL_ERROR_ENCODING for a file
+ * that is not such hex, PICL_ERROR_INVALID_ARGUMENT. */
+picl_status ks_secret_load_or_create(const char *path, uint8_t **secret, size_t *len);
+
+#endif

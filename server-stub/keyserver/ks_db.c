@@ -1,0 +1,706 @@
+/* ks_db.c -- keyserver persistence on SQLite (see ks_db.h). */
+#include "keyserver/ks_db.h"
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crypto/util.h"
+
+struct ks_db {
+    sqlite3 *h;
+    pthread_mutex_t mu;
+};
+
+static const char *const schema_v1 =
+    "CREATE TABLE IF NOT EXISTS accounts ("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " uid BLOB NOT NULL UNIQUE,"
+    " email BLOB NOT NULL UNIQUE,"
+    " verified INTEGER NOT NULL DEFAULT 0,"
+    " verify_code BLOB NOT NULL,"
+    " ka BLOB NOT NULL, wrap_kb BLOB NOT NULL,"
+    " verifier BLOB NOT NULL, srp_salt BLOB NOT NULL, main_salt BLOB NOT NULL,"
+    " pbkdf2_rounds_1 INTEGER NOT NULL, scrypt_n INTEGER NOT NULL,"
+    " scrypt_r INTEGER NOT NULL, scrypt_p INTEGER NOT NULL,"
+    " pbkdf2_rounds_2 INTEGER NOT NULL,"
+    " created INTEGER NOT NULL DEFAULT (strftime('%s','now')));"
+    "CREATE TABLE IF NOT EXISTS tokens ("
+    " id BLOB PRIMARY KEY, type INTEGER NOT NULL,"
+    " account INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,"
+    " hmac_key BLOB NOT NULL, request_key BLOB NOT NULL,"
+    " created INTEGER NOT NULL, expires INTEGER NOT NULL,"
+    " device_id TEXT NOT NULL DEFAULT '', device_name TEXT NOT NULL DEFAULT '',"
+    " device_type TEXT NOT NULL DEFAULT '',"
+    " code TEXT NOT NULL DEFAULT '', tries INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX IF NOT EXISTS tokens_account ON tokens(account, type);"
+    "CREATE TABLE IF NOT EXISTS srp_sessions ("
+    " key BLOB PRIMARY KEY,"
+    " account INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,"
+    " b BLOB NOT NULL, expires INTEGER NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS srp_account ON srp_sessions(account);"
+    "CREATE TABLE IF NOT EXISTS rate_events (key TEXT NOT NULL, t INTEGER NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS rate_key ON rate_events(key, t);";
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static picl_status exec(ks_db *db, const char *sql)
+{
+    return sqlite3_exec(db->h, sql, NULL, NULL, NULL) == SQLITE_OK ? PICL_OK : PICL_ERROR_DATABASE;
+}
+
+static picl_status prep(ks_db *db, sqlite3_stmt **st, const char *sql)
+{
+    return sqlite3_prepare_v2(db->h, sql, -1, st, NULL) == SQLITE_OK ? PICL_OK
+                                                                     : PICL_ERROR_DATABASE;
+}
+
+/* Copies a blob column of exactly n bytes; PICL_ERROR_DATABASE otherwise. */
+static picl_status col_blob(sqlite3_stmt *st, int i, uint8_t *out, size_t n)
+{
+    const void *p = sqlite3_column_blob(st, i);
+    if ((size_t)sqlite3_column_bytes(st, i) != n || (!p && n))
+        return PICL_ERROR_DATABASE;
+    memcpy(out, p, n);
+    return PICL_OK;
+}
+
+static void col_text(sqlite3_stmt *st, int i, char *out, size_t cap)
+{
+    const unsigned char *p = sqlite3_column_text(st, i);
+    snprintf(out, cap, "%s", p ? (const char *)p : "");
+}
+
+static void lock(ks_db *db) { pthread_mutex_lock(&db->mu); }
+static void unlock(ks_db *db) { pthread_mutex_unlock(&db->mu); }
+
+/* ---- open / migrate ------------------------------------------------------ */
+
+static picl_status migrate(ks_db *db)
+{
+    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    if (rc != PICL_OK)
+        return rc;
+    sqlite3_stmt *st = NULL;
+    int64_t version = 0;
+    rc = exec(db, "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER)");
+    if (rc == PICL_OK)
+        rc = prep(db, &st, "SELECT value FROM meta WHERE key = 'schema_version'");
+    if (rc == PICL_OK && sqlite3_step(st) == SQLITE_ROW)
+        version = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    if (rc == PICL_OK && version > KS_SCHEMA_VERSION)
+        rc = PICL_ERROR_DATABASE; /* written by a newer keyserver */
+    if (rc == PICL_OK && version < 1) {
+        rc = exec(db, schema_v1);
+        if (rc == PICL_OK)
+            rc = exec(db, "INSERT OR REPLACE INTO meta VALUES ('schema_version', 1)");
+    }
+    /* Later versions add "if (version < 2) ..." steps here. */
+    if (rc == PICL_OK)
+        rc = exec(db, "COMMIT");
+    if (rc != PICL_OK)
+        exec(db, "ROLLBACK");
+    return rc;
+}
+
+picl_status ks_db_open(ks_db **out, const char *path)
+{
+    *out = NULL;
+    ks_db *db = calloc(1, sizeof *db);
+    if (!db)
+        return PICL_ERROR_NO_MEMORY;
+    pthread_mutex_init(&db->mu, NULL);
+    picl_status rc = PICL_ERROR_DATABASE;
+    if (sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                          SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK)
+        goto done;
+    sqlite3_busy_timeout(db->h, 5000);
+    rc = exec(db, "PRAGMA journal_mode=WAL");
+    if (rc == PICL_OK)
+        rc = exec(db, "PRAGMA synchronous=FULL");
+    if (rc == PICL_OK)
+        rc = exec(db, "PRAGMA foreign_keys=ON");
+    if (rc == PICL_OK)
+        rc = exec(db, "PRAGMA secure_delete=ON");
+    if (rc == PICL_OK)
+        rc = migrate(db);
+done:
+    if (rc != PICL_OK) {
+        ks_db_close(db);
+        return rc;
+    }
+    *out = db;
+    return PICL_OK;
+}
+
+void ks_db_close(ks_db *db)
+{
+    if (!db)
+        return;
+    if (db->h)
+        sqlite3_close_v2(db->h);
+    pthread_mutex_destroy(&db->mu);
+    free(db);
+}
+
+picl_status ks_db_ping(ks_db *db)
+{
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    picl_status rc = prep(db, &st, "SELECT count(*) FROM meta");
+    if (rc == PICL_OK && sqlite3_step(st) != SQLITE_ROW)
+        rc = PICL_ERROR_DATABASE;
+    sqlite3_finalize(st);
+    unlock(db);
+    return rc;
+}
+
+/* ---- accounts ------------------------------------------------------------ */
+
+picl_status ks_db_account_create(ks_db *db, ks_account *a)
+{
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    picl_status rc = prep(db, &st,
+                          "INSERT INTO accounts (uid, email, verified, verify_code, ka, wrap_kb,"
+                          " verifier, srp_salt, main_salt, pbkdf2_rounds_1, scrypt_n, scrypt_r,"
+                          " scrypt_p, pbkdf2_rounds_2) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    if (rc == PICL_OK) {
+        sqlite3_bind_blob(st, 1, a->uid, KS_UID_BYTES, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 2, a->email, (int)a->email_len, SQLITE_STATIC);
+        sqlite3_bind_int(st, 3, a->verified);
+        sqlite3_bind_blob(st, 4, a->verify_code, 32, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 5, a->ka, 32, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 6, a->wrap_kb, 32, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 7, a->verifier, KS_VERIFIER_BYTES, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 8, a->srp_salt, 32, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 9, a->main_salt, 32, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 10, a->params.pbkdf2_rounds_1);
+        sqlite3_bind_int64(st, 11, (int64_t)a->params.scrypt_n);
+        sqlite3_bind_int64(st, 12, a->params.scrypt_r);
+        sqlite3_bind_int64(st, 13, a->params.scrypt_p);
+        sqlite3_bind_int64(st, 14, a->params.pbkdf2_rounds_2);
+        int s = sqlite3_step(st);
+        if (s == SQLITE_DONE)
+            a->id = sqlite3_last_insert_rowid(db->h);
+        else if (s == SQLITE_CONSTRAINT || sqlite3_extended_errcode(db->h) == SQLITE_CONSTRAINT_UNIQUE)
+            rc = PICL_ERROR_ACCOUNT_EXISTS;
+        else
+            rc = PICL_ERROR_DATABASE;
+    }
+    sqlite3_finalize(st);
+    unlock(db);
+    return rc;
+}
+
+#define ACCOUNT_COLS                                                                          \
+    "SELECT id, uid, email, verified, verify_code, ka, wrap_kb, verifier, srp_salt, main_salt," \
+    " pbkdf2_rounds_1, scrypt_n, scrypt_r, scrypt_p, pbkdf2_rounds_2 FROM accounts "
+
+/* Runs a prepared account query (one bound key) and reads the row. */
+static picl_status account_row(sqlite3_stmt *st, ks_account *a)
+{
+    int s = sqlite3_step(st);
+    if (s == SQLITE_DONE)
+        return PICL_ERROR_NOT_FOUND;
+    if (s != SQLITE_ROW)
+        return PICL_ERROR_DATABASE;
+    memset(a, 0, sizeof *a);
+    a->id = sqlite3_column_int64(st, 0);
+    int n = sqlite3_column_bytes(st, 2);
+    const void *e = sqlite3_column_blob(st, 2);
+    if (n <= 0 || n > KS_EMAIL_MAX || !e)
+        return PICL_ERROR_DATABASE;
+    memcpy(a->email, e, (size_t)n);
+    a->email_len = (size_t)n;
+    a->verified = sqlite3_column_int(st, 3);
+    picl_status rc = col_blob(st, 1, a->uid, KS_UID_BYTES);
+    if (rc == PICL_OK)
+        rc = col_blob(st, 4, a->verify_code, 32);
+    if (rc == PICL_OK)
+        rc = col_blob(st, 5, a->ka, 32);
+    if (rc == PICL_OK)
+        rc = col_blob(st, 6, a->wrap_kb, 32);
+    if (rc == PICL_OK)
+        rc = col_blob(st, 7, a->verifier, KS_VERIFIER_BYTES);
+    if (rc == PICL_OK)
+        rc = col_blob(st, 8, a->srp_salt, 32);
+    if (rc == PICL_OK)
+        rc = col_blob(st, 9, a->main_salt, 32);
+    a->params.pbkdf2_rounds_1 = (uint32_t)sqlite3_column_int64(st, 10);
+    a->params.scrypt_n = (uint64_t)sqlite3_column_int64(st, 11);
+    a->params.scrypt_r = (uint32_t)sqlite3_column_int64(st, 12);
+    a->params.scrypt_p = (uint32_t)sqlite3_column_int64(st, 13);
+    a->params.pbkdf2_rounds_2 = (uint32_t)sqlite3_column_int64(st, 14);
+    if (rc != PICL_OK)
+        picl__wipe(a, sizeof *a);
+    return rc;
+}
+
+static picl_status account_by(ks_db *db, const char *where, const void *key, size_t keylen,
+                              int64_t id, ks_account *a)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql, "%s%s", ACCOUNT_COLS, where);
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    picl_status rc = prep(db, &st, sql);
+    if (rc == PICL_OK) {
+        if (key)
+            sqlite3_bind_blob(st, 1, key, (int)keylen, SQLITE_STATIC);
+        else
+            sqlite3_bind_int64(st, 1, id);
+        rc = account_row(st, a);
+    }
+    sqlite3_finalize(st);
+    unlock(db);
+    return rc;
+}
+
+picl_status ks_db_account_by_email(ks_db *db, const char *email, size_t len, ks_account *a)
+{
+    if (!len || len > KS_EMAIL_MAX)
+        return PICL_ERROR_NOT_FOUND;
+    return account_by(db, "WHERE email = ?", email, len, 0, a);
+}
+
+picl_status ks_db_account_by_id(ks_db *db, int64_t id, ks_account *a)
+{
+    return account_by(db, "WHERE id = ?", NULL, 0, id, a);
+}
+
+picl_status ks_db_account_by_uid(ks_db *db, const uint8_t uid[KS_UID_BYTES], ks_account *a)
+{
+    return account_by(db, "WHERE uid = ?", uid, KS_UID_BYTES, 0, a);
+}
+
+/* Runs a one-statement change binding an integer id first. */
+static picl_status change_by_id(ks_db *db, const char *sql, int64_t id, int *changes)
+{
+    sqlite3_stmt *st = NULL;
+    picl_status rc = prep(db, &st, sql);
+    if (rc == PICL_OK) {
+        sqlite3_bind_int64(st, 1, id);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = PICL_ERROR_DATABASE;
+        else if (changes)
+            *changes = sqlite3_changes(db->h);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+picl_status ks_db_account_set_verified(ks_db *db, int64_t id)
+{
+    lock(db);
+    int n = 0;
+    picl_status rc = change_by_id(db, "UPDATE accounts SET verified = 1 WHERE id = ?", id, &n);
+    unlock(db);
+    return rc == PICL_OK && n == 0 ? PICL_ERROR_NOT_FOUND : rc;
+}
+
+picl_status ks_db_account_reset(ks_db *db, int64_t id, const uint8_t verifier[KS_VERIFIER_BYTES],
+                                const uint8_t srp_salt[32], const uint8_t main_salt[32],
+                                const picl_stretch_params *p, const uint8_t wrap_kb[32])
+{
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    int n = 0;
+    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    if (rc != PICL_OK)
+        goto out;
+    rc = prep(db, &st,
+              "UPDATE accounts SET verifier = ?, srp_salt = ?, main_salt = ?, wrap_kb = ?,"
+              " pbkdf2_rounds_1 = ?, scrypt_n = ?, scrypt_r = ?, scrypt_p = ?,"
+              " pbkdf2_rounds_2 = ? WHERE id = ?");
+    if (rc == PICL_OK) {
+        sqlite3_bind_blob(st, 1, verifier, KS_VERIFIER_BYTES, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 2, srp_salt, 32, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 3, main_salt, 32, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 4, wrap_kb, 32, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 5, p->pbkdf2_rounds_1);
+        sqlite3_bind_int64(st, 6, (int64_t)p->scrypt_n);
+        sqlite3_bind_int64(st, 7, p->scrypt_r);
+        sqlite3_bind_int64(st, 8, p->scrypt_p);
+        sqlite3_bind_int64(st, 9, p->pbkdf2_rounds_2);
+        sqlite3_bind_int64(st, 10, id);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = PICL_ERROR_DATABASE;
+        else if ((n = sqlite3_changes(db->h)) == 0)
+            rc = PICL_ERROR_NOT_FOUND;
+    }
+    sqlite3_finalize(st);
+    if (rc == PICL_OK)
+        rc = change_by_id(db, "DELETE FROM tokens WHERE account = ?", id, NULL);
+    if (rc == PICL_OK)
+        rc = change_by_id(db, "DELETE FROM srp_sessions WHERE account = ?", id, NULL);
+    if (rc == PICL_OK)
+        rc = exec(db, "COMMIT");
+    if (rc != PICL_OK)
+        exec(db, "ROLLBACK");
+out:
+    unlock(db);
+    return rc;
+}
+
+picl_status ks_db_account_delete(ks_db *db, int64_t id)
+{
+    lock(db);
+    int n = 0;
+    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    if (rc == PICL_OK)
+        rc = change_by_id(db, "DELETE FROM tokens WHERE account = ?", id, NULL);
+    if (rc == PICL_OK)
+        rc = change_by_id(db, "DELETE FROM srp_sessions WHERE account = ?", id, NULL);
+    if (rc == PICL_OK)
+        rc = change_by_id(db, "DELETE FROM accounts WHERE id = ?", id, &n);
+    if (rc == PICL_OK && n == 0)
+        rc = PICL_ERROR_NOT_FOUND;
+    if (rc == PICL_OK)
+        rc = exec(db, "COMMIT");
+    if (rc != PICL_OK)
+        exec(db, "ROLLBACK");
+    unlock(db);
+    return rc;
+}
+
+/* ---- tokens -------------------------------------------------------------- */
+
+picl_status ks_db_token_put(ks_db *db, const ks_token *t)
+{
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    picl_status rc = prep(db, &st,
+                          "INSERT INTO tokens (id, type, account, hmac_key, request_key, created,"
+                          " expires, device_id, device_name, device_type, code, tries)"
+                          " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+    if (rc == PICL_OK) {
+        sqlite3_bind_blob(st, 1, t->id, 32, SQLITE_STATIC);
+        sqlite3_bind_int(st, 2, t->type);
+        sqlite3_bind_int64(st, 3, t->account);
+        sqlite3_bind_blob(st, 4, t->hmac_key, 32, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 5, t->request_key, 32, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 6, t->created);
+        sqlite3_bind_int64(st, 7, t->expires);
+        sqlite3_bind_text(st, 8, t->device_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 9, t->device_name, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 10, t->device_type, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 11, t->code, -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, 12, t->tries);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = PICL_ERROR_DATABASE;
+    }
+    sqlite3_finalize(st);
+    unlock(db);
+    return rc;
+}
+
+#define TOKEN_COLS                                                                     \
+    "SELECT id, type, account, hmac_key, request_key, created, expires, device_id,"   \
+    " device_name, device_type, code, tries FROM tokens "
+
+static picl_status token_row(sqlite3_stmt *st, ks_token *t)
+{
+    memset(t, 0, sizeof *t);
+    picl_status rc = col_blob(st, 0, t->id, 32);
+    t->type = sqlite3_column_int(st, 1);
+    t->account = sqlite3_column_int64(st, 2);
+    if (rc == PICL_OK)
+        rc = col_blob(st, 3, t->hmac_key, 32);
+    if (rc == PICL_OK)
+        rc = col_blob(st, 4, t->request_key, 32);
+    t->created = sqlite3_column_int64(st, 5);
+    t->expires = sqlite3_column_int64(st, 6);
+    col_text(st, 7, t->device_id, sizeof t->device_id);
+    col_text(st, 8, t->device_name, sizeof t->device_name);
+    col_text(st, 9, t->device_type, sizeof t->device_type);
+    col_text(st, 10, t->code, sizeof t->code);
+    t->tries = sqlite3_column_int(st, 11);
+    if (rc != PICL_OK)
+        picl__wipe(t, sizeof *t);
+    return rc;
+}
+
+/* Reads token (id, type) under the lock already held. */
+static picl_status token_get_locked(ks_db *db, const uint8_t id[32], int type, int64_t now,
+                                    ks_token *t)
+{
+    sqlite3_stmt *st = NULL;
+    picl_status rc = prep(db, &st, TOKEN_COLS "WHERE id = ? AND type = ?");
+    if (rc == PICL_OK) {
+        sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
+        sqlite3_bind_int(st, 2, type);
+        int s = sqlite3_step(st);
+        if (s == SQLITE_DONE)
+            rc = PICL_ERROR_NOT_FOUND;
+        else if (s != SQLITE_ROW)
+            rc = PICL_ERROR_DATABASE;
+        else
+            rc = token_row(st, t);
+    }
+    sqlite3_finalize(st);
+    if (rc == PICL_OK && t->expires && now > t->expires) {
+        picl__wipe(t, sizeof *t);
+        rc = PICL_ERROR_TOKEN;
+    }
+    return rc;
+}
+
+picl_status ks_db_token_get(ks_db *db, const uint8_t id[32], int type, int64_t now, ks_token *t)
+{
+    lock(db);
+    picl_status rc = token_get_locked(db, id, type, now, t);
+    unlock(db);
+    return rc;
+}
+
+picl_status ks_db_token_consume(ks_db *db, const uint8_t id[32])
+{
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    if (rc == PICL_OK)
+        rc = prep(db, &st, "DELETE FROM tokens WHERE id = ?");
+    if (rc == PICL_OK) {
+        sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = PICL_ERROR_DATABASE;
+        else if (sqlite3_changes(db->h) != 1)
+            rc = PICL_ERROR_TOKEN;
+    }
+    sqlite3_finalize(st);
+    if (rc == PICL_OK)
+        rc = exec(db, "COMMIT");
+    else
+        exec(db, "ROLLBACK");
+    unlock(db);
+    return rc;
+}
+
+picl_status ks_db_token_delete_account(ks_db *db, int64_t account, int type)
+{
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    picl_status rc = prep(db, &st, type < 0 ? "DELETE FROM tokens WHERE account = ?"
+                                            : "DELETE FROM tokens WHERE account = ? AND type = ?");
+    if (rc == PICL_OK) {
+        sqlite3_bind_int64(st, 1, account);
+        if (type >= 0)
+            sqlite3_bind_int(st, 2, type);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = PICL_ERROR_DATABASE;
+    }
+    sqlite3_finalize(st);
+    unlock(db);
+    return rc;
+}
+
+picl_status ks_db_sessions(ks_db *db, int64_t account, int64_t now,
+                           void (*fn)(void *ctx, const ks_token *t), void *ctx)
+{
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    picl_status rc = prep(db, &st, TOKEN_COLS "WHERE account = ? AND type = 1 AND"
+                                              " (expires = 0 OR expires >= ?) ORDER BY rowid");
+    if (rc == PICL_OK) {
+        sqlite3_bind_int64(st, 1, account);
+        sqlite3_bind_int64(st, 2, now);
+        int s;
+        while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+            ks_token t;
+            if (token_row(st, &t) == PICL_OK)
+                fn(ctx, &t);
+            picl__wipe(&t, sizeof t);
+        }
+        if (s != SQLITE_DONE)
+            rc = PICL_ERROR_DATABASE;
+    }
+    sqlite3_finalize(st);
+    unlock(db);
+    return rc;
+}
+
+picl_status ks_db_forgot_guess(ks_db *db, const uint8_t id[32], const char code[8], int64_t now,
+                               int *ok, int *tries_left)
+{
+    *ok = 0;
+    *tries_left = 0;
+    lock(db);
+    ks_token t;
+    memset(&t, 0, sizeof t);
+    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    if (rc != PICL_OK)
+        goto out;
+    rc = token_get_locked(db, id, 4 /* PICL_TOKEN_FORGOT_PASSWORD */, now, &t);
+    if (rc == PICL_OK) {
+        int right = strlen(t.code) == 8 && picl__memeq_ct(t.code, code, 8);
+        if (right || t.tries <= 1) {
+            sqlite3_stmt *st = NULL;
+            rc = prep(db, &st, "DELETE FROM tokens WHERE id = ?");
+            if (rc == PICL_OK) {
+                sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
+                if (sqlite3_step(st) != SQLITE_DONE || sqlite3_changes(db->h) != 1)
+                    rc = PICL_ERROR_TOKEN;
+            }
+            sqlite3_finalize(st);
+            *tries_left = 0;
+        } else {
+            sqlite3_stmt *st = NULL;
+            rc = prep(db, &st, "UPDATE tokens SET tries = tries - 1 WHERE id = ?");
+            if (rc == PICL_OK) {
+                sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
+                if (sqlite3_step(st) != SQLITE_DONE)
+                    rc = PICL_ERROR_DATABASE;
+            }
+            sqlite3_finalize(st);
+            *tries_left = t.tries - 1;
+        }
+        *ok = rc == PICL_OK && right;
+    }
+    if (rc == PICL_OK)
+        rc = exec(db, "COMMIT");
+    else
+        exec(db, "ROLLBACK");
+    if (rc != PICL_OK)
+        *ok = 0;
+out:
+    picl__wipe(&t, sizeof t);
+    unlock(db);
+    return rc;
+}
+
+/* ---- SRP sessions -------------------------------------------------------- */
+
+picl_status ks_db_srp_put(ks_db *db, const uint8_t key[32], int64_t account, const uint8_t b[32],
+                          int64_t expires)
+{
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    picl_status rc = prep(db, &st, "INSERT INTO srp_sessions (key, account, b, expires)"
+                                   " VALUES (?,?,?,?)");
+    if (rc == PICL_OK) {
+        sqlite3_bind_blob(st, 1, key, 32, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, account);
+        sqlite3_bind_blob(st, 3, b, 32, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 4, expires);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = PICL_ERROR_DATABASE;
+    }
+    sqlite3_finalize(st);
+    /* Opportunistic cleanup of abandoned logins. */
+    if (rc == PICL_OK) {
+        sqlite3_stmt *del = NULL;
+        if (prep(db, &del, "DELETE FROM srp_sessions WHERE expires < ?") == PICL_OK) {
+            sqlite3_bind_int64(del, 1, expires - 86400);
+            sqlite3_step(del);
+        }
+        sqlite3_finalize(del);
+    }
+    unlock(db);
+    return rc;
+}
+
+picl_status ks_db_srp_take(ks_db *db, const uint8_t key[32], int64_t now, int64_t *account,
+                           uint8_t b[32])
+{
+    *account = 0;
+    memset(b, 0, 32);
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    int64_t expires = 0;
+    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    if (rc != PICL_OK)
+        goto out;
+    rc = prep(db, &st, "SELECT account, b, expires FROM srp_sessions WHERE key = ?");
+    if (rc == PICL_OK) {
+        sqlite3_bind_blob(st, 1, key, 32, SQLITE_STATIC);
+        int s = sqlite3_step(st);
+        if (s == SQLITE_DONE)
+            rc = PICL_ERROR_TOKEN;
+        else if (s != SQLITE_ROW)
+            rc = PICL_ERROR_DATABASE;
+        else {
+            *account = sqlite3_column_int64(st, 0);
+            rc = col_blob(st, 1, b, 32);
+            expires = sqlite3_column_int64(st, 2);
+        }
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (rc == PICL_OK)
+        rc = prep(db, &st, "DELETE FROM srp_sessions WHERE key = ?");
+    if (rc == PICL_OK) {
+        sqlite3_bind_blob(st, 1, key, 32, SQLITE_STATIC);
+        if (sqlite3_step(st) != SQLITE_DONE || sqlite3_changes(db->h) != 1)
+            rc = PICL_ERROR_TOKEN;
+    }
+    sqlite3_finalize(st);
+    if (rc == PICL_OK)
+        rc = exec(db, "COMMIT");
+    else
+        exec(db, "ROLLBACK");
+    /* An expired session is deleted all the same, and refused. */
+    if (rc == PICL_OK && now > expires)
+        rc = PICL_ERROR_TOKEN;
+    if (rc != PICL_OK) {
+        *account = 0;
+        picl__wipe(b, 32);
+    }
+out:
+    unlock(db);
+    return rc;
+}
+
+/* ---- rate-limit events --------------------------------------------------- */
+
+picl_status ks_db_rate_count(ks_db *db, const char *key, int64_t since, int64_t *count,
+                             int64_t *oldest)
+{
+    *count = 0;
+    *oldest = 0;
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    picl_status rc = prep(db, &st, "DELETE FROM rate_events WHERE key = ? AND t < ?");
+    if (rc == PICL_OK) {
+        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, since);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = PICL_ERROR_DATABASE;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (rc == PICL_OK)
+        rc = prep(db, &st, "SELECT count(*), min(t) FROM rate_events WHERE key = ? AND t >= ?");
+    if (rc == PICL_OK) {
+        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, since);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            *count = sqlite3_column_int64(st, 0);
+            *oldest = sqlite3_column_int64(st, 1);
+        } else {
+            rc = PICL_ERROR_DATABASE;
+        }
+    }
+    sqlite3_finalize(st);
+    unlock(db);
+    return rc;
+}
+
+picl_status ks_db_rate_add(ks_db *db, const char *key, int64_t t)
+{
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    picl_status rc = prep(db, &st, "INSERT INTO rate_events (key, t) VALUES (?, ?)");
+    if (rc == PICL_OK) {
+        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, t);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = PICL_ERROR_DATABASE;
+    }
+    sqlite3_finalize(st);
+    unlock(db);
+    return rc;
+}

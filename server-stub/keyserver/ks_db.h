@@ -1,0 +1,117 @@
+/* ks_db.h -- the keyserver's SQLite persistence: accounts, derived tokens,
+ * SRP sessions and rate-limit events. */
+#ifndef PICL_KS_DB_H
+#define PICL_KS_DB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "picl.h"
+#include "protocol/stretch.h"
+
+/*
+ * One connection (WAL, synchronous=FULL, foreign keys on) behind one mutex:
+ * every function is thread-safe and every multi-statement change runs in
+ * one BEGIN IMMEDIATE transaction, so "consume a single-use token" is
+ * decided by the database exactly once even under concurrent requests.
+ * Schema version lives in meta('schema_version'); ks_db_open creates or
+ * migrates it.  Structs below are the caller's storage; secrets in them
+ * (kA, wrapKb, verifier, keys, b) are the caller's to wipe.
+ *
+ * Errors: PICL_ERROR_DATABASE for SQLite failures, PICL_ERROR_NOT_FOUND when
+ * a row is absent, PICL_ERROR_TOKEN for an expired/used token,
+ * PICL_ERROR_ACCOUNT_EXISTS on a duplicate email, PICL_ERROR_NO_MEMORY.
+ */
+
+#define KS_EMAIL_MAX 255
+#define KS_UID_BYTES 16
+#define KS_VERIFIER_BYTES 256
+#define KS_SCHEMA_VERSION 1
+
+typedef struct ks_db ks_db;
+
+typedef struct ks_account {
+    int64_t id;                   /* integer row id: the storage uid */
+    uint8_t uid[KS_UID_BYTES];
+    char email[KS_EMAIL_MAX + 1]; /* raw bytes, NUL-terminated */
+    size_t email_len;
+    int verified;
+    uint8_t verify_code[32];
+    uint8_t ka[32];
+    uint8_t wrap_kb[32];
+    uint8_t verifier[KS_VERIFIER_BYTES];
+    uint8_t srp_salt[32];
+    uint8_t main_salt[32];
+    picl_stretch_params params;
+} ks_account;
+
+typedef struct ks_token {
+    uint8_t id[32];
+    int type;                     /* picl_token_type */
+    int64_t account;
+    uint8_t hmac_key[32];
+    uint8_t request_key[32];
+    int64_t created;
+    int64_t expires;              /* 0 = never */
+    char device_id[33];           /* sessions only, else "" */
+    char device_name[65];
+    char device_type[65];
+    char code[9];                 /* forgotPasswordToken: 8 digits, else "" */
+    int tries;
+} ks_token;
+
+/* Opens (creating/migrating) the database at path.  Caller closes. */
+picl_status ks_db_open(ks_db **out, const char *path);
+void ks_db_close(ks_db *db);
+/* PICL_OK when the database answers a query. */
+picl_status ks_db_ping(ks_db *db);
+
+/* Inserts a; sets a->id.  Duplicate email (or uid): ACCOUNT_EXISTS. */
+picl_status ks_db_account_create(ks_db *db, ks_account *a);
+picl_status ks_db_account_by_email(ks_db *db, const char *email, size_t len, ks_account *a);
+picl_status ks_db_account_by_id(ks_db *db, int64_t id, ks_account *a);
+picl_status ks_db_account_by_uid(ks_db *db, const uint8_t uid[KS_UID_BYTES], ks_account *a);
+picl_status ks_db_account_set_verified(ks_db *db, int64_t id);
+/* Replaces verifier, salts, parameters and wrapKb and deletes every token
+ * and SRP session of the account, in one transaction. */
+picl_status ks_db_account_reset(ks_db *db, int64_t id, const uint8_t verifier[KS_VERIFIER_BYTES],
+                                const uint8_t srp_salt[32], const uint8_t main_salt[32],
+                                const picl_stretch_params *params, const uint8_t wrap_kb[32]);
+/* Deletes the account and everything it owns.  NOT_FOUND when absent. */
+picl_status ks_db_account_delete(ks_db *db, int64_t id);
+
+picl_status ks_db_token_put(ks_db *db, const ks_token *t);
+/* Fetches the live token with this id AND type; NOT_FOUND for none (or of
+ * another type), TOKEN when expired at now. */
+picl_status ks_db_token_get(ks_db *db, const uint8_t id[32], int type, int64_t now, ks_token *t);
+/* Deletes the token: PICL_OK when this call deleted it, TOKEN when it was
+ * already gone (someone else consumed it). */
+picl_status ks_db_token_consume(ks_db *db, const uint8_t id[32]);
+/* Deletes every token of `type` of the account (type < 0: all). */
+picl_status ks_db_token_delete_account(ks_db *db, int64_t account, int type);
+/* Calls fn for every live session of the account, in creation order. */
+picl_status ks_db_sessions(ks_db *db, int64_t account, int64_t now,
+                           void (*fn)(void *ctx, const ks_token *t), void *ctx);
+
+/* One reset-code guess against the forgotPasswordToken `id`, atomically:
+ * a right code (compared in constant time) deletes the token and sets
+ * *ok = 1; a wrong one uses a try (deleting the token at 0) and sets *ok = 0
+ * and *tries_left.  NOT_FOUND / TOKEN as for ks_db_token_get. */
+picl_status ks_db_forgot_guess(ks_db *db, const uint8_t id[32], const char code[8], int64_t now,
+                               int *ok, int *tries_left);
+
+/* SRP sessions (srpToken hashed to key): b is the server secret. */
+picl_status ks_db_srp_put(ks_db *db, const uint8_t key[32], int64_t account, const uint8_t b[32],
+                          int64_t expires);
+/* Takes (deletes) the session: PICL_OK with account and b, TOKEN when
+ * unknown, already taken or expired. */
+picl_status ks_db_srp_take(ks_db *db, const uint8_t key[32], int64_t now, int64_t *account,
+                           uint8_t b[32]);
+
+/* Rate-limit events: counts events of `key` at or after `since` (and the
+ * oldest such time); adds one at t; prunes events before `since`. */
+picl_status ks_db_rate_count(ks_db *db, const char *key, int64_t since, int64_t *count,
+                             int64_t *oldest);
+picl_status ks_db_rate_add(ks_db *db, const char *key, int64_t t);
+
+#endif

@@ -1,0 +1,82 @@
+/* ks_internal.h -- what the keyserver's files share: the server object,
+ * error answers, Hawk authentication, random draws and mail. */
+#ifndef PICL_KS_INTERNAL_H
+#define PICL_KS_INTERNAL_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "crypto/hash.h"
+#include "http/http.h"
+#include "keyserver/keyserver.h"
+#include "keyserver/ks_db.h"
+#include "protocol/hawk.h"
+
+struct ks_server {
+    char *listen, *data_dir, *maildir, *storage_node, *smtp_url, *mail_from;
+    uint8_t *secret;
+    size_t secret_len;
+    uint8_t hashed_uid_key[32];
+    int64_t skew, srp_ttl, login_max, login_window, reset_max, reset_window;
+    unsigned threads, timeout_s;
+    void (*log)(void *ctx, const char *line);
+    int64_t (*now_hook)(void *ctx);
+    picl_status (*random_hook)(void *ctx, const char *what, uint8_t *out, size_t len);
+    void *hook_ctx;
+    ks_db *db;
+    picl_hawk_nonce_cache *nonces;
+    picl_http_server *http; /* only when ks_server_start made it */
+    picl_http_hooks hooks;
+    int nss;
+};
+
+/* keyserver errnos (keyserver.md section 7) */
+enum {
+    KS_ERR_EXISTS = 101, KS_ERR_UNKNOWN = 102, KS_ERR_PASSWORD = 103, KS_ERR_UNVERIFIED = 104,
+    KS_ERR_CODE = 105, KS_ERR_JSON = 106, KS_ERR_PARAM = 107, KS_ERR_MISSING = 108,
+    KS_ERR_SIGNATURE = 109, KS_ERR_TOKEN = 110, KS_ERR_SKEW = 111, KS_ERR_LENGTH = 112,
+    KS_ERR_TOO_LARGE = 113, KS_ERR_THROTTLED = 114, KS_ERR_NONCE = 115, KS_ERR_OVERLOADED = 201,
+    KS_ERR_UNEXPECTED = 999
+};
+
+int64_t ks_now(const ks_server *s);
+/* Random bytes for `what` (the test hook first, else NSS). */
+picl_status ks_random(const ks_server *s, const char *what, uint8_t *out, size_t len);
+
+/* Sets resp to the JSON error {code, errno, error, message}. */
+void ks_error(picl_http_response *resp, int code, int errnum, const char *message);
+/* 429/114 (or 503/201) with Retry-After and retryAfter. */
+void ks_error_retry(picl_http_response *resp, int code, int errnum, int64_t retry_after);
+/* The errno answer for a parse result (107 / 108 / 106) or a status. */
+void ks_error_parse(picl_http_response *resp, picl_status rc);
+/* 500/999 for an unexpected status. */
+void ks_error_internal(picl_http_response *resp);
+/* Answers json (stolen reference; NULL = out of memory) with 200. */
+void ks_reply(picl_http_response *resp, json_t *json);
+
+/* Authenticates a Hawk request with a live token of `type`: on success fills
+ * *tok (caller wipes) and returns 1; else answers the error and returns 0. */
+int ks_hawk_auth(ks_server *s, picl_http_request *req, picl_http_response *resp, int type,
+                 ks_token *tok);
+
+/* Parses the body as a JSON object, answering 400/106 when it is not. */
+json_t *ks_body(picl_http_request *req, picl_http_response *resp);
+
+/* Makes, derives and stores a token of `type` for account; writes the raw
+ * token to raw (caller wipes).  device fields may be NULL. */
+picl_status ks_token_issue(ks_server *s, int type, int64_t account, uint8_t raw[32],
+                           const char *device_name, const char *device_type, const char *code,
+                           int tries, int64_t expires, ks_token *out);
+
+/* Mails a verification (recovery = 0) or reset code (recovery = 1). */
+picl_status ks_send_code(ks_server *s, const ks_account *a, int recovery, const char *code);
+
+/* Rate limit: 1 when key has reached max events in the window (answers 429
+ * with Retry-After), else 0; DB failures answer 500 and return 1. */
+int ks_throttled(ks_server *s, picl_http_response *resp, const char *key, int64_t max,
+                 int64_t window);
+
+/* Registers every route on http with the keyserver hooks. */
+picl_status ks_routes_mount(ks_server *s, picl_http_server *http, int skip_heartbeat);
+
+#endif

@@ -1,0 +1,149 @@
+/* ks_mail.c -- the keyserver's mail outbox (see ks_mail.h). */
+#include "keyserver/ks_mail.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "crypto/util.h"
+#include "http/http.h"
+
+static picl_status mkdir_p1(const char *path)
+{
+    if (mkdir(path, 0700) == 0 || errno == EEXIST)
+        return PICL_OK;
+    return PICL_ERROR_IO;
+}
+
+picl_status ks_mail_init(const char *maildir)
+{
+    char p[4096];
+    picl_status rc = mkdir_p1(maildir);
+    const char *sub[] = {"tmp", "new", "cur"};
+    for (size_t i = 0; rc == PICL_OK && i < 3; i++) {
+        if ((size_t)snprintf(p, sizeof p, "%s/%s", maildir, sub[i]) >= sizeof p)
+            return PICL_ERROR_INVALID_ARGUMENT;
+        rc = mkdir_p1(p);
+    }
+    return rc;
+}
+
+/* Renders the message (CRLF line ends) into a malloc()ed string. */
+static char *render(const ks_mail_msg *m, size_t *len)
+{
+    picl_buf b;
+    picl_buf_init(&b, 64 * 1024);
+    char date[64];
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S +0000", &tm);
+    picl_buf_printf(&b, "From: %s\r\nTo: %s\r\nSubject: %s\r\nDate: %s\r\n", m->from, m->to,
+                    m->subject, date);
+    picl_buf_printf(&b, "Message-ID: <%s@picl-keyserver>\r\nMIME-Version: 1.0\r\n", m->unique);
+    picl_buf_puts(&b, "Content-Type: text/plain; charset=utf-8\r\n");
+    picl_buf_printf(&b, "X-Uid: %s\r\n%s: %s\r\n\r\n", m->uid_hex, m->code_header, m->code);
+    for (const char *s = m->body; *s; s++) {
+        if (*s == '\n')
+            picl_buf_puts(&b, "\r\n");
+        else
+            picl_buf_append(&b, s, 1);
+    }
+    picl_buf_puts(&b, "\r\n");
+    return picl_buf_take(&b, len);
+}
+
+static picl_status write_maildir(const char *maildir, const ks_mail_msg *m, const char *text,
+                                 size_t len)
+{
+    char tmp[4096], dst[4096];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s/tmp/%lld.%s.picl", maildir, (long long)time(NULL),
+                         m->unique) >= sizeof tmp ||
+        (size_t)snprintf(dst, sizeof dst, "%s/new/%lld.%s.picl", maildir, (long long)time(NULL),
+                         m->unique) >= sizeof dst)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return PICL_ERROR_IO;
+    size_t off = 0;
+    picl_status rc = PICL_OK;
+    while (off < len) {
+        ssize_t w = write(fd, text + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            rc = PICL_ERROR_IO;
+            break;
+        }
+        off += (size_t)w;
+    }
+    if (rc == PICL_OK && fsync(fd) != 0)
+        rc = PICL_ERROR_IO;
+    if (close(fd) != 0)
+        rc = PICL_ERROR_IO;
+    if (rc == PICL_OK && rename(tmp, dst) != 0)
+        rc = PICL_ERROR_IO;
+    if (rc != PICL_OK)
+        unlink(tmp);
+    return rc;
+}
+
+typedef struct upload {
+    const char *p;
+    size_t left;
+} upload;
+
+static size_t read_cb(char *out, size_t size, size_t n, void *ctx)
+{
+    upload *u = ctx;
+    size_t want = size * n;
+    if (want > u->left)
+        want = u->left;
+    memcpy(out, u->p, want);
+    u->p += want;
+    u->left -= want;
+    return want;
+}
+
+static picl_status send_smtp(const char *url, const ks_mail_msg *m, const char *text, size_t len)
+{
+    CURL *c = curl_easy_init();
+    if (!c)
+        return PICL_ERROR_NO_MEMORY;
+    char from[512], to[512];
+    snprintf(from, sizeof from, "<%s>", m->from);
+    snprintf(to, sizeof to, "<%s>", m->to);
+    struct curl_slist *rcpt = curl_slist_append(NULL, to);
+    upload u = {text, len};
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_MAIL_FROM, from);
+    curl_easy_setopt(c, CURLOPT_MAIL_RCPT, rcpt);
+    curl_easy_setopt(c, CURLOPT_READFUNCTION, read_cb);
+    curl_easy_setopt(c, CURLOPT_READDATA, &u);
+    curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+    CURLcode cc = rcpt ? curl_easy_perform(c) : CURLE_OUT_OF_MEMORY;
+    curl_slist_free_all(rcpt);
+    curl_easy_cleanup(c);
+    return cc == CURLE_OK ? PICL_OK : PICL_ERROR_NETWORK;
+}
+
+picl_status ks_mail_send(const char *maildir, const char *smtp_url, const ks_mail_msg *m)
+{
+    size_t len = 0;
+    char *text = render(m, &len);
+    if (!text)
+        return PICL_ERROR_NO_MEMORY;
+    picl_status rc = smtp_url ? send_smtp(smtp_url, m, text, len)
+                              : write_maildir(maildir, m, text, len);
+    /* The text carries a code that grants access: wipe it. */
+    picl__zfree(text, len);
+    return rc;
+}

@@ -1,0 +1,891 @@
+/* ks_routes.c -- the keyserver endpoints of keyserver.md section 6. */
+#include "keyserver/ks_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crypto/codec.h"
+#include "crypto/srp.h"
+#include "crypto/util.h"
+#include "keyserver/ks_parse.h"
+#include "protocol/bundle.h"
+#include "protocol/tokenlib.h"
+#include "protocol/tokens.h"
+
+#define RESET_CODE_TTL 900
+#define RESET_CODE_TRIES 3
+
+/* Adds a hex string of b[0..n) to obj under key (no-op on earlier failure). */
+static int set_hex(json_t *obj, const char *key, const uint8_t *b, size_t n)
+{
+    char *h = picl__hex_encode_alloc(b, n);
+    if (!h)
+        return -1;
+    int r = json_object_set_new(obj, key, json_string(h));
+    picl__zfree(h, 2 * n);
+    return r;
+}
+
+/* Seals payload under key/context and answers {bundle} (plus extra). */
+static void reply_bundle(picl_http_response *resp, json_t *extra, const uint8_t key[32],
+                         const char *context, const uint8_t *payload, size_t len)
+{
+    char *hex = NULL;
+    json_t *j = extra ? extra : json_object();
+    if (!j || picl__bundle_seal_hex(&hex, key, context, payload, len) != PICL_OK ||
+        json_object_set_new(j, "bundle", json_string(hex))) {
+        free(hex);
+        json_decref(j);
+        ks_error_internal(resp);
+        return;
+    }
+    free(hex);
+    ks_reply(resp, j);
+}
+
+static json_t *stretch_json(const ks_account *a)
+{
+    json_t *p = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "type", PICL_STRETCH_TYPE,
+                          "PBKDF2_rounds_1", (json_int_t)a->params.pbkdf2_rounds_1, "scrypt_N",
+                          (json_int_t)a->params.scrypt_n, "scrypt_r",
+                          (json_int_t)a->params.scrypt_r, "scrypt_p",
+                          (json_int_t)a->params.scrypt_p, "PBKDF2_rounds_2",
+                          (json_int_t)a->params.pbkdf2_rounds_2);
+    if (p && set_hex(p, "salt", a->main_salt, 32)) {
+        json_decref(p);
+        p = NULL;
+    }
+    return p;
+}
+
+/* Loads the token's account; answers 401/110 when it is gone. */
+static int token_account(ks_server *s, picl_http_response *resp, const ks_token *t,
+                         ks_account *a)
+{
+    picl_status rc = ks_db_account_by_id(s->db, t->account, a);
+    if (rc == PICL_OK)
+        return 1;
+    if (rc == PICL_ERROR_NOT_FOUND)
+        ks_error(resp, 401, KS_ERR_TOKEN, "invalid or expired token");
+    else
+        ks_error_internal(resp);
+    return 0;
+}
+
+/* Consumes a single-use token; answers 401/110 if someone else did first. */
+static int consume(ks_server *s, picl_http_response *resp, const ks_token *t)
+{
+    picl_status rc = ks_db_token_consume(s->db, t->id);
+    if (rc == PICL_OK)
+        return 1;
+    if (rc == PICL_ERROR_TOKEN)
+        ks_error(resp, 401, KS_ERR_TOKEN, "invalid or expired token");
+    else
+        ks_error_internal(resp);
+    return 0;
+}
+
+/* ---- POST /v1/account/create ------------------------------------------ */
+
+static void h_account_create(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    ks_server *s = ctx;
+    ks_account *a = calloc(1, sizeof *a);
+    json_t *body = a ? ks_body(req, resp) : NULL;
+    if (!a)
+        ks_error_internal(resp);
+    if (!body)
+        goto done;
+    picl_status rc = ks_parse_email(body, "email", a->email, &a->email_len);
+    if (rc == PICL_OK)
+        rc = ks_parse_srp(body, a->srp_salt, a->verifier);
+    if (rc == PICL_OK)
+        rc = ks_parse_stretch(body, &a->params, a->main_salt);
+    if (rc != PICL_OK) {
+        ks_error_parse(resp, rc);
+        goto done;
+    }
+    rc = ks_random(s, "uid", a->uid, KS_UID_BYTES);
+    if (rc == PICL_OK)
+        rc = ks_random(s, "kA", a->ka, 32);
+    if (rc == PICL_OK)
+        rc = ks_random(s, "wrapKb", a->wrap_kb, 32);
+    if (rc == PICL_OK)
+        rc = ks_random(s, "verifyCode", a->verify_code, 32);
+    if (rc == PICL_OK)
+        rc = ks_db_account_create(s->db, a);
+    if (rc == PICL_ERROR_ACCOUNT_EXISTS) {
+        ks_error(resp, 400, KS_ERR_EXISTS, "account already exists");
+        goto done;
+    }
+    char code[65];
+    picl__hex_encode(code, a->verify_code, 32);
+    if (rc == PICL_OK)
+        rc = ks_send_code(s, a, 0, code);
+    picl__wipe(code, sizeof code);
+    if (rc != PICL_OK) {
+        ks_error_internal(resp);
+        goto done;
+    }
+    json_t *j = json_object();
+    if (j && set_hex(j, "uid", a->uid, KS_UID_BYTES)) {
+        json_decref(j);
+        j = NULL;
+    }
+    ks_reply(resp, j);
+done:
+    json_decref(body);
+    if (a)
+        picl__zfree(a, sizeof *a);
+}
+
+/* ---- POST /v1/auth/start ------------------------------------------------ */
+
+static void h_auth_start(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    ks_server *s = ctx;
+    ks_account *a = calloc(1, sizeof *a);
+    picl_srp_server *srp = NULL;
+    uint8_t b[32], B[256], token[32], key[32];
+    json_t *body = a ? ks_body(req, resp) : NULL;
+    if (!a)
+        ks_error_internal(resp);
+    if (!body)
+        goto done;
+    picl_status rc = ks_parse_email(body, "email", a->email, &a->email_len);
+    if (rc != PICL_OK) {
+        ks_error_parse(resp, rc);
+        goto done;
+    }
+    rc = ks_db_account_by_email(s->db, a->email, a->email_len, a);
+    if (rc == PICL_ERROR_NOT_FOUND) {
+        ks_error(resp, 400, KS_ERR_UNKNOWN, "unknown account");
+        goto done;
+    }
+    char rkey[64];
+    snprintf(rkey, sizeof rkey, "login:%lld", (long long)a->id);
+    if (rc != PICL_OK) {
+        ks_error_internal(resp);
+        goto done;
+    }
+    if (ks_throttled(s, resp, rkey, s->login_max, s->login_window))
+        goto done;
+    const picl_srp_group *g = picl__srp_group_picl();
+    rc = ks_random(s, "b", b, sizeof b);
+    if (rc == PICL_OK)
+        rc = picl__srp_server_new_with_b(g, a->verifier, KS_VERIFIER_BYTES, b, sizeof b, &srp);
+    if (rc == PICL_OK)
+        rc = picl__srp_server_B(srp, B, sizeof B);
+    if (rc == PICL_OK)
+        rc = ks_random(s, "srpToken", token, sizeof token);
+    if (rc == PICL_OK)
+        rc = picl__sha256(key, token, sizeof token);
+    if (rc == PICL_OK)
+        rc = ks_db_srp_put(s->db, key, a->id, b, ks_now(s) + s->srp_ttl);
+    json_t *j = NULL, *srpj = NULL, *ps = NULL;
+    if (rc == PICL_OK) {
+        j = json_object();
+        srpj = json_pack("{s:s}", "type", KS_SRP_TYPE);
+        ps = stretch_json(a);
+    }
+    if (!j || !srpj || !ps || set_hex(j, "srpToken", token, 32) ||
+        set_hex(srpj, "salt", a->srp_salt, 32) || set_hex(srpj, "B", B, sizeof B) ||
+        json_object_set(j, "srp", srpj) || json_object_set(j, "passwordStretching", ps)) {
+        json_decref(j);
+        ks_error_internal(resp);
+    } else {
+        ks_reply(resp, j);
+    }
+    json_decref(srpj);
+    json_decref(ps);
+done:
+    picl__srp_server_free(srp);
+    picl__wipe(b, sizeof b);
+    picl__wipe(token, sizeof token);
+    json_decref(body);
+    if (a)
+        picl__zfree(a, sizeof *a);
+}
+
+/* ---- POST /v1/auth/finish ----------------------------------------------- */
+
+static void h_auth_finish(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    ks_server *s = ctx;
+    ks_account *a = calloc(1, sizeof *a);
+    picl_srp_server *srp = NULL;
+    uint8_t token[32], key[32], A[256], M[32], b[32], K[32], auth[32];
+    int64_t account = 0;
+    memset(K, 0, sizeof K);
+    memset(auth, 0, sizeof auth);
+    json_t *body = a ? ks_body(req, resp) : NULL;
+    if (!a)
+        ks_error_internal(resp);
+    if (!body)
+        goto done;
+    picl_status rc = ks_parse_hex(body, "srpToken", token, sizeof token);
+    if (rc == PICL_OK)
+        rc = ks_parse_hex(body, "A", A, sizeof A);
+    if (rc == PICL_OK)
+        rc = ks_parse_hex(body, "M", M, sizeof M);
+    if (rc != PICL_OK) {
+        ks_error_parse(resp, rc);
+        goto done;
+    }
+    /* The token is spent here, whatever follows: no second try on it. */
+    rc = picl__sha256(key, token, sizeof token);
+    if (rc == PICL_OK)
+        rc = ks_db_srp_take(s->db, key, ks_now(s), &account, b);
+    if (rc == PICL_ERROR_TOKEN) {
+        ks_error(resp, 401, KS_ERR_TOKEN, "invalid or expired token");
+        goto done;
+    }
+    if (rc == PICL_OK)
+        rc = ks_db_account_by_id(s->db, account, a);
+    if (rc == PICL_ERROR_NOT_FOUND) {
+        ks_error(resp, 401, KS_ERR_TOKEN, "invalid or expired token");
+        goto done;
+    }
+    if (rc != PICL_OK) {
+        ks_error_internal(resp);
+        goto done;
+    }
+    char rkey[64];
+    snprintf(rkey, sizeof rkey, "login:%lld", (long long)a->id);
+    if (ks_throttled(s, resp, rkey, s->login_max, s->login_window))
+        goto done;
+    rc = picl__srp_server_new_with_b(picl__srp_group_picl(), a->verifier, KS_VERIFIER_BYTES, b,
+                                     sizeof b, &srp);
+    if (rc == PICL_OK)
+        rc = picl__srp_server_verify(srp, A, sizeof A, M, sizeof M, K, sizeof K);
+    if (rc == PICL_ERROR_SRP_BAD_A) {
+        ks_error(resp, 400, KS_ERR_PARAM, "invalid parameter: A");
+        goto done;
+    }
+    if (rc == PICL_ERROR_SRP_PROOF) {
+        if (ks_db_rate_add(s->db, rkey, ks_now(s)) != PICL_OK)
+            ks_error_internal(resp);
+        else
+            ks_error(resp, 400, KS_ERR_PASSWORD, "incorrect password");
+        goto done;
+    }
+    if (rc == PICL_OK)
+        rc = ks_token_issue(s, PICL_TOKEN_AUTH, a->id, auth, NULL, NULL, NULL, 0, 0, NULL);
+    if (rc != PICL_OK) {
+        ks_error_internal(resp);
+        goto done;
+    }
+    reply_bundle(resp, NULL, K, PICL_BUNDLE_AUTH_FINISH, auth, sizeof auth);
+done:
+    picl__srp_server_free(srp);
+    picl__wipe(b, sizeof b);
+    picl__wipe(K, sizeof K);
+    picl__wipe(auth, sizeof auth);
+    picl__wipe(token, sizeof token);
+    json_decref(body);
+    if (a)
+        picl__zfree(a, sizeof *a);
+}
+
+/* ---- POST /v1/session/create, /v1/password/change/start ----------------- */
+
+/* Both spend an authToken and answer a 64-byte bundle of two new tokens. */
+static void two_tokens(ks_server *s, picl_http_request *req, picl_http_response *resp,
+                       int second_type, const char *context)
+{
+    ks_token t;
+    ks_account *a = calloc(1, sizeof *a);
+    uint8_t pair[64];
+    json_t *body = NULL;
+    char name[65] = "", type[65] = "";
+    memset(pair, 0, sizeof pair);
+    if (!a) {
+        ks_error_internal(resp);
+        return;
+    }
+    if (!ks_hawk_auth(s, req, resp, PICL_TOKEN_AUTH, &t))
+        goto done;
+    if (!(body = ks_body(req, resp)))
+        goto done;
+    if (second_type == PICL_TOKEN_SESSION) {
+        picl_status rc = ks_parse_label(body, "name", name);
+        if (rc == PICL_OK)
+            rc = ks_parse_label(body, "type", type);
+        if (rc != PICL_OK) {
+            ks_error_parse(resp, rc);
+            goto done;
+        }
+    }
+    if (!token_account(s, resp, &t, a) || !consume(s, resp, &t))
+        goto done;
+    picl_status rc = ks_token_issue(s, PICL_TOKEN_KEY_FETCH, a->id, pair, NULL, NULL, NULL, 0,
+                                    0, NULL);
+    if (rc == PICL_OK)
+        rc = ks_token_issue(s, second_type, a->id, pair + 32, name, type, NULL, 0, 0, NULL);
+    if (rc != PICL_OK) {
+        ks_error_internal(resp);
+        goto done;
+    }
+    json_t *extra = NULL;
+    if (second_type == PICL_TOKEN_SESSION) {
+        extra = json_object();
+        if (!extra || set_hex(extra, "uid", a->uid, KS_UID_BYTES) ||
+            json_object_set_new(extra, "verified", json_boolean(a->verified))) {
+            json_decref(extra);
+            ks_error_internal(resp);
+            goto done;
+        }
+    }
+    reply_bundle(resp, extra, t.request_key, context, pair, sizeof pair);
+done:
+    picl__wipe(pair, sizeof pair);
+    picl__wipe(&t, sizeof t);
+    json_decref(body);
+    picl__zfree(a, sizeof *a);
+}
+
+static void h_session_create(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    two_tokens(ctx, req, resp, PICL_TOKEN_SESSION, PICL_BUNDLE_SESSION_CREATE);
+}
+
+static void h_password_change_start(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    two_tokens(ctx, req, resp, PICL_TOKEN_ACCOUNT_RESET, PICL_BUNDLE_PASSWORD_CHANGE);
+}
+
+/* ---- POST /v1/session/destroy ------------------------------------------ */
+
+static void h_session_destroy(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    ks_server *s = ctx;
+    ks_token t;
+    json_t *body = NULL;
+    if (ks_hawk_auth(s, req, resp, PICL_TOKEN_SESSION, &t) && (body = ks_body(req, resp)) &&
+        consume(s, resp, &t))
+        ks_reply(resp, json_object());
+    json_decref(body);
+    picl__wipe(&t, sizeof t);
+}
+
+/* ---- GET /v1/account/keys ----------------------------------------------- */
+
+static void h_account_keys(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    ks_server *s = ctx;
+    ks_token t;
+    ks_account *a = calloc(1, sizeof *a);
+    uint8_t keys[64];
+    if (!a) {
+        ks_error_internal(resp);
+        return;
+    }
+    /* Consumed before anything else is looked at: "even on failure". */
+    if (!ks_hawk_auth(s, req, resp, PICL_TOKEN_KEY_FETCH, &t) || !consume(s, resp, &t) ||
+        !token_account(s, resp, &t, a))
+        goto done;
+    if (!a->verified) {
+        ks_error(resp, 400, KS_ERR_UNVERIFIED, "unverified account");
+        goto done;
+    }
+    memcpy(keys, a->ka, 32);
+    memcpy(keys + 32, a->wrap_kb, 32);
+    reply_bundle(resp, NULL, t.request_key, PICL_BUNDLE_ACCOUNT_KEYS, keys, sizeof keys);
+    picl__wipe(keys, sizeof keys);
+done:
+    picl__wipe(&t, sizeof t);
+    picl__zfree(a, sizeof *a);
+}
+
+/* ---- GET /v1/account/devices -------------------------------------------- */
+
+static void add_device(void *ctx, const ks_token *t)
+{
+    json_t *list = ctx;
+    json_array_append_new(list, json_pack("{s:s, s:s, s:s}", "id", t->device_id, "type",
+                                          t->device_type, "name", t->device_name));
+}
+
+static void h_account_devices(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    ks_server *s = ctx;
+    ks_token t;
+    if (!ks_hawk_auth(s, req, resp, PICL_TOKEN_SESSION, &t))
+        return;
+    json_t *list = json_array();
+    if (!list || ks_db_sessions(s->db, t.account, ks_now(s), add_device, list) != PICL_OK) {
+        json_decref(list);
+        ks_error_internal(resp);
+    } else {
+        ks_reply(resp, json_pack("{s:o}", "devices", list));
+    }
+    picl__wipe(&t, sizeof t);
+}
+
+/* ---- POST /v1/account/reset --------------------------------------------- */
+
+static void h_account_reset(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    ks_server *s = ctx;
+    ks_token t;
+    json_t *body = NULL;
+    uint8_t srp_salt[32], main_salt[32], payload[288];
+    picl_stretch_params p;
+    memset(payload, 0, sizeof payload);
+    if (!ks_hawk_auth(s, req, resp, PICL_TOKEN_ACCOUNT_RESET, &t))
+        return;
+    if (!(body = ks_body(req, resp)) || !consume(s, resp, &t))
+        goto done;
+    json_t *bv = json_object_get(body, "bundle");
+    picl_status rc = PICL_OK;
+    if (!bv || json_is_null(bv))
+        rc = PICL_ERROR_NOT_FOUND;
+    else if (!json_is_string(bv))
+        rc = PICL_ERROR_INVALID_ARGUMENT;
+    if (rc == PICL_OK)
+        rc = ks_parse_srp(body, srp_salt, NULL);
+    if (rc == PICL_OK)
+        rc = ks_parse_stretch(body, &p, main_salt);
+    if (rc == PICL_OK &&
+        picl__bundle_open_hex(payload, sizeof payload, t.request_key, PICL_BUNDLE_ACCOUNT_RESET,
+                              json_string_value(bv), json_string_length(bv)) != PICL_OK)
+        rc = PICL_ERROR_INVALID_ARGUMENT;
+    if (rc == PICL_OK && !ks_srp_value_ok(payload + 32))
+        rc = PICL_ERROR_INVALID_ARGUMENT;
+    if (rc != PICL_OK) {
+        ks_error_parse(resp, rc);
+        goto done;
+    }
+    /* An all-zero wrapKb asks for a fresh one: kB changes (forgotten password). */
+    if (picl__iszero_ct(payload, 32))
+        rc = ks_random(s, "wrapKb", payload, 32);
+    if (rc == PICL_OK)
+        rc = ks_db_account_reset(s->db, t.account, payload + 32, srp_salt, main_salt, &p,
+                                 payload);
+    if (rc == PICL_ERROR_NOT_FOUND)
+        ks_error(resp, 401, KS_ERR_TOKEN, "invalid or expired token");
+    else if (rc != PICL_OK)
+        ks_error_internal(resp);
+    else
+        ks_reply(resp, json_object());
+done:
+    picl__wipe(payload, sizeof payload);
+    picl__wipe(&t, sizeof t);
+    json_decref(body);
+}
+
+/* ---- POST /v1/account/destroy ------------------------------------------- */
+
+static void h_account_destroy(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    ks_server *s = ctx;
+    ks_token t;
+    json_t *body = NULL;
+    if (ks_hawk_auth(s, req, resp, PICL_TOKEN_AUTH, &t) && (body = ks_body(req, resp)) &&
+        consume(s, resp, &t)) {
+        picl_status rc = ks_db_account_delete(s->db, t.account);
+        if (rc == PICL_OK)
+            ks_reply(resp, json_object());
+        else if (rc == PICL_ERROR_NOT_FOUND)
+            ks_error(resp, 401, KS_ERR_TOKEN, "invalid or expired token");
+        else
+            ks_error_internal(resp);
+    }
+    json_decref(body);
+    picl__wipe(&t, sizeof t);
+}
+
+/* ---- recovery email ----------------------------------------------------- */
+
+static void h_email_status(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    ks_server *s = ctx;
+    ks_token t;
+    ks_account *a = calloc(1, sizeof *a);
+    if (!a)
+        ks_error_internal(resp);
+    else if (ks_hawk_auth(s, req, resp, PICL_TOKEN_SESSION, &t) && token_account(s, resp, &t, a)) {
+        json_t *j = json_pack("{s:b}", "verified", a->verified);
+        if (j && set_hex(j, "email", (const uint8_t *)a->email, a->email_len)) {
+            json_decref(j);
+            j = NULL;
+        }
+        ks_reply(resp, j);
+    }
+    picl__wipe(&t, sizeof t);
+    if (a)
+        picl__zfree(a, sizeof *a);
+}
+
+static void h_email_resend(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    ks_server *s = ctx;
+    ks_token t;
+    ks_account *a = calloc(1, sizeof *a);
+    json_t *body = NULL;
+    if (!a)
+        ks_error_internal(resp);
+    else if (ks_hawk_auth(s, req, resp, PICL_TOKEN_SESSION, &t) &&
+             (body = ks_body(req, resp)) && token_account(s, resp, &t, a)) {
+        char code[65];
+        picl__hex_encode(code, a->verify_code, 32);
+        picl_status rc = a->verified ? PICL_OK : ks_send_code(s, a, 0, code);
+        picl__wipe(code, sizeof code);
+        if (rc == PICL_OK)
+            ks_reply(resp, json_object());
+        else
+            ks_error_internal(resp);
+    }
+    json_decref(body);
+    picl__wipe(&t, sizeof t);
+    if (a)
+        picl__zfree(a, sizeof *a);
+}
+
+static void h_email_verify(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    ks_server *s = ctx;
+    ks_account *a = calloc(1, sizeof *a);
+    uint8_t uid[KS_UID_BYTES], code[32];
+    json_t *body = a ? ks_body(req, resp) : NULL;
+    if (!a)
+        ks_error_internal(resp);
+    if (!body)
+        goto done;
+    picl_status rc = ks_parse_hex(body, "uid", uid, sizeof uid);
+    if (rc == PICL_OK)
+        rc = ks_parse_hex(body, "code", code, sizeof code);
+    if (rc != PICL_OK) {
+        ks_error_parse(resp, rc);
+        goto done;
+    }
+    rc = ks_db_account_by_uid(s->db, uid, a);
+    if (rc == PICL_ERROR_NOT_FOUND)
+        ks_error(resp, 400, KS_ERR_UNKNOWN, "unknown account");
+    else if (rc != PICL_OK)
+        ks_error_internal(resp);
+    else if (!picl__memeq_ct(code, a->verify_code, sizeof code))
+        ks_error(resp, 400, KS_ERR_CODE, "invalid verification code");
+    else if (!a->verified && ks_db_account_set_verified(s->db, a->id) != PICL_OK)
+        ks_error_internal(resp);
+    else
+        ks_reply(resp, json_object());
+done:
+    picl__wipe(code, sizeof code);
+    json_decref(body);
+    if (a)
+        picl__zfree(a, sizeof *a);
+}
+
+/* ---- forgotten password ------------------------------------------------- */
+
+/* 8 uniformly random decimal digits (rejection sampling on 32-bit draws). */
+static picl_status reset_code(ks_server *s, char out[9])
+{
+    uint32_t x;
+    do {
+        uint8_t r[4];
+        picl_status rc = ks_random(s, "recoveryCode", r, sizeof r);
+        if (rc != PICL_OK)
+            return rc;
+        x = (uint32_t)r[0] << 24 | (uint32_t)r[1] << 16 | (uint32_t)r[2] << 8 | r[3];
+    } while (x >= 4200000000u);
+    snprintf(out, 9, "%08u", (unsigned)(x % 100000000u));
+    return PICL_OK;
+}
+
+static json_t *forgot_json(const uint8_t *token, int64_t ttl, int tries)
+{
+    json_t *j = json_pack("{s:I, s:i, s:i}", "ttl", (json_int_t)(ttl > 0 ? ttl : 0),
+                          "codeLength", 8, "tries", tries);
+    if (j && token && set_hex(j, "forgotPasswordToken", token, 32)) {
+        json_decref(j);
+        j = NULL;
+    }
+    return j;
+}
+
+static void h_forgot_send(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    ks_server *s = ctx;
+    ks_account *a = calloc(1, sizeof *a);
+    uint8_t token[32];
+    char code[9] = "";
+    memset(token, 0, sizeof token);
+    json_t *body = a ? ks_body(req, resp) : NULL;
+    if (!a)
+        ks_error_internal(resp);
+    if (!body)
+        goto done;
+    picl_status rc = ks_parse_email(body, "email", a->email, &a->email_len);
+    if (rc != PICL_OK) {
+        ks_error_parse(resp, rc);
+        goto done;
+    }
+    rc = ks_db_account_by_email(s->db, a->email, a->email_len, a);
+    if (rc == PICL_ERROR_NOT_FOUND) {
+        ks_error(resp, 400, KS_ERR_UNKNOWN, "unknown account");
+        goto done;
+    }
+    char rkey[64];
+    snprintf(rkey, sizeof rkey, "reset:%lld", (long long)a->id);
+    if (rc != PICL_OK) {
+        ks_error_internal(resp);
+        goto done;
+    }
+    if (ks_throttled(s, resp, rkey, s->reset_max, s->reset_window))
+        goto done;
+    int64_t now = ks_now(s);
+    rc = ks_db_token_delete_account(s->db, a->id, PICL_TOKEN_FORGOT_PASSWORD);
+    if (rc == PICL_OK)
+        rc = reset_code(s, code);
+    if (rc == PICL_OK)
+        rc = ks_token_issue(s, PICL_TOKEN_FORGOT_PASSWORD, a->id, token, NULL, NULL, code,
+                            RESET_CODE_TRIES, now + RESET_CODE_TTL, NULL);
+    if (rc == PICL_OK)
+        rc = ks_db_rate_add(s->db, rkey, now);
+    if (rc == PICL_OK)
+        rc = ks_send_code(s, a, 1, code);
+    if (rc != PICL_OK)
+        ks_error_internal(resp);
+    else
+        ks_reply(resp, forgot_json(token, RESET_CODE_TTL, RESET_CODE_TRIES));
+done:
+    picl__wipe(code, sizeof code);
+    picl__wipe(token, sizeof token);
+    json_decref(body);
+    if (a)
+        picl__zfree(a, sizeof *a);
+}
+
+static void h_forgot_resend(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    ks_server *s = ctx;
+    ks_token t;
+    ks_account *a = calloc(1, sizeof *a);
+    json_t *body = NULL;
+    char email[256];
+    size_t elen = 0;
+    if (!a) {
+        ks_error_internal(resp);
+        return;
+    }
+    if (!ks_hawk_auth(s, req, resp, PICL_TOKEN_FORGOT_PASSWORD, &t) ||
+        !(body = ks_body(req, resp)))
+        goto done;
+    picl_status rc = ks_parse_email(body, "email", email, &elen);
+    if (rc != PICL_OK) {
+        ks_error_parse(resp, rc);
+        goto done;
+    }
+    if (!token_account(s, resp, &t, a))
+        goto done;
+    if (elen != a->email_len || memcmp(email, a->email, elen)) {
+        ks_error(resp, 400, KS_ERR_PARAM, "invalid parameter: email");
+        goto done;
+    }
+    char rkey[64];
+    snprintf(rkey, sizeof rkey, "reset:%lld", (long long)a->id);
+    if (ks_throttled(s, resp, rkey, s->reset_max, s->reset_window))
+        goto done;
+    int64_t now = ks_now(s);
+    rc = ks_db_rate_add(s->db, rkey, now);
+    if (rc == PICL_OK)
+        rc = ks_send_code(s, a, 1, t.code);
+    if (rc != PICL_OK)
+        ks_error_internal(resp);
+    else
+        ks_reply(resp, forgot_json(NULL, t.expires - now, t.tries));
+done:
+    json_decref(body);
+    picl__wipe(&t, sizeof t);
+    picl__zfree(a, sizeof *a);
+}
+
+static void h_forgot_verify(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    ks_server *s = ctx;
+    ks_token t;
+    json_t *body = NULL;
+    char code[9];
+    uint8_t reset[32];
+    memset(reset, 0, sizeof reset);
+    if (!ks_hawk_auth(s, req, resp, PICL_TOKEN_FORGOT_PASSWORD, &t) ||
+        !(body = ks_body(req, resp)))
+        goto done;
+    picl_status rc = ks_parse_digits8(body, "code", code);
+    if (rc != PICL_OK) {
+        ks_error_parse(resp, rc);
+        goto done;
+    }
+    int ok = 0, left = 0;
+    rc = ks_db_forgot_guess(s->db, t.id, code, ks_now(s), &ok, &left);
+    if (rc == PICL_ERROR_NOT_FOUND || rc == PICL_ERROR_TOKEN) {
+        ks_error(resp, 401, KS_ERR_TOKEN, "invalid or expired token");
+        goto done;
+    }
+    if (rc != PICL_OK) {
+        ks_error_internal(resp);
+        goto done;
+    }
+    if (!ok) {
+        json_t *j = json_pack("{s:i, s:i, s:s, s:s, s:i}", "code", 400, "errno", KS_ERR_CODE,
+                              "error", "Bad Request", "message", "invalid verification code",
+                              "tries", left);
+        if (!j) {
+            resp->failed = 1;
+        } else {
+            picl_http_respond_json(resp, 400, j);
+            json_decref(j);
+        }
+        goto done;
+    }
+    /* The code proved the mailbox: the email is verified too. */
+    rc = ks_db_account_set_verified(s->db, t.account);
+    if (rc == PICL_OK)
+        rc = ks_token_issue(s, PICL_TOKEN_ACCOUNT_RESET, t.account, reset, NULL, NULL, NULL, 0,
+                            ks_now(s) + RESET_CODE_TTL, NULL);
+    json_t *j = rc == PICL_OK ? json_object() : NULL;
+    if (!j || set_hex(j, "accountResetToken", reset, 32)) {
+        json_decref(j);
+        ks_error_internal(resp);
+    } else {
+        ks_reply(resp, j);
+    }
+done:
+    picl__wipe(reset, sizeof reset);
+    picl__wipe(code, sizeof code);
+    picl__wipe(&t, sizeof t);
+    json_decref(body);
+}
+
+/* ---- misc ---------------------------------------------------------------- */
+
+static void h_random(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    ks_server *s = ctx;
+    uint8_t r[32];
+    json_t *j = json_object();
+    if (!j || ks_random(s, "random", r, sizeof r) != PICL_OK || set_hex(j, "data", r, 32)) {
+        json_decref(j);
+        ks_error_internal(resp);
+    } else {
+        ks_reply(resp, j);
+    }
+}
+
+static void h_heartbeat(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    ks_server *s = ctx;
+    if (ks_db_ping(s->db) == PICL_OK)
+        ks_reply(resp, json_object());
+    else
+        ks_error_retry(resp, 503, KS_ERR_OVERLOADED, 30);
+}
+
+static void h_storage_token(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    ks_server *s = ctx;
+    ks_token t;
+    ks_account *a = calloc(1, sizeof *a);
+    picl_tokenlib_payload *p = calloc(1, sizeof *p);
+    char *token = NULL, *key = NULL;
+    if (!a || !p) {
+        ks_error_internal(resp);
+        goto done;
+    }
+    if (!ks_hawk_auth(s, req, resp, PICL_TOKEN_SESSION, &t))
+        goto done;
+    if (!token_account(s, resp, &t, a))
+        goto done;
+    if (!a->verified) {
+        ks_error(resp, 400, KS_ERR_UNVERIFIED, "unverified account");
+        goto done;
+    }
+    if (!s->storage_node || !s->secret) {
+        ks_error_retry(resp, 503, KS_ERR_OVERLOADED, 3600);
+        goto done;
+    }
+    const char *kid = picl_http_header(req, "X-KeyID");
+    if (kid) {
+        size_t kl = strlen(kid);
+        int ok = kl <= PICL_TOKENLIB_MAX_ID;
+        for (size_t i = 0; ok && i < kl; i++)
+            ok = kid[i] > 0x20 && kid[i] < 0x7f;
+        if (!ok) {
+            ks_error(resp, 400, KS_ERR_PARAM, "invalid parameter: X-KeyID");
+            goto done;
+        }
+    }
+    uint8_t h[32];
+    char uidhex[33];
+    picl__hex_encode(uidhex, a->uid, KS_UID_BYTES);
+    int64_t now = ks_now(s);
+    p->uid = a->id;
+    snprintf(p->node, sizeof p->node, "%s", s->storage_node);
+    p->expires = now + 3600;
+    snprintf(p->fxa_uid, sizeof p->fxa_uid, "%s", uidhex);
+    snprintf(p->fxa_kid, sizeof p->fxa_kid, "%s", kid ? kid : "");
+    picl_status rc = picl__hmac_sha256(h, s->hashed_uid_key, 32, uidhex, 32);
+    if (rc == PICL_OK) {
+        picl__hex_encode(p->hashed_fxa_uid, h, 16);
+        rc = picl__hmac_sha256(h, s->hashed_uid_key, 32, t.device_id, strlen(t.device_id));
+    }
+    if (rc == PICL_OK) {
+        picl__hex_encode(p->hashed_device_id, h, 16);
+        rc = picl__tokenlib_mint(&token, &key, s->secret, s->secret_len, p);
+    }
+    if (rc != PICL_OK) {
+        ks_error_internal(resp);
+        goto done;
+    }
+    char endpoint[PICL_TOKENLIB_MAX_NODE + 64];
+    snprintf(endpoint, sizeof endpoint, "%s/1.5/%lld", s->storage_node, (long long)a->id);
+    ks_reply(resp, json_pack("{s:s, s:s, s:I, s:s, s:i, s:s}", "id", token, "key", key, "uid",
+                             (json_int_t)a->id, "api_endpoint", endpoint, "duration", 3600,
+                             "hashed_fxa_uid", p->hashed_fxa_uid));
+done:
+    free(token);
+    if (key)
+        picl__zfree(key, strlen(key));
+    picl__wipe(&t, sizeof t);
+    if (a)
+        picl__zfree(a, sizeof *a);
+    free(p);
+}
+
+/* ---- routing ----------------------------------------------------------- */
+
+picl_status ks_routes_mount(ks_server *s, picl_http_server *http, int skip_heartbeat)
+{
+    static const struct {
+        const char *method, *path;
+        picl_http_handler fn;
+    } routes[] = {
+        {"POST", "/v1/account/create", h_account_create},
+        {"POST", "/v1/auth/start", h_auth_start},
+        {"POST", "/v1/auth/finish", h_auth_finish},
+        {"POST", "/v1/session/create", h_session_create},
+        {"POST", "/v1/session/destroy", h_session_destroy},
+        {"GET", "/v1/account/keys", h_account_keys},
+        {"GET", "/v1/account/devices", h_account_devices},
+        {"POST", "/v1/account/reset", h_account_reset},
+        {"POST", "/v1/account/destroy", h_account_destroy},
+        {"GET", "/v1/recovery_email/status", h_email_status},
+        {"POST", "/v1/recovery_email/resend_code", h_email_resend},
+        {"POST", "/v1/recovery_email/verify_code", h_email_verify},
+        {"POST", "/v1/password/change/start", h_password_change_start},
+        {"POST", "/v1/password/forgot/send_code", h_forgot_send},
+        {"POST", "/v1/password/forgot/resend_code", h_forgot_resend},
+        {"POST", "/v1/password/forgot/verify_code", h_forgot_verify},
+        {"POST", "/v1/get_random_bytes", h_random},
+        {"GET", "/v1/storage/token", h_storage_token},
+    };
+    picl_status rc = PICL_OK;
+    for (size_t i = 0; rc == PICL_OK && i < sizeof routes / sizeof routes[0]; i++)
+        rc = picl_http_route(http, routes[i].method, routes[i].path, routes[i].fn, s, &s->hooks);
+    if (rc == PICL_OK && !skip_heartbeat)
+        rc = picl_http_route(http, "GET", "/__heartbeat__", h_heartbeat, s, &s->hooks);
+    return rc;
+}

@@ -1,0 +1,136 @@
+/* main.c -- the picl-keyserver program: keyserver.md on SQLite, one process. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "crypto/util.h"
+#include "keyserver/keyserver.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: picl-keyserver --listen 127.0.0.1:PORT --data DIR [--storage-node URL]\n"
+               "                      [--secret-file FILE] [--smtp URL]\n");
+}
+
+static void log_line(void *ctx, const char *line)
+{
+    char ts[32];
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    fprintf(stderr, "%s %s\n", ts, line);
+}
+
+/* mkdir -p with mode 0700 for the parts it creates. */
+static int mkdirs(const char *path)
+{
+    char buf[4096];
+    size_t n = strlen(path);
+    if (!n || n >= sizeof buf)
+        return -1;
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] == '/' || buf[i] == 0) {
+            char c = buf[i];
+            buf[i] = 0;
+            if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+                return -1;
+            buf[i] = c;
+        }
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *listen = NULL, *data = NULL, *node = NULL, *secret_file = NULL, *smtp = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char **dst = NULL;
+        if (!strcmp(argv[i], "--listen"))
+            dst = &listen;
+        else if (!strcmp(argv[i], "--data"))
+            dst = &data;
+        else if (!strcmp(argv[i], "--storage-node"))
+            dst = &node;
+        else if (!strcmp(argv[i], "--secret-file"))
+            dst = &secret_file;
+        else if (!strcmp(argv[i], "--smtp"))
+            dst = &smtp;
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!dst || i + 1 >= argc) {
+            fprintf(stderr, "picl-keyserver: unknown or incomplete option %s\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+        *dst = argv[++i];
+    }
+    if (!listen || !data) {
+        usage(stderr);
+        return 2;
+    }
+    if (mkdirs(data) != 0) {
+        fprintf(stderr, "picl-keyserver: cannot create %s: %s\n", data, strerror(errno));
+        return 1;
+    }
+    char defsecret[4096];
+    if (!secret_file) {
+        if ((size_t)snprintf(defsecret, sizeof defsecret, "%s/secret", data) >= sizeof defsecret) {
+            fprintf(stderr, "picl-keyserver: data path too long\n");
+            return 2;
+        }
+        secret_file = defsecret;
+    }
+    uint8_t *secret = NULL;
+    size_t secret_len = 0;
+    picl_status rc = ks_secret_load_or_create(secret_file, &secret, &secret_len);
+    if (rc != PICL_OK) {
+        fprintf(stderr, "picl-keyserver: secret file %s: %s\n", secret_file, picl_strerror(rc));
+        return 1;
+    }
+
+    /* Signals are taken synchronously by this thread; the server's threads
+     * inherit the blocked mask. */
+    umask(077); /* the database holds kA, wrapKb and verifiers */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    ks_config cfg = {
+        .listen = listen,
+        .data_dir = data,
+        .secret = secret,
+        .secret_len = secret_len,
+        .storage_node = node,
+        .smtp_url = smtp,
+        .log = log_line,
+    };
+    ks_server *ks = NULL;
+    rc = ks_server_new(&ks, &cfg);
+    picl__zfree(secret, secret_len);
+    if (rc == PICL_OK)
+        rc = ks_server_start(ks);
+    if (rc != PICL_OK) {
+        fprintf(stderr, "picl-keyserver: cannot start: %s\n", picl_strerror(rc));
+        ks_server_free(ks);
+        return 1;
+    }
+    fprintf(stderr, "picl-keyserver: listening on port %u, data in %s\n", ks_server_port(ks),
+            data);
+    int sig = 0;
+    sigwait(&set, &sig);
+    fprintf(stderr, "picl-keyserver: signal %d, stopping\n", sig);
+    ks_server_free(ks);
+    return 0;
+}
