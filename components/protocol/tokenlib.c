@@ -232,7 +232,7 @@ static picl_status parse_payload(picl_tokenlib_payload *out, const uint8_t *json
                 double d = json_real_value(v);
                 ok = isfinite(d) && d >= 0 && d <= (double)PICL_TOKENLIB_MAX_EXPIRES;
                 if (ok)
-                    out->expires = (int64_t)floor(d);
+                    out->expires = (int64_t)d; /* d >= 0: truncation is floor */
             }
             break;
         case F_NODE:
