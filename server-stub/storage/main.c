@@ -185,13 +185,13 @@ int main(int argc, char **argv)
         picl__zfree(secret, PICL_TOKENLIB_MAX_SECRET + 2);
         return 1;
     }
-    char defnode[300];
-    if (!node) {
-        snprintf(defnode, sizeof defnode, "http://%s", listen);
-        node = defnode;
-    }
     int rc = 0;
     if (mint_uid >= 0) {
+        char defnode[300];
+        if (!node) {
+            snprintf(defnode, sizeof defnode, "http://%s", listen);
+            node = defnode;
+        }
         if (picl__nss_acquire() != PICL_OK) {
             fprintf(stderr, "picl-storage: NSS failed\n");
             rc = 1;
@@ -217,7 +217,7 @@ int main(int argc, char **argv)
     cfg.data_dir = data;
     cfg.secret = secret;
     cfg.secret_len = slen;
-    cfg.node = node;
+    cfg.node = node; /* NULL: http://HOST:PORT of the port bound (PORT 0 = any) */
     cfg.quota_kb = quota;
     storage_server *s = NULL;
     picl_status st = storage_server_new(&s, &cfg);
