@@ -102,10 +102,10 @@ picl_status picl__hawk_mac(char out[PICL_HAWK_B64_BYTES + 1], const void *key, s
  * Builds the Authorization header value for req:
  *   Hawk id="..", ts="..", nonce="..", [hash="..", ][ext="..", ]mac=".."
  * hash is included when req->content_type is not NULL.  nonce NULL = 12
- * random base64 characters; ext NULL or "" = none.  id, nonce and ext must be
- * non-empty (ext may be empty), within the caps and made of Hawk's value
- * characters (printable ASCII without '"' and '\'), else
- * PICL_ERROR_INVALID_ARGUMENT.  *out is malloc()ed; the caller frees it.
+ * random base64 characters; ext NULL or "" = none.  id and nonce must be
+ * non-empty; id, nonce and ext must be within the caps and made of Hawk's
+ * value characters (printable ASCII without '"' and '\'); ts 0..10^15-1;
+ * else PICL_ERROR_INVALID_ARGUMENT.  *out is malloc()ed; the caller frees it.
  */
 picl_status picl__hawk_client_header(char **out, const char *id, const void *key, size_t keylen,
                                      const picl_hawk_request *req, int64_t ts,
@@ -120,8 +120,9 @@ picl_status picl__hawk_client_header(char **out, const char *id, const void *key
  * followed by spaces; attributes are lower-case names, '=', a double-quoted
  * value of Hawk's value characters (no escapes), separated by ',' with
  * optional spaces/tabs; leading/trailing spaces are ignored.  id, ts, nonce
- * and mac are required and non-empty; ts is 1..15 decimal digits; mac and
- * hash are canonical base64 of 32 bytes.  Anything else (unknown attribute,
+ * and mac are required and non-empty; ts is decimal digits only (more than
+ * 15 is PICL_HAWK_ERROR_TOO_LARGE); mac and hash are canonical base64 of 32
+ * bytes; only ext may be empty.  Anything else (unknown attribute,
  * duplicate, missing quote, trailing comma, control character ...) is
  * PICL_HAWK_ERROR_MALFORMED; a header or value over its cap is
  * PICL_HAWK_ERROR_TOO_LARGE.  On failure *auth is zeroed.  No NSS needed.
