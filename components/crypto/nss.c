@@ -10,13 +10,23 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned refs;            /* holders of picl__nss_acquire() */
 static NSSInitContext *own_ctx;  /* our no-DB context, or NULL in host mode */
 
-picl_status picl__nss_acquire(void)
+static picl_status acquire(const char *dir)
 {
     picl_status st = PICL_OK;
     pthread_mutex_lock(&lock);
     if (refs == 0) {
         if (NSS_IsInitialized()) {
             own_ctx = NULL; /* the host's NSS (Firefox, a test) serves us */
+        } else if (dir) {
+            char spec[4096];
+            int n = snprintf(spec, sizeof spec, "sql:%s", dir);
+            if (n < 0 || (size_t)n >= sizeof spec)
+                st = PICL_ERROR_TOO_LARGE;
+            else
+                own_ctx = NSS_InitContext(spec, "", "", "", NULL,
+                                          NSS_INIT_NOMODDB | NSS_INIT_NOROOTINIT | NSS_INIT_OPTIMIZESPACE);
+            if (st == PICL_OK && !own_ctx)
+                st = PICL_ERROR_NSS_INIT;
         } else {
             own_ctx = NSS_InitContext("", "", "", "", NULL,
                                       NSS_INIT_READONLY | NSS_INIT_NOCERTDB | NSS_INIT_NOMODDB |
@@ -30,6 +40,18 @@ picl_status picl__nss_acquire(void)
         refs++;
     pthread_mutex_unlock(&lock);
     return st;
+}
+
+picl_status picl__nss_acquire(void)
+{
+    return acquire(NULL);
+}
+
+picl_status picl__nss_acquire_dir(const char *dir)
+{
+    if (!dir || !*dir)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    return acquire(dir);
 }
 
 void picl__nss_release(void)

@@ -17,6 +17,12 @@
 picl_status picl__nss_acquire(void);
 void picl__nss_release(void);
 
+/* Like picl__nss_acquire(), but when NSS is not up yet the context it opens
+ * is read-write on the key database in `dir` (created if missing), so that
+ * the internal key slot - what SDR uses - is that database.  When NSS is
+ * already up (a host, or another holder) it behaves like picl__nss_acquire(). */
+picl_status picl__nss_acquire_dir(const char *dir);
+
 /* 1 when our own no-DB context is open (for tests), else 0. */
 int picl__nss_own_context_open(void);
 
