@@ -113,7 +113,7 @@ picl_status picl__record_kid(const char *payload, picl_class_entry *kid)
 }
 
 picl_status picl__record_decrypt(json_t **clear, const char *payload, const char *bso_id,
-                                 const picl_keypair *keys, const picl_class_entry *expect, int allow_older)
+                                 const picl_keypair *keys, const picl_class_entry *expect, int allow_other)
 {
     *clear = NULL;
     picl_status st = PICL_ERROR_DECRYPT;
@@ -126,8 +126,11 @@ picl_status picl__record_decrypt(json_t **clear, const char *payload, const char
     /* 1. the kid against the class map */
     if (picl__kid_parse(json_string_value(json_object_get(o, "kid")), &kid) != PICL_OK)
         goto done;
-    if (kid.cls != expect->cls || kid.generation > expect->generation ||
-        (kid.generation < expect->generation && !allow_older))
+    /* never read data under a weaker class than the map says: a server
+     * cannot downgrade a class-B collection to kA by relabelling */
+    if (kid.cls == 'A' && expect->cls == 'B')
+        goto done;
+    if (!allow_other && (kid.cls != expect->cls || kid.generation != expect->generation))
         goto done;
     /* 2. MAC (constant time) then decrypt */
     picl_status ost = picl__record_open(&pt, &ptlen, keys, json_string_value(json_object_get(o, "ciphertext")),

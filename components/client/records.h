@@ -34,17 +34,18 @@ picl_status picl__record_encrypt(char **payload, const json_t *cleartext, const 
                                  const picl_class_entry *kid);
 
 /* Decrypts a BSO payload.  `expect` is what the class map says for this
- * collection: a kid naming another class, or a generation newer than the
- * map's, is refused (a server cannot make us read under a weaker class);
- * an older generation of the same class is allowed only when
- * `allow_older` (a move in progress).  `keys` must be the keys of the kid in
- * the payload: the caller looks them up with picl__record_kid() first.
- * The cleartext "id" must equal bso_id.  Every failure is PICL_ERROR_DECRYPT
- * (PICL_ERROR_NO_MEMORY aside).  *clear is a new reference on success. */
+ * collection.  A record under a weaker class (kid A while the map says B) is
+ * always refused: a server cannot make us accept data readable with kA in a
+ * class-B collection.  With allow_other == 0 the kid must equal `expect`
+ * exactly; with 1 another generation, or class B in a class-A collection,
+ * is accepted (a move in progress: the kid names the key, which the caller
+ * derived from the kid with picl__record_kid()).  The cleartext "id" must
+ * equal bso_id.  Every failure is PICL_ERROR_DECRYPT (PICL_ERROR_NO_MEMORY
+ * aside).  *clear is a new reference on success. */
 picl_status picl__record_kid(const char *payload, picl_class_entry *kid);
 picl_status picl__record_decrypt(json_t **clear, const char *payload, const char *bso_id,
                                  const picl_keypair *keys, const picl_class_entry *expect,
-                                 int allow_older);
+                                 int allow_other);
 
 /* ---- the class map (records.md section 4) ------------------------------ */
 
