@@ -1,0 +1,147 @@
+/* storage_client.h -- libcurl client of a SyncStorage 1.5 storage server
+ * (storage.md): Hawk signing, paging, batching within the advertised limits,
+ * conditional headers, backoff and token refresh. */
+#ifndef PICL_CLIENT_STORAGE_CLIENT_H
+#define PICL_CLIENT_STORAGE_CLIENT_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "picl.h"
+
+/*
+ * A picl_stc talks to one user's api_endpoint ("http://host:port/1.5/<uid>")
+ * with the Hawk credentials (id = token, key = ASCII key) the keyserver's
+ * /storage/token handed out.  Not thread-safe: one per thread.  The caller
+ * holds NSS (picl__nss_acquire) while it uses the client.
+ *
+ * Timestamps are int64 hundredths of a second ("centis"), exactly as the
+ * server prints them; -1 means "no condition".
+ *
+ * Status mapping (every call):
+ *   2xx                 PICL_OK
+ *   304                 PICL_OK with picl__stc_last()->not_modified = 1
+ *   401                 the clock is corrected from X-Weave-Timestamp and the
+ *                       request retried once when the skew is over 30 s; then
+ *                       the refresh hook (if any) is called once for new
+ *                       credentials and the request retried; then PICL_ERROR_TOKEN
+ *   404                 PICL_ERROR_NOT_FOUND
+ *   409, 412            PICL_ERROR_CONFLICT (409's Retry-After in last()->backoff_s)
+ *   429, 503            PICL_ERROR_BACKOFF, delay in last()->backoff_s; further
+ *                       calls before it has passed fail with PICL_ERROR_BACKOFF
+ *                       without touching the network
+ *   400/14              PICL_ERROR_QUOTA
+ *   400/17, 413         PICL_ERROR_TOO_LARGE
+ *   other 400, 415      PICL_ERROR_INVALID_ARGUMENT
+ *   other 5xx           PICL_ERROR_SERVER
+ *   unreachable         PICL_ERROR_NETWORK
+ *   malformed answer    PICL_ERROR_PROTOCOL
+ * X-Weave-Backoff on any answer (success included) is kept in
+ * last()->backoff_s and also blocks calls until it has passed; the call that
+ * carried it still returns its own status.  Outputs are NULL on failure.
+ */
+
+typedef struct picl_stc picl_stc;
+
+typedef struct picl_stc_result {
+    int http_status;        /* 0 when no answer */
+    int error_code;         /* the integer body of a 400, else 0 */
+    int not_modified;       /* 304 */
+    int64_t last_modified;  /* X-Last-Modified, -1 if absent */
+    int64_t timestamp;      /* X-Weave-Timestamp, -1 if absent */
+    int64_t backoff_s;      /* X-Weave-Backoff / Retry-After, 0 if none */
+    int64_t records;        /* X-Weave-Records, -1 if absent */
+    int64_t quota_remaining_kb; /* X-Weave-Quota-Remaining (floored), -1 if absent */
+} picl_stc_result;
+
+/* Called on a 401 to get fresh credentials (e.g. a new /storage/token).  It
+ * sets the three malloc()ed strings (the client takes them; key is a secret)
+ * and returns PICL_OK, or fails (the call then fails with its status). */
+typedef picl_status (*picl_stc_refresh_fn)(void *ctx, char **api_endpoint, char **id, char **key);
+
+/* Creates a client (strings copied).  Caller frees with picl__stc_free. */
+picl_status picl__stc_new(picl_stc **out, const char *api_endpoint, const char *id,
+                          const char *key);
+void picl__stc_free(picl_stc *c);
+void picl__stc_set_refresh(picl_stc *c, picl_stc_refresh_fn fn, void *ctx);
+const picl_stc_result *picl__stc_last(const picl_stc *c);
+/* Forgets a remembered backoff (tests, or a user's "sync now"). */
+void picl__stc_clear_backoff(picl_stc *c);
+
+/* ---- /info -------------------------------------------------------------- */
+
+/* *out receives the parsed answer (caller json_decref's).  `which` is one of
+ * "collections", "quota", "collection_usage", "collection_counts",
+ * "configuration".  if_modified_since (-1 = none): a 304 gives PICL_OK and
+ * *out NULL. */
+picl_status picl__stc_info(picl_stc *c, const char *which, int64_t if_modified_since,
+                           json_t **out);
+
+/* The server's limits (fetched once from /info/configuration, then cached). */
+typedef struct picl_stc_limits {
+    int64_t max_request_bytes, max_post_records, max_post_bytes;
+    int64_t max_total_records, max_total_bytes, max_record_payload_bytes;
+} picl_stc_limits;
+picl_status picl__stc_limits(picl_stc *c, picl_stc_limits *out);
+
+/* ---- reading ------------------------------------------------------------ */
+
+typedef struct picl_stc_query {
+    const char *const *ids;  /* NULL or nids ids (at most 100) */
+    size_t nids;
+    int64_t newer, older;    /* -1 = none */
+    int full;                /* full BSOs instead of ids */
+    int64_t limit;           /* 0 = none (one request); with picl__stc_get_all, the page size */
+    const char *sort;        /* NULL, "newest", "oldest", "index" */
+    const char *offset;      /* a next_offset from an earlier page, or NULL */
+    int64_t if_modified_since, if_unmodified_since; /* -1 = none */
+} picl_stc_query;
+
+/* One page: *items is the JSON array (caller decrefs); *next_offset
+ * (may be NULL) the malloc()ed X-Weave-Next-Offset or NULL at the end. */
+picl_status picl__stc_get(picl_stc *c, const char *coll, const picl_stc_query *q,
+                          json_t **items, char **next_offset);
+/* Every page (limit = page size, default 1000), with X-If-Unmodified-Since
+ * set to the first page's X-Last-Modified so that a concurrent write makes
+ * it fail with PICL_ERROR_CONFLICT instead of mixing two states.  At most
+ * max_items items (0 = 1000000) else PICL_ERROR_TOO_LARGE. */
+picl_status picl__stc_get_all(picl_stc *c, const char *coll, const picl_stc_query *q,
+                              size_t max_items, json_t **items);
+/* One BSO object (caller decrefs). */
+picl_status picl__stc_get_item(picl_stc *c, const char *coll, const char *id, json_t **bso);
+
+/* ---- writing ------------------------------------------------------------ */
+
+/* PUT: bso is a JSON object (borrowed); *modified (may be NULL) the new
+ * last-modified. */
+picl_status picl__stc_put(picl_stc *c, const char *coll, const char *id, const json_t *bso,
+                          int64_t if_unmodified_since, int64_t *modified);
+
+typedef struct picl_stc_post_result {
+    int64_t modified;   /* the commit's timestamp */
+    json_t *success;    /* array of ids (owned: picl__stc_post_result_clear) */
+    json_t *failed;     /* object id -> reason */
+} picl_stc_post_result;
+void picl__stc_post_result_clear(picl_stc_post_result *r);
+
+/*
+ * Uploads an array of BSOs (borrowed).  When they fit one request within the
+ * server's max_post_records / max_post_bytes, a plain POST; otherwise a batch
+ * (batch=true, appends, commit=true) so that all of them appear at one
+ * timestamp.  More than max_total_records / max_total_bytes, or one payload
+ * over max_record_payload_bytes, is PICL_ERROR_TOO_LARGE before anything is
+ * sent.  if_unmodified_since applies to the first request and the commit.
+ */
+picl_status picl__stc_post(picl_stc *c, const char *coll, const json_t *bsos,
+                           int64_t if_unmodified_since, picl_stc_post_result *out);
+
+/* DELETE of a collection (ids NULL) or of at most 100 ids of it; of one BSO;
+ * of everything (storage).  *modified may be NULL. */
+picl_status picl__stc_delete(picl_stc *c, const char *coll, const char *const *ids, size_t nids,
+                             int64_t if_unmodified_since, int64_t *modified);
+picl_status picl__stc_delete_item(picl_stc *c, const char *coll, const char *id,
+                                  int64_t if_unmodified_since, int64_t *modified);
+picl_status picl__stc_delete_all(picl_stc *c, int64_t if_unmodified_since, int64_t *modified);
+
+#endif
