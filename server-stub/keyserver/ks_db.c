@@ -574,9 +574,11 @@ out:
 
 /* ---- SRP sessions -------------------------------------------------------- */
 
-picl_status ks_db_srp_put(ks_db *db, const uint8_t key[32], int64_t account, const uint8_t b[32],
-                          int64_t expires)
+picl_status ks_db_srp_put(ks_db *db, const uint8_t key[32], int64_t account, const uint8_t *b,
+                          size_t blen, int64_t expires)
 {
+    if (!blen || blen > 256)
+        return PICL_ERROR_INVALID_ARGUMENT;
     lock(db);
     sqlite3_stmt *st = NULL;
     picl_status rc = prep(db, &st, "INSERT INTO srp_sessions (key, account, b, expires)"
@@ -584,7 +586,7 @@ picl_status ks_db_srp_put(ks_db *db, const uint8_t key[32], int64_t account, con
     if (rc == PICL_OK) {
         sqlite3_bind_blob(st, 1, key, 32, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, account);
-        sqlite3_bind_blob(st, 3, b, 32, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 3, b, (int)blen, SQLITE_STATIC);
         sqlite3_bind_int64(st, 4, expires);
         if (sqlite3_step(st) != SQLITE_DONE)
             rc = PICL_ERROR_DATABASE;
@@ -604,10 +606,11 @@ picl_status ks_db_srp_put(ks_db *db, const uint8_t key[32], int64_t account, con
 }
 
 picl_status ks_db_srp_take(ks_db *db, const uint8_t key[32], int64_t now, int64_t *account,
-                           uint8_t b[32])
+                           uint8_t b[256], size_t *blen)
 {
     *account = 0;
-    memset(b, 0, 32);
+    *blen = 0;
+    memset(b, 0, 256);
     lock(db);
     sqlite3_stmt *st = NULL;
     int64_t expires = 0;
@@ -624,7 +627,12 @@ picl_status ks_db_srp_take(ks_db *db, const uint8_t key[32], int64_t now, int64_
             rc = PICL_ERROR_DATABASE;
         else {
             *account = sqlite3_column_int64(st, 0);
-            rc = col_blob(st, 1, b, 32);
+            int n = sqlite3_column_bytes(st, 1);
+            if (n < 1 || n > 256)
+                rc = PICL_ERROR_DATABASE;
+            else
+                rc = col_blob(st, 1, b, (size_t)n);
+            *blen = n > 0 ? (size_t)n : 0;
             expires = sqlite3_column_int64(st, 2);
         }
     }
@@ -647,7 +655,8 @@ picl_status ks_db_srp_take(ks_db *db, const uint8_t key[32], int64_t now, int64_
         rc = PICL_ERROR_TOKEN;
     if (rc != PICL_OK) {
         *account = 0;
-        picl__wipe(b, 32);
+        *blen = 0;
+        picl__wipe(b, 256);
     }
 out:
     unlock(db);

@@ -100,13 +100,15 @@ picl_status ks_db_sessions(ks_db *db, int64_t account, int64_t now,
 picl_status ks_db_forgot_guess(ks_db *db, const uint8_t id[32], const char code[8], int64_t now,
                                int *ok, int *tries_left);
 
-/* SRP sessions (srpToken hashed to key): b is the server secret. */
-picl_status ks_db_srp_put(ks_db *db, const uint8_t key[32], int64_t account, const uint8_t b[32],
-                          int64_t expires);
-/* Takes (deletes) the session: PICL_OK with account and b, TOKEN when
- * unknown, already taken or expired. */
+/* SRP sessions (srpToken hashed to key): b (1..256 bytes) is the server
+ * secret, kept until the session is taken or expires. */
+picl_status ks_db_srp_put(ks_db *db, const uint8_t key[32], int64_t account, const uint8_t *b,
+                          size_t blen, int64_t expires);
+/* Takes (deletes) the session: PICL_OK with account and b (b holds 256
+ * bytes, *blen receives its length), TOKEN when unknown, already taken or
+ * expired. */
 picl_status ks_db_srp_take(ks_db *db, const uint8_t key[32], int64_t now, int64_t *account,
-                           uint8_t b[32]);
+                           uint8_t b[256], size_t *blen);
 
 /* Rate-limit events: counts events of `key` at or after `since` (and the
  * oldest such time); adds one at t; prunes events before `since`. */

@@ -147,7 +147,7 @@ static void h_auth_start(picl_http_request *req, picl_http_response *resp, void 
     ks_server *s = ctx;
     ks_account *a = calloc(1, sizeof *a);
     picl_srp_server *srp = NULL;
-    uint8_t b[32], B[256], token[32], key[32];
+    uint8_t b[256], B[256], token[32], key[32];
     json_t *body = a ? ks_body(req, resp) : NULL;
     if (!a)
         ks_error_internal(resp);
@@ -172,9 +172,14 @@ static void h_auth_start(picl_http_request *req, picl_http_response *resp, void 
     if (ks_throttled(s, resp, rkey, s->login_max, s->login_window))
         goto done;
     const picl_srp_group *g = picl__srp_group_picl();
-    rc = ks_random(s, "b", b, sizeof b);
+    size_t blen = PICL_SRP_SECRET_BYTES;
+    /* A test hook may force any b (asked as 256 bytes); NSS draws 256 bits. */
+    if (s->random_hook && s->random_hook(s->hook_ctx, "b", b, sizeof b) == PICL_OK)
+        blen = sizeof b;
+    else
+        rc = picl__random_bytes(b, blen);
     if (rc == PICL_OK)
-        rc = picl__srp_server_new_with_b(g, a->verifier, KS_VERIFIER_BYTES, b, sizeof b, &srp);
+        rc = picl__srp_server_new_with_b(g, a->verifier, KS_VERIFIER_BYTES, b, blen, &srp);
     if (rc == PICL_OK)
         rc = picl__srp_server_B(srp, B, sizeof B);
     if (rc == PICL_OK)
@@ -182,7 +187,7 @@ static void h_auth_start(picl_http_request *req, picl_http_response *resp, void 
     if (rc == PICL_OK)
         rc = picl__sha256(key, token, sizeof token);
     if (rc == PICL_OK)
-        rc = ks_db_srp_put(s->db, key, a->id, b, ks_now(s) + s->srp_ttl);
+        rc = ks_db_srp_put(s->db, key, a->id, b, blen, ks_now(s) + s->srp_ttl);
     json_t *j = NULL, *srpj = NULL, *ps = NULL;
     if (rc == PICL_OK) {
         j = json_object();
@@ -215,7 +220,8 @@ static void h_auth_finish(picl_http_request *req, picl_http_response *resp, void
     ks_server *s = ctx;
     ks_account *a = calloc(1, sizeof *a);
     picl_srp_server *srp = NULL;
-    uint8_t token[32], key[32], A[256], M[32], b[32], K[32], auth[32];
+    uint8_t token[32], key[32], A[256], M[32], b[256], K[32], auth[32];
+    size_t blen = 0;
     int64_t account = 0;
     memset(K, 0, sizeof K);
     memset(auth, 0, sizeof auth);
@@ -236,7 +242,7 @@ static void h_auth_finish(picl_http_request *req, picl_http_response *resp, void
     /* The token is spent here, whatever follows: no second try on it. */
     rc = picl__sha256(key, token, sizeof token);
     if (rc == PICL_OK)
-        rc = ks_db_srp_take(s->db, key, ks_now(s), &account, b);
+        rc = ks_db_srp_take(s->db, key, ks_now(s), &account, b, &blen);
     if (rc == PICL_ERROR_TOKEN) {
         ks_error(resp, 401, KS_ERR_TOKEN, "invalid or expired token");
         goto done;
@@ -256,7 +262,7 @@ static void h_auth_finish(picl_http_request *req, picl_http_response *resp, void
     if (ks_throttled(s, resp, rkey, s->login_max, s->login_window))
         goto done;
     rc = picl__srp_server_new_with_b(picl__srp_group_picl(), a->verifier, KS_VERIFIER_BYTES, b,
-                                     sizeof b, &srp);
+                                     blen, &srp);
     if (rc == PICL_OK)
         rc = picl__srp_server_verify(srp, A, sizeof A, M, sizeof M, K, sizeof K);
     if (rc == PICL_ERROR_SRP_BAD_A) {
