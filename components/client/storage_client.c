@@ -383,6 +383,9 @@ static picl_status request(picl_stc *c, const char *method, const char *rel, con
                            const char *const *extra, reply *r)
 {
     if (c->backoff_until > mono_now()) {
+        memset(&c->last, 0, sizeof c->last);
+        c->last.last_modified = c->last.timestamp = c->last.records = -1;
+        c->last.quota_remaining_kb = -1;
         c->last.backoff_s = (int64_t)(c->backoff_until - mono_now()) + 1;
         return PICL_ERROR_BACKOFF;
     }

@@ -1,0 +1,332 @@
+/* test_storage_client.c -- the libcurl storage client against the in-process
+ * storage server: every call, paging, batching, conditions, backoff, refresh. */
+#include "client/storage_client.h"
+#include "storage_fixture.h"
+#include "testutil.h"
+
+static picl_stc *C;
+static char endpoint[160];
+
+static void client_setup_with(const storage_config *cfg)
+{
+    sf_setup_with(cfg);
+    snprintf(endpoint, sizeof endpoint, "%s/1.5/%d", SF.node, SF_UID);
+    ck_assert_int_eq(picl__stc_new(&C, endpoint, SF.cred.token, SF.cred.key), PICL_OK);
+}
+
+static void client_setup(void)
+{
+    client_setup_with(NULL);
+}
+
+static void client_teardown(void)
+{
+    picl__stc_free(C);
+    C = NULL;
+    sf_teardown();
+}
+
+static json_t *bso(const char *id, const char *payload, int sortindex)
+{
+    return json_pack("{s:s, s:s, s:i}", "id", id, "payload", payload, "sortindex", sortindex);
+}
+
+START_TEST(test_roundtrip_all_calls)
+{
+    json_t *j = NULL;
+    ck_assert_int_eq(picl__stc_info(C, "collections", -1, &j), PICL_OK);
+    ck_assert_int_eq(json_object_size(j), 0);
+    json_decref(j);
+    picl_stc_limits lim;
+    ck_assert_int_eq(picl__stc_limits(C, &lim), PICL_OK);
+    ck_assert_int_eq(lim.max_post_records, 100);
+    ck_assert_int_eq(lim.max_total_bytes, 100 * 1024 * 1024);
+
+    json_t *b = bso("a b/c", "first", 3);
+    int64_t m1 = 0;
+    ck_assert_int_eq(picl__stc_put(C, "tabs", "a b/c", b, -1, &m1), PICL_OK);
+    ck_assert_int_gt(m1, 0);
+    json_decref(b);
+    ck_assert_int_eq(picl__stc_get_item(C, "tabs", "a b/c", &j), PICL_OK);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "payload")), "first");
+    ck_assert_int_eq(picl__stc_last(C)->last_modified, m1);
+    json_decref(j);
+
+    json_t *list = json_array();
+    for (int i = 0; i < 5; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "p%d", i);
+        json_array_append_new(list, bso(id, "x", i));
+    }
+    json_array_append_new(list, json_pack("{s:s, s:i}", "id", "bad", "ttl", -1));
+    picl_stc_post_result pr;
+    ck_assert_int_eq(picl__stc_post(C, "tabs", list, -1, &pr), PICL_OK);
+    ck_assert_int_eq(json_array_size(pr.success), 5);
+    ck_assert_int_eq(json_object_size(pr.failed), 1);
+    ck_assert_int_gt(pr.modified, m1);
+    picl__stc_post_result_clear(&pr);
+    json_decref(list);
+
+    picl_stc_query q = {.newer = -1, .older = -1, .if_modified_since = -1,
+                        .if_unmodified_since = -1, .sort = "index", .full = 1};
+    ck_assert_int_eq(picl__stc_get(C, "tabs", &q, &j, NULL), PICL_OK);
+    ck_assert_int_eq(json_array_size(j), 6);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(j, 0), "id")), "p4");
+    ck_assert_int_eq(picl__stc_last(C)->records, 6);
+    json_decref(j);
+
+    const char *names[] = {"quota", "collection_usage", "collection_counts", "configuration"};
+    for (size_t i = 0; i < 4; i++) {
+        ck_assert_int_eq(picl__stc_info(C, names[i], -1, &j), PICL_OK);
+        ck_assert_ptr_nonnull(j);
+        json_decref(j);
+    }
+    ck_assert_int_eq(picl__stc_info(C, "nonsense", -1, &j), PICL_ERROR_INVALID_ARGUMENT);
+
+    const char *ids[] = {"p0", "p1"};
+    int64_t m;
+    ck_assert_int_eq(picl__stc_delete(C, "tabs", ids, 2, -1, &m), PICL_OK);
+    ck_assert_int_eq(picl__stc_delete_item(C, "tabs", "a b/c", -1, &m), PICL_OK);
+    ck_assert_int_eq(picl__stc_get_item(C, "tabs", "a b/c", &j), PICL_ERROR_NOT_FOUND);
+    ck_assert_ptr_null(j);
+    ck_assert_int_eq(picl__stc_last(C)->http_status, 404);
+    ck_assert_int_eq(picl__stc_info(C, "collection_counts", -1, &j), PICL_OK);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "tabs")), 3);
+    json_decref(j);
+    ck_assert_int_eq(picl__stc_delete(C, "tabs", NULL, 0, -1, &m), PICL_OK);
+    ck_assert_int_eq(picl__stc_delete(C, "tabs", NULL, 0, -1, &m), PICL_ERROR_NOT_FOUND);
+    b = bso("z", "z", 1);
+    ck_assert_int_eq(picl__stc_put(C, "other", "z", b, -1, NULL), PICL_OK);
+    json_decref(b);
+    ck_assert_int_eq(picl__stc_delete_all(C, -1, &m), PICL_OK);
+    ck_assert_int_eq(picl__stc_info(C, "collections", -1, &j), PICL_OK);
+    ck_assert_int_eq(json_object_size(j), 0);
+    json_decref(j);
+}
+END_TEST
+
+START_TEST(test_paging)
+{
+    json_t *list = json_array();
+    for (int i = 0; i < 25; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "r%02d", i);
+        json_array_append_new(list, bso(id, "x", i));
+    }
+    picl_stc_post_result pr;
+    ck_assert_int_eq(picl__stc_post(C, "h", list, -1, &pr), PICL_OK);
+    picl__stc_post_result_clear(&pr);
+    json_decref(list);
+    picl_stc_query q = {.newer = -1, .older = -1, .if_modified_since = -1,
+                        .if_unmodified_since = -1, .limit = 4, .sort = "oldest"};
+    json_t *all;
+    ck_assert_int_eq(picl__stc_get_all(C, "h", &q, 0, &all), PICL_OK);
+    ck_assert_int_eq(json_array_size(all), 25);
+    for (int i = 0; i < 25; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "r%02d", i);
+        ck_assert_str_eq(json_string_value(json_array_get(all, (size_t)i)), id);
+    }
+    json_decref(all);
+    ck_assert_int_eq(picl__stc_get_all(C, "h", &q, 10, &all), PICL_ERROR_TOO_LARGE);
+    ck_assert_ptr_null(all);
+    /* one page by hand */
+    json_t *page;
+    char *next = NULL;
+    ck_assert_int_eq(picl__stc_get(C, "h", &q, &page, &next), PICL_OK);
+    ck_assert_int_eq(json_array_size(page), 4);
+    ck_assert_ptr_nonnull(next);
+    json_decref(page);
+    free(next);
+}
+END_TEST
+
+START_TEST(test_conditions)
+{
+    json_t *b = bso("a", "x", 1), *j;
+    int64_t m;
+    ck_assert_int_eq(picl__stc_put(C, "c", "a", b, -1, &m), PICL_OK);
+    ck_assert_int_eq(picl__stc_put(C, "c", "a", b, m - 1, NULL), PICL_ERROR_CONFLICT);
+    ck_assert_int_eq(picl__stc_last(C)->http_status, 412);
+    json_decref(b);
+    b = bso("b", "x", 1);
+    ck_assert_int_eq(picl__stc_put(C, "c", "b", b, 0, NULL), PICL_OK);
+    ck_assert_int_eq(picl__stc_put(C, "c", "b", b, 0, NULL), PICL_ERROR_CONFLICT);
+    json_decref(b);
+    ck_assert_int_eq(picl__stc_info(C, "collections", -1, &j), PICL_OK);
+    int64_t now = picl__stc_last(C)->last_modified;
+    json_decref(j);
+    ck_assert_int_eq(picl__stc_info(C, "collections", now, &j), PICL_OK);
+    ck_assert_ptr_null(j);
+    ck_assert_int_eq(picl__stc_last(C)->not_modified, 1);
+    picl_stc_query q = {.newer = -1, .older = -1, .if_modified_since = -1,
+                        .if_unmodified_since = m - 1};
+    ck_assert_int_eq(picl__stc_get(C, "c", &q, &j, NULL), PICL_ERROR_CONFLICT);
+    ck_assert_ptr_null(j);
+}
+END_TEST
+
+START_TEST(test_backoff)
+{
+    json_t *j;
+    storage_server_set_backoff(SF.srv, 7);
+    ck_assert_int_eq(picl__stc_info(C, "collections", -1, &j), PICL_OK);
+    json_decref(j);
+    ck_assert_int_eq(picl__stc_last(C)->backoff_s, 7);
+    storage_server_set_backoff(SF.srv, 0);
+    /* remembered: no request is sent until it has passed */
+    ck_assert_int_eq(picl__stc_info(C, "collections", -1, &j), PICL_ERROR_BACKOFF);
+    ck_assert_int_eq(picl__stc_last(C)->http_status, 0);
+    ck_assert_int_ge(picl__stc_last(C)->backoff_s, 6);
+    picl__stc_clear_backoff(C);
+    storage_server_set_unavailable(SF.srv, 42);
+    ck_assert_int_eq(picl__stc_info(C, "collections", -1, &j), PICL_ERROR_BACKOFF);
+    ck_assert_int_eq(picl__stc_last(C)->http_status, 503);
+    ck_assert_int_eq(picl__stc_last(C)->backoff_s, 42);
+    storage_server_set_unavailable(SF.srv, 0);
+    ck_assert_int_eq(picl__stc_info(C, "collections", -1, &j), PICL_ERROR_BACKOFF);
+    picl__stc_clear_backoff(C);
+    ck_assert_int_eq(picl__stc_info(C, "collections", -1, &j), PICL_OK);
+    json_decref(j);
+}
+END_TEST
+
+static int refreshes;
+static picl_status refresh_ok(void *ctx, char **ep, char **id, char **key)
+{
+    refreshes++;
+    *ep = strdup(endpoint);
+    *id = strdup(SF.cred.token);
+    *key = strdup(SF.cred.key);
+    return PICL_OK;
+}
+
+static picl_status refresh_fail(void *ctx, char **ep, char **id, char **key)
+{
+    refreshes++;
+    return PICL_ERROR_NETWORK;
+}
+
+START_TEST(test_token_refresh)
+{
+    tu_cred old;
+    tu_mint(&old, SF_SECRET, SF_SECRET_LEN, SF.node, SF_UID, -3600);
+    picl_stc *c;
+    ck_assert_int_eq(picl__stc_new(&c, endpoint, old.token, old.key), PICL_OK);
+    json_t *j;
+    ck_assert_int_eq(picl__stc_get(c, "x", NULL, &j, NULL), PICL_ERROR_TOKEN);
+    ck_assert_int_eq(picl__stc_last(c)->http_status, 401);
+    picl__stc_set_refresh(c, refresh_fail, NULL);
+    refreshes = 0;
+    ck_assert_int_eq(picl__stc_get(c, "x", NULL, &j, NULL), PICL_ERROR_NETWORK);
+    ck_assert_int_eq(refreshes, 1);
+    picl__stc_set_refresh(c, refresh_ok, NULL);
+    refreshes = 0;
+    ck_assert_int_eq(picl__stc_get(c, "x", NULL, &j, NULL), PICL_OK);
+    ck_assert_int_eq(refreshes, 1);
+    json_decref(j);
+    /* now the new credentials are used without a refresh */
+    ck_assert_int_eq(picl__stc_get(c, "x", NULL, &j, NULL), PICL_OK);
+    ck_assert_int_eq(refreshes, 1);
+    json_decref(j);
+    picl__stc_free(c);
+    tu_cred_free(&old);
+}
+END_TEST
+
+START_TEST(test_errors)
+{
+    picl_stc *c;
+    ck_assert_int_eq(picl__stc_new(&c, "ftp://x/1.5/1", "a", "b"), PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__stc_new(&c, "http://127.0.0.1:1/1.5/42", SF.cred.token, SF.cred.key),
+                     PICL_OK);
+    json_t *j;
+    ck_assert_int_eq(picl__stc_info(c, "collections", -1, &j), PICL_ERROR_NETWORK);
+    picl__stc_free(c);
+    json_t *b = json_pack("{s:i}", "ttl", -1);
+    ck_assert_int_eq(picl__stc_put(C, "c", "a", b, -1, NULL), PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__stc_last(C)->error_code, 8);
+    json_decref(b);
+    b = bso("a", "x", 1);
+    ck_assert_int_eq(picl__stc_put(C, "bad/name", "a", b, -1, NULL), PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__stc_last(C)->error_code, 13);
+    json_decref(b);
+}
+END_TEST
+
+/* ---- batching within small limits ------------------------------------- */
+
+static void small_setup(void)
+{
+    storage_config c = {.limits = {.max_post_records = 3, .max_post_bytes = 100,
+                                   .max_total_records = 20, .max_total_bytes = 1000}};
+    client_setup_with(&c);
+}
+
+START_TEST(test_batching)
+{
+    json_t *list = json_array();
+    for (int i = 0; i < 10; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "b%d", i);
+        json_array_append_new(list, bso(id, "0123456789012345678901234567890123456789", i));
+    }
+    picl_stc_post_result pr;
+    ck_assert_int_eq(picl__stc_post(C, "many", list, -1, &pr), PICL_OK);
+    ck_assert_int_eq(json_array_size(pr.success), 10);
+    int64_t t = pr.modified;
+    picl__stc_post_result_clear(&pr);
+    picl_stc_query q = {.newer = -1, .older = -1, .if_modified_since = -1,
+                        .if_unmodified_since = -1, .full = 1};
+    json_t *all;
+    ck_assert_int_eq(picl__stc_get(C, "many", &q, &all, NULL), PICL_OK);
+    ck_assert_int_eq(json_array_size(all), 10);
+    for (size_t i = 0; i < 10; i++) {
+        double mod = json_real_value(json_object_get(json_array_get(all, i), "modified"));
+        ck_assert_int_eq((int64_t)(mod * 100 + 0.5), t);
+    }
+    json_decref(all);
+    /* over max_total_records: refused before anything is sent */
+    for (int i = 10; i < 21; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "b%d", i);
+        json_array_append_new(list, bso(id, "x", i));
+    }
+    json_t *before;
+    ck_assert_int_eq(picl__stc_info(C, "collections", -1, &before), PICL_OK);
+    ck_assert_int_eq(picl__stc_post(C, "many", list, -1, &pr), PICL_ERROR_TOO_LARGE);
+    ck_assert_ptr_null(pr.success);
+    json_t *after;
+    ck_assert_int_eq(picl__stc_info(C, "collections", -1, &after), PICL_OK);
+    ck_assert(json_equal(before, after));
+    json_decref(before);
+    json_decref(after);
+    json_decref(list);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("storage_client");
+    TCase *tc = tcase_create("client");
+    tcase_add_checked_fixture(tc, client_setup, client_teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_roundtrip_all_calls);
+    tcase_add_test(tc, test_paging);
+    tcase_add_test(tc, test_conditions);
+    tcase_add_test(tc, test_backoff);
+    tcase_add_test(tc, test_token_refresh);
+    tcase_add_test(tc, test_errors);
+    suite_add_tcase(s, tc);
+    TCase *sm = tcase_create("small");
+    tcase_add_checked_fixture(sm, small_setup, client_teardown);
+    tcase_set_timeout(sm, 60);
+    tcase_add_test(sm, test_batching);
+    suite_add_tcase(s, sm);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(suite());
+}
