@@ -39,6 +39,10 @@ async function dumpBookmarks() {
       e.tags = PU.tagging.getTagsForURI(Services.io.newURI(b.url.href)).sort();
       let kw = await PU.keywords.fetch({ url: b.url.href });
       e.keyword = kw ? kw.keyword : null;
+      /* found by URL = url_hash right (Places looks URLs up by hash) */
+      let same = [];
+      await PU.bookmarks.fetch({ url: b.url.href }, x => same.push(x.guid));
+      e.byUrl = same.includes(node.guid);
     }
     if (node.children) {
       e.children = node.children.map(c => c.guid).filter(g => g != PU.bookmarks.tagsGuid);
@@ -63,9 +67,11 @@ async function dumpHistory() {
     if (!info) {
       continue;
     }
+    let byUrl = await PU.history.fetch(info.url.href);
     list.push({
       guid: info.guid,
       url: info.url.href,
+      byUrl: !!byUrl && byUrl.guid == info.guid,
       title: info.title,
       frecency: info.frecency,
       visits: (info.visits || []).map(v => ({ date: v.date.getTime(), transition: v.transition })),

@@ -1,0 +1,829 @@
+/* places_bookmarks.c -- the bookmarks store over moz_bookmarks, tags and keywords (see places.h). */
+#include "stores/places_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BM_MAX_TAGS 100
+#define BM_MAX_TAG_LEN 100
+#define BM_MAX_KEYWORD_LEN 256
+#define BM_MAX_CHILDREN 10000
+#define BM_NEW_POSITION 1000000000 /* a placeholder: renumbered before COMMIT */
+
+/* Sync ids of the four synced roots and their Places GUIDs. */
+static const struct {
+    const char *sync, *guid;
+} roots[] = {
+    {"menu", "menu________"},
+    {"toolbar", "toolbar_____"},
+    {"unfiled", "unfiled_____"},
+    {"mobile", "mobile______"},
+};
+
+/* Items that are records: the four roots and everything under them. */
+#define SYNCABLE                                                                                  \
+    "WITH RECURSIVE syncable(id) AS (SELECT id FROM moz_bookmarks WHERE guid IN ('menu________', " \
+    "'toolbar_____', 'unfiled_____', 'mobile______') UNION ALL SELECT b.id FROM moz_bookmarks b "  \
+    "JOIN syncable s ON b.parent = s.id) "
+
+/* Sync id -> Places GUID (into buf); NULL when it is neither a root name nor a GUID. */
+static const char *to_guid(const char *id, char buf[PLACES_GUID_LEN + 1])
+{
+    if (!id)
+        return NULL;
+    for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++)
+        if (strcmp(id, roots[i].sync) == 0)
+            return roots[i].guid;
+    if (!picl__places_valid_guid(id))
+        return NULL;
+    memcpy(buf, id, PLACES_GUID_LEN + 1);
+    return buf;
+}
+
+/* Places GUID -> Sync id (root________ -> "places"). */
+static const char *to_sync(const char *guid)
+{
+    if (!guid)
+        return NULL;
+    for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++)
+        if (strcmp(guid, roots[i].guid) == 0)
+            return roots[i].sync;
+    if (strcmp(guid, "root________") == 0)
+        return "places";
+    return guid;
+}
+
+static int is_root_guid(const char *g)
+{
+    return strcmp(g, "root________") == 0 || strcmp(g, "tags________") == 0 || strcmp(g, "menu________") == 0 ||
+           strcmp(g, "toolbar_____") == 0 || strcmp(g, "unfiled_____") == 0 || strcmp(g, "mobile______") == 0;
+}
+
+static picl_status id_of(places *p, const char *guid, int64_t *id)
+{
+    sqlite3_stmt *st = NULL;
+    *id = 0;
+    picl_status rc = picl__places_prep(p, &st, "SELECT id FROM moz_bookmarks WHERE guid = ?");
+    if (rc != PICL_OK)
+        return rc;
+    sqlite3_bind_text(st, 1, guid, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        *id = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return PICL_OK;
+}
+
+picl_status picl__places_bookmarks_init(places *p)
+{
+    picl_status rc = picl__places_exec(p, "CREATE TEMP TABLE IF NOT EXISTS picl_pos(id INTEGER PRIMARY KEY, rn INTEGER)");
+    if (rc == PICL_OK)
+        rc = id_of(p, "root________", &p->root_id);
+    if (rc == PICL_OK)
+        rc = id_of(p, "tags________", &p->tags_id);
+    if (rc == PICL_OK)
+        rc = id_of(p, "unfiled_____", &p->unfiled_id);
+    if (rc == PICL_OK && (!p->root_id || !p->tags_id || !p->unfiled_id))
+        rc = picl__store_fail(&p->base, PICL_ERROR_DATABASE, "places.sqlite has no bookmark roots");
+    return rc;
+}
+
+/* ---- reading ------------------------------------------------------------- */
+
+static picl_status text_list(places *p, const char *sql, int64_t arg, json_t *into)
+{
+    sqlite3_stmt *st = NULL;
+    picl_status rc = picl__places_prep(p, &st, sql);
+    if (rc != PICL_OK)
+        return rc;
+    sqlite3_bind_int64(st, 1, arg);
+    int r;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW)
+        json_array_append_new(into, json_string(to_sync((const char *)sqlite3_column_text(st, 0))));
+    sqlite3_finalize(st);
+    return r == SQLITE_DONE ? PICL_OK : picl__store_fail(&p->base, PICL_ERROR_DATABASE, "list failed");
+}
+
+/* The record of item `id` (a syncable item). */
+static picl_status bookmark_record(places *p, int64_t id, json_t **out)
+{
+    sqlite3_stmt *st = NULL;
+    *out = NULL;
+    picl_status rc = picl__places_prep(p, &st,
+        "SELECT b.guid, b.type, b.title, b.dateAdded, par.guid, par.title, h.url, h.id "
+        "FROM moz_bookmarks b LEFT JOIN moz_bookmarks par ON par.id = b.parent "
+        "LEFT JOIN moz_places h ON h.id = b.fk WHERE b.id = ?");
+    if (rc != PICL_OK)
+        return rc;
+    sqlite3_bind_int64(st, 1, id);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        return PICL_OK;
+    }
+    const char *guid = (const char *)sqlite3_column_text(st, 0);
+    int type = sqlite3_column_int(st, 1);
+    const char *title = (const char *)sqlite3_column_text(st, 2);
+    const char *url = (const char *)sqlite3_column_text(st, 6);
+    int64_t place = sqlite3_column_int64(st, 7);
+    const char *kind = type == 2 ? "folder" : type == 3 ? "separator"
+                       : (url && strncmp(url, "place:", 6) == 0) ? "query" : "bookmark";
+    const char *parent = to_sync((const char *)sqlite3_column_text(st, 4));
+    const char *pname = (const char *)sqlite3_column_text(st, 5);
+    json_t *r = json_pack("{s:s, s:s, s:s, s:s, s:I}", "id", to_sync(guid), "type", kind, "parentid",
+                          parent ? parent : "places", "parentName", pname ? pname : "", "dateAdded",
+                          (json_int_t)(sqlite3_column_int64(st, 3) / 1000));
+    if (r && type != 3)
+        json_object_set_new(r, "title", json_string(title ? title : ""));
+    if (r && type == 1 && url) {
+        json_object_set_new(r, "bmkUri", json_string(url));
+        json_t *tags = json_array();
+        rc = text_list(p,
+            "SELECT t.title FROM moz_bookmarks e JOIN moz_bookmarks t ON t.id = e.parent "
+            "WHERE e.fk = ?1 AND t.parent = (SELECT id FROM moz_bookmarks WHERE guid = 'tags________') "
+            "ORDER BY t.title", place, tags);
+        json_object_set_new(r, "tags", tags);
+        sqlite3_stmt *k = NULL;
+        if (rc == PICL_OK && (rc = picl__places_prep(p, &k, "SELECT keyword FROM moz_keywords WHERE place_id = ? "
+                                                            "ORDER BY id LIMIT 1")) == PICL_OK) {
+            sqlite3_bind_int64(k, 1, place);
+            if (sqlite3_step(k) == SQLITE_ROW)
+                json_object_set_new(r, "keyword", json_string((const char *)sqlite3_column_text(k, 0)));
+        }
+        sqlite3_finalize(k);
+    }
+    if (r && type == 2 && rc == PICL_OK) {
+        json_t *kids = json_array();
+        rc = text_list(p, "SELECT guid FROM moz_bookmarks WHERE parent = ? ORDER BY position, id", id, kids);
+        json_object_set_new(r, "children", kids);
+    }
+    sqlite3_finalize(st);
+    if (!r)
+        return picl__store_fail(&p->base, PICL_ERROR_NO_MEMORY, "out of memory");
+    if (rc != PICL_OK) {
+        json_decref(r);
+        return rc;
+    }
+    *out = r;
+    return PICL_OK;
+}
+
+/* Records of the items a query selects (column 0 = item id, 1 = guid,
+ * 2 = counter); remembers guid -> counter in `seen` when given. */
+static picl_status collect(places *p, const char *sql, json_t *a, json_t *seen)
+{
+    sqlite3_stmt *st = NULL;
+    picl_status rc = picl__places_prep(p, &st, sql);
+    int r = SQLITE_DONE;
+    while (rc == PICL_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
+        json_t *rec = NULL;
+        rc = bookmark_record(p, sqlite3_column_int64(st, 0), &rec);
+        if (rec)
+            json_array_append_new(a, rec);
+        if (seen)
+            json_object_set_new(seen, (const char *)sqlite3_column_text(st, 1),
+                                json_integer(sqlite3_column_int64(st, 2)));
+    }
+    if (rc == PICL_OK && r != SQLITE_DONE)
+        rc = picl__store_fail(&p->base, PICL_ERROR_DATABASE, "places.sqlite: %s", sqlite3_errmsg(p->db));
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static picl_status bm_changes(picl_store *s, json_t **out)
+{
+    places *p = (places *)s;
+    *out = NULL;
+    json_t *a = json_array(), *seen = json_object();
+    picl_status rc = collect(p, SYNCABLE "SELECT b.id, b.guid, b.syncChangeCounter FROM moz_bookmarks b "
+                                         "WHERE b.syncChangeCounter > 0 AND b.id IN syncable ORDER BY b.id",
+                             a, seen);
+    sqlite3_stmt *st = NULL;
+    if (rc == PICL_OK)
+        rc = picl__places_prep(p, &st, "SELECT guid FROM moz_bookmarks_deleted ORDER BY dateRemoved, guid");
+    int r = SQLITE_DONE;
+    while (rc == PICL_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *g = (const char *)sqlite3_column_text(st, 0);
+        if (json_object_get(seen, g))
+            continue; /* re-created since: the live record wins */
+        json_array_append_new(a, json_pack("{s:s, s:b}", "id", to_sync(g), "deleted", 1));
+        json_object_set_new(seen, g, json_integer(0));
+    }
+    sqlite3_finalize(st);
+    if (rc != PICL_OK || r != SQLITE_DONE) {
+        json_decref(a);
+        json_decref(seen);
+        return rc != PICL_OK ? rc : picl__store_fail(s, PICL_ERROR_DATABASE, "tombstones");
+    }
+    json_decref(p->reported);
+    p->reported = seen;
+    *out = a;
+    return PICL_OK;
+}
+
+static picl_status bm_all(picl_store *s, json_t **out)
+{
+    places *p = (places *)s;
+    json_t *a = json_array();
+    picl_status rc = collect(p, SYNCABLE "SELECT b.id, b.guid, 0 FROM moz_bookmarks b WHERE b.id IN syncable "
+                                         "ORDER BY b.id", a, NULL);
+    if (rc != PICL_OK) {
+        json_decref(a);
+        a = NULL;
+    }
+    *out = a;
+    return rc;
+}
+
+static picl_status bm_get(picl_store *s, const char *id, json_t **out)
+{
+    places *p = (places *)s;
+    char buf[PLACES_GUID_LEN + 1];
+    const char *g = to_guid(id, buf);
+    *out = NULL;
+    if (!g)
+        return PICL_OK;
+    sqlite3_stmt *st = NULL;
+    picl_status rc = picl__places_prep(p, &st, SYNCABLE "SELECT b.id FROM moz_bookmarks b WHERE b.guid = ? "
+                                                        "AND b.id IN syncable");
+    if (rc != PICL_OK)
+        return rc;
+    sqlite3_bind_text(st, 1, g, -1, SQLITE_STATIC);
+    int64_t item = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+    return item ? bookmark_record(p, item, out) : PICL_OK;
+}
+
+/* ---- parsing incoming records (the one parser of bookmark input) --------- */
+
+typedef struct bm_in {
+    char guid[PLACES_GUID_LEN + 1];
+    char parent[PLACES_GUID_LEN + 1];
+    int deleted, root, type; /* type: 1 bookmark/query, 2 folder/livemark, 3 separator */
+    const char *title, *url, *keyword;
+    const json_t *tags, *children;
+    int64_t date_added; /* µs, 0 = not given */
+} bm_in;
+
+static picl_status bad(places *p, size_t i, const char *what)
+{
+    return picl__store_fail(&p->base, PICL_ERROR_ENCODING, "bookmark record %zu: %s", i, what);
+}
+
+static picl_status parse_bookmark(places *p, const json_t *r, size_t i, bm_in *b)
+{
+    char buf[PLACES_GUID_LEN + 1];
+    memset(b, 0, sizeof *b);
+    if (!json_is_object(r))
+        return bad(p, i, "not an object");
+    const char *id = json_string_value(json_object_get(r, "id"));
+    const char *g = to_guid(id, buf);
+    if (!g || strcmp(g, "root________") == 0 || strcmp(g, "tags________") == 0)
+        return bad(p, i, "bad id");
+    memcpy(b->guid, g, PLACES_GUID_LEN + 1);
+    b->root = is_root_guid(g);
+    if ((id && strcmp(id, g) == 0) && b->root)
+        return bad(p, i, "a root is named menu/toolbar/unfiled/mobile");
+    json_t *del = json_object_get(r, "deleted");
+    if (del && !json_is_boolean(del))
+        return bad(p, i, "bad deleted");
+    if (json_is_true(del)) {
+        if (b->root)
+            return bad(p, i, "a root cannot be deleted");
+        b->deleted = 1;
+        return PICL_OK;
+    }
+    const char *type = json_string_value(json_object_get(r, "type"));
+    if (!type)
+        return bad(p, i, "no type");
+    if (strcmp(type, "bookmark") == 0 || strcmp(type, "query") == 0)
+        b->type = 1;
+    else if (strcmp(type, "folder") == 0 || strcmp(type, "livemark") == 0)
+        b->type = 2;
+    else if (strcmp(type, "separator") == 0)
+        b->type = 3;
+    else
+        return bad(p, i, "unknown type");
+    if (b->root && b->type != 2)
+        return bad(p, i, "a root is a folder");
+    if (!b->root) {
+        const char *par = to_guid(json_string_value(json_object_get(r, "parentid")), buf);
+        if (!par || strcmp(par, "tags________") == 0 || strcmp(par, "root________") == 0 ||
+            strcmp(par, b->guid) == 0)
+            return bad(p, i, "bad parentid");
+        memcpy(b->parent, par, PLACES_GUID_LEN + 1);
+    }
+    json_t *t = json_object_get(r, "title");
+    if (t && !json_is_null(t) && !json_is_string(t))
+        return bad(p, i, "bad title");
+    b->title = json_string_value(t);
+    if (b->title && strlen(b->title) > PLACES_MAX_TITLE)
+        return bad(p, i, "title too long");
+    if (b->type == 1) {
+        b->url = json_string_value(json_object_get(r, "bmkUri"));
+        if (!picl__places_valid_url(b->url))
+            return bad(p, i, "bad bmkUri");
+        json_t *tags = json_object_get(r, "tags");
+        if (tags && !json_is_null(tags)) {
+            if (!json_is_array(tags) || json_array_size(tags) > BM_MAX_TAGS)
+                return bad(p, i, "bad tags");
+            size_t k;
+            json_t *v;
+            json_array_foreach(tags, k, v) {
+                const char *s = json_string_value(v);
+                if (!s || !*s || strlen(s) > BM_MAX_TAG_LEN)
+                    return bad(p, i, "bad tag");
+            }
+            b->tags = tags;
+        }
+        json_t *kw = json_object_get(r, "keyword");
+        if (kw && !json_is_null(kw)) {
+            b->keyword = json_string_value(kw);
+            if (!b->keyword || !*b->keyword || strlen(b->keyword) > BM_MAX_KEYWORD_LEN ||
+                strpbrk(b->keyword, " \t\r\n"))
+                return bad(p, i, "bad keyword");
+        }
+    }
+    json_t *kids = json_object_get(r, "children");
+    if (kids && !json_is_null(kids)) {
+        if (b->type != 2 || !json_is_array(kids) || json_array_size(kids) > BM_MAX_CHILDREN)
+            return bad(p, i, "bad children");
+        size_t k;
+        json_t *v;
+        json_array_foreach(kids, k, v) {
+            if (!to_guid(json_string_value(v), buf))
+                return bad(p, i, "bad child id");
+        }
+        b->children = kids;
+    }
+    json_t *da = json_object_get(r, "dateAdded");
+    if (da && !json_is_null(da)) {
+        if (!json_is_integer(da) || json_integer_value(da) < 0 || json_integer_value(da) > 0x7fffffffffffLL)
+            return bad(p, i, "bad dateAdded");
+        b->date_added = (int64_t)json_integer_value(da) * 1000;
+    }
+    return PICL_OK;
+}
+
+/* ---- applying ------------------------------------------------------------ */
+
+/* Runs sql with parameters bound by `types` ('i' int64, 'n' int64 with 0 as
+ * NULL, 't' text or NULL);
+ * when out is given, *out = the first column of the first row (0 if none). */
+static picl_status vq(places *p, int64_t *out, const char *sql, const char *types, va_list ap)
+{
+    sqlite3_stmt *st = NULL;
+    picl_status rc = picl__places_prep(p, &st, sql);
+    if (rc != PICL_OK)
+        return rc;
+    for (int i = 0; types[i]; i++) {
+        if (types[i] == 'i') {
+            sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
+        } else if (types[i] == 'n') {
+            int64_t v = va_arg(ap, int64_t);
+            if (v)
+                sqlite3_bind_int64(st, i + 1, v);
+            else
+                sqlite3_bind_null(st, i + 1);
+        } else {
+            const char *s = va_arg(ap, const char *);
+            if (s)
+                sqlite3_bind_text(st, i + 1, s, -1, SQLITE_TRANSIENT);
+            else
+                sqlite3_bind_null(st, i + 1);
+        }
+    }
+    int r = sqlite3_step(st);
+    if (out)
+        *out = r == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    if (r != SQLITE_ROW && r != SQLITE_DONE)
+        rc = picl__store_fail(&p->base, PICL_ERROR_DATABASE, "places.sqlite: %s", sqlite3_errmsg(p->db));
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static picl_status q(places *p, const char *sql, const char *types, ...)
+{
+    va_list ap;
+    va_start(ap, types);
+    picl_status rc = vq(p, NULL, sql, types, ap);
+    va_end(ap);
+    return rc;
+}
+
+static picl_status q1(places *p, int64_t *out, const char *sql, const char *types, ...)
+{
+    va_list ap;
+    va_start(ap, types);
+    picl_status rc = vq(p, out, sql, types, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* Positions 0..n-1 in the current order (placeholders and ties by id). */
+static picl_status renumber(places *p, int64_t parent)
+{
+    /* computed first, then written: a correlated subquery would see the
+     * rows it is rewriting */
+    picl_status rc = q(p, "DELETE FROM temp.picl_pos", "");
+    if (rc == PICL_OK)
+        rc = q(p, "INSERT INTO temp.picl_pos(id, rn) SELECT id, ROW_NUMBER() OVER (ORDER BY position, id) - 1 "
+                  "FROM moz_bookmarks WHERE parent = ?1", "i", parent);
+    if (rc == PICL_OK)
+        rc = q(p, "UPDATE moz_bookmarks SET position = (SELECT rn FROM temp.picl_pos r WHERE r.id = moz_bookmarks.id) "
+                  "WHERE parent = ?1 AND position != (SELECT rn FROM temp.picl_pos r WHERE r.id = moz_bookmarks.id)",
+               "i", parent);
+    return rc;
+}
+
+static picl_status mark_parent(places *p, json_t *parents, int64_t id)
+{
+    char key[32];
+    snprintf(key, sizeof key, "%lld", (long long)id);
+    return json_object_set_new(parents, key, json_true()) == 0
+               ? PICL_OK
+               : picl__store_fail(&p->base, PICL_ERROR_NO_MEMORY, "out of memory");
+}
+
+/* Makes url's keyword kw (NULL: none); a keyword names one URL. */
+static picl_status set_keyword(places *p, int64_t place, const char *kw)
+{
+    picl_status rc = q(p, "INSERT OR IGNORE INTO temp.picl_touched(place_id) SELECT place_id FROM moz_keywords "
+                          "WHERE keyword = ?1 OR place_id = ?2", "ti", kw, place);
+    if (rc == PICL_OK)
+        rc = q(p, "DELETE FROM moz_keywords WHERE (place_id = ?2 AND (?1 IS NULL OR keyword != ?1)) "
+                  "OR (keyword = ?1 AND place_id != ?2)", "ti", kw, place);
+    if (rc == PICL_OK && kw)
+        rc = q(p, "INSERT OR IGNORE INTO moz_keywords(keyword, place_id) VALUES (?, ?)", "ti", kw, place);
+    return rc;
+}
+
+/* Makes the tags of url exactly `tags` (an array of strings, NULL = none),
+ * kept as Firefox does: a folder per tag under tags________ holding one
+ * entry per tagged URL. */
+static picl_status set_tags(places *p, int64_t place, const json_t *tags, int64_t now)
+{
+    sqlite3_stmt *st = NULL;
+    picl_status rc = picl__places_prep(p, &st,
+        "SELECT e.id, t.title FROM moz_bookmarks e JOIN moz_bookmarks t ON t.id = e.parent "
+        "WHERE e.fk = ? AND t.parent = ?");
+    if (rc != PICL_OK)
+        return rc;
+    sqlite3_bind_int64(st, 1, place);
+    sqlite3_bind_int64(st, 2, p->tags_id);
+    json_t *have = json_object(); /* tag -> entry id */
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *t = (const char *)sqlite3_column_text(st, 1);
+        json_object_set_new(have, t ? t : "", json_integer(sqlite3_column_int64(st, 0)));
+    }
+    sqlite3_finalize(st);
+    const char *tag;
+    json_t *v;
+    json_object_foreach(have, tag, v) {
+        int keep = 0;
+        size_t k;
+        json_t *w;
+        json_array_foreach(tags, k, w) keep |= strcmp(json_string_value(w), tag) == 0;
+        if (!keep && rc == PICL_OK)
+            rc = q(p, "DELETE FROM moz_bookmarks WHERE id = ?", "i", (int64_t)json_integer_value(v));
+    }
+    size_t k;
+    json_array_foreach(tags, k, v) {
+        const char *t = json_string_value(v);
+        if (rc != PICL_OK || json_object_get(have, t))
+            continue;
+        json_object_set_new(have, t, json_integer(0)); /* a tag listed twice */
+        int64_t folder = 0;
+        char guid[PLACES_GUID_LEN + 1];
+        rc = q1(p, &folder, "SELECT id FROM moz_bookmarks WHERE parent = ? AND type = 2 AND title = ?", "it",
+                p->tags_id, t);
+        if (rc == PICL_OK && !folder && (rc = picl__places_new_guid(p, guid)) == PICL_OK) {
+            rc = q(p, "INSERT INTO moz_bookmarks(type, parent, position, title, dateAdded, lastModified, guid, "
+                      "syncStatus, syncChangeCounter) VALUES (2, ?1, (SELECT count(*) FROM moz_bookmarks "
+                      "WHERE parent = ?1), ?2, ?3, ?3, ?4, 2, 0)", "itit", p->tags_id, t, now, guid);
+            folder = sqlite3_last_insert_rowid(p->db);
+        }
+        if (rc == PICL_OK)
+            rc = picl__places_new_guid(p, guid);
+        if (rc == PICL_OK)
+            rc = q(p, "INSERT INTO moz_bookmarks(type, fk, parent, position, dateAdded, lastModified, guid, "
+                      "syncStatus, syncChangeCounter) VALUES (1, ?1, ?2, (SELECT count(*) FROM moz_bookmarks "
+                      "WHERE parent = ?2), ?3, ?3, ?4, 2, 0)", "iiit", place, folder, now, guid);
+    }
+    json_decref(have);
+    if (rc == PICL_OK)
+        rc = picl__places_touch(p, place);
+    return rc;
+}
+
+/* After bookmarks of a URL went away: a URL nobody bookmarks keeps no tags
+ * and no keyword (as Firefox's Bookmarks.remove does). */
+static picl_status drop_orphan_url(places *p, int64_t place)
+{
+    int64_t n = 0;
+    picl_status rc = q1(p, &n, "SELECT count(*) FROM moz_bookmarks b JOIN moz_bookmarks par ON par.id = b.parent "
+                               "WHERE b.fk = ? AND par.parent != ?", "ii", place, p->tags_id);
+    if (rc == PICL_OK && n == 0)
+        rc = set_tags(p, place, NULL, 0);
+    if (rc == PICL_OK && n == 0)
+        rc = set_keyword(p, place, NULL);
+    if (rc == PICL_OK)
+        rc = picl__places_touch(p, place);
+    return rc;
+}
+
+/* Is `anc` the item `id` or one of its ancestors? */
+static picl_status is_ancestor(places *p, int64_t anc, int64_t id, int *yes)
+{
+    int64_t n = 0;
+    picl_status rc = q1(p, &n, "WITH RECURSIVE up(id) AS (SELECT ?2 UNION ALL SELECT b.parent FROM moz_bookmarks b "
+                               "JOIN up ON b.id = up.id WHERE b.parent IS NOT NULL AND b.parent != 0) "
+                               "SELECT count(*) FROM up WHERE id = ?1", "ii", anc, id);
+    *yes = n > 0;
+    return rc;
+}
+
+static picl_status syncable_item(places *p, const char *guid, int64_t *id, int64_t *type, int64_t *fk,
+                                 int64_t *parent)
+{
+    sqlite3_stmt *st = NULL;
+    *id = *type = *fk = *parent = 0;
+    picl_status rc = picl__places_prep(p, &st, SYNCABLE "SELECT b.id, b.type, b.fk, b.parent FROM moz_bookmarks b "
+                                                        "WHERE b.guid = ? AND b.id IN syncable");
+    if (rc != PICL_OK)
+        return rc;
+    sqlite3_bind_text(st, 1, guid, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        *id = sqlite3_column_int64(st, 0);
+        *type = sqlite3_column_int64(st, 1);
+        *fk = sqlite3_column_int64(st, 2);
+        *parent = sqlite3_column_int64(st, 3);
+    }
+    sqlite3_finalize(st);
+    return PICL_OK;
+}
+
+static picl_status apply_delete(places *p, const bm_in *b, json_t *parents, int64_t now)
+{
+    int64_t id, type, fk, parent;
+    picl_status rc = syncable_item(p, b->guid, &id, &type, &fk, &parent);
+    if (rc == PICL_OK)
+        rc = q(p, "DELETE FROM moz_bookmarks_deleted WHERE guid = ?", "t", b->guid);
+    if (rc != PICL_OK || !id)
+        return rc;
+    if (type == 2) { /* surviving children go to unfiled (records.md: parent gone) */
+        rc = q(p, "UPDATE moz_bookmarks SET parent = ?1, position = ?2 + position, lastModified = ?3 "
+                  "WHERE parent = ?4", "iiii", p->unfiled_id, (int64_t)BM_NEW_POSITION, now, id);
+        if (rc == PICL_OK)
+            rc = mark_parent(p, parents, p->unfiled_id);
+    }
+    if (rc == PICL_OK)
+        rc = q(p, "DELETE FROM moz_bookmarks WHERE id = ?", "i", id);
+    if (rc == PICL_OK)
+        rc = mark_parent(p, parents, parent);
+    if (rc == PICL_OK && fk)
+        rc = drop_orphan_url(p, fk);
+    return rc;
+}
+
+/* Creates or updates the item of b (parent set later, in place_item). */
+static picl_status apply_upsert(places *p, const bm_in *b, size_t i, json_t *parents, int64_t now)
+{
+    int64_t id, type, fk, parent, place = 0;
+    picl_status rc = syncable_item(p, b->guid, &id, &type, &fk, &parent);
+    if (rc == PICL_OK)
+        rc = q(p, "DELETE FROM moz_bookmarks_deleted WHERE guid = ?", "t", b->guid);
+    if (rc != PICL_OK)
+        return rc;
+    if (b->root)
+        return id ? mark_parent(p, parents, id) : PICL_OK;
+    if (!id) {
+        int64_t other = 0;
+        if ((rc = id_of(p, b->guid, &other)) != PICL_OK)
+            return rc;
+        if (other) /* a tag entry or other non-synced item holds this GUID */
+            return picl__store_fail(&p->base, PICL_ERROR_CONFLICT, "bookmark %s: GUID taken", b->guid);
+    }
+    if (b->type == 1 && (rc = picl__places_page(p, b->url, NULL, &place)) != PICL_OK)
+        return rc;
+    if (type == 2 && b->type != 2) { /* a folder became something else: keep its children */
+        rc = q(p, "UPDATE moz_bookmarks SET parent = ?1, position = ?2 + position WHERE parent = ?3", "iii",
+               p->unfiled_id, (int64_t)BM_NEW_POSITION, id);
+        if (rc == PICL_OK)
+            rc = mark_parent(p, parents, p->unfiled_id);
+    }
+    int64_t added = b->date_added ? b->date_added : now;
+    if (rc == PICL_OK && id) {
+        rc = q(p, "UPDATE moz_bookmarks SET type = ?1, fk = ?2, title = ?3, dateAdded = min(dateAdded, ?4), "
+                  "lastModified = ?5, syncStatus = 2, syncChangeCounter = 0 WHERE id = ?6", "intiii",
+               (int64_t)b->type, place, b->type == 3 ? NULL : (b->title ? b->title : ""), added, now, id);
+        if (rc == PICL_OK && fk && fk != place)
+            rc = drop_orphan_url(p, fk);
+    } else if (rc == PICL_OK) {
+        rc = q(p, "INSERT INTO moz_bookmarks(type, fk, parent, position, title, dateAdded, lastModified, guid, "
+                  "syncStatus, syncChangeCounter) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 2, 0)", "iniitiit",
+               (int64_t)b->type, place, p->unfiled_id, (int64_t)BM_NEW_POSITION + (int64_t)i,
+               b->type == 3 ? NULL : (b->title ? b->title : ""), added, now, b->guid);
+        if (rc == PICL_OK)
+            rc = mark_parent(p, parents, p->unfiled_id);
+    }
+    if (rc == PICL_OK && place) {
+        rc = set_tags(p, place, b->tags, now);
+        if (rc == PICL_OK)
+            rc = set_keyword(p, place, b->keyword);
+    }
+    if (rc == PICL_OK && parent)
+        rc = mark_parent(p, parents, parent);
+    return rc;
+}
+
+/* Puts item `guid` under folder `want` (a GUID), or unfiled when that folder
+ * is missing or would make a cycle. */
+static picl_status place_item(places *p, const char *guid, const char *want, size_t i, json_t *parents)
+{
+    int64_t id, type, fk, parent, target = 0, ttype, tfk, tparent;
+    picl_status rc = syncable_item(p, guid, &id, &type, &fk, &parent);
+    if (rc == PICL_OK && id)
+        rc = syncable_item(p, want, &target, &ttype, &tfk, &tparent);
+    if (rc != PICL_OK || !id)
+        return rc;
+    int cycle = 0;
+    if (target && (ttype != 2 || (rc = is_ancestor(p, id, target, &cycle)) != PICL_OK || cycle))
+        target = 0;
+    if (rc != PICL_OK)
+        return rc;
+    if (!target)
+        target = p->unfiled_id;
+    if (target == parent)
+        return PICL_OK;
+    rc = q(p, "UPDATE moz_bookmarks SET parent = ?1, position = ?2 WHERE id = ?3", "iii", target,
+           (int64_t)BM_NEW_POSITION + (int64_t)i, id);
+    if (rc == PICL_OK)
+        rc = mark_parent(p, parents, target);
+    if (rc == PICL_OK)
+        rc = mark_parent(p, parents, parent);
+    return rc;
+}
+
+/* A folder record's children come first, in its order; others keep theirs. */
+static picl_status order_children(places *p, const bm_in *b)
+{
+    int64_t folder = 0;
+    picl_status rc = id_of(p, b->guid, &folder);
+    size_t k;
+    json_t *v;
+    char buf[PLACES_GUID_LEN + 1];
+    json_array_foreach(b->children, k, v) {
+        if (rc != PICL_OK)
+            break;
+        rc = q(p, "UPDATE moz_bookmarks SET position = ?1 WHERE guid = ?2 AND parent = ?3", "iti",
+               (int64_t)k - BM_MAX_CHILDREN - 1, to_guid(json_string_value(v), buf), folder);
+    }
+    return rc;
+}
+
+static picl_status bm_apply(picl_store *s, const json_t *records)
+{
+    places *p = (places *)s;
+    if (!json_is_array(records))
+        return picl__store_fail(s, PICL_ERROR_INVALID_ARGUMENT, "records must be an array");
+    size_t n = json_array_size(records);
+    bm_in *in = calloc(n ? n : 1, sizeof *in);
+    json_t *parents = json_object();
+    if (!in || !parents) {
+        free(in);
+        json_decref(parents);
+        return picl__store_fail(s, PICL_ERROR_NO_MEMORY, "out of memory");
+    }
+    picl_status rc = PICL_OK;
+    for (size_t i = 0; rc == PICL_OK && i < n; i++)
+        rc = parse_bookmark(p, json_array_get(records, i), i, &in[i]);
+    int64_t now = picl__places_now_us();
+    if (rc == PICL_OK && (rc = picl__places_begin(p)) == PICL_OK) {
+        for (size_t i = 0; rc == PICL_OK && i < n; i++)
+            if (in[i].deleted)
+                rc = apply_delete(p, &in[i], parents, now);
+        for (size_t i = 0; rc == PICL_OK && i < n; i++)
+            if (!in[i].deleted)
+                rc = apply_upsert(p, &in[i], i, parents, now);
+        for (size_t i = 0; rc == PICL_OK && i < n; i++)
+            if (!in[i].deleted && !in[i].root)
+                rc = place_item(p, in[i].guid, in[i].parent, i, parents);
+        /* a folder's listed children that came without a record of their own */
+        for (size_t i = 0; rc == PICL_OK && i < n; i++) {
+            size_t k;
+            json_t *v;
+            char buf[PLACES_GUID_LEN + 1];
+            json_array_foreach(in[i].children, k, v) {
+                const char *cg = to_guid(json_string_value(v), buf);
+                int listed = 0;
+                for (size_t j = 0; j < n && !listed; j++)
+                    listed = strcmp(in[j].guid, cg) == 0;
+                if (!listed && rc == PICL_OK && !is_root_guid(cg))
+                    rc = place_item(p, cg, in[i].guid, n + k, parents);
+            }
+        }
+        for (size_t i = 0; rc == PICL_OK && i < n; i++)
+            if (in[i].children)
+                rc = order_children(p, &in[i]);
+        const char *key;
+        json_t *v;
+        json_object_foreach(parents, key, v) {
+            if (rc != PICL_OK)
+                break;
+            int64_t pid = strtoll(key, NULL, 10);
+            rc = renumber(p, pid);
+            if (rc == PICL_OK)
+                rc = q(p, "UPDATE moz_bookmarks SET lastModified = max(lastModified, ?1) WHERE id = ?2", "ii",
+                       now, pid);
+        }
+        /* tag folders left empty go, and the tags root is renumbered */
+        if (rc == PICL_OK)
+            rc = q(p, "DELETE FROM moz_bookmarks WHERE parent = ?1 AND type = 2 AND NOT EXISTS "
+                      "(SELECT 1 FROM moz_bookmarks c WHERE c.parent = moz_bookmarks.id)", "i", p->tags_id);
+        if (rc == PICL_OK) {
+            sqlite3_stmt *st = NULL;
+            rc = picl__places_prep(p, &st, "SELECT id FROM moz_bookmarks WHERE parent = ? AND type = 2");
+            if (rc == PICL_OK) {
+                sqlite3_bind_int64(st, 1, p->tags_id);
+                int64_t ids[1024];
+                size_t m = 0;
+                while (m < 1024 && sqlite3_step(st) == SQLITE_ROW)
+                    ids[m++] = sqlite3_column_int64(st, 0);
+                sqlite3_finalize(st);
+                for (size_t j = 0; rc == PICL_OK && j < m; j++)
+                    rc = renumber(p, ids[j]);
+            }
+        }
+        if (rc == PICL_OK)
+            rc = renumber(p, p->tags_id);
+        if (rc == PICL_OK)
+            rc = picl__places_fix_touched(p);
+        rc = picl__places_end(p, rc);
+    }
+    free(in);
+    json_decref(parents);
+    return rc;
+}
+
+static picl_status bm_mark_synced(picl_store *s, const json_t *records)
+{
+    places *p = (places *)s;
+    if (!json_is_array(records))
+        return picl__store_fail(s, PICL_ERROR_INVALID_ARGUMENT, "records must be an array");
+    picl_status rc = picl__places_begin(p);
+    size_t i;
+    json_t *r;
+    json_array_foreach(records, i, r) {
+        char buf[PLACES_GUID_LEN + 1];
+        const char *g = to_guid(json_string_value(json_object_get(r, "id")), buf);
+        json_t *c = g ? json_object_get(p->reported, g) : NULL;
+        if (!c || rc != PICL_OK)
+            continue;
+        if (json_integer_value(c) == 0)
+            rc = q(p, "DELETE FROM moz_bookmarks_deleted WHERE guid = ?", "t", g);
+        else /* a change made since changes() keeps its share of the counter */
+            rc = q(p, "UPDATE moz_bookmarks SET syncChangeCounter = max(syncChangeCounter - ?1, 0), syncStatus = 2 "
+                      "WHERE guid = ?2", "it", (int64_t)json_integer_value(c), g);
+        json_object_del(p->reported, g);
+    }
+    return picl__places_end(p, rc);
+}
+
+static picl_status bm_reset(picl_store *s)
+{
+    places *p = (places *)s;
+    picl_status rc = picl__places_begin(p);
+    if (rc == PICL_OK)
+        rc = q(p, SYNCABLE "UPDATE moz_bookmarks SET syncChangeCounter = 1, syncStatus = 0 "
+                           "WHERE id IN syncable", "");
+    if (rc == PICL_OK)
+        rc = q(p, "DELETE FROM moz_bookmarks_deleted", "");
+    json_decref(p->reported);
+    p->reported = NULL;
+    return picl__places_end(p, rc);
+}
+
+/* Deletes every bookmark (and tag and keyword) but keeps the roots. */
+static picl_status bm_wipe(picl_store *s)
+{
+    places *p = (places *)s;
+    picl_status rc = picl__places_begin(p);
+    if (rc == PICL_OK)
+        rc = q(p, "INSERT OR IGNORE INTO temp.picl_touched(place_id) SELECT fk FROM moz_bookmarks WHERE fk IS NOT NULL "
+                  "UNION SELECT place_id FROM moz_keywords", "");
+    if (rc == PICL_OK)
+        rc = q(p, "DELETE FROM moz_bookmarks WHERE guid NOT IN ('root________', 'menu________', 'toolbar_____', "
+                  "'unfiled_____', 'mobile______', 'tags________')", "");
+    if (rc == PICL_OK)
+        rc = q(p, "DELETE FROM moz_keywords", "");
+    if (rc == PICL_OK)
+        rc = q(p, "UPDATE moz_bookmarks SET lastModified = ?1 WHERE guid != 'root________'", "i",
+               picl__places_now_us());
+    if (rc == PICL_OK)
+        rc = picl__places_fix_touched(p);
+    return picl__places_end(p, rc);
+}
+
+const picl_store_ops picl__places_bookmark_ops = {bm_changes, bm_all, bm_get, bm_apply, bm_mark_synced,
+                                                  bm_reset, bm_wipe, picl__places_close};

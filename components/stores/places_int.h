@@ -1,0 +1,61 @@
+/* places_int.h -- what places.c (common, history) and places_bookmarks.c share. */
+#ifndef PICL_STORES_PLACES_INT_H
+#define PICL_STORES_PLACES_INT_H
+
+#include <sqlite3.h>
+#include "stores/places.h"
+#include "stores/profile.h"
+
+#define PLACES_GUID_LEN 12
+#define PLACES_MAX_URL 65536    /* Firefox's own cap on stored URLs */
+#define PLACES_MAX_TITLE 4096   /* Firefox truncates titles at 4096 */
+#define PLACES_VISIT_SOURCE_SYNC 1
+#define PLACES_SYNC_STATUS_UNKNOWN 0
+#define PLACES_SYNC_STATUS_NORMAL 2
+
+typedef struct places {
+    picl_store base;
+    picl_profile *profile;
+    sqlite3 *db;
+    int history;            /* 0 = bookmarks, 1 = history */
+    int nss;                /* picl__nss_acquire() held */
+    json_t *reported;       /* bookmarks: guid -> syncChangeCounter reported (0 = tombstone) */
+    int64_t reported_until; /* history: newest local visit date reported, µs */
+    int64_t root_id, tags_id, unfiled_id; /* bookmarks: moz_bookmarks ids */
+} places;
+
+/* SQLite helpers: every failure sets the store error and returns
+ * PICL_ERROR_DATABASE. */
+picl_status picl__places_exec(places *p, const char *sql);
+picl_status picl__places_prep(places *p, sqlite3_stmt **st, const char *sql);
+/* sqlite3_step expecting SQLITE_DONE. */
+picl_status picl__places_done(places *p, sqlite3_stmt *st);
+picl_status picl__places_begin(places *p);
+picl_status picl__places_end(places *p, picl_status rc); /* COMMIT if rc OK, else ROLLBACK */
+
+/* A fresh Places GUID (12 characters of base64url). */
+picl_status picl__places_new_guid(places *p, char out[PLACES_GUID_LEN + 1]);
+/* 1 if s is 12 base64url characters. */
+int picl__places_valid_guid(const char *s);
+/* 1 if s is an URL Places accepts (scheme ':' rest, no control chars, capped). */
+int picl__places_valid_url(const char *s);
+
+/* The moz_places id of url, creating the page (guid given or fresh, origin,
+ * url_hash, rev_host, frecency -1 / recalc) when absent.  Marks it touched. */
+picl_status picl__places_page(places *p, const char *url, const char *guid, int64_t *id);
+/* Remembers a page whose counters must be recomputed before COMMIT. */
+picl_status picl__places_touch(places *p, int64_t place_id);
+/* Recomputes visit_count, last_visit_date, foreign_count, typed, recalc flags
+ * of every touched page, then forgets them. */
+picl_status picl__places_fix_touched(places *p);
+
+int64_t picl__places_now_us(void);
+
+/* Closes either store (the close op of both). */
+void picl__places_close(picl_store *s);
+
+/* places_bookmarks.c */
+extern const picl_store_ops picl__places_bookmark_ops;
+picl_status picl__places_bookmarks_init(places *p);
+
+#endif
