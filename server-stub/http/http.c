@@ -160,8 +160,6 @@ char *picl_buf_take(picl_buf *b, size_t *len)
         picl_buf_free(b);
         return NULL;
     }
-    if (!b->data && !buf_reserve(b, 0))
-        return NULL;
     if (!b->data) {
         b->data = malloc(1);
         if (!b->data)

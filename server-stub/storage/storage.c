@@ -221,19 +221,6 @@ static void info(picl_http_request *req, picl_http_response *resp, storage_serve
     sreq r;
     if (!begin_req(&r, s, req, resp, kind == INFO_COLLECTIONS ? s->expired_grace_s : 0))
         return;
-    if (kind == INFO_CONFIG) {
-        char body[512];
-        int n = snprintf(body, sizeof body,
-                         "{\"max_request_bytes\":%" PRId64 ",\"max_post_records\":%" PRId64
-                         ",\"max_post_bytes\":%" PRId64 ",\"max_total_records\":%" PRId64
-                         ",\"max_total_bytes\":%" PRId64 ",\"max_record_payload_bytes\":%" PRId64 "}",
-                         s->lim.max_request_bytes, s->lim.max_post_records, s->lim.max_post_bytes,
-                         s->lim.max_total_records, s->lim.max_total_bytes,
-                         s->lim.max_record_payload_bytes);
-        picl_http_respond(resp, 200, "application/json", body, (size_t)n);
-        storage__set_ts(resp, "X-Weave-Timestamp", r.now);
-        return;
-    }
     sqlite3 *c = NULL;
     int64_t umod = 0;
     picl_buf out;
@@ -247,6 +234,15 @@ static void info(picl_http_request *req, picl_http_response *resp, storage_serve
     if (!read_preconditions(&r, umod, wts))
         goto done;
     switch (kind) {
+    case INFO_CONFIG:
+        picl_buf_printf(&out,
+                        "{\"max_request_bytes\":%" PRId64 ",\"max_post_records\":%" PRId64
+                        ",\"max_post_bytes\":%" PRId64 ",\"max_total_records\":%" PRId64
+                        ",\"max_total_bytes\":%" PRId64 ",\"max_record_payload_bytes\":%" PRId64 "}",
+                        s->lim.max_request_bytes, s->lim.max_post_records, s->lim.max_post_bytes,
+                        s->lim.max_total_records, s->lim.max_total_bytes,
+                        s->lim.max_record_payload_bytes);
+        break;
     case INFO_COLLECTIONS: st = sdb_info_collections(c, r.uid, &out); break;
     case INFO_COUNTS: st = sdb_info_counts(c, r.uid, r.now, &out); break;
     case INFO_USAGE: st = sdb_info_usage(c, r.uid, r.now, &out); break;
@@ -572,10 +568,18 @@ static void delete_(sreq *r, del_kind kind, const char *coll, const char *id)
         if (st == PICL_OK)
             st = sdb_touch(c, r->uid, coll, t);
     }
+    int64_t usage = -1;
+    if (st == PICL_OK && r->s->quota_kb)
+        st = sdb_usage(c, r->uid, r->now, &usage);
     if (st == PICL_OK)
         st = sdb_commit(c);
     if (st != PICL_OK)
         goto done;
+    if (usage >= 0) {
+        char q[32];
+        snprintf(q, sizeof q, "%.2f", (double)(r->s->quota_kb * 1024 - usage) / 1024.0);
+        picl_http_set_header(r->resp, "X-Weave-Quota-Remaining", q);
+    }
     char ts[32], body[64];
     sdb_fmt_ts(ts, t);
     int n = snprintf(body, sizeof body, "{\"modified\":%s}", ts);

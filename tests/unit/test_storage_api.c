@@ -42,6 +42,7 @@ START_TEST(test_info_configuration)
     ck_assert_int_eq(json_integer_value(json_object_get(j, "max_total_bytes")), 100 * 1024 * 1024);
     ck_assert_int_eq(json_integer_value(json_object_get(j, "max_record_payload_bytes")), 2 * 1024 * 1024);
     ck_assert_int_eq(json_object_size(j), 6);
+    ck_assert_int_eq(sf_ts_header(&r, "X-Last-Modified"), 0);
     json_decref(j);
     tu_resp_free(&r);
 }
@@ -976,6 +977,9 @@ START_TEST(test_quota)
     /* freeing space allows writes again */
     r = sf_req("DELETE", "/storage/q/1", NULL);
     sf_expect(&r, 200, -1);
+    rem = tu_resp_header(&r, "X-Weave-Quota-Remaining");
+    ck_assert_str_eq(rem, "1.02");
+    free(rem);
     tu_resp_free(&r);
     r = sf_req("PUT", "/storage/q/3", body);
     sf_expect(&r, 200, -1);

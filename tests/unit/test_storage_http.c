@@ -1,0 +1,429 @@
+/* test_storage_http.c -- the libmicrohttpd glue (server-stub/http) and the
+ * storage server's input parsers, bad cases first. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <time.h>
+
+#include "http/http.h"
+#include "storage/storage_internal.h"
+#include "testutil.h"
+#include "testutil_http.h"
+
+/* ---- a small server with echo routes ---------------------------------- */
+
+static picl_http_server *H;
+static char base[64];
+static int finished;
+
+static void echo(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    json_t *j = json_object();
+    json_object_set_new(j, "route", json_string(ctx));
+    json_object_set_new(j, "method", json_string(req->method));
+    json_object_set_new(j, "target", json_string(req->target));
+    json_object_set_new(j, "path", json_string(req->path));
+    json_object_set_new(j, "query", json_string(req->query));
+    json_t *p = json_array();
+    for (size_t i = 0; i < req->nparams; i++)
+        json_array_append_new(p, json_string(req->params[i]));
+    json_object_set_new(j, "params", p);
+    json_object_set_new(j, "body_len", json_integer((json_int_t)req->body_len));
+    char *v = NULL;
+    if (picl_http_query(req, "q", &v) == PICL_OK)
+        json_object_set_new(j, "q", json_string(v));
+    free(v);
+    json_object_set_new(j, "has_flag", json_boolean(picl_http_query_has(req, "flag")));
+    const char *h = picl_http_header(req, "x-test");
+    if (h)
+        json_object_set_new(j, "x_test", json_string(h));
+    picl_http_respond_json(resp, 200, j);
+    picl_http_add_header(resp, "X-Echo", "1");
+    json_decref(j);
+}
+
+static void on_error(picl_http_request *req, picl_http_response *resp, int status,
+                     picl_http_error why, void *ctx)
+{
+    char b[64];
+    int n = snprintf(b, sizeof b, "{\"status\":%d,\"why\":%d}", status, (int)why);
+    picl_http_respond(resp, status, "application/json", b, (size_t)n);
+}
+
+static void on_finish(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    __atomic_add_fetch(&finished, 1, __ATOMIC_SEQ_CST);
+    picl_http_set_header(resp, "X-Finished", "yes");
+}
+
+static void setup(void)
+{
+    static const picl_http_hooks hooks = {on_error, on_finish, NULL};
+    picl_http_config cfg = {.listen = "127.0.0.1:0", .max_body = 1000,
+                            .require_content_length = 1, .hooks = &hooks};
+    ck_assert_int_eq(picl_http_server_new(&H, &cfg), PICL_OK);
+    ck_assert_int_eq(picl_http_route(H, "GET", "/a/*/b/*", echo, "ab", NULL), PICL_OK);
+    ck_assert_int_eq(picl_http_route(H, "POST", "/a/*/b/*", echo, "ab-post", NULL), PICL_OK);
+    ck_assert_int_eq(picl_http_route(H, "GET", "/", echo, "root", NULL), PICL_OK);
+    ck_assert_int_eq(picl_http_route(H, "PUT", "/x", echo, "x", NULL), PICL_OK);
+    ck_assert_int_eq(picl_http_route(H, "GET", "/*/*/*/*/*", echo, "five", NULL),
+                     PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl_http_server_start(H), PICL_OK);
+    ck_assert_int_gt(picl_http_server_port(H), 0);
+    ck_assert_int_eq(picl_http_route(H, "GET", "/late", echo, "late", NULL),
+                     PICL_ERROR_INVALID_ARGUMENT);
+    snprintf(base, sizeof base, "http://127.0.0.1:%u", picl_http_server_port(H));
+    finished = 0;
+}
+
+static void teardown(void)
+{
+    picl_http_server_free(H);
+    H = NULL;
+}
+
+static json_t *get_json(const char *method, const char *target, const tu_req *o, long want)
+{
+    tu_resp r;
+    ck_assert_int_eq(tu_http(&r, method, base, target, o), 0);
+    ck_assert_msg(r.status == want, "%s %s: %ld %s", method, target, r.status, r.body);
+    char *f = tu_resp_header(&r, "X-Finished");
+    ck_assert_str_eq(f, "yes");
+    free(f);
+    json_error_t err;
+    json_t *j = json_loads(r.body, 0, &err);
+    ck_assert_ptr_nonnull(j);
+    tu_resp_free(&r);
+    return j;
+}
+
+START_TEST(test_routing_and_raw_target)
+{
+    json_t *j = get_json("GET", "/a/one%20two/b/%2F%41?q=a%2Bb+c&flag&z=1", NULL, 200);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "route")), "ab");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "target")), "/a/one%20two/b/%2F%41?q=a%2Bb+c&flag&z=1");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "path")), "/a/one%20two/b/%2F%41");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "query")), "q=a%2Bb+c&flag&z=1");
+    json_t *p = json_object_get(j, "params");
+    ck_assert_str_eq(json_string_value(json_array_get(p, 0)), "one two");
+    ck_assert_str_eq(json_string_value(json_array_get(p, 1)), "/A");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "q")), "a+b c");
+    ck_assert(json_is_true(json_object_get(j, "has_flag")));
+    json_decref(j);
+    j = get_json("GET", "/", NULL, 200);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "route")), "root");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "query")), "");
+    json_decref(j);
+    static const char *const h[] = {"X-Test: hello", NULL};
+    tu_req o = {.headers = h};
+    j = get_json("GET", "/a/1/b/2", &o, 200);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "x_test")), "hello");
+    json_decref(j);
+}
+END_TEST
+
+START_TEST(test_glue_errors)
+{
+    json_t *j = get_json("GET", "/a/1/b", NULL, 404);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "why")), PICL_HTTP_ERR_NOT_FOUND);
+    json_decref(j);
+    j = get_json("GET", "/a//b/1", NULL, 404); /* "*" needs a non-empty segment */
+    json_decref(j);
+    j = get_json("GET", "/a/1/b/2/", NULL, 404);
+    json_decref(j);
+    j = get_json("DELETE", "/a/1/b/2", NULL, 405);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "why")), PICL_HTTP_ERR_METHOD);
+    json_decref(j);
+    tu_resp r;
+    ck_assert_int_eq(tu_http(&r, "DELETE", base, "/a/1/b/2", NULL), 0);
+    char *allow = tu_resp_header(&r, "Allow");
+    ck_assert_str_eq(allow, "GET, POST");
+    free(allow);
+    tu_resp_free(&r);
+    /* undecodable segments */
+    j = get_json("GET", "/a/%zz/b/1", NULL, 400);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "why")), PICL_HTTP_ERR_BAD_REQUEST);
+    json_decref(j);
+    j = get_json("GET", "/a/%00/b/1", NULL, 400);
+    json_decref(j);
+    /* bodies */
+    char body[1002];
+    memset(body, 'x', sizeof body);
+    tu_req big = {.ctype = "text/plain", .body = body, .len = 1001};
+    j = get_json("POST", "/a/1/b/2", &big, 413);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "why")), PICL_HTTP_ERR_TOO_LARGE);
+    json_decref(j);
+    tu_req ok = {.ctype = "text/plain", .body = body, .len = 1000};
+    j = get_json("POST", "/a/1/b/2", &ok, 200);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "body_len")), 1000);
+    json_decref(j);
+    static const char *const chunked[] = {"Transfer-Encoding: chunked", NULL};
+    tu_req ch = {.ctype = "text/plain", .body = "abc", .len = 3, .headers = chunked};
+    j = get_json("PUT", "/x", &ch, 411);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "why")), PICL_HTTP_ERR_LENGTH_REQUIRED);
+    json_decref(j);
+}
+END_TEST
+
+/* A Content-Length over the cap is refused on the headers alone: the body
+ * is never sent, yet the answer comes at once. */
+START_TEST(test_refused_before_body)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)picl_http_server_port(H))};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    const char req[] = "POST /a/1/b/2 HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
+                       "Content-Length: 100000000\r\n\r\n";
+    ck_assert_int_eq(send(fd, req, sizeof req - 1, 0), (ssize_t)(sizeof req - 1));
+    struct timeval tv = {5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char buf[512];
+    ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
+    ck_assert_int_gt(n, 12);
+    buf[n] = 0;
+    ck_assert_msg(!strncmp(buf, "HTTP/1.1 413", 12), "%s", buf);
+    close(fd);
+}
+END_TEST
+
+/* Keep-alive: many requests over one connection. */
+START_TEST(test_keepalive)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)picl_http_server_port(H))};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    struct timeval tv = {5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    const char req[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    for (int i = 0; i < 5; i++) {
+        ck_assert_int_eq(send(fd, req, sizeof req - 1, 0), (ssize_t)(sizeof req - 1));
+        char buf[2048];
+        ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
+        ck_assert_int_gt(n, 12);
+        buf[n] = 0;
+        ck_assert_msg(!strncmp(buf, "HTTP/1.1 200", 12), "%s", buf);
+    }
+    close(fd);
+    ck_assert_int_ge(__atomic_load_n(&finished, __ATOMIC_SEQ_CST), 5);
+}
+END_TEST
+
+START_TEST(test_server_config_errors)
+{
+    picl_http_server *s;
+    picl_http_config bad = {.listen = "nonsense"};
+    ck_assert_int_eq(picl_http_server_new(&s, &bad), PICL_OK);
+    ck_assert_int_eq(picl_http_server_start(s), PICL_ERROR_INVALID_ARGUMENT);
+    picl_http_server_free(s);
+    picl_http_config bad2 = {.listen = "127.0.0.1:99999"};
+    ck_assert_int_eq(picl_http_server_new(&s, &bad2), PICL_OK);
+    ck_assert_int_eq(picl_http_server_start(s), PICL_ERROR_INVALID_ARGUMENT);
+    picl_http_server_free(s);
+    picl_http_config none = {0};
+    ck_assert_int_eq(picl_http_server_new(&s, &none), PICL_ERROR_INVALID_ARGUMENT);
+    /* the port already taken */
+    char listen[64];
+    snprintf(listen, sizeof listen, "127.0.0.1:%u", picl_http_server_port(H));
+    picl_http_config busy = {.listen = listen};
+    ck_assert_int_eq(picl_http_server_new(&s, &busy), PICL_OK);
+    ck_assert_int_eq(picl_http_server_start(s), PICL_ERROR_NETWORK);
+    picl_http_server_free(s);
+    /* IPv6 loopback, when the machine has it */
+    picl_http_config v6 = {.listen = "[::1]:0"};
+    ck_assert_int_eq(picl_http_server_new(&s, &v6), PICL_OK);
+    picl_status st = picl_http_server_start(s);
+    ck_assert(st == PICL_OK || st == PICL_ERROR_NETWORK);
+    picl_http_server_free(s);
+    picl_http_server_free(NULL);
+}
+END_TEST
+
+/* ---- pure functions: bad cases ---------------------------------------- */
+
+START_TEST(test_unescape)
+{
+    struct {
+        const char *in;
+        int plus;
+        const char *out; /* NULL = error */
+    } v[] = {{"abc", 0, "abc"}, {"a%20b", 0, "a b"}, {"a+b", 0, "a+b"}, {"a+b", 1, "a b"},
+             {"%41%4a%4A", 0, "AJJ"}, {"%", 0, NULL}, {"%4", 0, NULL}, {"%zz", 0, NULL},
+             {"%00", 0, NULL}, {"ab%2", 1, NULL}, {"", 0, ""}};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        char *o = NULL;
+        picl_status st = picl_http_unescape(v[i].in, strlen(v[i].in), v[i].plus, &o);
+        if (v[i].out) {
+            ck_assert_int_eq(st, PICL_OK);
+            ck_assert_str_eq(o, v[i].out);
+        } else {
+            ck_assert_int_eq(st, PICL_ERROR_ENCODING);
+            ck_assert_ptr_null(o);
+        }
+        free(o);
+    }
+}
+END_TEST
+
+START_TEST(test_buf)
+{
+    picl_buf b;
+    picl_buf_init(&b, 16);
+    picl_buf_puts(&b, "0123456789");
+    picl_buf_printf(&b, "%d", 12345);
+    ck_assert_int_eq(b.failed, 0);
+    ck_assert_str_eq(b.data, "012345678912345");
+    picl_buf_puts(&b, "x"); /* would reach the cap with the NUL */
+    ck_assert_int_eq(b.failed, 1);
+    size_t len;
+    ck_assert_ptr_null(picl_buf_take(&b, &len));
+    picl_buf_init(&b, 0);
+    picl_buf_json_string(&b, "a\"b\\c\n\x01\xc3\xa9", 9);
+    char *s = picl_buf_take(&b, &len);
+    ck_assert_str_eq(s, "\"a\\\"b\\\\c\\n\\u0001\xc3\xa9\"");
+    ck_assert_uint_eq(len, strlen(s));
+    json_error_t err;
+    json_t *j = json_loads(s, JSON_DECODE_ANY, &err);
+    ck_assert_str_eq(json_string_value(j), "a\"b\\c\n\x01\xc3\xa9");
+    json_decref(j);
+    free(s);
+    picl_buf_init(&b, 0);
+    s = picl_buf_take(&b, &len);
+    ck_assert_str_eq(s, "");
+    free(s);
+}
+END_TEST
+
+static const storage_limits LIM = {.max_record_payload_bytes = 10, .max_post_records = 100,
+                                   .max_post_bytes = 1000, .max_request_bytes = 2000,
+                                   .max_total_records = 100, .max_total_bytes = 1000};
+
+START_TEST(test_parse_bso_bad_cases)
+{
+    struct {
+        const char *json;
+        const char *reason; /* NULL = valid */
+    } v[] = {
+        {"{\"id\":\"abc\",\"payload\":\"x\",\"sortindex\":-999999999,\"ttl\":999999999}", NULL},
+        {"{\"id\":\"a\",\"modified\":12.5}", NULL},
+        {"{}", NULL},
+        {"{\"id\":\"\"}", "invalid id"},
+        {"{\"id\":\"0123456789012345678901234567890123456789012345678901234567890123x\"}", "invalid id"},
+        {"{\"id\":\"a\\u007fb\"}", "invalid id"},
+        {"{\"id\":\"a\\u00e9\"}", "invalid id"},
+        {"{\"id\":5}", "invalid id"},
+        {"{\"sortindex\":1000000000}", "invalid sortindex"},
+        {"{\"sortindex\":1.5}", "invalid sortindex"},
+        {"{\"sortindex\":true}", "invalid sortindex"},
+        {"{\"ttl\":0}", "invalid ttl"},
+        {"{\"ttl\":-3}", "invalid ttl"},
+        {"{\"ttl\":1000000000}", "invalid ttl"},
+        {"{\"ttl\":\"5\"}", "invalid ttl"},
+        {"{\"payload\":[]}", "invalid payload"},
+        {"{\"payload\":\"12345678901\"}", "payload too large"},
+        {"{\"extra\":1}", "unknown field"},
+        {"[]", "not an object"},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        json_error_t err;
+        json_t *j = json_loads(v[i].json, JSON_DECODE_ANY, &err);
+        ck_assert_msg(j != NULL, "%s", v[i].json);
+        sdb_bso b;
+        const char *reason = NULL;
+        picl_status st = storage__parse_bso(j, &LIM, &b, &reason);
+        if (v[i].reason) {
+            ck_assert_msg(st == PICL_ERROR_ENCODING, "%s accepted", v[i].json);
+            ck_assert_str_eq(reason, v[i].reason);
+            ck_assert_ptr_null(b.id);
+            ck_assert_ptr_null(b.payload);
+        } else {
+            ck_assert_msg(st == PICL_OK, "%s: %s", v[i].json, reason);
+        }
+        storage__bso_clear(&b);
+        json_decref(j);
+    }
+}
+END_TEST
+
+START_TEST(test_parse_bsos_bad_cases)
+{
+    sdb_bso *items;
+    size_t n;
+    json_t *failed = json_object();
+    const char *not_list[] = {"", "{}", "\"x\"", "[", "[1,]", "nul", "[] []"};
+    for (size_t i = 0; i < sizeof not_list / sizeof not_list[0]; i++) {
+        ck_assert_int_eq(storage__parse_bsos((const uint8_t *)not_list[i], strlen(not_list[i]), 0,
+                                             &LIM, &items, &n, failed),
+                         PICL_ERROR_ENCODING);
+        ck_assert_ptr_null(items);
+        ck_assert_int_eq(json_object_size(failed), 0);
+    }
+    const char *list = "[{\"id\":\"a\",\"payload\":\"1\"},{\"payload\":\"no id\"},7,"
+                       "{\"id\":\"a\",\"sortindex\":2},{\"id\":\"b\",\"ttl\":-1}]";
+    ck_assert_int_eq(storage__parse_bsos((const uint8_t *)list, strlen(list), 0, &LIM, &items, &n,
+                                         failed), PICL_OK);
+    ck_assert_uint_eq(n, 1); /* the two "a" merged into the later one */
+    ck_assert_str_eq(items[0].id, "a");
+    ck_assert_int_eq(items[0].has_sortindex, 1);
+    ck_assert_str_eq(json_string_value(json_object_get(failed, "#1")), "missing id");
+    ck_assert_str_eq(json_string_value(json_object_get(failed, "#2")), "not an object");
+    ck_assert_str_eq(json_string_value(json_object_get(failed, "b")), "invalid ttl");
+    storage__bsos_free(items, n);
+    json_object_clear(failed);
+    const char *nl = "{\"id\":\"x\"}\n\n{broken\n[1]\n{\"id\":\"y\"}";
+    ck_assert_int_eq(storage__parse_bsos((const uint8_t *)nl, strlen(nl), 1, &LIM, &items, &n,
+                                         failed), PICL_OK);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_str_eq(items[1].id, "y");
+    ck_assert_str_eq(json_string_value(json_object_get(failed, "#1")), "invalid json");
+    ck_assert_str_eq(json_string_value(json_object_get(failed, "#2")), "not an object");
+    storage__bsos_free(items, n);
+    json_decref(failed);
+}
+END_TEST
+
+START_TEST(test_valid_names)
+{
+    ck_assert(storage__valid_coll("bookmarks"));
+    ck_assert(storage__valid_coll("a.b_c-D9"));
+    ck_assert(storage__valid_coll("abcdefghijklmnopqrstuvwxyz012345"));
+    ck_assert(!storage__valid_coll("abcdefghijklmnopqrstuvwxyz0123456"));
+    ck_assert(!storage__valid_coll(""));
+    ck_assert(!storage__valid_coll("a/b"));
+    ck_assert(!storage__valid_coll("a b"));
+    ck_assert(!storage__valid_coll("caf\xc3\xa9"));
+    ck_assert(storage__valid_id(" ~", 2));
+    ck_assert(!storage__valid_id("a\x1f", 2));
+    ck_assert(!storage__valid_id("a\x7f", 2));
+    ck_assert(!storage__valid_id("", 0));
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("storage_http");
+    TCase *tc = tcase_create("glue");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_routing_and_raw_target);
+    tcase_add_test(tc, test_glue_errors);
+    tcase_add_test(tc, test_refused_before_body);
+    tcase_add_test(tc, test_keepalive);
+    tcase_add_test(tc, test_server_config_errors);
+    suite_add_tcase(s, tc);
+    TCase *p = tcase_create("parsers");
+    tcase_add_test(p, test_unescape);
+    tcase_add_test(p, test_buf);
+    tcase_add_test(p, test_parse_bso_bad_cases);
+    tcase_add_test(p, test_parse_bsos_bad_cases);
+    tcase_add_test(p, test_valid_names);
+    suite_add_tcase(s, p);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(suite());
+}
