@@ -252,6 +252,42 @@ picl_status picl__classmap_sign(char **payload, const picl_classmap *m, const ui
     return st;
 }
 
+/* The structural part of a map: version, kB fingerprint, collections. */
+static picl_status parse_collections(picl_classmap *m, json_t *o)
+{
+    json_t *ver = json_object_get(o, "version"), *fp = json_object_get(o, "kB");
+    json_t *cols = json_object_get(o, "collections");
+    if (!json_is_integer(ver) || json_integer_value(ver) < 1 || !json_is_string(fp) ||
+        strlen(json_string_value(fp)) != 32 || !json_is_object(cols))
+        return PICL_ERROR_CLASSMAP;
+    m->version = (uint64_t)json_integer_value(ver);
+    snprintf(m->kb_fp, sizeof m->kb_fp, "%s", json_string_value(fp));
+    const char *name;
+    json_t *e;
+    json_object_foreach(cols, name, e) {
+        const char *cls = json_string_value(json_object_get(e, "class"));
+        json_t *gen = json_object_get(e, "generation");
+        if (!cls || (strcmp(cls, "A") && strcmp(cls, "B")) || !json_is_integer(gen) ||
+            json_integer_value(gen) < 1 || json_integer_value(gen) > 0x7fffffff || json_object_size(e) != 2)
+            return PICL_ERROR_CLASSMAP;
+        picl_class_entry ce = {cls[0], (uint32_t)json_integer_value(gen)};
+        if (picl__classmap_set(m, name, &ce) != PICL_OK)
+            return PICL_ERROR_CLASSMAP;
+    }
+    return PICL_OK;
+}
+
+picl_status picl__classmap_parse_trusted(picl_classmap *m, const char *payload)
+{
+    memset(m, 0, sizeof *m);
+    json_t *o = load_payload(payload);
+    picl_status st = o ? parse_collections(m, o) : PICL_ERROR_CLASSMAP;
+    if (st != PICL_OK)
+        memset(m, 0, sizeof *m);
+    json_decref(o);
+    return st;
+}
+
 picl_status picl__classmap_verify(picl_classmap *m, const char *payload, const uint8_t kb[32],
                                   uint64_t min_version)
 {
@@ -293,20 +329,8 @@ picl_status picl__classmap_verify(picl_classmap *m, const char *payload, const u
         goto done;
     if ((uint64_t)json_integer_value(ver) < min_version)
         goto done;
-    m->version = (uint64_t)json_integer_value(ver);
-    memcpy(m->kb_fp, ours, 33);
-    const char *name;
-    json_t *e;
-    json_object_foreach(cols, name, e) {
-        const char *cls = json_string_value(json_object_get(e, "class"));
-        json_t *gen = json_object_get(e, "generation");
-        if (!cls || (strcmp(cls, "A") && strcmp(cls, "B")) || !json_is_integer(gen) ||
-            json_integer_value(gen) < 1 || json_integer_value(gen) > 0x7fffffff || json_object_size(e) != 2)
-            goto done;
-        picl_class_entry ce = {cls[0], (uint32_t)json_integer_value(gen)};
-        if (picl__classmap_set(m, name, &ce) != PICL_OK)
-            goto done;
-    }
+    if (parse_collections(m, o) != PICL_OK)
+        goto done;
     st = PICL_OK;
 done:
     if (st != PICL_OK && st != PICL_ERROR_NO_MEMORY && st != PICL_ERROR_KEYS_CHANGED)

@@ -84,6 +84,10 @@ picl_status picl__classmap_sign(char **payload, const picl_classmap *m, const ui
 picl_status picl__classmap_verify(picl_classmap *m, const char *payload, const uint8_t kb[32],
                                   uint64_t min_version);
 
+/* Parses a map this device accepted earlier (its own copy, from the local
+ * state) without the HMAC: for strict mode, when kB is not in memory. */
+picl_status picl__classmap_parse_trusted(picl_classmap *m, const char *payload);
+
 /* hex(SHA-256(k)[0:16]) into out (33 bytes): kA_fp / kB_fp / X-Client-State. */
 picl_status picl__key_fingerprint(char out[33], const uint8_t key[32]);
 

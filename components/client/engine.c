@@ -1,0 +1,890 @@
+/* engine.c -- the sync algorithm with security classes (see engine.h). */
+#include "client/engine.h"
+#include "client/reconcile.h"
+#include "crypto/codec.h"
+#include "crypto/hash.h"
+#include "crypto/util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ATTEMPTS 3
+#define STORAGE_VERSION 5
+
+/* ---- small helpers -------------------------------------------------------- */
+
+int64_t picl__ts_parse(const char *t)
+{
+    if (!t || !*t)
+        return -1;
+    int64_t whole = 0, frac = 0;
+    const char *p = t;
+    if (*p < '0' || *p > '9')
+        return -1;
+    while (*p >= '0' && *p <= '9') {
+        if (whole > INT64_MAX / 1000)
+            return -1;
+        whole = whole * 10 + (*p++ - '0');
+    }
+    if (*p == '.') {
+        p++;
+        int digits = 0;
+        while (*p >= '0' && *p <= '9' && digits < 2) {
+            frac = frac * 10 + (*p++ - '0');
+            digits++;
+        }
+        if (digits == 1)
+            frac *= 10;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    if (*p)
+        return -1;
+    return whole * 100 + frac;
+}
+
+void picl__ts_format(char out[24], int64_t c)
+{
+    if (c < 0)
+        c = 0;
+    snprintf(out, 24, "%lld.%02lld", (long long)(c / 100), (long long)(c % 100));
+}
+
+static picl_status fail(picl_engine *e, picl_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static picl_status fail(picl_engine *e, picl_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->error, sizeof e->error, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+static void notify(picl_engine *e, const char *phase, const char *coll, int64_t done, int64_t total,
+                   const char *msg)
+{
+    if (e->notify)
+        e->notify(e->notify_ctx, phase, coll ? coll : "", done, total, msg ? msg : "");
+}
+
+void picl__engine_init(picl_engine *e, picl_stc *stc, picl_state *st)
+{
+    memset(e, 0, sizeof *e);
+    e->stc = stc;
+    e->st = st;
+    e->map_modified = -1;
+}
+
+void picl__engine_done(picl_engine *e)
+{
+    json_decref(e->info);
+    e->info = NULL;
+}
+
+static json_t *coll_state(picl_engine *e, const char *c)
+{
+    json_t *o = json_object_get(e->st->collections, c);
+    if (!o) {
+        o = json_object();
+        json_object_set_new(e->st->collections, c, o);
+    }
+    return o;
+}
+
+static picl_status random_id(char out[13])
+{
+    uint8_t b[9];
+    picl_status st = picl__random_bytes(b, sizeof b);
+    if (st == PICL_OK)
+        picl__base64url_encode(out, b, sizeof b, 0);
+    return st;
+}
+
+/* Keys of a kid; class B needs kB in memory. */
+static picl_status keys_for(picl_engine *e, const char *coll, const picl_class_entry *kid, picl_keypair *out)
+{
+    if (kid->cls == 'B' && !e->st->has_kb)
+        return PICL_ERROR_STATE;
+    if (kid->cls == 'A' && !e->st->has_ka)
+        return PICL_ERROR_STATE;
+    return picl__collection_keys(out, kid->cls == 'A' ? e->st->ka : e->st->kb, coll, kid->generation);
+}
+
+static picl_status put_meta(picl_engine *e, const char *id, const char *payload, int64_t ius, int64_t *modified)
+{
+    json_t *bso = json_pack("{s:s, s:s}", "id", id, "payload", payload);
+    if (!bso)
+        return PICL_ERROR_NO_MEMORY;
+    picl_status st = picl__stc_put(e->stc, "meta", id, bso, ius, modified);
+    json_decref(bso);
+    return st;
+}
+
+/* ---- meta/global ------------------------------------------------------------ */
+
+/* Marks a collection for a full merge: cursor back to 0, store reset at its
+ * next sync.  Local data is never deleted for this. */
+static void mark_reset(picl_engine *e, const char *c)
+{
+    json_t *cs = coll_state(e, c);
+    json_object_set_new(cs, "lastSync", json_string("0"));
+    json_object_set_new(cs, "reset", json_true());
+}
+
+static picl_status ensure_global(picl_engine *e, picl_store *const *stores, size_t n)
+{
+    for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        json_t *bso = NULL, *g = NULL;
+        picl_status st = picl__stc_get_item(e->stc, "meta", "global", &bso);
+        int64_t modified = 0;
+        if (st == PICL_ERROR_NOT_FOUND) {
+            char sid[13];
+            if ((st = random_id(sid)) != PICL_OK)
+                return st;
+            g = json_pack("{s:s, s:i, s:{}, s:[]}", "syncID", sid, "storageVersion", STORAGE_VERSION, "engines",
+                          "declined");
+        } else if (st != PICL_OK) {
+            return fail(e, st, "cannot read meta/global");
+        } else {
+            const char *payload = json_string_value(json_object_get(bso, "payload"));
+            json_t *mod = json_object_get(bso, "modified");
+            modified = json_is_number(mod) ? (int64_t)(json_number_value(mod) * 100 + 0.5) : 0;
+            g = payload ? json_loads(payload, 0, NULL) : NULL;
+            json_decref(bso);
+            if (!json_is_object(g) || !json_is_string(json_object_get(g, "syncID"))) {
+                json_decref(g);
+                return fail(e, PICL_ERROR_PROTOCOL, "meta/global is malformed");
+            }
+            if (json_integer_value(json_object_get(g, "storageVersion")) != STORAGE_VERSION) {
+                json_decref(g);
+                return fail(e, PICL_ERROR_UNSUPPORTED, "the server holds data of another storage version");
+            }
+        }
+        /* a new syncID: the server was wiped or reset; merge everything again */
+        const char *sid = json_string_value(json_object_get(g, "syncID"));
+        if (*e->st->global_sync_id && strcmp(sid, e->st->global_sync_id)) {
+            const char *c;
+            json_t *v;
+            json_object_foreach(e->st->collections, c, v) mark_reset(e, c);
+        }
+        picl__state_set_str(&e->st->global_sync_id, sid);
+        json_t *engines = json_object_get(g, "engines");
+        if (!json_is_object(engines)) {
+            engines = json_object();
+            json_object_set_new(g, "engines", engines);
+        }
+        int changed = st == PICL_ERROR_NOT_FOUND;
+        for (size_t i = 0; i < n; i++) {
+            const char *c = stores[i]->collection;
+            json_t *eng = json_object_get(engines, c);
+            json_t *cs = coll_state(e, c);
+            const char *mine = json_string_value(json_object_get(cs, "syncID"));
+            if (!json_is_object(eng) || !json_is_string(json_object_get(eng, "syncID"))) {
+                char esid[13];
+                if (random_id(esid) != PICL_OK)
+                    break;
+                json_object_set_new(engines, c, json_pack("{s:i, s:s}", "version", 1, "syncID", esid));
+                eng = json_object_get(engines, c);
+                changed = 1;
+            }
+            const char *theirs = json_string_value(json_object_get(eng, "syncID"));
+            if (mine && strcmp(mine, theirs))
+                mark_reset(e, c);
+            json_object_set_new(cs, "syncID", json_string(theirs));
+        }
+        if (!changed) {
+            json_decref(g);
+            return PICL_OK;
+        }
+        char *text = json_dumps(g, JSON_COMPACT | JSON_SORT_KEYS);
+        json_decref(g);
+        if (!text)
+            return PICL_ERROR_NO_MEMORY;
+        st = put_meta(e, "global", text, st == PICL_ERROR_NOT_FOUND ? 0 : modified, NULL);
+        free(text);
+        if (st == PICL_OK)
+            return PICL_OK;
+        if (st != PICL_ERROR_CONFLICT)
+            return fail(e, st, "cannot write meta/global");
+        /* someone else wrote it first: read theirs */
+    }
+    return fail(e, PICL_ERROR_CONFLICT, "meta/global keeps changing on the server");
+}
+
+/* ---- the class map -------------------------------------------------------- */
+
+static picl_status accept_map(picl_engine *e, const char *payload)
+{
+    if (picl__state_set_str(&e->st->classmap_payload, payload) != PICL_OK)
+        return PICL_ERROR_NO_MEMORY;
+    e->st->classmap_version = e->map.version;
+    e->have_map = 1;
+    return PICL_OK;
+}
+
+/* Signs e->map and writes it with X-If-Unmodified-Since ius. */
+static picl_status write_map(picl_engine *e, int64_t ius)
+{
+    char *payload;
+    picl_status st = picl__classmap_sign(&payload, &e->map, e->st->kb);
+    if (st != PICL_OK)
+        return st;
+    int64_t modified = -1;
+    st = put_meta(e, "classes", payload, ius, &modified);
+    if (st == PICL_OK) {
+        e->map_modified = modified;
+        st = accept_map(e, payload);
+    }
+    free(payload);
+    return st;
+}
+
+/* The map is signed under another kB: a password reset happened elsewhere.
+ * Class-B data on the server is unreadable for everyone: delete it, keep the
+ * classes, re-upload class B from this device under the current kB. */
+static picl_status repair_after_reset(picl_engine *e, uint64_t server_version)
+{
+    if (e->confirm_keys) {
+        picl_status st = e->confirm_keys(e->confirm_ctx);
+        if (st != PICL_OK)
+            return fail(e, st, "the class map was made under another password: sign in again");
+    }
+    picl_classmap base;
+    if (!*e->st->classmap_payload || picl__classmap_parse_trusted(&base, e->st->classmap_payload) != PICL_OK)
+        picl__classmap_defaults(&base, e->st->kb);
+    uint64_t v = base.version > server_version ? base.version : server_version;
+    e->map = base;
+    e->map.version = v + 1;
+    picl__key_fingerprint(e->map.kb_fp, e->st->kb);
+    for (size_t i = 0; i < e->map.n; i++) {
+        if (e->map.items[i].e.cls != 'B')
+            continue;
+        const char *c = e->map.items[i].name;
+        picl_status st = picl__stc_delete(e->stc, c, NULL, 0, -1, NULL);
+        if (st != PICL_OK && st != PICL_ERROR_NOT_FOUND)
+            return fail(e, st, "cannot delete unreadable class-B collection %s", c);
+        mark_reset(e, c);
+    }
+    e->keys_changed = 1;
+    notify(e, "status", "", 0, -1,
+           "The password was reset on another device: class-B data of other devices was lost by design; "
+           "this device's class-B data is uploaded again.");
+    picl_status st = write_map(e, e->map_modified >= 0 ? e->map_modified : -1);
+    if (st != PICL_OK)
+        return fail(e, st, "cannot write the repaired class map");
+    return PICL_OK;
+}
+
+static picl_status ensure_map(picl_engine *e)
+{
+    if (e->have_map)
+        return PICL_OK;
+    for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        json_t *bso = NULL;
+        picl_status st = picl__stc_get_item(e->stc, "meta", "classes", &bso);
+        if (st == PICL_ERROR_NOT_FOUND) {
+            if (!e->st->has_kb) {
+                if (*e->st->classmap_payload &&
+                    picl__classmap_parse_trusted(&e->map, e->st->classmap_payload) == PICL_OK) {
+                    e->have_map = 1;
+                    return PICL_OK;
+                }
+                return fail(e, PICL_ERROR_STATE, "enter the password once: the class map needs kB");
+            }
+            /* gone from the server: our own last copy (version + 1), never the defaults */
+            if (*e->st->classmap_payload &&
+                picl__classmap_parse_trusted(&e->map, e->st->classmap_payload) == PICL_OK) {
+                e->map.version++;
+                picl__key_fingerprint(e->map.kb_fp, e->st->kb);
+            } else {
+                picl__classmap_defaults(&e->map, e->st->kb);
+            }
+            st = write_map(e, 0); /* create only if absent: two first devices cannot both win */
+            if (st == PICL_ERROR_CONFLICT)
+                continue;
+            return st == PICL_OK ? PICL_OK : fail(e, st, "cannot write the class map");
+        }
+        if (st != PICL_OK)
+            return fail(e, st, "cannot read the class map");
+        const char *payload = json_string_value(json_object_get(bso, "payload"));
+        json_t *mod = json_object_get(bso, "modified");
+        e->map_modified = json_is_number(mod) ? (int64_t)(json_number_value(mod) * 100 + 0.5) : -1;
+        char *copy = payload ? strdup(payload) : NULL;
+        json_decref(bso);
+        if (!copy)
+            return fail(e, PICL_ERROR_CLASSMAP, "the class map on the server is malformed");
+        if (!e->st->has_kb) {
+            /* strict mode without kB: our own accepted copy, class B locked */
+            free(copy);
+            if (*e->st->classmap_payload &&
+                picl__classmap_parse_trusted(&e->map, e->st->classmap_payload) == PICL_OK) {
+                e->have_map = 1;
+                return PICL_OK;
+            }
+            return fail(e, PICL_ERROR_STATE, "enter the password once: the class map needs kB");
+        }
+        st = picl__classmap_verify(&e->map, copy, e->st->kb, e->st->classmap_version);
+        if (st == PICL_OK) {
+            st = accept_map(e, copy);
+            free(copy);
+            return st;
+        }
+        if (st == PICL_ERROR_KEYS_CHANGED) {
+            picl_classmap claimed;
+            uint64_t sv = picl__classmap_parse_trusted(&claimed, copy) == PICL_OK ? claimed.version : 0;
+            free(copy);
+            return repair_after_reset(e, sv);
+        }
+        free(copy);
+        return fail(e, st, "the class map on the server was forged, replayed or weakened: refusing to sync");
+    }
+    return fail(e, PICL_ERROR_CONFLICT, "the class map keeps changing on the server");
+}
+
+picl_status picl__engine_get_class(picl_engine *e, const char *c, picl_class_entry *out)
+{
+    picl_status st = ensure_map(e);
+    if (st != PICL_OK)
+        return st;
+    const picl_class_entry *x = picl__classmap_get(&e->map, c);
+    out->cls = x ? x->cls : 'B';
+    out->generation = x ? x->generation : 1;
+    return PICL_OK;
+}
+
+/* The map entry of a collection, adding an unknown one as class B (the
+ * stronger default) at generation 1. */
+static picl_status entry_for(picl_engine *e, const char *c, picl_class_entry *out)
+{
+    const picl_class_entry *x = picl__classmap_get(&e->map, c);
+    if (x) {
+        *out = *x;
+        return PICL_OK;
+    }
+    if (!e->st->has_kb)
+        return fail(e, PICL_ERROR_STATE, "enter the password once: %s is not in the class map yet", c);
+    picl_class_entry b = {'B', 1};
+    picl_status st = picl__classmap_set(&e->map, c, &b);
+    if (st != PICL_OK)
+        return fail(e, st, "invalid collection name %s", c);
+    e->map.version++;
+    st = write_map(e, e->map_modified);
+    if (st != PICL_OK)
+        return fail(e, st, "cannot add %s to the class map", c);
+    *out = b;
+    return PICL_OK;
+}
+
+/* ---- download ------------------------------------------------------------- */
+
+/* Decrypts BSOs into id -> cleartext; undecryptable ones are counted. */
+static picl_status decrypt_all(picl_engine *e, const char *c, const picl_class_entry *entry, json_t *bsos,
+                               json_t *out, int64_t *failed)
+{
+    size_t i;
+    json_t *b;
+    json_array_foreach(bsos, i, b) {
+        const char *id = json_string_value(json_object_get(b, "id"));
+        const char *payload = json_string_value(json_object_get(b, "payload"));
+        picl_class_entry kid;
+        picl_keypair keys;
+        json_t *clear = NULL;
+        if (!id || !payload || picl__record_kid(payload, &kid) != PICL_OK ||
+            keys_for(e, c, &kid, &keys) != PICL_OK ||
+            picl__record_decrypt(&clear, payload, id, &keys, entry, 1) != PICL_OK) {
+            (*failed)++;
+            picl__wipe(&keys, sizeof keys);
+            continue;
+        }
+        picl__wipe(&keys, sizeof keys);
+        json_object_set_new(out, id, clear);
+    }
+    return PICL_OK;
+}
+
+/* ---- bookmarks: parents that are gone -------------------------------------- */
+
+static int folder_known(picl_store *s, json_t *incoming, const char *id)
+{
+    if (picl__bookmark_is_root(id))
+        return 1;
+    json_t *r = json_object_get(incoming, id);
+    if (r)
+        return !picl__is_tombstone(r);
+    json_t *local = NULL;
+    if (picl__store_get(s, id, &local) != PICL_OK)
+        return 1; /* cannot tell: leave it */
+    int known = local != NULL;
+    json_decref(local);
+    return known;
+}
+
+/* Items whose parent is gone move to "unfiled" (applied and uploaded). */
+static void fix_orphans(picl_store *s, json_t *apply, json_t *upload, json_t *incoming)
+{
+    size_t i;
+    json_t *r;
+    json_t *moved = json_array();
+    json_array_foreach(apply, i, r) {
+        const char *id = json_string_value(json_object_get(r, "id"));
+        const char *parent = json_string_value(json_object_get(r, "parentid"));
+        if (picl__is_tombstone(r) || !parent || picl__bookmark_is_root(id) || folder_known(s, incoming, parent))
+            continue;
+        json_object_set_new(r, "parentid", json_string("unfiled"));
+        json_object_set_new(r, "parentName", json_string("Other Bookmarks"));
+        json_array_append(moved, json_object_get(r, "id"));
+        json_array_append(upload, r);
+    }
+    if (json_array_size(moved)) {
+        json_t *unfiled = NULL;
+        picl__store_get(s, "unfiled", &unfiled);
+        json_t *u = unfiled ? json_deep_copy(unfiled) : json_pack("{s:s, s:s, s:s, s:s, s:[]}", "id", "unfiled",
+                                                                   "type", "folder", "parentid", "places",
+                                                                   "title", "Other Bookmarks", "children");
+        json_decref(unfiled);
+        json_t *kids = json_object_get(u, "children");
+        if (!json_is_array(kids)) {
+            kids = json_array();
+            json_object_set_new(u, "children", kids);
+        }
+        json_array_extend(kids, moved);
+        json_array_append_new(apply, json_incref(u));
+        json_array_append_new(upload, u);
+    }
+    json_decref(moved);
+}
+
+/* ---- one collection -------------------------------------------------------- */
+
+static picl_status encrypt_bsos(picl_engine *e, const char *c, const picl_class_entry *entry, json_t *records,
+                                json_t **bsos)
+{
+    picl_keypair keys;
+    picl_status st = keys_for(e, c, entry, &keys);
+    if (st != PICL_OK)
+        return st;
+    json_t *out = json_array();
+    size_t i;
+    json_t *r;
+    json_array_foreach(records, i, r) {
+        char *payload;
+        st = picl__record_encrypt(&payload, r, &keys, entry);
+        if (st != PICL_OK)
+            break;
+        json_array_append_new(out, json_pack("{s:O, s:s}", "id", json_object_get(r, "id"), "payload", payload));
+        free(payload);
+    }
+    picl__wipe(&keys, sizeof keys);
+    if (st != PICL_OK) {
+        json_decref(out);
+        return st;
+    }
+    *bsos = out;
+    return PICL_OK;
+}
+
+static int64_t info_ts(picl_engine *e, const char *c)
+{
+    json_t *v = json_object_get(e->info, c);
+    return json_is_number(v) ? (int64_t)(json_number_value(v) * 100 + 0.5) : 0;
+}
+
+/* Changes whose upload succeeded (or that needed none). */
+static json_t *synced_subset(json_t *changes, const picl_stc_post_result *pr)
+{
+    json_t *out = json_array();
+    size_t i;
+    json_t *r;
+    json_array_foreach(changes, i, r) {
+        json_t *id = json_object_get(r, "id");
+        if (!pr || !json_object_get(pr->failed, json_string_value(id)))
+            json_array_append(out, r);
+    }
+    return out;
+}
+
+static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summary)
+{
+    const char *c = s->collection;
+    int64_t downloaded = 0, applied = 0, uploaded = 0, failed = 0;
+    const char *status = "ok";
+    picl_class_entry entry;
+    picl_status st = entry_for(e, c, &entry);
+    if (st != PICL_OK)
+        return st;
+    json_t *cs = coll_state(e, c);
+    if (entry.cls == 'B' && !e->st->has_kb) {
+        json_object_set_new(summary, c, json_pack("{s:i, s:i, s:i, s:i, s:s}", "downloaded", 0, "applied", 0,
+                                                  "uploaded", 0, "failed", 0, "status", "locked"));
+        notify(e, "status", c, 0, -1, "class B: enter the password to sync this collection");
+        return PICL_OK;
+    }
+    if (json_is_true(json_object_get(cs, "reset"))) {
+        if ((st = picl__store_reset(s)) != PICL_OK)
+            return fail(e, st, "%s: %s", c, picl__store_error(s));
+        json_object_del(cs, "reset");
+    }
+    json_t *pending = json_object(); /* merge results still to upload, across retries */
+    json_t *changes = NULL;
+    for (int attempt = 0;; attempt++) {
+        if (attempt == MAX_ATTEMPTS) {
+            st = fail(e, PICL_ERROR_CONFLICT, "%s: the server kept changing during the sync; try again", c);
+            break;
+        }
+        json_decref(changes);
+        changes = NULL;
+        if ((st = picl__store_changes(s, &changes)) != PICL_OK) {
+            st = fail(e, st, "%s: %s", c, picl__store_error(s));
+            break;
+        }
+        int64_t last = picl__ts_parse(picl__state_last_sync(e->st, c));
+        int64_t srv = info_ts(e, c);
+        if (attempt > 0) {
+            json_t *fresh = NULL;
+            if ((st = picl__stc_info(e->stc, "collections", -1, &fresh)) != PICL_OK) {
+                st = fail(e, st, "cannot read /info/collections");
+                break;
+            }
+            json_decref(e->info);
+            e->info = fresh;
+            srv = info_ts(e, c);
+        }
+        if (srv <= last && json_array_size(changes) == 0 && json_object_size(pending) == 0) {
+            status = "unchanged";
+            st = PICL_OK;
+            break;
+        }
+        /* 2. download what is newer than lastSync */
+        json_t *incoming = json_object();
+        int64_t coll_modified = srv;
+        if (srv > last) {
+            json_t *bsos = NULL;
+            picl_stc_query q = {0};
+            q.newer = last;
+            q.older = -1;
+            q.full = 1;
+            q.limit = 1000;
+            q.if_modified_since = q.if_unmodified_since = -1;
+            st = picl__stc_get_all(e->stc, c, &q, 0, &bsos);
+            if (st == PICL_ERROR_CONFLICT) {
+                json_decref(incoming);
+                continue;
+            }
+            if (st != PICL_OK && st != PICL_ERROR_NOT_FOUND) {
+                json_decref(incoming);
+                st = fail(e, st, "%s: download failed", c);
+                break;
+            }
+            if (picl__stc_last(e->stc)->last_modified > 0)
+                coll_modified = picl__stc_last(e->stc)->last_modified;
+            downloaded += (int64_t)json_array_size(bsos);
+            notify(e, "download", c, downloaded, downloaded, NULL);
+            decrypt_all(e, c, &entry, bsos, incoming, &failed);
+            json_decref(bsos);
+        }
+        /* 3. reconcile */
+        json_t *local = json_object();
+        size_t i;
+        json_t *r;
+        const char *id;
+        json_object_foreach(pending, id, r) json_object_set(local, id, r);
+        json_array_foreach(changes, i, r) json_object_set(local, json_string_value(json_object_get(r, "id")), r);
+        json_t *apply = json_array(), *upload = json_array();
+        json_object_foreach(incoming, id, r) {
+            json_t *a = NULL, *u = NULL;
+            if (picl__reconcile(c, json_object_get(local, id), r, &a, &u) == PICL_OK) {
+                if (a)
+                    json_array_append_new(apply, a);
+                if (u)
+                    json_array_append_new(upload, u);
+            } else {
+                failed++;
+            }
+        }
+        json_object_foreach(local, id, r) {
+            if (!json_object_get(incoming, id))
+                json_array_append(upload, r);
+        }
+        if (!strcmp(c, "bookmarks"))
+            fix_orphans(s, apply, upload, incoming);
+        json_decref(local);
+        json_decref(incoming);
+        /* 4. apply in one transaction */
+        if (json_array_size(apply)) {
+            notify(e, "apply", c, 0, (int64_t)json_array_size(apply), NULL);
+            if ((st = picl__store_apply(s, apply)) != PICL_OK) {
+                json_decref(apply);
+                json_decref(upload);
+                st = fail(e, st, "%s: applying incoming records failed: %s", c, picl__store_error(s));
+                break;
+            }
+            applied += (int64_t)json_array_size(apply);
+            notify(e, "apply", c, applied, applied, NULL);
+        }
+        json_decref(apply);
+        /* 5. upload in one batch, conditional on what we downloaded */
+        int64_t new_last = coll_modified > last ? coll_modified : last;
+        picl_stc_post_result pr = {0};
+        int posted = 0;
+        if (json_array_size(upload)) {
+            json_t *bsos = NULL;
+            st = encrypt_bsos(e, c, &entry, upload, &bsos);
+            if (st == PICL_OK) {
+                notify(e, "upload", c, 0, (int64_t)json_array_size(bsos), NULL);
+                st = picl__stc_post(e->stc, c, bsos, coll_modified > 0 ? coll_modified : 0, &pr);
+            }
+            json_decref(bsos);
+            if (st == PICL_ERROR_CONFLICT) {
+                /* someone wrote meanwhile: keep what must go up, download again */
+                json_array_foreach(upload, i, r) json_object_set(pending,
+                                                                 json_string_value(json_object_get(r, "id")), r);
+                json_decref(upload);
+                picl__stc_post_result_clear(&pr);
+                continue;
+            }
+            if (st != PICL_OK) {
+                json_decref(upload);
+                picl__stc_post_result_clear(&pr);
+                st = fail(e, st, "%s: upload failed", c);
+                break;
+            }
+            posted = 1;
+            uploaded += (int64_t)json_array_size(pr.success);
+            failed += (int64_t)json_object_size(pr.failed);
+            new_last = pr.modified;
+            notify(e, "upload", c, uploaded, uploaded, NULL);
+        }
+        json_decref(upload);
+        /* 6. only now: the cursor and the store's change marks */
+        json_t *done = synced_subset(changes, posted ? &pr : NULL);
+        picl__stc_post_result_clear(&pr);
+        st = picl__store_mark_synced(s, done);
+        json_decref(done);
+        if (st != PICL_OK) {
+            st = fail(e, st, "%s: %s", c, picl__store_error(s));
+            break;
+        }
+        char ts[24];
+        picl__ts_format(ts, new_last);
+        picl__state_set_last_sync(e->st, c, ts);
+        json_object_clear(pending);
+        st = picl__state_save(e->st);
+        if (st != PICL_OK)
+            st = fail(e, st, "cannot save the local state");
+        break;
+    }
+    json_decref(changes);
+    json_decref(pending);
+    if (failed && st == PICL_OK)
+        status = "partial";
+    json_object_set_new(summary, c, json_pack("{s:I, s:I, s:I, s:I, s:s}", "downloaded", (json_int_t)downloaded,
+                                              "applied", (json_int_t)applied, "uploaded", (json_int_t)uploaded,
+                                              "failed", (json_int_t)failed,
+                                              "status", st == PICL_OK ? status : "error"));
+    return st;
+}
+
+/* ---- moves ------------------------------------------------------------------ */
+
+static picl_status finish_move(picl_engine *e, const char *c, const picl_class_entry *to)
+{
+    picl_status st = PICL_OK;
+    for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        json_t *bsos = NULL;
+        picl_stc_query q = {0};
+        q.newer = q.older = -1;
+        q.full = 1;
+        q.limit = 1000;
+        q.if_modified_since = q.if_unmodified_since = -1;
+        st = picl__stc_get_all(e->stc, c, &q, 0, &bsos);
+        if (st == PICL_ERROR_CONFLICT)
+            continue;
+        if (st == PICL_ERROR_NOT_FOUND) {
+            st = PICL_OK;
+            bsos = json_array();
+        }
+        if (st != PICL_OK)
+            return fail(e, st, "%s: cannot read the records to move", c);
+        int64_t coll_modified = picl__stc_last(e->stc)->last_modified;
+        json_t *clear = json_object();
+        int64_t failed = 0;
+        /* read under whatever key each record names (a weaker class is still
+         * refused by the map entry as it was before the move) */
+        const picl_class_entry *was = picl__classmap_get(&e->map, c);
+        picl_class_entry from = was ? *was : *to;
+        if (from.cls == 'B' && to->cls == 'A')
+            from.cls = 'A'; /* moving down: allow both */
+        decrypt_all(e, c, &from, bsos, clear, &failed);
+        json_decref(bsos);
+        json_t *records = json_array();
+        const char *id;
+        json_t *r;
+        json_object_foreach(clear, id, r) json_array_append(records, r);
+        json_decref(clear);
+        json_t *out = NULL;
+        st = encrypt_bsos(e, c, to, records, &out);
+        json_decref(records);
+        if (st != PICL_OK)
+            return fail(e, st, "%s: cannot re-encrypt", c);
+        picl_stc_post_result pr = {0};
+        if (json_array_size(out)) {
+            notify(e, "upload", c, 0, (int64_t)json_array_size(out), "re-encrypting for the new class");
+            st = picl__stc_post(e->stc, c, out, coll_modified > 0 ? coll_modified : 0, &pr);
+        }
+        json_decref(out);
+        picl__stc_post_result_clear(&pr);
+        if (st == PICL_ERROR_CONFLICT)
+            continue;
+        if (st != PICL_OK)
+            return fail(e, st, "%s: uploading the re-encrypted records failed", c);
+        break;
+    }
+    if (st != PICL_OK)
+        return fail(e, st, "%s: the server kept changing during the move", c);
+    /* then the map, conditionally; on a conflict re-read and try again */
+    for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        const picl_class_entry *cur = picl__classmap_get(&e->map, c);
+        if (cur && cur->cls == to->cls && cur->generation >= to->generation)
+            return PICL_OK;
+        if ((st = picl__classmap_set(&e->map, c, to)) != PICL_OK)
+            return st;
+        e->map.version++;
+        st = write_map(e, e->map_modified);
+        if (st != PICL_ERROR_CONFLICT)
+            return st == PICL_OK ? PICL_OK : fail(e, st, "cannot write the class map");
+        e->have_map = 0;
+        if ((st = ensure_map(e)) != PICL_OK)
+            return st;
+    }
+    return fail(e, PICL_ERROR_CONFLICT, "the class map keeps changing on the server");
+}
+
+/* A move recorded in the state but not finished (a crash): finish it. */
+static picl_status finish_pending_moves(picl_engine *e)
+{
+    const char *c;
+    json_t *cs;
+    json_object_foreach(e->st->collections, c, cs) {
+        json_t *mv = json_object_get(cs, "move");
+        if (!json_is_object(mv))
+            continue;
+        const char *cls = json_string_value(json_object_get(mv, "class"));
+        json_int_t gen = json_integer_value(json_object_get(mv, "generation"));
+        if (!cls || (cls[0] != 'A' && cls[0] != 'B') || gen < 1) {
+            json_object_del(cs, "move");
+            continue;
+        }
+        picl_class_entry to = {cls[0], (uint32_t)gen};
+        picl_status st = finish_move(e, c, &to);
+        if (st != PICL_OK)
+            return st;
+        json_object_del(cs, "move");
+        if ((st = picl__state_save(e->st)) != PICL_OK)
+            return fail(e, st, "cannot save the local state");
+    }
+    return PICL_OK;
+}
+
+picl_status picl__engine_set_class(picl_engine *e, const char *c, char cls)
+{
+    if (!picl__collection_name_ok(c) || (cls != 'A' && cls != 'B'))
+        return fail(e, PICL_ERROR_INVALID_ARGUMENT, "usage: a collection name and class A or B");
+    if (!e->st->has_kb)
+        return fail(e, PICL_ERROR_STATE, "enter the password: moving a collection needs kB");
+    picl_status st = ensure_map(e);
+    if (st == PICL_OK)
+        st = finish_pending_moves(e);
+    if (st != PICL_OK)
+        return st;
+    const picl_class_entry *cur = picl__classmap_get(&e->map, c);
+    if (cur && cur->cls == cls)
+        return PICL_OK;
+    picl_class_entry to = {cls, cur ? cur->generation + 1 : 1};
+    /* the intent first, so a crash at any later step is finished next time */
+    json_t *cs = coll_state(e, c);
+    char cl[2] = {cls, 0};
+    json_object_set_new(cs, "move", json_pack("{s:s, s:i}", "class", cl, "generation", (int)to.generation));
+    if ((st = picl__state_save(e->st)) != PICL_OK)
+        return fail(e, st, "cannot save the local state");
+    if ((st = finish_move(e, c, &to)) != PICL_OK)
+        return st;
+    json_object_del(cs, "move");
+    st = picl__state_save(e->st);
+    notify(e, "status", c, 0, -1, cls == 'A' ? "moved to class A" : "moved to class B");
+    return st == PICL_OK ? PICL_OK : fail(e, st, "cannot save the local state");
+}
+
+picl_status picl__engine_wipe_server(picl_engine *e, const char *c)
+{
+    if (!picl__collection_name_ok(c))
+        return fail(e, PICL_ERROR_INVALID_ARGUMENT, "invalid collection name");
+    picl_status st = picl__stc_delete(e->stc, c, NULL, 0, -1, NULL);
+    if (st != PICL_OK && st != PICL_ERROR_NOT_FOUND)
+        return fail(e, st, "cannot delete %s on the server", c);
+    mark_reset(e, c);
+    return picl__state_save(e->st);
+}
+
+/* ---- the run -------------------------------------------------------------- */
+
+picl_status picl__engine_sync(picl_engine *e, picl_store *const *stores, size_t n, json_t *summary)
+{
+    e->error[0] = 0;
+    json_t *info = NULL;
+    picl_status st = picl__stc_info(e->stc, "collections", -1, &info);
+    if (st != PICL_OK)
+        return fail(e, st, "cannot reach the storage server");
+    json_decref(e->info);
+    e->info = info ? info : json_object();
+    /* nothing changed anywhere: this one request was the whole sync */
+    int quiet = 1;
+    int64_t meta_seen = picl__ts_parse(picl__state_last_sync(e->st, "meta"));
+    if (info_ts(e, "meta") != meta_seen || !*e->st->classmap_payload)
+        quiet = 0;
+    for (size_t i = 0; quiet && i < n; i++) {
+        const char *c = stores[i]->collection;
+        json_t *cs = json_object_get(e->st->collections, c);
+        if (info_ts(e, c) > picl__ts_parse(picl__state_last_sync(e->st, c)) || json_object_get(cs, "move") ||
+            json_is_true(json_object_get(cs, "reset")) || !json_object_get(cs, "syncID"))
+            quiet = 0;
+        json_t *ch = NULL;
+        if (quiet && (picl__store_changes(stores[i], &ch) != PICL_OK || json_array_size(ch)))
+            quiet = 0;
+        json_decref(ch);
+    }
+    if (quiet) {
+        for (size_t i = 0; i < n; i++)
+            json_object_set_new(summary, stores[i]->collection,
+                                json_pack("{s:i, s:i, s:i, s:i, s:s}", "downloaded", 0, "applied", 0, "uploaded", 0,
+                                          "failed", 0, "status", "unchanged"));
+        return PICL_OK;
+    }
+    if ((st = ensure_global(e, stores, n)) != PICL_OK || (st = ensure_map(e)) != PICL_OK)
+        return st;
+    if (e->st->has_kb && (st = finish_pending_moves(e)) != PICL_OK)
+        return st;
+    picl_status first = PICL_OK;
+    for (size_t i = 0; i < n; i++) {
+        st = sync_collection(e, stores[i], summary);
+        if (st != PICL_OK && first == PICL_OK)
+            first = st;
+        if (st == PICL_ERROR_TOKEN || st == PICL_ERROR_NETWORK || st == PICL_ERROR_BACKOFF)
+            break; /* the others would fail the same way */
+    }
+    /* remember the meta timestamp only when every write of ours is in */
+    json_t *fresh = NULL;
+    if (first == PICL_OK && picl__stc_info(e->stc, "collections", -1, &fresh) == PICL_OK && fresh) {
+        char ts[24];
+        json_decref(e->info);
+        e->info = fresh;
+        picl__ts_format(ts, info_ts(e, "meta"));
+        picl__state_set_last_sync(e->st, "meta", ts);
+        picl__state_save(e->st);
+    }
+    if (e->keys_changed)
+        json_object_set_new(summary, "keys_changed", json_true());
+    return first;
+}

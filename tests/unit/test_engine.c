@@ -1,0 +1,529 @@
+/* test_engine.c -- the sync engine over HTTP against a real storage server:
+ * devices converge, conflicts, tombstones, the class map under attack, class
+ * moves (also after a crash), and a password reset seen from another device. */
+#include "testutil.h"
+#include "storage_fixture.h"
+#include "client/engine.h"
+#include "client/records.h"
+#include "crypto/codec.h"
+#include "crypto/util.h"
+#include "crypto/nss.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char nssdir[64];
+
+typedef struct device {
+    char dir[64];
+    picl_state *st;
+    picl_stc *stc;
+    picl_store *bm, *pw, *hi;
+} device;
+
+static uint8_t KA[32], KB[32];
+
+static void setup(void)
+{
+    /* SDR needs a key database as the internal slot: open it first */
+    snprintf(nssdir, sizeof nssdir, "/tmp/picl-eng-nss-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(nssdir));
+    ck_assert_int_eq(picl__nss_acquire_dir(nssdir), PICL_OK);
+    sf_setup();
+    for (int i = 0; i < 32; i++) {
+        KA[i] = (uint8_t)(0x20 + i);
+        KB[i] = (uint8_t)(0x40 + i);
+    }
+}
+
+static void teardown(void)
+{
+    sf_teardown();
+    picl__nss_release();
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s /tmp/picl-eng-dev-*", nssdir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static void dev_open(device *d, const uint8_t *kb)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->dir, sizeof d->dir, "/tmp/picl-eng-dev-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(d->dir));
+    ck_assert_int_eq(picl__state_load(&d->st, d->dir, 1), PICL_OK);
+    memcpy(d->st->ka, KA, 32);
+    d->st->has_ka = 1;
+    if (kb) {
+        memcpy(d->st->kb, kb, 32);
+        d->st->has_kb = 1;
+    }
+    char ep[256];
+    snprintf(ep, sizeof ep, "%s/1.5/%d", SF.node, SF_UID);
+    ck_assert_int_eq(picl__stc_new(&d->stc, ep, SF.cred.token, SF.cred.key), PICL_OK);
+    ck_assert_int_eq(picl__memstore_open(&d->bm, "bookmarks"), PICL_OK);
+    ck_assert_int_eq(picl__memstore_open(&d->pw, "passwords"), PICL_OK);
+    ck_assert_int_eq(picl__memstore_open(&d->hi, "history"), PICL_OK);
+}
+
+static void dev_close(device *d)
+{
+    picl__store_close(d->bm);
+    picl__store_close(d->pw);
+    picl__store_close(d->hi);
+    picl__stc_free(d->stc);
+    picl__state_free(d->st);
+}
+
+/* Runs a sync of all three collections; returns the status, summary in *out. */
+static picl_status dev_sync(device *d, json_t **out, char *err)
+{
+    picl_engine e;
+    picl__engine_init(&e, d->stc, d->st);
+    picl_store *stores[3] = {d->bm, d->pw, d->hi};
+    json_t *summary = json_object();
+    picl_status st = picl__engine_sync(&e, stores, 3, summary);
+    if (err)
+        snprintf(err, 256, "%s", e.error);
+    picl__engine_done(&e);
+    if (out)
+        *out = summary;
+    else
+        json_decref(summary);
+    return st;
+}
+
+static void sync_ok(device *d)
+{
+    char err[256];
+    picl_status st = dev_sync(d, NULL, err);
+    ck_assert_msg(st == PICL_OK, "sync failed: %d %s", st, err);
+}
+
+static json_t *J(const char *text)
+{
+    json_t *j = json_loads(text, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    return j;
+}
+
+static void put(picl_store *s, const char *text)
+{
+    json_t *r = J(text);
+    ck_assert_int_eq(picl__memstore_put(s, r), PICL_OK);
+    json_decref(r);
+}
+
+static json_t *get(picl_store *s, const char *id)
+{
+    json_t *r = NULL;
+    ck_assert_int_eq(picl__store_get(s, id, &r), PICL_OK);
+    return r;
+}
+
+static void assert_same_store(picl_store *a, picl_store *b)
+{
+    json_t *x, *y;
+    ck_assert_int_eq(picl__store_all(a, &x), PICL_OK);
+    ck_assert_int_eq(picl__store_all(b, &y), PICL_OK);
+    ck_assert_uint_eq(json_array_size(x), json_array_size(y));
+    size_t i;
+    json_t *r;
+    json_array_foreach(x, i, r) {
+        json_t *o = get(b, json_string_value(json_object_get(r, "id")));
+        ck_assert_msg(o && json_equal(o, r), "%s differs: %s", a->collection, json_dumps(r, JSON_COMPACT));
+        json_decref(o);
+    }
+    json_decref(x);
+    json_decref(y);
+}
+
+/* The BSO payload of an item on the server, via the raw API. */
+static json_t *server_payload(const char *coll, const char *id)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/storage/%s/%s", coll, id);
+    tu_resp r = sf_req("GET", path, NULL);
+    json_t *p = NULL;
+    if (r.status == 200) {
+        json_t *bso = J(r.body);
+        p = J(json_string_value(json_object_get(bso, "payload")));
+        json_decref(bso);
+    }
+    tu_resp_free(&r);
+    return p;
+}
+
+static const char *BM1 = "{\"id\":\"bm1_________\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"title\":\"One\","
+                         "\"bmkUri\":\"https://one.example/\",\"tags\":[],\"dateAdded\":1}";
+static const char *PW1 = "{\"id\":\"{pw-1}\",\"hostname\":\"https://site.example\",\"username\":\"u\","
+                         "\"password\":\"p1\",\"timePasswordChanged\":1000}";
+static const char *HI1 = "{\"id\":\"hi1_________\",\"histUri\":\"https://h.example/\",\"title\":\"H\","
+                         "\"visits\":[{\"date\":1000000,\"type\":1}]}";
+
+START_TEST(test_two_and_three_devices_converge)
+{
+    device d1, d2, d3;
+    dev_open(&d1, KB);
+    dev_open(&d2, KB);
+    dev_open(&d3, KB);
+    put(d1.bm, BM1);
+    put(d1.pw, PW1);
+    put(d1.hi, HI1);
+    json_t *sum;
+    ck_assert_int_eq(dev_sync(&d1, &sum, NULL), PICL_OK);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(sum, "passwords"), "uploaded")), 1);
+    json_decref(sum);
+    /* the ciphertext on the server names its key; passwords are class B */
+    json_t *p = server_payload("passwords", "{pw-1}");
+    ck_assert_ptr_nonnull(p);
+    ck_assert_str_eq(json_string_value(json_object_get(p, "kid")), "B:1");
+    ck_assert_ptr_null(strstr(json_dumps(p, 0), "p1"));
+    json_decref(p);
+    p = server_payload("bookmarks", "bm1_________");
+    ck_assert_str_eq(json_string_value(json_object_get(p, "kid")), "A:1");
+    json_decref(p);
+    sync_ok(&d2);
+    assert_same_store(d1.bm, d2.bm);
+    assert_same_store(d1.pw, d2.pw);
+    assert_same_store(d1.hi, d2.hi);
+    /* interleaved edits on three devices */
+    put(d2.bm, "{\"id\":\"bm2_________\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"title\":\"Two\"}");
+    sync_ok(&d3);
+    put(d3.pw, "{\"id\":\"{pw-3}\",\"hostname\":\"https://three.example\",\"password\":\"p3\",\"timePasswordChanged\":5}");
+    ck_assert_int_eq(picl__memstore_delete(d1.hi, "hi1_________"), PICL_OK);
+    sync_ok(&d2);
+    sync_ok(&d3);
+    sync_ok(&d1);
+    sync_ok(&d2);
+    sync_ok(&d3);
+    for (int i = 0; i < 3; i++) {
+        device *a = i == 0 ? &d1 : i == 1 ? &d2 : &d3, *b = i == 2 ? &d1 : i == 0 ? &d2 : &d3;
+        assert_same_store(a->bm, b->bm);
+        assert_same_store(a->pw, b->pw);
+        assert_same_store(a->hi, b->hi);
+    }
+    json_t *gone = get(d3.hi, "hi1_________");
+    ck_assert_ptr_null(gone); /* the tombstone travelled */
+    json_t *two = get(d1.bm, "bm2_________");
+    ck_assert_ptr_nonnull(two);
+    json_decref(two);
+    /* nothing changed: the next sync is a no-op */
+    ck_assert_int_eq(dev_sync(&d1, &sum, NULL), PICL_OK);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(sum, "bookmarks"), "status")), "unchanged");
+    json_decref(sum);
+    dev_close(&d1);
+    dev_close(&d2);
+    dev_close(&d3);
+}
+END_TEST
+
+START_TEST(test_conflicts)
+{
+    device d1, d2;
+    dev_open(&d1, KB);
+    dev_open(&d2, KB);
+    put(d1.pw, PW1);
+    put(d1.hi, HI1);
+    sync_ok(&d1);
+    sync_ok(&d2);
+    /* both change the same login; the later change wins everywhere */
+    put(d1.pw, "{\"id\":\"{pw-1}\",\"hostname\":\"https://site.example\",\"username\":\"u\",\"password\":\"late\","
+               "\"timePasswordChanged\":3000}");
+    put(d2.pw, "{\"id\":\"{pw-1}\",\"hostname\":\"https://site.example\",\"username\":\"u\",\"password\":\"early\","
+               "\"timePasswordChanged\":2000}");
+    /* both visit the same page */
+    put(d1.hi, "{\"id\":\"hi1_________\",\"histUri\":\"https://h.example/\",\"title\":\"H\","
+               "\"visits\":[{\"date\":3000000,\"type\":1},{\"date\":1000000,\"type\":1}]}");
+    put(d2.hi, "{\"id\":\"hi1_________\",\"histUri\":\"https://h.example/\",\"title\":\"H2\","
+               "\"visits\":[{\"date\":2000000,\"type\":2},{\"date\":1000000,\"type\":1}]}");
+    sync_ok(&d1);
+    sync_ok(&d2);
+    sync_ok(&d1);
+    json_t *a = get(d1.pw, "{pw-1}"), *b = get(d2.pw, "{pw-1}");
+    ck_assert_str_eq(json_string_value(json_object_get(a, "password")), "late");
+    ck_assert(json_equal(a, b));
+    json_decref(a);
+    json_decref(b);
+    a = get(d1.hi, "hi1_________");
+    b = get(d2.hi, "hi1_________");
+    ck_assert(json_equal(a, b));
+    ck_assert_uint_eq(json_array_size(json_object_get(a, "visits")), 3);
+    json_decref(a);
+    json_decref(b);
+    /* deleted on one device, edited on the other: the edit survives */
+    ck_assert_int_eq(picl__memstore_delete(d1.pw, "{pw-1}"), PICL_OK);
+    sync_ok(&d1);
+    put(d2.pw, "{\"id\":\"{pw-1}\",\"hostname\":\"https://site.example\",\"username\":\"u\",\"password\":\"kept\","
+               "\"timePasswordChanged\":4000}");
+    /* d2 had not seen the deletion: it downloads the tombstone with its own edit pending */
+    sync_ok(&d2);
+    sync_ok(&d1);
+    a = get(d1.pw, "{pw-1}");
+    ck_assert_ptr_nonnull(a);
+    ck_assert_str_eq(json_string_value(json_object_get(a, "password")), "kept");
+    json_decref(a);
+    dev_close(&d1);
+    dev_close(&d2);
+}
+END_TEST
+
+START_TEST(test_bookmark_orphan_to_unfiled)
+{
+    device d1, d2;
+    dev_open(&d1, KB);
+    dev_open(&d2, KB);
+    put(d1.bm, "{\"id\":\"child_______\",\"type\":\"bookmark\",\"parentid\":\"folderGone__\",\"title\":\"C\"}");
+    sync_ok(&d1);
+    sync_ok(&d2);
+    json_t *c = get(d2.bm, "child_______");
+    ck_assert_ptr_nonnull(c);
+    ck_assert_str_eq(json_string_value(json_object_get(c, "parentid")), "unfiled");
+    json_decref(c);
+    json_t *u = get(d2.bm, "unfiled");
+    ck_assert_ptr_nonnull(u);
+    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(u, "children"), 0)), "child_______");
+    json_decref(u);
+    sync_ok(&d1); /* the repair travelled back */
+    c = get(d1.bm, "child_______");
+    ck_assert_str_eq(json_string_value(json_object_get(c, "parentid")), "unfiled");
+    json_decref(c);
+    dev_close(&d1);
+    dev_close(&d2);
+}
+END_TEST
+
+/* Writes a BSO on the server directly (a hostile or buggy server). */
+static void server_put(const char *coll, const char *id, const char *payload)
+{
+    json_t *bso = json_pack("{s:s}", "payload", payload);
+    char *body = json_dumps(bso, 0), path[256];
+    snprintf(path, sizeof path, "/storage/%s/%s", coll, id);
+    tu_resp r = sf_req("PUT", path, body);
+    ck_assert_int_eq(r.status, 200);
+    tu_resp_free(&r);
+    free(body);
+    json_decref(bso);
+}
+
+START_TEST(test_class_map_attacks)
+{
+    device d1, d2;
+    dev_open(&d1, KB);
+    dev_open(&d2, KB);
+    put(d1.pw, PW1);
+    sync_ok(&d1);
+    json_t *map = server_payload("meta", "classes");
+    ck_assert_int_eq(json_integer_value(json_object_get(map, "version")), 1);
+    /* the server rewrites passwords to class A (to read them with kA) */
+    json_t *forged = json_deep_copy(map);
+    json_object_set_new(json_object_get(json_object_get(forged, "collections"), "passwords"), "class", json_string("A"));
+    char *text = json_dumps(forged, JSON_COMPACT | JSON_SORT_KEYS);
+    server_put("meta", "classes", text);
+    free(text);
+    json_decref(forged);
+    put(d2.pw, "{\"id\":\"{pw-2}\",\"hostname\":\"https://two.example\",\"password\":\"secret2\",\"timePasswordChanged\":1}");
+    char err[256];
+    ck_assert_int_eq(dev_sync(&d2, NULL, err), PICL_ERROR_CLASSMAP);
+    ck_assert_ptr_nonnull(strstr(err, "forged"));
+    json_t *none = server_payload("passwords", "{pw-2}");
+    ck_assert_ptr_null(none); /* nothing uploaded under a weaker class */
+    /* a replayed older map is refused too: d1 has seen version 2 below */
+    text = json_dumps(map, JSON_COMPACT | JSON_SORT_KEYS);
+    server_put("meta", "classes", text); /* genuine v1 back */
+    ck_assert_int_eq(dev_sync(&d2, NULL, err), PICL_OK);
+    picl_engine e;
+    picl__engine_init(&e, d1.stc, d1.st);
+    ck_assert_int_eq(picl__engine_set_class(&e, "history", 'B'), PICL_OK); /* map v2 */
+    picl__engine_done(&e);
+    server_put("meta", "classes", text); /* v1 replayed */
+    free(text);
+    json_decref(map);
+    ck_assert_int_eq(dev_sync(&d1, NULL, err), PICL_ERROR_CLASSMAP);
+    /* the map disappears: d1 re-uploads its own copy (version + 1), not the defaults */
+    tu_resp r = sf_req("DELETE", "/storage/meta/classes", NULL);
+    tu_resp_free(&r);
+    sync_ok(&d1);
+    map = server_payload("meta", "classes");
+    ck_assert_int_eq(json_integer_value(json_object_get(map, "version")), 3);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(map, "collections"), "history"),
+                                                       "class")), "B");
+    json_decref(map);
+    dev_close(&d1);
+    dev_close(&d2);
+}
+END_TEST
+
+START_TEST(test_move_and_resume)
+{
+    device d1, d2;
+    dev_open(&d1, KB);
+    dev_open(&d2, KB);
+    put(d1.bm, BM1);
+    put(d1.bm, "{\"id\":\"bm2_________\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"title\":\"Two\"}");
+    sync_ok(&d1);
+    sync_ok(&d2);
+    picl_engine e;
+    picl__engine_init(&e, d1.stc, d1.st);
+    ck_assert_int_eq(picl__engine_set_class(&e, "bookmarks", 'B'), PICL_OK);
+    picl_class_entry ce;
+    ck_assert_int_eq(picl__engine_get_class(&e, "bookmarks", &ce), PICL_OK);
+    ck_assert(ce.cls == 'B' && ce.generation == 2);
+    picl__engine_done(&e);
+    json_t *p = server_payload("bookmarks", "bm1_________");
+    ck_assert_str_eq(json_string_value(json_object_get(p, "kid")), "B:2");
+    json_decref(p);
+    /* the other device picks it up without any action and keeps syncing */
+    put(d2.bm, "{\"id\":\"bm3_________\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"title\":\"Three\"}");
+    sync_ok(&d2);
+    p = server_payload("bookmarks", "bm3_________");
+    ck_assert_str_eq(json_string_value(json_object_get(p, "kid")), "B:2");
+    json_decref(p);
+    sync_ok(&d1);
+    assert_same_store(d1.bm, d2.bm);
+    /* a device without kB (strict mode, no password this run) cannot move */
+    device d3;
+    dev_open(&d3, NULL);
+    picl__engine_init(&e, d3.stc, d3.st);
+    ck_assert_int_eq(picl__engine_set_class(&e, "bookmarks", 'A'), PICL_ERROR_STATE);
+    picl__engine_done(&e);
+    dev_close(&d3);
+    /* a crash after the intent was saved: the next sync finishes the move */
+    json_object_set_new(json_object_get(d2.st->collections, "bookmarks"), "move",
+                        json_pack("{s:s, s:i}", "class", "A", "generation", 3));
+    sync_ok(&d2);
+    ck_assert_ptr_null(json_object_get(json_object_get(d2.st->collections, "bookmarks"), "move"));
+    p = server_payload("bookmarks", "bm2_________");
+    ck_assert_str_eq(json_string_value(json_object_get(p, "kid")), "A:3");
+    json_decref(p);
+    json_t *map = server_payload("meta", "classes");
+    json_t *bmc = json_object_get(json_object_get(map, "collections"), "bookmarks");
+    ck_assert_str_eq(json_string_value(json_object_get(bmc, "class")), "A");
+    ck_assert_int_eq(json_integer_value(json_object_get(bmc, "generation")), 3);
+    json_decref(map);
+    sync_ok(&d1);
+    assert_same_store(d1.bm, d2.bm);
+    dev_close(&d1);
+    dev_close(&d2);
+}
+END_TEST
+
+static picl_status confirm_revoked(void *ctx)
+{
+    (void)ctx;
+    return PICL_ERROR_TOKEN;
+}
+
+START_TEST(test_password_reset_elsewhere)
+{
+    device d1, d2, d3;
+    dev_open(&d1, KB);
+    put(d1.pw, PW1);
+    put(d1.bm, BM1);
+    sync_ok(&d1);
+    /* the password was reset: kA is kept, kB is new */
+    uint8_t kb2[32];
+    memset(kb2, 0x77, 32);
+    dev_open(&d2, kb2);
+    put(d2.pw, "{\"id\":\"{pw-2}\",\"hostname\":\"https://two.example\",\"password\":\"mine\",\"timePasswordChanged\":1}");
+    json_t *sum;
+    ck_assert_int_eq(dev_sync(&d2, &sum, NULL), PICL_OK);
+    ck_assert(json_is_true(json_object_get(sum, "keys_changed")));
+    json_decref(sum);
+    json_t *bm = get(d2.bm, "bm1_________"); /* class A survived */
+    ck_assert_ptr_nonnull(bm);
+    json_decref(bm);
+    json_t *old = get(d2.pw, "{pw-1}"); /* class B of the other device: lost by design */
+    ck_assert_ptr_null(old);
+    ck_assert_ptr_null(server_payload("passwords", "{pw-1}"));
+    json_t *p = server_payload("passwords", "{pw-2}");
+    ck_assert_ptr_nonnull(p);
+    json_decref(p);
+    char fp[33];
+    picl__key_fingerprint(fp, kb2);
+    json_t *map = server_payload("meta", "classes");
+    ck_assert_str_eq(json_string_value(json_object_get(map, "kB")), fp);
+    json_decref(map);
+    /* the old device, whose session the reset revoked, changes nothing */
+    picl_engine e;
+    picl__engine_init(&e, d1.stc, d1.st);
+    e.confirm_keys = confirm_revoked;
+    picl_store *stores[3] = {d1.bm, d1.pw, d1.hi};
+    put(d1.bm, "{\"id\":\"bm9_________\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"title\":\"N\"}");
+    sum = json_object();
+    ck_assert_int_eq(picl__engine_sync(&e, stores, 3, sum), PICL_ERROR_TOKEN);
+    picl__engine_done(&e);
+    json_decref(sum);
+    map = server_payload("meta", "classes");
+    ck_assert_str_eq(json_string_value(json_object_get(map, "kB")), fp);
+    json_decref(map);
+    p = server_payload("passwords", "{pw-2}");
+    ck_assert_ptr_nonnull(p);
+    json_decref(p);
+    /* a new device signed in with the new password reads everything */
+    dev_open(&d3, kb2);
+    sync_ok(&d3);
+    assert_same_store(d2.pw, d3.pw);
+    assert_same_store(d2.bm, d3.bm);
+    dev_close(&d1);
+    dev_close(&d2);
+    dev_close(&d3);
+}
+END_TEST
+
+START_TEST(test_strict_mode_locks_class_b)
+{
+    device d1, d2;
+    dev_open(&d1, KB);
+    put(d1.pw, PW1);
+    put(d1.bm, BM1);
+    sync_ok(&d1);
+    dev_open(&d2, KB);
+    sync_ok(&d2); /* accepts the map with kB */
+    picl__wipe(d2.st->kb, 32);
+    d2.st->has_kb = 0; /* a restart in strict mode */
+    put(d1.bm, "{\"id\":\"bm2_________\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"title\":\"Two\"}");
+    sync_ok(&d1);
+    json_t *sum;
+    ck_assert_int_eq(dev_sync(&d2, &sum, NULL), PICL_OK);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(sum, "passwords"), "status")), "locked");
+    json_decref(sum);
+    json_t *b = get(d2.bm, "bm2_________"); /* class A still syncs */
+    ck_assert_ptr_nonnull(b);
+    json_decref(b);
+    dev_close(&d1);
+    dev_close(&d2);
+}
+END_TEST
+
+START_TEST(test_timestamps)
+{
+    ck_assert_int_eq(picl__ts_parse("123.45"), 12345);
+    ck_assert_int_eq(picl__ts_parse("0"), 0);
+    ck_assert_int_eq(picl__ts_parse("7.5"), 750);
+    ck_assert_int_eq(picl__ts_parse(""), -1);
+    ck_assert_int_eq(picl__ts_parse("-1"), -1);
+    ck_assert_int_eq(picl__ts_parse("1.2x"), -1);
+    char t[24];
+    picl__ts_format(t, 12305);
+    ck_assert_str_eq(t, "123.05");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("engine");
+    TCase *tc = tcase_create("engine");
+    tcase_set_timeout(tc, 60);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_two_and_three_devices_converge);
+    tcase_add_test(tc, test_conflicts);
+    tcase_add_test(tc, test_bookmark_orphan_to_unfiled);
+    tcase_add_test(tc, test_class_map_attacks);
+    tcase_add_test(tc, test_move_and_resume);
+    tcase_add_test(tc, test_password_reset_elsewhere);
+    tcase_add_test(tc, test_strict_mode_locks_class_b);
+    tcase_add_test(tc, test_timestamps);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
