@@ -1,0 +1,488 @@
+/* PiCLService.sys.mjs -- nsIPiCLService in a release Firefox: libpicl through js-ctypes in a ChromeWorker, synced against the live profile stores. */
+
+/*
+ * PiCLService has exactly the shape of idl/nsIPiCLService.idl (checked by
+ * tests/test_idl_consistency.py); members whose name starts with "_" are
+ * private to PiCL (tests, the extension's status view) and not part of it.
+ *
+ * Threads.  The C calls that take long (password stretching: 20000+20000
+ * PBKDF2 rounds and 64 MiB scrypt; SRP; HTTP; sync) run in a ChromeWorker
+ * (PiCLWorker.js) that owns the picl_service object.  PlacesUtils and
+ * Services.logins exist only on the main thread, so a sync goes:
+ *
+ *   1. main thread: each collection's local changes (and, for bookmarks and
+ *      passwords, or when the engine asked for them, all its records) are
+ *      gathered through the live APIs (PiCLStores.sys.mjs), as JSON in the
+ *      record formats of shared/spec/records.md section 3;
+ *   2. worker: picl_service_sync() runs with a picl_store_callbacks store per
+ *      collection implemented over that snapshot: changes()/all()/get()
+ *      answer from it, apply() collects the incoming records, mark_synced()
+ *      collects the ids now on the server, reset()/wipe() are noted;
+ *   3. main thread: the collected records are applied through the live
+ *      APIs (so Firefox keeps GUIDs, frecency, tags, login encryption), then
+ *      the marked ones are cleared from change tracking.  If a local apply
+ *      fails, the service's local sync state is reset
+ *      (picl_service_reset_local_state) so the next sync downloads again
+ *      and converges; the promise rejects with PICL_ERROR_DATABASE.
+ *   If the engine asked for all records of a collection that were not
+ *   gathered (history, which can be large), the sync is run once more with
+ *   them.  Calls are queued: one operation at a time.
+ *
+ * Attributes and getCollectionClass() answer from state the worker sends
+ * back after every operation, so no method blocks the main thread.
+ *
+ * Library: $PICL_LIB, else the pref services.picl.libraryPath, else
+ * libpicl.so beside this module.  Inside Firefox the library finds NSS
+ * already initialised by the browser and uses it (never initialising or
+ * shutting it down).  The service's state lives in <profile>/picl/state.
+ *
+ * Errors: every Promise rejects with an Error whose `result` is the
+ * picl_status code (components/picl.h) and whose message says what went
+ * wrong.
+ */
+
+import { PiCLStores, COLLECTIONS } from "./PiCLStores.sys.mjs";
+
+/* picl_status codes used here (components/picl.h; numbers are ABI). */
+export const PICL_STATUS = Object.freeze({
+  OK: 0,
+  INVALID_ARGUMENT: 1,
+  UNSUPPORTED: 7,
+  IO: 14,
+  DATABASE: 15,
+  NETWORK: 16,
+  WRONG_PASSWORD: 18,
+  UNVERIFIED: 19,
+  ACCOUNT_EXISTS: 20,
+  UNKNOWN_ACCOUNT: 21,
+  INVALID_CODE: 22,
+  CONFLICT: 25,
+  STATE: 29,
+  INTERNAL: 34,
+});
+
+const DEFAULT_CLASS = { bookmarks: "A", history: "A", passwords: "B" };
+const COLLECTION_RE = /^[a-z][a-z0-9_-]{0,31}$/;
+/* collections whose full record set is always gathered (cheap) */
+const GATHER_ALL = new Set(["bookmarks", "passwords"]);
+
+function piclError(result, message) {
+  let e = new Error(message);
+  e.result = result;
+  return e;
+}
+
+/* The library to load: PICL_LIB, the pref, or libpicl.so beside us. */
+export function libraryPath() {
+  let p = Services.env.get("PICL_LIB");
+  if (p) {
+    return p;
+  }
+  p = Services.prefs.getStringPref("services.picl.libraryPath", "");
+  if (p) {
+    return p;
+  }
+  let uri = Services.io.newURI(new URL("libpicl.so", import.meta.url).href);
+  if (uri.schemeIs("resource")) {
+    let res = Services.io.getProtocolHandler("resource").QueryInterface(Ci.nsIResProtocolHandler);
+    uri = Services.io.newURI(res.resolveURI(uri));
+  }
+  if (uri.schemeIs("file")) {
+    return uri.QueryInterface(Ci.nsIFileURL).file.path;
+  }
+  return "libpicl.so";   /* jar: (omni.ja): let the dynamic linker search */
+}
+
+class Service {
+  constructor() {
+    this._worker = null;
+    this._nextId = 1;
+    this._pending = new Map();
+    this._queue = Promise.resolve();
+    this._observers = new Set();
+    this._state = { keyserverURL: "", email: "", verified: false, classes: {} };
+    this._config = {};
+    this._initPromise = null;
+  }
+
+  /* ---- nsIPiCLService ------------------------------------------------- */
+
+  get keyserverURL() {
+    return this._state.keyserverURL || this._config.keyserverURL || "";
+  }
+
+  set keyserverURL(url) {
+    url = String(url);
+    this._config.keyserverURL = url;
+    this._state.keyserverURL = url;
+    if (this._initPromise) {
+      this._enqueue("setKeyserverURL", { url }).catch(() => {});
+    }
+  }
+
+  get signedInEmail() {
+    return this._state.email || "";
+  }
+
+  get verified() {
+    return !!this._state.verified;
+  }
+
+  createAccount(email, password) {
+    return this._account("createAccount", { email: String(email), password: String(password) },
+                         "createAccount: email and password");
+  }
+
+  verifyEmail(code) {
+    return this._account("verifyEmail", { code: String(code) }, "verifyEmail: code");
+  }
+
+  signIn(email, password) {
+    return this._account("signIn", { email: String(email), password: String(password) },
+                         "signIn: email and password");
+  }
+
+  signOut() {
+    return this._run(() => this._call("signOut", {}));
+  }
+
+  changePassword(oldPassword, newPassword) {
+    return this._account("changePassword", { oldPassword: String(oldPassword), newPassword: String(newPassword) },
+                         "changePassword: old and new password");
+  }
+
+  forgotPassword(email) {
+    return this._account("forgotPassword", { email: String(email) }, "forgotPassword: email");
+  }
+
+  completePasswordReset(code, newPassword) {
+    if (!code || !newPassword) {
+      return Promise.reject(piclError(PICL_STATUS.INVALID_ARGUMENT, "completePasswordReset: code and new password are required"));
+    }
+    return this._run(() => this._withStores(COLLECTIONS, snaps =>
+      ["completePasswordReset", { code: String(code), newPassword: String(newPassword), snaps }]));
+  }
+
+  destroyAccount(password) {
+    return this._account("destroyAccount", { password: String(password) }, "destroyAccount: password");
+  }
+
+  getCollectionClass(collection) {
+    collection = String(collection);
+    if (!COLLECTION_RE.test(collection)) {
+      throw piclError(PICL_STATUS.INVALID_ARGUMENT, "getCollectionClass: bad collection name " +
+                      JSON.stringify(collection));
+    }
+    return this._state.classes[collection] || DEFAULT_CLASS[collection] || "A";
+  }
+
+  setCollectionClass(collection, cls) {
+    collection = String(collection);
+    cls = String(cls);
+    if (!COLLECTION_RE.test(collection)) {
+      return Promise.reject(piclError(PICL_STATUS.INVALID_ARGUMENT,
+                                      "setCollectionClass: bad collection name " + JSON.stringify(collection)));
+    }
+    if (cls != "A" && cls != "B") {
+      return Promise.reject(piclError(PICL_STATUS.INVALID_ARGUMENT,
+                                      "setCollectionClass: class must be \"A\" or \"B\", not " + JSON.stringify(cls)));
+    }
+    let live = COLLECTIONS.includes(collection) ? [collection] : [];
+    return this._run(() => this._withStores(live, snaps =>
+      ["setCollectionClass", { collection, cls, snaps }], { all: true }));
+  }
+
+  sync(collections) {
+    if (!Array.isArray(collections) || collections.some(c => typeof c != "string" || !COLLECTION_RE.test(c))) {
+      return Promise.reject(piclError(PICL_STATUS.INVALID_ARGUMENT,
+                                      "sync: collections must be an array of collection names"));
+    }
+    let names = Array.from(new Set(collections));
+    let live = names.length ? names.filter(c => COLLECTIONS.includes(c)) : COLLECTIONS.slice();
+    return this._run(async () => {
+      this._notify("status", "", 0, -1, "sync started");
+      let r;
+      try {
+        r = await this._withStores(live, snaps => ["sync", { csv: names.join(","), snaps }]);
+      } catch (e) {
+        this._notify("status", "", 0, -1, "sync failed: " + e.message);
+        throw e;
+      }
+      this._notify("status", "", 1, 1, "sync finished");
+      return r;
+    });
+  }
+
+  addObserver(observer) {
+    if (!observer || (typeof observer != "function" && typeof observer.onProgress != "function")) {
+      throw piclError(PICL_STATUS.INVALID_ARGUMENT, "addObserver: an nsIPiCLObserver is required");
+    }
+    this._observers.add(observer);
+  }
+
+  removeObserver(observer) {
+    this._observers.delete(observer);
+  }
+
+  /* ---- private ---------------------------------------------------------- */
+
+  /* Options before the first call (tests, the extension): storageURL,
+   * persistKeys, floor [r1, N, r, p, r2], stateDir. */
+  _configure(opts) {
+    Object.assign(this._config, opts || {});
+    if (this._initPromise) {
+      let { storageURL, persistKeys, floor } = this._config;
+      return this._enqueue("init", { storageURL, persistKeys, floor });
+    }
+    return Promise.resolve();
+  }
+
+  /* Loads the library in the worker and creates the service object. */
+  _init() {
+    if (!this._initPromise) {
+      this._initPromise = (async () => {
+        await PiCLStores.init();
+        let stateDir = this._config.stateDir || PathUtils.join(PathUtils.profileDir, "picl", "state");
+        let dir = PathUtils.parent(stateDir);
+        await IOUtils.makeDirectory(dir, { permissions: 0o700 });
+        this._worker = new ChromeWorker(new URL("PiCLWorker.js", import.meta.url).href);
+        this._worker.onmessage = e => this._onMessage(e.data);
+        this._worker.onerror = e => {
+          e.preventDefault();
+          this._failAll(piclError(PICL_STATUS.INTERNAL, "PiCL worker error: " + e.message));
+        };
+        let { keyserverURL, storageURL, persistKeys, floor } = this._config;
+        await this._post("init", { libPath: libraryPath(), stateDir, keyserverURL, storageURL, persistKeys, floor });
+      })();
+      this._initPromise.catch(() => {
+        /* a failed start can be retried (e.g. the library appears later) */
+        this._initPromise = null;
+        if (this._worker) {
+          this._worker.terminate();
+          this._worker = null;
+        }
+      });
+    }
+    return this._initPromise;
+  }
+
+  /* Stops the worker and releases the C object (tests, shutdown). */
+  async _shutdown() {
+    await this._queue.catch(() => {});
+    if (this._worker) {
+      try {
+        await this._post("shutdown", {});
+      } catch (e) {
+        /* terminate anyway */
+      }
+      this._worker.terminate();
+      this._worker = null;
+    }
+    this._initPromise = null;
+    await PiCLStores.shutdown();
+  }
+
+  /* Loads libpicl in a worker of its own and reports, without creating a
+   * service: {strerror: {code: text}, missing: [picl_service_* symbols]}. */
+  async _probe(codes = [0, 18]) {
+    let w = new ChromeWorker(new URL("PiCLWorker.js", import.meta.url).href);
+    try {
+      let reply = await new Promise((resolve, reject) => {
+        w.onmessage = e => resolve(e.data);
+        w.onerror = e => {
+          e.preventDefault();
+          reject(piclError(PICL_STATUS.INTERNAL, "PiCL worker error: " + e.message));
+        };
+        w.postMessage({ id: 0, op: "probe", args: { libPath: libraryPath(), codes } });
+      });
+      if (!reply.ok) {
+        throw piclError(reply.result, reply.message);
+      }
+      return reply.value;
+    } finally {
+      w.terminate();
+    }
+  }
+
+  /* The service's status JSON (signed-in account, fingerprints, endpoints). */
+  _status() {
+    return this._run(() => this._call("statusJSON", {}));
+  }
+
+  _collections() {
+    return this._run(() => this._call("collectionsJSON", {}));
+  }
+
+  _account(op, args, what) {
+    for (let v of Object.values(args)) {
+      if (!v) {
+        return Promise.reject(piclError(PICL_STATUS.INVALID_ARGUMENT, what + " are required"));
+      }
+    }
+    return this._run(() => this._call(op, args));
+  }
+
+  /* Runs fn after every earlier operation (one at a time). */
+  _run(fn) {
+    let p = this._queue.then(async () => {
+      await this._init();
+      return fn();
+    });
+    this._queue = p.catch(() => {});
+    return p;
+  }
+
+  /* An operation queued behind the others, without init (attribute setters). */
+  _enqueue(op, args) {
+    return this._run(() => this._post(op, args).then(r => r.value));
+  }
+
+  async _call(op, args) {
+    let r = await this._post(op, args);
+    return r.value;
+  }
+
+  _post(op, args) {
+    return new Promise((resolve, reject) => {
+      if (!this._worker) {
+        reject(piclError(PICL_STATUS.STATE, "the PiCL worker is not running"));
+        return;
+      }
+      let id = this._nextId++;
+      this._pending.set(id, { resolve, reject });
+      this._worker.postMessage({ id, op, args });
+    });
+  }
+
+  _onMessage(msg) {
+    if (msg.type == "progress") {
+      this._notify(msg.phase, msg.collection, msg.done, msg.total, msg.message);
+      return;
+    }
+    let p = this._pending.get(msg.id);
+    if (!p) {
+      return;
+    }
+    this._pending.delete(msg.id);
+    if (msg.state) {
+      this._state = msg.state;
+      this._state.classes = this._state.classes || {};
+    }
+    if (msg.ok) {
+      p.resolve(msg);
+    } else {
+      let e = piclError(msg.result, msg.message);
+      e.stores = msg.stores;
+      p.reject(e);
+    }
+  }
+
+  _failAll(err) {
+    for (let p of this._pending.values()) {
+      p.reject(err);
+    }
+    this._pending.clear();
+  }
+
+  _notify(phase, collection, done, total, message) {
+    for (let o of Array.from(this._observers)) {
+      try {
+        if (typeof o == "function") {
+          o(phase, collection, done, total, message);
+        } else {
+          o.onProgress(phase, collection, done, total, message);
+        }
+      } catch (e) {
+        /* an observer that throws is ignored (nsIPiCLObserver) */
+      }
+    }
+  }
+
+  /* Gathers snapshots of the live collections, runs the worker operation
+   * op(snaps) returns ([name, args]), then writes back what the engine collected (see the top of
+   * this file).  opts.all gathers every record of every collection. */
+  async _withStores(live, op, opts = {}) {
+    let wantAll = new Set(live.filter(c => opts.all || GATHER_ALL.has(c)));
+    for (let attempt = 0; ; attempt++) {
+      let snaps = {};
+      for (let c of live) {
+        let store = PiCLStores.get(c);
+        let changes = await store.changes();
+        snaps[c] = { changes: JSON.stringify(changes), all: null };
+        if (wantAll.has(c)) {
+          snaps[c].all = JSON.stringify(await store.all());
+        }
+      }
+      let value;
+      let stores;
+      let failure = null;
+      try {
+        let r = await this._post(...op(snaps));
+        value = r.value;
+        stores = r.stores || {};
+      } catch (e) {
+        failure = e;
+        stores = e.stores || {};
+      }
+      let needAll = live.filter(c => stores[c] && stores[c].needAll && !wantAll.has(c));
+      let applyError = await this._writeBack(live, stores);
+      if (failure && needAll.length && attempt == 0) {
+        for (let c of needAll) {
+          wantAll.add(c);
+        }
+        continue;
+      }
+      if (failure) {
+        throw failure;
+      }
+      if (applyError) {
+        throw applyError;
+      }
+      return value;
+    }
+  }
+
+  /* Applies and marks what the worker collected; resets the C side's local
+   * sync state when a local apply failed. */
+  async _writeBack(live, stores) {
+    let failed = [];
+    for (let c of live) {
+      let s = stores[c];
+      if (!s) {
+        continue;
+      }
+      let store = PiCLStores.get(c);
+      try {
+        if (s.wipe) {
+          await store.wipe();
+        }
+        if (s.reset) {
+          await store.reset();
+        }
+        if (s.applied && s.applied.length) {
+          this._notify("apply", c, 0, s.applied.length, "");
+          await store.apply(s.applied);
+          this._notify("apply", c, s.applied.length, s.applied.length, "");
+        }
+      } catch (e) {
+        failed.push(c + ": " + (e && e.message || e));
+        continue;
+      }
+      if (s.marked && s.marked.length) {
+        await store.markSynced(s.marked);
+      }
+    }
+    if (!failed.length) {
+      return null;
+    }
+    try {
+      await this._post("resetLocalState", {});
+    } catch (e) {
+      failed.push("and resetting the sync state failed: " + e.message);
+    }
+    return piclError(PICL_STATUS.DATABASE, "applying incoming records failed (" + failed.join("; ") +
+                     "); the next sync downloads them again");
+  }
+}
+
+export const PiCLService = new Service();

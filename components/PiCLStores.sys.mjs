@@ -1,0 +1,1061 @@
+/* PiCLStores.sys.mjs -- the live profile stores of PiCL inside Firefox: bookmarks and history through PlacesUtils, passwords through Services.logins. */
+
+/*
+ * Each store speaks the record formats of shared/spec/records.md section 3
+ * and the semantics of components/stores/store.h, as async main-thread
+ * functions (PiCLService.sys.mjs calls them around a sync that runs in its
+ * ChromeWorker):
+ *
+ *   changes()            local changes since the last markSynced(): an array
+ *                        of records and tombstones {id, deleted: true}, at
+ *                        most one per id; remembers what it reported
+ *   all()                every live record (no tombstones)
+ *   apply(records)       writes incoming records and tombstones through the
+ *                        browser's own APIs (PlacesUtils.bookmarks/history,
+ *                        Services.logins), so Firefox keeps its invariants
+ *                        (GUIDs, frecency, tags, login encryption); what it
+ *                        writes is NOT reported as a local change.  Not one
+ *                        transaction (the APIs do not offer one): on a
+ *                        failure it throws after a partial write, and the
+ *                        caller resets the sync state so the next sync
+ *                        downloads everything again and converges.
+ *   markSynced(records)  those records (as changes() reported them) are on
+ *                        the server; a change made meanwhile stays pending
+ *   reset()              forget sync state: the next changes() reports every
+ *                        live record
+ *   wipe()               delete every local record of the collection
+ *
+ * Change tracking:
+ *   bookmarks  Places' own per-item syncChangeCounter and tombstone table
+ *              (PlacesSyncUtils.bookmarks.pullChanges / pushChanges), so an
+ *              edit made while PiCL was not loaded is still seen; incoming
+ *              records are written with SOURCES.SYNC, which does not count.
+ *   history    PlacesUtils.observers (page-visited, page-title-changed,
+ *              page-removed) feed a tracker of changed page GUIDs.
+ *   passwords  the "passwordmgr-storage-changed" notifications feed the same
+ *              tracker (logins by GUID; a removal becomes a tombstone).
+ *   The tracker lives in <profile>/picl/tracker.json.  A collection the
+ *   tracker has never seen starts "reset" (everything is a change), so a
+ *   first sync uploads the whole local store.
+ *
+ * Reading goes through Places' read-only connection
+ * (PlacesUtils.promiseDBConnection: queries run off the main thread) and
+ * Services.logins; writing only through the public APIs.
+ * Nothing here prints; errors are thrown as Error objects.
+ */
+
+const lazy = {};
+ChromeUtils.defineESModuleGetters(lazy, {
+  PlacesUtils: "resource://gre/modules/PlacesUtils.sys.mjs",
+  PlacesSyncUtils: "resource://gre/modules/PlacesSyncUtils.sys.mjs",
+});
+
+export const COLLECTIONS = ["bookmarks", "history", "passwords"];
+
+/* Places root GUIDs <-> Sync record ids (records.md section 3). */
+const ROOT_GUID_TO_ID = {
+  "menu________": "menu",
+  "toolbar_____": "toolbar",
+  "unfiled_____": "unfiled",
+  "mobile______": "mobile",
+  "root________": "places",
+};
+const ROOT_ID_TO_GUID = {};
+for (let [g, i] of Object.entries(ROOT_GUID_TO_ID)) {
+  ROOT_ID_TO_GUID[i] = g;
+}
+const SYNCED_ROOTS = ["menu________", "toolbar_____", "unfiled_____", "mobile______"];
+
+export function guidToRecordId(guid) {
+  return ROOT_GUID_TO_ID[guid] || guid;
+}
+export function recordIdToGuid(id) {
+  return ROOT_ID_TO_GUID[id] || id;
+}
+
+/* At most this many pages in history's all() (the most recently visited),
+ * and at most this many visits per history record (records.md: 20). */
+const HISTORY_ALL_MAX = 5000;
+const HISTORY_VISITS_MAX = 20;
+/* Valid Places transition types (nsINavHistoryService.TRANSITION_*). */
+const TRANSITIONS = new Set([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+
+function sqlPlaceholders(n) {
+  return new Array(n).fill("?").join(",");
+}
+
+/* Runs fn over ids in chunks small enough for SQLite's variable limit. */
+async function inChunks(ids, fn, size = 500) {
+  let out = [];
+  for (let i = 0; i < ids.length; i += size) {
+    let part = await fn(ids.slice(i, i + size));
+    if (part) {
+      out.push(...part);
+    }
+  }
+  return out;
+}
+
+/* ------------------------------------------------------------------------
+ * The tracker: changed ids per collection with a sequence number each, so
+ * markSynced() clears only what was reported (a later change has a larger
+ * number), plus a "reset" flag per collection.
+ * ---------------------------------------------------------------------- */
+class Tracker {
+  constructor() {
+    this.seq = 0;
+    this.data = {};          /* collection -> { reset: bool, changed: {id: {seq, deleted}} } */
+    this.path = null;
+    this._saving = Promise.resolve();
+  }
+
+  async load() {
+    let dir = PathUtils.join(PathUtils.profileDir, "picl");
+    await IOUtils.makeDirectory(dir, { permissions: 0o700 });
+    this.path = PathUtils.join(dir, "tracker.json");
+    let saved = null;
+    try {
+      saved = await IOUtils.readJSON(this.path);
+    } catch (e) {
+      saved = null;    /* missing or unreadable: every collection starts reset */
+    }
+    this.data = {};
+    this.seq = (saved && Number.isInteger(saved.seq)) ? saved.seq : 0;
+    for (let c of ["history", "passwords"]) {
+      let d = saved && saved.collections && saved.collections[c];
+      if (d && typeof d.changed == "object" && d.changed) {
+        this.data[c] = { reset: !!d.reset, changed: d.changed };
+      } else {
+        this.data[c] = { reset: true, changed: {} };
+      }
+    }
+  }
+
+  /* Writes the tracker atomically; writes are serialised. */
+  save() {
+    let text = JSON.stringify({ seq: this.seq, collections: this.data });
+    let path = this.path;
+    this._saving = this._saving.then(() => path &&
+      IOUtils.writeUTF8(path, text, { tmpPath: path + ".tmp" })).catch(() => {});
+    return this._saving;
+  }
+
+  note(collection, id, deleted) {
+    let d = this.data[collection];
+    if (!d || !id) {
+      return;
+    }
+    d.changed[id] = { seq: ++this.seq, deleted: !!deleted };
+    this.save();
+  }
+
+  /* What changes() reports: { reset, ids: {id: {seq, deleted}}, seq } (a copy). */
+  snapshot(collection) {
+    let d = this.data[collection];
+    return { reset: d.reset, changed: Object.assign({}, d.changed), seq: this.seq };
+  }
+
+  /* Clears the ids of records that were reported in snap and not changed since. */
+  clear(collection, snap, ids) {
+    let d = this.data[collection];
+    for (let id of ids) {
+      let was = snap.changed[id];
+      let now = d.changed[id];
+      if (now && (!was || now.seq <= was.seq) && now.seq <= snap.seq) {
+        delete d.changed[id];
+      }
+    }
+    if (snap.reset) {
+      d.reset = false;
+    }
+    return this.save();
+  }
+
+  reset(collection) {
+    let d = this.data[collection];
+    d.reset = true;
+    /* keep pending tombstones: a deletion must still reach the server */
+    for (let id of Object.keys(d.changed)) {
+      if (!d.changed[id].deleted) {
+        delete d.changed[id];
+      }
+    }
+    return this.save();
+  }
+}
+
+/* ------------------------------------------------------------------------
+ * Bookmarks
+ * ---------------------------------------------------------------------- */
+
+const BOOKMARKS_SQL = `
+  WITH RECURSIVE synced(id) AS (
+    SELECT b.id FROM moz_bookmarks b
+     WHERE b.guid IN ('menu________', 'toolbar_____', 'unfiled_____', 'mobile______')
+    UNION ALL
+    SELECT b.id FROM moz_bookmarks b JOIN synced s ON b.parent = s.id
+  )
+  SELECT b.guid, b.type, b.fk, b.title, b.dateAdded, b.position,
+         p.guid AS parentGuid, p.title AS parentTitle, h.url, k.keyword
+    FROM synced s
+    JOIN moz_bookmarks b ON b.id = s.id
+    JOIN moz_bookmarks p ON p.id = b.parent
+    LEFT JOIN moz_places h ON h.id = b.fk
+    LEFT JOIN moz_keywords k ON k.place_id = b.fk
+   ORDER BY b.parent, b.position`;
+
+const TAGS_SQL = `
+  SELECT b.fk, t.title AS tag
+    FROM moz_bookmarks b
+    JOIN moz_bookmarks t ON t.id = b.parent
+   WHERE t.parent = (SELECT id FROM moz_bookmarks WHERE guid = 'tags________')
+   ORDER BY t.title`;
+
+class BookmarksStore {
+  constructor(stores) {
+    this.stores = stores;
+    this.name = "bookmarks";
+    this.lastChanges = null;  /* recordId -> change record of pullChanges() */
+  }
+
+  /* Every synced bookmark as a records.md record, keyed by record id. */
+  async _readTree() {
+    const PU = lazy.PlacesUtils;
+    let db = await PU.promiseDBConnection();
+    let rows = await db.execute(BOOKMARKS_SQL);
+    let tagRows = await db.execute(TAGS_SQL);
+    let tagsByFk = new Map();
+    for (let r of tagRows) {
+      let fk = r.getResultByName("fk");
+      if (!tagsByFk.has(fk)) {
+        tagsByFk.set(fk, []);
+      }
+      tagsByFk.get(fk).push(r.getResultByName("tag"));
+    }
+    let records = new Map();
+    let childrenOf = new Map();
+    for (let r of rows) {
+      let guid = r.getResultByName("guid");
+      let type = r.getResultByName("type");
+      let parentGuid = r.getResultByName("parentGuid");
+      let id = guidToRecordId(guid);
+      let parentid = guidToRecordId(parentGuid);
+      let rec = {
+        id,
+        type: "bookmark",
+        parentid,
+        parentName: r.getResultByName("parentTitle") || "",
+        dateAdded: Math.floor(r.getResultByName("dateAdded") / 1000),
+      };
+      let title = r.getResultByName("title") || "";
+      if (type == PU.bookmarks.TYPE_FOLDER) {
+        rec.type = "folder";
+        rec.title = title;
+        rec.children = [];
+        childrenOf.set(id, rec.children);
+      } else if (type == PU.bookmarks.TYPE_SEPARATOR) {
+        rec.type = "separator";
+        rec.pos = r.getResultByName("position");
+      } else {
+        let url = r.getResultByName("url") || "";
+        rec.type = url.startsWith("place:") ? "query" : "bookmark";
+        rec.title = title;
+        rec.bmkUri = url;
+        rec.tags = tagsByFk.get(r.getResultByName("fk")) || [];
+        let kw = r.getResultByName("keyword");
+        if (kw) {
+          rec.keyword = kw;
+        }
+      }
+      records.set(id, rec);
+    }
+    /* rows come ordered by (parent, position): children in order */
+    for (let rec of records.values()) {
+      let list = childrenOf.get(rec.parentid);
+      if (list) {
+        list.push(rec.id);
+      }
+    }
+    return records;
+  }
+
+  async changes() {
+    let changes = await lazy.PlacesSyncUtils.bookmarks.pullChanges();
+    delete changes.places;
+    let tree = await this._readTree();
+    let out = [];
+    for (let id of Object.keys(changes)) {
+      let ch = changes[id];
+      if (ch.tombstone) {
+        out.push({ id, deleted: true });
+      } else if (tree.has(id)) {
+        out.push(tree.get(id));
+      } else {
+        delete changes[id];   /* not a synced item (tags, or gone meanwhile) */
+      }
+    }
+    this.lastChanges = changes;
+    return out;
+  }
+
+  async all() {
+    return Array.from((await this._readTree()).values());
+  }
+
+  async markSynced(records) {
+    if (!this.lastChanges) {
+      return;
+    }
+    let push = {};
+    for (let r of records) {
+      let ch = this.lastChanges[r.id];
+      if (ch) {
+        ch.synced = true;
+        push[r.id] = ch;
+      }
+    }
+    if (Object.keys(push).length) {
+      await lazy.PlacesSyncUtils.bookmarks.pushChanges(push);
+    }
+  }
+
+  async reset() {
+    this.lastChanges = null;
+    await lazy.PlacesSyncUtils.bookmarks.reset();
+  }
+
+  async wipe() {
+    this.lastChanges = null;
+    await lazy.PlacesSyncUtils.bookmarks.wipe();
+  }
+
+  /* Applies records in this order: tombstones of non-folders, new and
+   * changed items parents first (new subtrees with one insertTree per
+   * existing parent), folder child order, then tombstoned folders
+   * (PlacesSyncUtils keeps a folder that gained local children). */
+  async apply(records) {
+    const PU = lazy.PlacesUtils;
+    const SYNC = PU.bookmarks.SOURCES.SYNC;
+    let live = new Map();
+    let tombstones = [];
+    for (let r of records) {
+      if (!r || typeof r.id != "string" || !r.id) {
+        throw new Error("bookmarks: a record without an id");
+      }
+      if (r.id == "places") {
+        continue;
+      }
+      if (r.deleted) {
+        tombstones.push(r.id);
+      } else {
+        live.set(r.id, r);
+      }
+    }
+    let local = await this._readTree();
+    let exists = id => local.has(id) || id in ROOT_ID_TO_GUID;
+
+    /* new items: nest under a new parent when that parent is new too;
+     * an item whose parent is nowhere goes to unfiled (client.md 3) */
+    let parentOf = r => {
+      let p = r.parentid;
+      if (p && (exists(p) || live.has(p)) && p != "places") {
+        return p;
+      }
+      return "unfiled";
+    };
+    let nodes = new Map();
+    let roots = new Map();      /* existing parent record id -> [nodes] */
+    let updates = [];
+    for (let r of live.values()) {
+      if (r.id in ROOT_ID_TO_GUID) {
+        continue;               /* roots exist everywhere; only their order is applied */
+      }
+      if (local.has(r.id)) {
+        updates.push(r);
+        continue;
+      }
+      nodes.set(r.id, this._toPlaces(r));
+    }
+    for (let [id, node] of nodes) {
+      let p = parentOf(live.get(id));
+      if (nodes.has(p) && !this._createsCycle(id, p, live, nodes)) {
+        let parent = nodes.get(p);
+        parent.children = parent.children || [];
+        parent.children.push(node);
+      } else {
+        let key = nodes.has(p) ? "unfiled" : p;
+        if (!roots.has(key)) {
+          roots.set(key, []);
+        }
+        roots.get(key).push(node);
+      }
+    }
+    let tagged = [];
+    for (let [parentId, children] of roots) {
+      let parentGuid = recordIdToGuid(parentId);
+      await PU.bookmarks.insertTree({ guid: parentGuid, children, source: SYNC },
+                                    { fixupOrNoteInvalidItems: false });
+    }
+    for (let r of live.values()) {
+      if (nodes.has(r.id) && (r.type == "bookmark" || r.type == "query")) {
+        tagged.push(r);
+      }
+    }
+    /* changed items */
+    for (let r of updates) {
+      let cur = local.get(r.id);
+      let info = { guid: recordIdToGuid(r.id), source: SYNC };
+      let changed = false;
+      if (cur.type != "separator" && typeof r.title == "string" && r.title != cur.title) {
+        info.title = r.title;
+        changed = true;
+      }
+      if ((cur.type == "bookmark" || cur.type == "query") && r.bmkUri && r.bmkUri != cur.bmkUri) {
+        info.url = r.bmkUri;
+        changed = true;
+      }
+      let p = parentOf(r);
+      if (p != cur.parentid && p != r.id) {
+        info.parentGuid = recordIdToGuid(p);
+        info.index = PU.bookmarks.DEFAULT_INDEX;
+        changed = true;
+      }
+      if (changed) {
+        await PU.bookmarks.update(info);
+      }
+      if (r.type == "bookmark" || r.type == "query") {
+        tagged.push(r);
+      }
+    }
+    /* tags and keywords */
+    for (let r of tagged) {
+      let uri;
+      try {
+        uri = Services.io.newURI(r.bmkUri);
+      } catch (e) {
+        continue;
+      }
+      let want = Array.isArray(r.tags) ? r.tags.filter(t => typeof t == "string" && t) : [];
+      let have = PU.tagging.getTagsForURI(uri);
+      let add = want.filter(t => !have.includes(t));
+      let drop = have.filter(t => !want.includes(t));
+      if (add.length) {
+        PU.tagging.tagURI(uri, add, SYNC);
+      }
+      if (drop.length) {
+        PU.tagging.untagURI(uri, drop, SYNC);
+      }
+      let kw = typeof r.keyword == "string" ? r.keyword : "";
+      let curEntry = await PU.keywords.fetch({ url: r.bmkUri });
+      let curKw = curEntry ? curEntry.keyword : "";
+      if (kw != curKw) {
+        if (curKw) {
+          await PU.keywords.remove({ keyword: curKw, source: SYNC });
+        }
+        if (kw) {
+          await PU.keywords.insert({ keyword: kw, url: r.bmkUri, source: SYNC });
+        }
+      }
+    }
+    /* folder order: the incoming children list, ids we have first */
+    if (live.size) {
+      let now = await this._readTree();
+      for (let r of live.values()) {
+        if (r.type != "folder" || !Array.isArray(r.children) || !now.has(r.id)) {
+          continue;
+        }
+        let have = now.get(r.id).children || [];
+        let order = r.children.filter(c => have.includes(c));
+        let rest = have.filter(c => !order.includes(c));
+        let want = order.concat(rest);
+        if (want.join(",") != have.join(",")) {
+          await PU.bookmarks.reorder(recordIdToGuid(r.id), want.map(recordIdToGuid), { source: SYNC });
+        }
+      }
+    }
+    if (tombstones.length) {
+      await lazy.PlacesSyncUtils.bookmarks.remove(tombstones.filter(id => !(id in ROOT_ID_TO_GUID)));
+    }
+    return records.length;
+  }
+
+  _createsCycle(id, p, live, nodes) {
+    let seen = new Set([id]);
+    while (nodes.has(p)) {
+      if (seen.has(p)) {
+        return true;
+      }
+      seen.add(p);
+      let r = live.get(p);
+      p = r ? r.parentid : null;
+    }
+    return false;
+  }
+
+  /* A records.md bookmark record as a PlacesUtils.bookmarks.insertTree node. */
+  _toPlaces(r) {
+    const PU = lazy.PlacesUtils;
+    let node = { guid: recordIdToGuid(r.id) };
+    if (Number.isFinite(r.dateAdded) && r.dateAdded > 0) {
+      node.dateAdded = new Date(r.dateAdded);
+    }
+    switch (r.type) {
+      case "folder":
+      case "livemark":
+        node.type = PU.bookmarks.TYPE_FOLDER;
+        node.title = typeof r.title == "string" ? r.title : "";
+        break;
+      case "separator":
+        node.type = PU.bookmarks.TYPE_SEPARATOR;
+        break;
+      case "bookmark":
+      case "query":
+        if (typeof r.bmkUri != "string" || !r.bmkUri) {
+          throw new Error("bookmarks: record " + r.id + " has no bmkUri");
+        }
+        node.type = PU.bookmarks.TYPE_BOOKMARK;
+        node.url = r.bmkUri;
+        node.title = typeof r.title == "string" ? r.title : "";
+        break;
+      default:
+        throw new Error("bookmarks: record " + r.id + " has unknown type " + r.type);
+    }
+    return node;
+  }
+}
+
+/* ------------------------------------------------------------------------
+ * History
+ * ---------------------------------------------------------------------- */
+
+class HistoryStore {
+  constructor(stores) {
+    this.stores = stores;
+    this.name = "history";
+    this.snap = null;
+    this.applying = new Set();   /* page GUIDs being written by apply() */
+  }
+
+  /* records for the given page GUIDs (those that still have visits) */
+  async _read(guids) {
+    let db = await lazy.PlacesUtils.promiseDBConnection();
+    let out = await inChunks(guids, async part => {
+      let rows = await db.execute(
+        `SELECT h.guid, h.url, h.title, v.visit_date, v.visit_type
+           FROM moz_places h JOIN moz_historyvisits v ON v.place_id = h.id
+          WHERE h.guid IN (${sqlPlaceholders(part.length)})
+          ORDER BY h.id, v.visit_date DESC`, part);
+      return rows;
+    });
+    return this._rowsToRecords(out);
+  }
+
+  _rowsToRecords(rows) {
+    let byGuid = new Map();
+    for (let r of rows) {
+      let guid = r.getResultByName("guid");
+      let rec = byGuid.get(guid);
+      if (!rec) {
+        rec = { id: guid, histUri: r.getResultByName("url"),
+                title: r.getResultByName("title") || "", visits: [] };
+        byGuid.set(guid, rec);
+      }
+      if (rec.visits.length < HISTORY_VISITS_MAX) {
+        rec.visits.push({ date: r.getResultByName("visit_date"), type: r.getResultByName("visit_type") });
+      }
+    }
+    return byGuid;
+  }
+
+  async changes() {
+    let snap = this.stores.tracker.snapshot("history");
+    let out = [];
+    let live;
+    if (snap.reset) {
+      live = await this._allMap();
+      for (let id of Object.keys(snap.changed)) {
+        if (!live.has(id) && !snap.changed[id].deleted) {
+          delete snap.changed[id];
+        }
+      }
+    } else {
+      live = await this._read(Object.keys(snap.changed));
+    }
+    let ids = new Set(live.keys());
+    for (let id of Object.keys(snap.changed)) {
+      ids.add(id);
+    }
+    for (let id of ids) {
+      if (live.has(id)) {
+        out.push(live.get(id));
+      } else {
+        out.push({ id, deleted: true });
+      }
+    }
+    this.snap = snap;
+    return out;
+  }
+
+  async _allMap() {
+    let db = await lazy.PlacesUtils.promiseDBConnection();
+    let rows = await db.execute(
+      `WITH recent AS (SELECT id FROM moz_places WHERE last_visit_date NOT NULL AND hidden = 0
+                        ORDER BY last_visit_date DESC LIMIT ${HISTORY_ALL_MAX})
+       SELECT h.guid, h.url, h.title, v.visit_date, v.visit_type
+         FROM recent r JOIN moz_places h ON h.id = r.id
+         JOIN moz_historyvisits v ON v.place_id = h.id
+        ORDER BY h.id, v.visit_date DESC`);
+    return this._rowsToRecords(rows);
+  }
+
+  async all() {
+    return Array.from((await this._allMap()).values());
+  }
+
+  async markSynced(records) {
+    if (!this.snap) {
+      return;
+    }
+    await this.stores.tracker.clear("history", this.snap, records.map(r => r.id));
+  }
+
+  async reset() {
+    this.snap = null;
+    await this.stores.tracker.reset("history");
+  }
+
+  async wipe() {
+    this.snap = null;
+    await lazy.PlacesUtils.history.clear();
+    await this.stores.tracker.reset("history");
+  }
+
+  /* Adds the visits we do not have (same date to the millisecond and type),
+   * keeps the incoming GUID for a URL, removes tombstoned pages. */
+  async apply(records) {
+    const PU = lazy.PlacesUtils;
+    let removals = [];
+    let pages = [];
+    for (let r of records) {
+      if (!r || typeof r.id != "string" || !r.id) {
+        throw new Error("history: a record without an id");
+      }
+      if (r.deleted) {
+        removals.push(r.id);
+        continue;
+      }
+      if (typeof r.histUri != "string" || !Array.isArray(r.visits)) {
+        throw new Error("history: record " + r.id + " has no histUri or visits");
+      }
+      pages.push(r);
+    }
+    let db = await PU.promiseDBConnection();
+    let errors = [];
+    let infos = [];
+    for (let r of pages) {
+      let url;
+      try {
+        url = new URL(r.histUri);
+      } catch (e) {
+        errors.push(r.id + ": bad URL");
+        continue;
+      }
+      this.applying.add(r.id);
+      let rows = await db.execute(
+        `SELECT h.guid, v.visit_date, v.visit_type FROM moz_places h
+           LEFT JOIN moz_historyvisits v ON v.place_id = h.id
+          WHERE h.url_hash = hash(:url) AND h.url = :url`, { url: url.href });
+      let have = new Set();
+      let localGuid = null;
+      for (let row of rows) {
+        localGuid = row.getResultByName("guid");
+        let d = row.getResultByName("visit_date");
+        if (d !== null) {
+          have.add(Math.floor(d / 1000) + ":" + row.getResultByName("visit_type"));
+        }
+      }
+      if (localGuid && localGuid != r.id) {
+        this.applying.add(localGuid);
+        await lazy.PlacesSyncUtils.history.changeGuid(url, r.id);
+      }
+      let visits = [];
+      for (let v of r.visits) {
+        if (!v || !Number.isFinite(v.date) || !TRANSITIONS.has(v.type)) {
+          continue;
+        }
+        let key = Math.floor(v.date / 1000) + ":" + v.type;
+        if (have.has(key)) {
+          continue;
+        }
+        have.add(key);
+        visits.push({ date: lazy.PlacesSyncUtils.history.clampVisitDate(new Date(Math.floor(v.date / 1000))),
+                      transition: v.type });
+      }
+      if (visits.length) {
+        let info = { guid: r.id, url, visits };
+        if (typeof r.title == "string" && r.title) {
+          info.title = r.title;
+        }
+        infos.push(info);
+      }
+    }
+    try {
+      if (infos.length) {
+        await PU.history.insertMany(infos, null, res => errors.push(res.guid + ": " + res.url));
+      }
+      for (let id of removals) {
+        this.applying.add(id);
+      }
+      if (removals.length) {
+        let present = await this._read(removals);
+        if (present.size) {
+          await PU.history.remove(Array.from(present.keys()));
+        }
+      }
+    } finally {
+      /* observer notifications of these writes arrive on later ticks */
+      let done = new Set(this.applying);
+      Services.tm.dispatchToMainThread(() => {
+        for (let id of done) {
+          this.applying.delete(id);
+        }
+      });
+    }
+    if (errors.length) {
+      throw new Error("history: could not apply " + errors.length + " record(s): " + errors.slice(0, 3).join(", "));
+    }
+    return records.length;
+  }
+}
+
+/* ------------------------------------------------------------------------
+ * Passwords
+ * ---------------------------------------------------------------------- */
+
+function loginToRecord(login) {
+  login.QueryInterface(Ci.nsILoginMetaInfo);
+  let rec = {
+    id: login.guid,
+    hostname: login.origin,
+    username: login.username || "",
+    password: login.password || "",
+    usernameField: login.usernameField || "",
+    passwordField: login.passwordField || "",
+    timeCreated: login.timeCreated,
+    timePasswordChanged: login.timePasswordChanged,
+    timeLastUsed: login.timeLastUsed,
+    timesUsed: login.timesUsed,
+  };
+  if (login.formActionOrigin !== null && login.formActionOrigin !== undefined) {
+    rec.formSubmitURL = login.formActionOrigin;
+  }
+  if (login.httpRealm !== null && login.httpRealm !== undefined) {
+    rec.httpRealm = login.httpRealm;
+  }
+  return rec;
+}
+
+function recordToLogin(r) {
+  if (typeof r.hostname != "string" || !r.hostname || typeof r.password != "string" || !r.password) {
+    throw new Error("passwords: record " + r.id + " needs hostname and password");
+  }
+  let hasForm = typeof r.formSubmitURL == "string";
+  let hasRealm = typeof r.httpRealm == "string" && r.httpRealm;
+  if (!hasForm && !hasRealm) {
+    throw new Error("passwords: record " + r.id + " has neither formSubmitURL nor httpRealm");
+  }
+  let login = Cc["@mozilla.org/login-manager/loginInfo;1"].createInstance(Ci.nsILoginInfo);
+  login.init(r.hostname, hasRealm ? null : r.formSubmitURL, hasRealm ? r.httpRealm : null,
+             typeof r.username == "string" ? r.username : "", r.password,
+             typeof r.usernameField == "string" ? r.usernameField : "",
+             typeof r.passwordField == "string" ? r.passwordField : "");
+  login.QueryInterface(Ci.nsILoginMetaInfo);
+  login.guid = r.id;
+  for (let k of ["timeCreated", "timePasswordChanged", "timeLastUsed", "timesUsed"]) {
+    if (Number.isFinite(r[k]) && r[k] > 0) {
+      login[k] = r[k];
+    }
+  }
+  return login;
+}
+
+class PasswordsStore {
+  constructor(stores) {
+    this.stores = stores;
+    this.name = "passwords";
+    this.snap = null;
+    this.applying = false;
+  }
+
+  async _liveMap() {
+    await Services.logins.initializationPromise;
+    let map = new Map();
+    for (let l of await Services.logins.getAllLogins()) {
+      let rec = loginToRecord(l);
+      map.set(rec.id, rec);
+    }
+    return map;
+  }
+
+  async changes() {
+    let snap = this.stores.tracker.snapshot("passwords");
+    let live = await this._liveMap();
+    let ids = snap.reset ? new Set(live.keys()) : new Set();
+    for (let id of Object.keys(snap.changed)) {
+      ids.add(id);
+    }
+    let out = [];
+    for (let id of ids) {
+      out.push(live.has(id) ? live.get(id) : { id, deleted: true });
+    }
+    this.snap = snap;
+    return out;
+  }
+
+  async all() {
+    return Array.from((await this._liveMap()).values());
+  }
+
+  async markSynced(records) {
+    if (!this.snap) {
+      return;
+    }
+    await this.stores.tracker.clear("passwords", this.snap, records.map(r => r.id));
+  }
+
+  async reset() {
+    this.snap = null;
+    await this.stores.tracker.reset("passwords");
+  }
+
+  async wipe() {
+    this.snap = null;
+    await Services.logins.initializationPromise;
+    this.applying = true;
+    try {
+      await Services.logins.removeAllUserFacingLoginsAsync();
+    } finally {
+      this.applying = false;
+    }
+    await this.stores.tracker.reset("passwords");
+  }
+
+  async _byGuid(guid) {
+    let found = await Services.logins.searchLoginsAsync({ guid });
+    return found.length ? found[0] : null;
+  }
+
+  /* Adds, modifies (by GUID, or the same origin/realm/username under another
+   * GUID) and removes logins; the login manager encrypts them. */
+  async apply(records) {
+    await Services.logins.initializationPromise;
+    /* validate everything before the first write */
+    let work = records.map(r => {
+      if (!r || typeof r.id != "string" || !r.id) {
+        throw new Error("passwords: a record without an id");
+      }
+      return r.deleted ? { r } : { r, login: recordToLogin(r) };
+    });
+    this.applying = true;
+    try {
+      for (let { r, login } of work) {
+        let cur = await this._byGuid(r.id);
+        if (!login) {
+          if (cur) {
+            await Services.logins.removeLoginAsync(cur);
+          }
+          continue;
+        }
+        if (!cur) {
+          let same = await Services.logins.searchLoginsAsync({
+            origin: login.origin,
+            formActionOrigin: login.formActionOrigin,
+            httpRealm: login.httpRealm,
+          });
+          cur = same.find(l => l.username == login.username) || null;
+        }
+        if (cur) {
+          await Services.logins.modifyLoginAsync(cur, login);
+        } else {
+          await Services.logins.addLogins([login]);
+        }
+      }
+    } finally {
+      this.applying = false;
+    }
+    return records.length;
+  }
+
+  /* passwordmgr-storage-changed: subject is the login (add/remove), an
+   * nsIArray [old, new] (modify) or of removed logins (removeAll*). */
+  observe(subject, topic, data) {
+    if (this.applying) {
+      return;
+    }
+    let note = (l, deleted) => {
+      try {
+        l.QueryInterface(Ci.nsILoginMetaInfo);
+        this.stores.tracker.note("passwords", l.guid, deleted);
+      } catch (e) {
+        /* not a login: ignore */
+      }
+    };
+    let arr = () => {
+      let out = [];
+      try {
+        let a = subject.QueryInterface(Ci.nsIArray);
+        for (let i = 0; i < a.length; i++) {
+          out.push(a.queryElementAt(i, Ci.nsILoginInfo));
+        }
+      } catch (e) {
+        /* not an array */
+      }
+      return out;
+    };
+    switch (data) {
+      case "addLogin":
+        note(subject, false);
+        break;
+      case "modifyLogin": {
+        let [oldL, newL] = arr();
+        if (oldL && newL) {
+          oldL.QueryInterface(Ci.nsILoginMetaInfo);
+          newL.QueryInterface(Ci.nsILoginMetaInfo);
+          if (oldL.guid != newL.guid) {
+            note(oldL, true);
+          }
+          note(newL, false);
+        }
+        break;
+      }
+      case "removeLogin":
+        note(subject, true);
+        break;
+      case "removeAllLogins":
+        for (let l of arr()) {
+          note(l, true);
+        }
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+/* ------------------------------------------------------------------------
+ * The set of stores and their observers
+ * ---------------------------------------------------------------------- */
+
+class Stores {
+  constructor() {
+    this.tracker = new Tracker();
+    this.bookmarks = new BookmarksStore(this);
+    this.history = new HistoryStore(this);
+    this.passwords = new PasswordsStore(this);
+    this._ready = null;
+    this._listeners = new Set();
+    this._placesListener = null;
+    this._loginObserver = null;
+  }
+
+  /* Loads the tracker and starts observing; idempotent.  Needs a profile. */
+  init() {
+    if (!this._ready) {
+      this._ready = this._init();
+    }
+    return this._ready;
+  }
+
+  async _init() {
+    await this.tracker.load();
+    const PU = lazy.PlacesUtils;
+    const SYNC = PU.bookmarks.SOURCES.SYNC;
+    this._placesListener = events => {
+      for (let e of events) {
+        switch (e.type) {
+          case "page-visited":
+          case "page-title-changed":
+            if (!this.history.applying.has(e.pageGuid)) {
+              this.tracker.note("history", e.pageGuid, false);
+              this._notify("history", e.pageGuid);
+            }
+            break;
+          case "page-removed":
+            if (e.isRemovedFromStore && !this.history.applying.has(e.pageGuid)) {
+              this.tracker.note("history", e.pageGuid, true);
+              this._notify("history", e.pageGuid);
+            }
+            break;
+          case "bookmark-added":
+          case "bookmark-removed":
+          case "bookmark-moved":
+          case "bookmark-title-changed":
+          case "bookmark-url-changed":
+          case "bookmark-tags-changed":
+          case "bookmark-keyword-changed":
+            /* Places counts the change itself (syncChangeCounter) */
+            if (e.source != SYNC) {
+              this._notify("bookmarks", e.guid);
+            }
+            break;
+          default:
+            break;
+        }
+      }
+    };
+    PU.observers.addListener(["page-visited", "page-title-changed", "page-removed",
+                              "bookmark-added", "bookmark-removed", "bookmark-moved",
+                              "bookmark-title-changed", "bookmark-url-changed",
+                              "bookmark-tags-changed", "bookmark-keyword-changed"],
+                             this._placesListener);
+    this._loginObserver = {
+      observe: (s, t, d) => {
+        this.passwords.observe(s, t, d);
+        if (!this.passwords.applying) {
+          this._notify("passwords", "");
+        }
+      },
+    };
+    Services.obs.addObserver(this._loginObserver, "passwordmgr-storage-changed");
+  }
+
+  /* Stops observing and waits for the tracker file to be written. */
+  async shutdown() {
+    if (!this._ready) {
+      return;
+    }
+    await this._ready;
+    lazy.PlacesUtils.observers.removeListener(["page-visited", "page-title-changed", "page-removed",
+                                               "bookmark-added", "bookmark-removed", "bookmark-moved",
+                                               "bookmark-title-changed", "bookmark-url-changed",
+                                               "bookmark-tags-changed", "bookmark-keyword-changed"],
+                                              this._placesListener);
+    Services.obs.removeObserver(this._loginObserver, "passwordmgr-storage-changed");
+    await this.tracker._saving;
+    this._ready = null;
+  }
+
+  /* The store of a collection, or null. */
+  get(collection) {
+    return COLLECTIONS.includes(collection) ? this[collection] : null;
+  }
+
+  /* fn(collection, id) is called after a local (not PiCL's own) change. */
+  addChangeListener(fn) {
+    this._listeners.add(fn);
+  }
+  removeChangeListener(fn) {
+    this._listeners.delete(fn);
+  }
+  _notify(c, id) {
+    for (let fn of this._listeners) {
+      try {
+        fn(c, id);
+      } catch (e) {
+        /* a listener's failure is its own */
+      }
+    }
+  }
+}
+
+export const PiCLStores = new Stores();

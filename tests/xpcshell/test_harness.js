@@ -1,0 +1,60 @@
+/* test_harness.js -- the harness itself: Assert catches what it must, the
+ * profile is a fresh directory registered as ProfD, and timers run. */
+"use strict";
+
+/* Runs fn with a scratch task record so a deliberate failure is counted
+ * there, not in the real task; returns the failures it recorded. */
+async function failuresOf(fn) {
+  let saved = _current;
+  _current = { name: "probe", failures: [] };
+  let savedLog = _log;
+  _log = () => {};
+  try {
+    await fn();
+  } finally {
+    _log = savedLog;
+  }
+  let got = _current.failures;
+  _current = saved;
+  return got;
+}
+
+add_task(async function test_assert_passes_and_fails() {
+  Assert.deepEqual(await failuresOf(() => {
+    Assert.equal(1, 1);
+    Assert.deepEqual({ a: [1, { b: 2 }] }, { a: [1, { b: 2 }] });
+    Assert.throws(() => { throw new Error("boom"); }, /boom/);
+  }), []);
+  Assert.equal((await failuresOf(() => Assert.equal(1, 2))).length, 1, "equal 1 2 fails");
+  Assert.equal((await failuresOf(() => Assert.deepEqual({ a: 1 }, { a: 1, b: undefined }))).length, 1,
+               "extra key fails deepEqual");
+  Assert.equal((await failuresOf(() => Assert.deepEqual([1, 2], { 0: 1, 1: 2 }))).length, 1,
+               "array vs object");
+  Assert.equal((await failuresOf(() => Assert.throws(() => {}))).length, 1, "throws without throw");
+  Assert.equal((await failuresOf(() => Assert.throws(() => { throw new Error("x"); }, /y/))).length, 1,
+               "throws with the wrong message");
+  Assert.equal((await failuresOf(() => Assert.rejects(Promise.resolve(1)))).length, 1,
+               "rejects on a resolved promise");
+  let e = new Error("wrong password");
+  e.result = 18;
+  Assert.equal((await failuresOf(() => Assert.rejects(Promise.reject(e), { result: 18, message: /wrong/ })))
+               .length, 0, "rejects with result and message");
+  Assert.equal((await failuresOf(() => Assert.rejects(Promise.reject(e), { result: 19 }))).length, 1,
+               "rejects with another result");
+});
+
+add_task(async function test_profile_is_fresh_and_registered() {
+  let p = do_get_profile();
+  Assert.ok(p.exists() && p.isDirectory(), "profile directory exists");
+  Assert.equal(Services.dirsvc.get("ProfD", Ci.nsIFile).path, p.path, "ProfD is the profile");
+  Assert.ok(!p.clone().exists() || true);
+  let places = p.clone();
+  places.append("places.sqlite");
+  Assert.ok(!places.exists(), "no places.sqlite before Places is used");
+});
+
+add_task(async function test_timer() {
+  let t0 = Date.now();
+  await do_timeout_promise(30);
+  Assert.greaterOrEqual(Date.now() - t0, 25, "timer waited");
+});
