@@ -285,6 +285,31 @@ const char *picl_http_header(const picl_http_request *req, const char *name)
                                        name);
 }
 
+picl_status picl_http_client_addr(const picl_http_request *req, char *out, size_t cap)
+{
+    if (!out || !cap)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    out[0] = 0;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info((struct MHD_Connection *)req->conn_,
+                                MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!ci || !ci->client_addr)
+        return PICL_ERROR_NOT_FOUND;
+    char buf[INET6_ADDRSTRLEN];
+    const struct sockaddr *sa = ci->client_addr;
+    const char *r = NULL;
+    if (sa->sa_family == AF_INET)
+        r = inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, sizeof buf);
+    else if (sa->sa_family == AF_INET6)
+        r = inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, sizeof buf);
+    if (!r)
+        return PICL_ERROR_NOT_FOUND;
+    if (strlen(buf) >= cap)
+        return PICL_ERROR_TOO_LARGE;
+    memcpy(out, buf, strlen(buf) + 1);
+    return PICL_OK;
+}
+
 static int hexval(char c)
 {
     if (c >= '0' && c <= '9')

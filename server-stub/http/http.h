@@ -134,6 +134,11 @@ void picl_http_server_free(picl_http_server *srv);
  * glue's; valid during the handler only. */
 const char *picl_http_header(const picl_http_request *req, const char *name);
 
+/* The peer's IP address as text ("127.0.0.1", "::1") into out (cap >= 46
+ * recommended).  PICL_ERROR_NOT_FOUND when unknown, PICL_ERROR_TOO_LARGE
+ * when out is too small. */
+picl_status picl_http_client_addr(const picl_http_request *req, char *out, size_t cap);
+
 /*
  * The first query parameter `name` (compared against the raw, undecoded key),
  * percent- and '+'-decoded into a malloc()ed string the caller frees.

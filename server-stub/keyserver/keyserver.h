@@ -39,7 +39,8 @@
  *  - glue errors: 404 and 405 are errno 999 with the same code, 411/112,
  *    413/113, 400/107 (bad path), 500/999.
  *  - rate limits: failed /auth/finish proofs per account (login_max per
- *    login_window_s) and per client address (x4 the account limit);
+ *    login_window_s) and per client address (4 x login_max), checked at
+ *    /auth/start and /auth/finish;
  *    /password/forgot/send_code and resend_code per account (reset_max per
  *    reset_window_s); reset code guesses: 3 per forgotPasswordToken, after
  *    which it is deleted.  A throttled request is 429/114 with Retry-After.
@@ -69,7 +70,9 @@ typedef struct ks_config {
      * ("kA", "wrapKb", "b", "uid", "srpToken", "authToken", "sessionToken",
      * "keyFetchToken", "accountResetToken", "forgotPasswordToken",
      * "verifyCode", "recoveryCode", "deviceId", "random"); a hook returning
-     * non-PICL_OK makes the server fall back to NSS. */
+     * non-PICL_OK makes the server fall back to NSS.  "b" (the SRP server
+     * secret) is asked as 256 bytes so a test can force any b < N; NSS
+     * draws 32. */
     void (*log)(void *ctx, const char *line);
     int64_t (*now)(void *ctx);
     picl_status (*random)(void *ctx, const char *what, uint8_t *out, size_t len);
@@ -100,11 +103,13 @@ unsigned ks_server_port(const ks_server *s);
  * closes the database, wipes and frees.  NULL is allowed. */
 void ks_server_free(ks_server *s);
 
-/* Reads a shared secret file (hex text, at least 64 hex characters, trailing
- * newline allowed) into *secret (malloc()ed, caller frees with picl__zfree),
- * creating it first with 64 random hex characters and a newline, mode 0600,
- * when it does not exist.  PICL_ERROR_IO, PICL_ERROR_ENCODING for a file
- * that is not such hex, PICL_ERROR_INVALID_ARGUMENT. */
+/* Reads a shared secret file into *secret (malloc()ed, caller frees with
+ * picl__zfree), creating it first with 64 random hex characters and a
+ * newline, mode 0600, when it does not exist.  The secret is the file's
+ * TEXT without trailing whitespace (64..1024 hex characters used as ASCII
+ * bytes, as Python tokenlib uses its secret string), not the decoded bytes;
+ * the storage server must read the file the same way.  PICL_ERROR_IO,
+ * PICL_ERROR_ENCODING for a file that is not such hex text. */
 picl_status ks_secret_load_or_create(const char *path, uint8_t **secret, size_t *len);
 
 #endif

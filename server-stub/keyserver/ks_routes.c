@@ -86,6 +86,20 @@ static int consume(ks_server *s, picl_http_response *resp, const ks_token *t)
     return 0;
 }
 
+/* Rate-limit keys of failed logins: per account and per client address.
+ * Answers 429 (or 500) and returns 1 when either is over its limit. */
+static int login_throttled(ks_server *s, picl_http_request *req, picl_http_response *resp,
+                           int64_t account, char akey[64], char ikey[80])
+{
+    char addr[64];
+    snprintf(akey, 64, "login:%lld", (long long)account);
+    if (picl_http_client_addr(req, addr, sizeof addr) != PICL_OK)
+        snprintf(addr, sizeof addr, "unknown");
+    snprintf(ikey, 80, "ip:%s", addr);
+    return ks_throttled(s, resp, akey, s->login_max, s->login_window) ||
+           ks_throttled(s, resp, ikey, 4 * s->login_max, s->login_window);
+}
+
 /* ---- POST /v1/account/create ------------------------------------------ */
 
 static void h_account_create(picl_http_request *req, picl_http_response *resp, void *ctx)
@@ -163,13 +177,12 @@ static void h_auth_start(picl_http_request *req, picl_http_response *resp, void 
         ks_error(resp, 400, KS_ERR_UNKNOWN, "unknown account");
         goto done;
     }
-    char rkey[64];
-    snprintf(rkey, sizeof rkey, "login:%lld", (long long)a->id);
+    char rkey[64], ikey[80];
     if (rc != PICL_OK) {
         ks_error_internal(resp);
         goto done;
     }
-    if (ks_throttled(s, resp, rkey, s->login_max, s->login_window))
+    if (login_throttled(s, req, resp, a->id, rkey, ikey))
         goto done;
     const picl_srp_group *g = picl__srp_group_picl();
     size_t blen = PICL_SRP_SECRET_BYTES;
@@ -257,9 +270,8 @@ static void h_auth_finish(picl_http_request *req, picl_http_response *resp, void
         ks_error_internal(resp);
         goto done;
     }
-    char rkey[64];
-    snprintf(rkey, sizeof rkey, "login:%lld", (long long)a->id);
-    if (ks_throttled(s, resp, rkey, s->login_max, s->login_window))
+    char rkey[64], ikey[80];
+    if (login_throttled(s, req, resp, a->id, rkey, ikey))
         goto done;
     rc = picl__srp_server_new_with_b(picl__srp_group_picl(), a->verifier, KS_VERIFIER_BYTES, b,
                                      blen, &srp);
@@ -270,7 +282,8 @@ static void h_auth_finish(picl_http_request *req, picl_http_response *resp, void
         goto done;
     }
     if (rc == PICL_ERROR_SRP_PROOF) {
-        if (ks_db_rate_add(s->db, rkey, ks_now(s)) != PICL_OK)
+        if (ks_db_rate_add(s->db, rkey, ks_now(s)) != PICL_OK ||
+            ks_db_rate_add(s->db, ikey, ks_now(s)) != PICL_OK)
             ks_error_internal(resp);
         else
             ks_error(resp, 400, KS_ERR_PASSWORD, "incorrect password");

@@ -296,6 +296,36 @@ START_TEST(brute_force_rate_limit)
 }
 END_TEST
 
+START_TEST(brute_force_per_address)
+{
+    /* login_max 3: 12 failures per address, spread over 5 accounts */
+    picl_ks_client *c;
+    ck_assert_int_eq(picl__ksc_new(&c, srv.base), PICL_OK);
+    picl_account a;
+    char email[64];
+    for (int i = 0; i < 5; i++) {
+        snprintf(email, sizeof email, "user%d@example.org", i);
+        tuks_account(&srv, email, PW, 1, NULL);
+    }
+    int failures = 0;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 3; j++, failures++) {
+            snprintf(email, sizeof email, "user%d@example.org", i);
+            ck_assert_int_eq(picl__account_login(c, email, strlen(email), "x", 1, tuks_params(),
+                                                 &a),
+                             PICL_ERROR_WRONG_PASSWORD);
+        }
+    ck_assert_int_eq(failures, 12);
+    /* user4 never failed, but this address did, too often */
+    snprintf(email, sizeof email, "user4@example.org");
+    ck_assert_int_eq(picl__account_login(c, email, strlen(email), PW, strlen(PW), tuks_params(),
+                                         &a),
+                     PICL_ERROR_BACKOFF);
+    ck_assert_int_eq(picl__ksc_last(c)->errnum, 114);
+    picl__ksc_free(c);
+}
+END_TEST
+
 START_TEST(malformed_bodies)
 {
     tuks_account(&srv, EMAIL, PW, 1, NULL);
@@ -397,6 +427,7 @@ static Suite *suite(void)
     tcase_add_test(tc, hawk_malformed_headers);
     tcase_add_test(tc, single_use_under_concurrency);
     tcase_add_test(tc, brute_force_rate_limit);
+    tcase_add_test(tc, brute_force_per_address);
     tcase_add_test(tc, malformed_bodies);
     tcase_add_test(tc, huge_body_refused_before_reading);
     tcase_add_test(tc, unfinished_requests_do_not_block_others);
