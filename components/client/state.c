@@ -56,7 +56,7 @@ static picl_status state_new(picl_state **out, const char *dir, int persist)
     if (!st->collections || picl__state_set_str(&st->dir, dir) || picl__state_set_str(&st->keyserver, "") ||
         picl__state_set_str(&st->storage_override, "") || picl__state_set_str(&st->uid, "") ||
         picl__state_set_str(&st->email, "") || picl__state_set_str(&st->classmap_payload, "") ||
-        picl__state_set_str(&st->global_sync_id, "")) {
+        picl__state_set_str(&st->global_sync_id, "") || picl__state_set_str(&st->forgot_email, "")) {
         picl__state_free(st);
         return PICL_ERROR_NO_MEMORY;
     }
@@ -99,8 +99,10 @@ picl_status picl__state_load(picl_state **out, const char *dir, int persist_keys
         picl__state_set_str(&st->storage_override, jstr(o, "storage_override")) ||
         picl__state_set_str(&st->uid, jstr(o, "uid")) || picl__state_set_str(&st->email, jstr(o, "email")) ||
         picl__state_set_str(&st->classmap_payload, jstr(o, "classmap")) ||
-        picl__state_set_str(&st->global_sync_id, jstr(o, "global_sync_id")))
+        picl__state_set_str(&st->global_sync_id, jstr(o, "global_sync_id")) ||
+        picl__state_set_str(&st->forgot_email, jstr(o, "forgot_email")))
         rc = PICL_ERROR_NO_MEMORY;
+    st->has_forgot = sdr_field(o, "forgot", st->forgot, 32);
     st->verified = json_is_true(json_object_get(o, "verified"));
     json_t *v = json_object_get(o, "classmap_version");
     st->classmap_version = json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
@@ -156,7 +158,11 @@ picl_status picl__state_save(const picl_state *st)
     if (!o)
         return PICL_ERROR_NO_MEMORY;
     picl_status rc = PICL_OK;
-    if (st->has_session)
+    if (st->has_forgot) {
+        rc = put_sdr(o, "forgot", st->forgot, 32);
+        json_object_set_new(o, "forgot_email", json_string(st->forgot_email));
+    }
+    if (rc == PICL_OK && st->has_session)
         rc = put_sdr(o, "session", st->session, 32);
     if (rc == PICL_OK && st->has_ka && st->has_kb && st->persist_keys) {
         uint8_t keys[64];
@@ -211,6 +217,8 @@ void picl__state_free(picl_state *st)
     if (!st)
         return;
     picl__state_sign_out(st);
+    picl__wipe(st->forgot, sizeof st->forgot);
+    free(st->forgot_email);
     json_decref(st->collections);
     free(st->dir);
     free(st->keyserver);

@@ -26,6 +26,9 @@ typedef struct picl_state {
     uint64_t classmap_version;
     char *classmap_payload; /* the last class map accepted, as received */
     char *global_sync_id;   /* meta/global syncID seen */
+    uint8_t forgot[32];     /* forgotPasswordToken between "forgot" and "reset" */
+    int has_forgot;
+    char *forgot_email;
 } picl_state;
 
 /* Loads DIR/state.json (a missing file is an empty state) and decrypts the

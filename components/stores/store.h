@@ -85,4 +85,10 @@ picl_status picl__memstore_delete(picl_store *s, const char *id);
  * written. */
 picl_status picl__filestore_open(picl_store **out, const char *dir, const char *collection);
 
+/* ---- a store implemented by the caller (picl.h picl_store_callbacks) --- */
+/* changes/all/apply/mark_synced are required; get/reset/wipe may be NULL.
+ * Returned JSON texts are malloc()ed by the callee and freed here. */
+picl_status picl__cbstore_open(picl_store **out, const char *collection, const picl_store_callbacks *cb,
+                               void *ctx);
+
 #endif
