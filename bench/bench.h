@@ -12,6 +12,7 @@ double bench_median(double *v, size_t n);
 /* Each benchmark: argc/argv after the subcommand name; returns 0 on success. */
 int bench_stretch(int argc, char **argv);
 int bench_srp(int argc, char **argv);
+int bench_keyserver(int argc, char **argv);
 int bench_storage(int argc, char **argv);
 
 #endif

@@ -10,6 +10,7 @@
 /* Benchmarks live in their own files; a missing one is reported, not fatal. */
 __attribute__((weak)) int bench_stretch(int argc, char **argv);
 __attribute__((weak)) int bench_srp(int argc, char **argv);
+__attribute__((weak)) int bench_keyserver(int argc, char **argv);
 __attribute__((weak)) int bench_storage(int argc, char **argv);
 
 double bench_now(void)
@@ -44,6 +45,7 @@ int main(int argc, char **argv)
     struct bench all[] = {
         {"stretch", bench_stretch, "one full password stretch vs Python hashlib (OpenSSL)"},
         {"srp", bench_srp, "one SRP login, constant-time vs plain mpz_powm"},
+        {"keyserver", bench_keyserver, "SRP logins/s a keyserver sustains, 2 clients"},
         {"storage", bench_storage, "storage server under wrk vs nginx static files (ceiling)"},
     };
     size_t n = sizeof all / sizeof all[0];

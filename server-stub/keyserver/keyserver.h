@@ -71,7 +71,8 @@ typedef struct ks_config {
      * "keyFetchToken", "accountResetToken", "forgotPasswordToken",
      * "verifyCode", "recoveryCode", "deviceId", "random"); a hook returning
      * non-PICL_OK makes the server fall back to NSS.  "b" (the SRP server
-     * secret) is asked as 256 bytes so a test can force any b < N; NSS
+     * secret) is asked as 256 bytes so a test can force any b < N (leading
+     * zero bytes are dropped); NSS
      * draws 32. */
     void (*log)(void *ctx, const char *line);
     int64_t (*now)(void *ctx);

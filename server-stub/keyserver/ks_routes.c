@@ -187,9 +187,15 @@ static void h_auth_start(picl_http_request *req, picl_http_response *resp, void 
     const picl_srp_group *g = picl__srp_group_picl();
     size_t blen = PICL_SRP_SECRET_BYTES;
     /* A test hook may force any b (asked as 256 bytes); NSS draws 256 bits. */
-    if (s->random_hook && s->random_hook(s->hook_ctx, "b", b, sizeof b) == PICL_OK)
-        blen = sizeof b;
-    else
+    if (s->random_hook && s->random_hook(s->hook_ctx, "b", b, sizeof b) == PICL_OK) {
+        /* a forced b is public anyway: drop its leading zero bytes so a
+         * short one costs what a real one does */
+        size_t z = 0;
+        while (z < sizeof b - 1 && !b[z])
+            z++;
+        memmove(b, b + z, sizeof b - z);
+        blen = sizeof b - z;
+    } else
         rc = picl__random_bytes(b, blen);
     if (rc == PICL_OK)
         rc = picl__srp_server_new_with_b(g, a->verifier, KS_VERIFIER_BYTES, b, blen, &srp);
