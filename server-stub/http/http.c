@@ -652,7 +652,7 @@ static enum MHD_Result start_request(picl_http_server *srv, struct MHD_Connectio
     }
     st->req.nparams = ncaps;
 
-    st->limit = srv->max_body;
+    st->limit = st->rt->hooks.max_body ? st->rt->hooks.max_body : srv->max_body;
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_LENGTH);
     int body_method = !strcmp(method, "POST") || !strcmp(method, "PUT") ||

@@ -95,6 +95,8 @@ typedef struct picl_http_hooks {
                   picl_http_error why, void *ctx);
     void (*finish)(picl_http_request *req, picl_http_response *resp, void *ctx);
     void *ctx;
+    size_t max_body; /* body cap of the service's routes; 0 = the server's max_body
+                        (so two services with different caps can share one port) */
 } picl_http_hooks;
 
 typedef struct picl_http_config {
@@ -110,7 +112,8 @@ typedef struct picl_http_config {
 picl_status picl_http_server_new(picl_http_server **out, const picl_http_config *cfg);
 
 /* Adds a route before start.  `hooks` NULL = the server's default hooks.
- * `max_body` of the route: the server's.  PICL_ERROR_INVALID_ARGUMENT on a
+ * The route's body cap is hooks->max_body, else the server's max_body.
+ * PICL_ERROR_INVALID_ARGUMENT on a
  * pattern with more than PICL_HTTP_MAX_PARAMS "*" or after start. */
 picl_status picl_http_route(picl_http_server *srv, const char *method, const char *pattern,
                             picl_http_handler fn, void *ctx, const picl_http_hooks *hooks);

@@ -726,6 +726,7 @@ picl_status storage_server_new(storage_server **out, const storage_config *cfg)
     s->hooks.error = on_glue_error;
     s->hooks.finish = on_finish;
     s->hooks.ctx = s;
+    s->hooks.max_body = (size_t)s->lim.max_request_bytes;
     picl_status st = PICL_ERROR_NO_MEMORY;
     s->data_dir = strdup(cfg->data_dir);
     s->listen = strdup(cfg->listen ? cfg->listen : "127.0.0.1:0");

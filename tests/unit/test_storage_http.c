@@ -59,7 +59,7 @@ static void on_finish(picl_http_request *req, picl_http_response *resp, void *ct
 
 static void setup(void)
 {
-    static const picl_http_hooks hooks = {on_error, on_finish, NULL};
+    static const picl_http_hooks hooks = {on_error, on_finish, NULL, 0};
     picl_http_config cfg = {.listen = "127.0.0.1:0", .max_body = 1000,
                             .require_content_length = 1, .hooks = &hooks};
     ck_assert_int_eq(picl_http_server_new(&H, &cfg), PICL_OK);
@@ -67,6 +67,8 @@ static void setup(void)
     ck_assert_int_eq(picl_http_route(H, "POST", "/a/*/b/*", echo, "ab-post", NULL), PICL_OK);
     ck_assert_int_eq(picl_http_route(H, "GET", "/", echo, "root", NULL), PICL_OK);
     ck_assert_int_eq(picl_http_route(H, "PUT", "/x", echo, "x", NULL), PICL_OK);
+    static const picl_http_hooks small = {on_error, on_finish, NULL, 10};
+    ck_assert_int_eq(picl_http_route(H, "POST", "/small", echo, "small", &small), PICL_OK);
     ck_assert_int_eq(picl_http_route(H, "GET", "/*/*/*/*/*", echo, "five", NULL),
                      PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(picl_http_server_start(H), PICL_OK);
@@ -157,6 +159,13 @@ START_TEST(test_glue_errors)
     tu_req ok = {.ctype = "text/plain", .body = body, .len = 1000};
     j = get_json("POST", "/a/1/b/2", &ok, 200);
     ck_assert_int_eq(json_integer_value(json_object_get(j, "body_len")), 1000);
+    json_decref(j);
+    /* a service's own cap */
+    tu_req ten = {.ctype = "text/plain", .body = body, .len = 10};
+    j = get_json("POST", "/small", &ten, 200);
+    json_decref(j);
+    tu_req eleven = {.ctype = "text/plain", .body = body, .len = 11};
+    j = get_json("POST", "/small", &eleven, 413);
     json_decref(j);
     static const char *const chunked[] = {"Transfer-Encoding: chunked", NULL};
     tu_req ch = {.ctype = "text/plain", .body = "abc", .len = 3, .headers = chunked};
