@@ -4,6 +4,7 @@
 # xpcshell.toml with the real browser engine, each in a fresh profile and
 # under a timeout:
 #   firefox-esr --xpcshell -g GRE -a GRE/browser -f head.js -f test_x.js -e 'run_tasks(T)'
+# then the extension in a headless browser (extension_test.sh).
 # Writes "P passed, F failed" to RESULTFILE and prints "xpcshell: P passed, F failed".
 # Environment: PICL_BUILD (default ./build), FIREFOX (firefox-esr), PICL_GRE
 # (/usr/lib/firefox-esr), XPC_TIMEOUT seconds per file (90), XPC_TESTS (a
@@ -113,4 +114,16 @@ for t in $tests; do
     pass=$((pass + p)); fail=$((fail + f))
     echo "$t: $line"
 done
+
+# ---- the extension in a headless browser ---------------------------------
+if [ -z "$XPC_TESTS" ]; then
+    "$here/extension_test.sh" "$work" > "$work/extension.out" 2>&1
+    cat "$work/extension.out"
+    line=$(sed -n 's/^extension: \([0-9]* passed, [0-9]* failed\)$/\1/p' "$work/extension.out" | tail -n 1)
+    if [ -n "$line" ]; then
+        pass=$((pass + ${line%% passed*})); r=${line#*passed, }; fail=$((fail + ${r%% failed*}))
+    else
+        echo "FAIL extension_test.sh: no result"; fail=$((fail + 1))
+    fi
+fi
 finish

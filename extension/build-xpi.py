@@ -1,0 +1,34 @@
+#!/usr/bin/env python3
+"""build-xpi.py OUT.xpi -- packs the PiCL extension: this directory's
+manifest, schema, parent script, background and popup, plus the binding
+modules from ../components (PiCLService.sys.mjs, PiCLStores.sys.mjs,
+PiCLWorker.js) under modules/.  libpicl.so is not packed (dlopen needs a
+real file): set the pref services.picl.libraryPath, or install it where the
+dynamic linker finds it (make install)."""
+import os
+import sys
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FILES = ["manifest.json", "schema.json", "api.js", "background.js",
+         "popup.html", "popup.js", "popup.css"]
+MODULES = ["PiCLService.sys.mjs", "PiCLStores.sys.mjs", "PiCLWorker.js"]
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.stderr.write("usage: build-xpi.py OUT.xpi\n")
+        return 2
+    out = sys.argv[1]
+    tmp = out + ".tmp"
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+        for f in FILES:
+            z.write(os.path.join(HERE, f), f)
+        for f in MODULES:
+            z.write(os.path.join(HERE, "..", "components", f), "modules/" + f)
+    os.replace(tmp, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
