@@ -319,3 +319,185 @@ function run_tasks(seconds) {
        _totals.asserts + " assertions)");
   quit(_totals.failed ? 1 : 0);
 }
+
+/* ======================================================================
+ * PiCL helpers shared by the tests and their peer processes (peer.js).
+ * ==================================================================== */
+
+/* The servers run.sh started; a test that needs them fails without them. */
+function picl_servers() {
+  let keyserver = Services.env.get("PICL_KEYSERVER");
+  let data = Services.env.get("PICL_KEYSERVER_DATA");
+  if (!keyserver || !data) {
+    throw new Error("PICL_KEYSERVER / PICL_KEYSERVER_DATA not set: run.sh could not start " +
+                    "build/picl-keyserver and build/picl-storage");
+  }
+  return { keyserver, data };
+}
+
+/* A fresh address for this run. */
+function picl_email(tag) {
+  return tag + "-" + Date.now().toString(36) + Math.floor(Math.random() * 1e6).toString(36) + "@example.com";
+}
+
+/* The newest code (X-Verify-Code or X-Recovery-Code) the keyserver mailed
+ * to email, from its Maildir (<data>/mail/new). */
+async function picl_mail_code(email, header) {
+  let dir = PathUtils.join(picl_servers().data, "mail", "new");
+  for (let tries = 0; tries < 50; tries++) {
+    let best = null;
+    for (let f of await IOUtils.getChildren(dir)) {
+      let text = await IOUtils.readUTF8(f);
+      let hdr = text.split(/\r?\n\r?\n/)[0];
+      let to = /^To:\s*(.*)$/mi.exec(hdr);
+      let code = new RegExp("^" + header + ":\\s*(\\S+)", "mi").exec(hdr);
+      if (to && code && to[1].includes(email)) {
+        let st = await IOUtils.stat(f);
+        if (!best || st.lastModified >= best.t) {
+          best = { t: st.lastModified, code: code[1] };
+        }
+      }
+    }
+    if (best) {
+      return best.code;
+    }
+    await do_timeout_promise(100);
+  }
+  throw new Error("no " + header + " mail for " + email);
+}
+
+/* Measures the longest gap between 5 ms timer ticks on the main thread
+ * while promise runs: {value, maxGap}. */
+async function picl_measure_jank(promise) {
+  let maxGap = 0;
+  let last = Cu.now();
+  let timer = Cc["@mozilla.org/timer;1"].createInstance(Ci.nsITimer);
+  timer.initWithCallback(() => {
+    let now = Cu.now();
+    maxGap = Math.max(maxGap, now - last);
+    last = now;
+  }, 5, Ci.nsITimer.TYPE_REPEATING_SLACK);
+  try {
+    let value = await promise;
+    let now = Cu.now();
+    maxGap = Math.max(maxGap, now - last);
+    return { value, maxGap };
+  } finally {
+    timer.cancel();
+  }
+}
+
+/* Runs ops in another xpcshell process on profile dir (a second device):
+ * tests/xpcshell/peer.js executes them and prints one PEER-RESULT line.
+ * Resolves to the array of results; a failed op is {error, result}. */
+async function picl_peer(profileDir, ops, seconds = 60) {
+  const { Subprocess } = ChromeUtils.importESModule("resource://gre/modules/Subprocess.sys.mjs");
+  let here = PathUtils.join(picl_srcdir(), "tests", "xpcshell");
+  let ff = Services.env.get("PICL_FIREFOX") || "firefox-esr";
+  let gre = Services.env.get("PICL_GRE") || "/usr/lib/firefox-esr";
+  let command = ff.includes("/") ? ff : await Subprocess.pathSearch(ff);
+  let proc = await Subprocess.call({
+    command,
+    arguments: ["--xpcshell", "-g", gre, "-a", gre + "/browser",
+                "-f", PathUtils.join(here, "head.js"), "-f", PathUtils.join(here, "peer.js"),
+                "-e", "peer_main(" + seconds + ")"],
+    environment: { PICL_XPC_PROFILE: profileDir, PICL_PEER_OPS: JSON.stringify(ops),
+                   PICL_XPC_TEST: "peer" },
+    environmentAppend: true,
+    stderr: "stdout",
+  });
+  let out = "";
+  let chunk;
+  while ((chunk = await proc.stdout.readString())) {
+    out += chunk;
+  }
+  let { exitCode } = await proc.wait();
+  let m = /^PEER-RESULT (.*)$/m.exec(out);
+  if (!m) {
+    throw new Error("peer on " + profileDir + " gave no result (exit " + exitCode + "):\n" + out.slice(-2000));
+  }
+  return JSON.parse(m[1]);
+}
+
+/* Operations a test or its peer runs on its own profile. */
+const picl_ops = {
+  _svc() {
+    return picl_import("PiCLService.sys.mjs").PiCLService;
+  },
+  _stores() {
+    return picl_import("PiCLStores.sys.mjs").PiCLStores;
+  },
+  async configure() {
+    this._svc().keyserverURL = picl_servers().keyserver;
+    return this._svc().keyserverURL;
+  },
+  /* any nsIPiCLService method: {method, args} */
+  async call({ method, args }) {
+    return this._svc()[method](...(args || []));
+  },
+  async state() {
+    let s = this._svc();
+    return { email: s.signedInEmail, verified: s.verified,
+             classes: ["bookmarks", "history", "passwords"].map(c => s.getCollectionClass(c)) };
+  },
+  async sync({ collections }) {
+    return JSON.parse(await this._svc().sync(collections || []));
+  },
+  async syncMeasured({ collections }) {
+    let r = await picl_measure_jank(this._svc().sync(collections || []));
+    return { summary: JSON.parse(r.value), maxGap: r.maxGap };
+  },
+  async addBookmark({ guid, url, title, parentGuid }) {
+    const { PlacesUtils } = ChromeUtils.importESModule("resource://gre/modules/PlacesUtils.sys.mjs");
+    await PlacesUtils.bookmarks.insert({ guid, url, title, parentGuid: parentGuid || PlacesUtils.bookmarks.menuGuid });
+    return guid;
+  },
+  async addBookmarks({ n, folderGuid, prefix }) {
+    const { PlacesUtils } = ChromeUtils.importESModule("resource://gre/modules/PlacesUtils.sys.mjs");
+    let children = [];
+    for (let i = 0; i < n; i++) {
+      children.push({ url: "https://" + prefix + ".example/" + i, title: prefix + " " + i });
+    }
+    await PlacesUtils.bookmarks.insertTree({ guid: PlacesUtils.bookmarks.menuGuid, children: [
+      { guid: folderGuid, type: PlacesUtils.bookmarks.TYPE_FOLDER, title: prefix, children }] });
+    return n;
+  },
+  async addVisit({ url, title, date }) {
+    const { PlacesUtils } = ChromeUtils.importESModule("resource://gre/modules/PlacesUtils.sys.mjs");
+    await PlacesUtils.history.insert({ url, title, visits: [{ date: new Date(date), transition: 1 }] });
+    return url;
+  },
+  async addLogin({ origin, username, password, guid }) {
+    await Services.logins.initializationPromise;
+    let l = Cc["@mozilla.org/login-manager/loginInfo;1"].createInstance(Ci.nsILoginInfo);
+    l.init(origin, origin, null, username, password, "user", "pass");
+    l.QueryInterface(Ci.nsILoginMetaInfo).guid = guid;
+    await Services.logins.addLoginAsync(l);
+    return guid;
+  },
+  /* what the live stores hold: {bookmarks: {id: record}, history, passwords} */
+  async dump() {
+    let stores = this._stores();
+    await stores.init();
+    let out = {};
+    for (let c of ["bookmarks", "history", "passwords"]) {
+      out[c] = {};
+      for (let r of await stores.get(c).all()) {
+        out[c][r.id] = r;
+      }
+    }
+    return out;
+  },
+  async mailCode({ email, header }) {
+    return picl_mail_code(email, header);
+  },
+};
+
+/* Runs one op; a failure becomes {error, result}. */
+async function picl_op(o) {
+  try {
+    return await picl_ops[o.op](o);
+  } catch (e) {
+    return { error: String(e && e.message || e), result: e && e.result };
+  }
+}

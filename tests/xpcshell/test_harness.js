@@ -58,3 +58,23 @@ add_task(async function test_timer() {
   await do_timeout_promise(30);
   Assert.greaterOrEqual(Date.now() - t0, 25, "timer waited");
 });
+
+add_task(async function test_peer_process() {
+  let dir = PathUtils.join(Services.env.get("PICL_XPC_WORK") || PathUtils.tempDir, "peer-harness-" + Date.now());
+  let r = await picl_peer(dir, [
+    { op: "addBookmark", guid: "bmkPeer00001", url: "https://peer.example/", title: "peer" },
+    { op: "addLogin", origin: "https://peer.example", username: "u", password: "p", guid: "{peer-1}" },
+    { op: "dump" },
+    { op: "nosuchop" },
+  ]);
+  Assert.equal(r.length, 4);
+  Assert.equal(r[0], "bmkPeer00001");
+  Assert.equal(r[2].bookmarks.bmkPeer00001.bmkUri, "https://peer.example/", "the peer's own store");
+  Assert.equal(r[2].passwords["{peer-1}"].password, "p");
+  Assert.ok(r[3].error, "an unknown op is an error, not a crash");
+  /* the peer's profile persisted: a second process reads it back */
+  let again = await picl_peer(dir, [{ op: "dump" }]);
+  Assert.ok(again[0].bookmarks.bmkPeer00001, "bookmark persisted across processes");
+  Assert.ok(again[0].passwords["{peer-1}"], "login persisted (logins.json written at shutdown)");
+  Assert.ok(await IOUtils.exists(PathUtils.join(dir, "places.sqlite")), "places.sqlite in the peer profile");
+});
