@@ -844,6 +844,14 @@ picl_status picl__engine_sync(picl_engine *e, picl_store *const *stores, size_t 
     int64_t meta_seen = picl__ts_parse(picl__state_last_sync(e->st, "meta"));
     if (info_ts(e, "meta") != meta_seen || !*e->st->classmap_payload)
         quiet = 0;
+    if (quiet && e->st->has_kb) {
+        /* kB changed since the map was accepted (a reset, then a new sign-in) */
+        picl_classmap local;
+        char fp[33];
+        if (picl__classmap_parse_trusted(&local, e->st->classmap_payload) != PICL_OK ||
+            picl__key_fingerprint(fp, e->st->kb) != PICL_OK || strcmp(fp, local.kb_fp))
+            quiet = 0;
+    }
     for (size_t i = 0; quiet && i < n; i++) {
         const char *c = stores[i]->collection;
         json_t *cs = json_object_get(e->st->collections, c);
