@@ -30,9 +30,12 @@
  *    last-modified.
  *  - GET of a collection that does not exist is 200 [] with
  *    X-Last-Modified 0.00; DELETE of one is 404.
- *  - X-Weave-Next-Offset is a keyset cursor (sort mode, sort key, id), so a
- *    paging client neither skips nor repeats items while others write
- *    (an item rewritten meanwhile may reappear under sort=oldest).
+ *  - X-Weave-Next-Offset is a keyset cursor (sort mode, sort key, id), not
+ *    a row count: items that are neither written nor deleted while a client
+ *    pages are returned exactly once whatever others write meanwhile; an
+ *    item rewritten meanwhile moves with its new timestamp (it may be seen
+ *    twice under sort=oldest, or missed under sort=newest), which is why
+ *    paging clients send X-If-Unmodified-Since from the first page on.
  */
 
 typedef struct storage_limits {

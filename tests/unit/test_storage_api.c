@@ -1,6 +1,7 @@
 /* test_storage_api.c -- the storage server's endpoints, parameters, headers
  * and statuses (storage.md section 3) over HTTP against an in-process server. */
 #include <pthread.h>
+#include <sqlite3.h>
 #include <time.h>
 
 #include "storage_fixture.h"
@@ -486,6 +487,24 @@ START_TEST(test_post_bad_bodies)
     ck_assert_str_eq(before, after);
     free(before);
     free(after);
+}
+END_TEST
+
+START_TEST(test_post_text_plain_and_slash_delete)
+{
+    tu_resp r = sf_req_h("POST", "/storage/tp", "text/plain; charset=utf-8",
+                         "[{\"id\":\"t\",\"payload\":\"x\"}]", NULL);
+    sf_expect(&r, 200, -1);
+    tu_resp_free(&r);
+    r = sf_req("GET", "/storage/tp", NULL);
+    ck_assert_str_eq(r.body, "[\"t\"]");
+    tu_resp_free(&r);
+    r = sf_req("DELETE", "/storage/", NULL);
+    sf_expect(&r, 200, -1);
+    tu_resp_free(&r);
+    r = sf_req("GET", "/info/collections", NULL);
+    ck_assert_str_eq(r.body, "{}");
+    tu_resp_free(&r);
 }
 END_TEST
 
@@ -987,6 +1006,40 @@ START_TEST(test_quota)
 }
 END_TEST
 
+static void prune_setup(void)
+{
+    storage_config c = {.prune_interval_s = 1};
+    sf_setup_with(&c);
+}
+
+/* Rows in bsos, counted behind the server's back. */
+static int64_t raw_rows(void)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/storage.db", SF.dir);
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *q;
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT count(*) FROM bsos", -1, &q, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    int64_t n = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return n;
+}
+
+START_TEST(test_prune_thread)
+{
+    put_ok("/storage/t/a", "{\"payload\":\"x\",\"ttl\":1}");
+    put_ok("/storage/t/b", "{\"payload\":\"y\"}");
+    ck_assert_int_eq(raw_rows(), 2);
+    struct timespec ts = {0, 200000000};
+    for (int i = 0; i < 25 && raw_rows() != 1; i++)
+        nanosleep(&ts, NULL);
+    ck_assert_int_eq(raw_rows(), 1);
+}
+END_TEST
+
 static void small_setup(void)
 {
     storage_config c = {.limits = {.max_record_payload_bytes = 2048, .max_request_bytes = 8192}};
@@ -1061,6 +1114,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_post_and_list);
     tcase_add_test(tc, test_post_bad_bodies);
     tcase_add_test(tc, test_post_newlines);
+    tcase_add_test(tc, test_post_text_plain_and_slash_delete);
     tcase_add_test(tc, test_get_params);
     tcase_add_test(tc, test_paging_while_writing);
     tcase_add_test(tc, test_if_modified_since);
@@ -1080,6 +1134,11 @@ static Suite *suite(void)
     tcase_add_test(small, test_payload_limit);
     tcase_add_test(small, test_request_size_limit);
     suite_add_tcase(s, small);
+    TCase *pr = tcase_create("prune");
+    tcase_add_checked_fixture(pr, prune_setup, sf_teardown);
+    tcase_set_timeout(pr, 60);
+    tcase_add_test(pr, test_prune_thread);
+    suite_add_tcase(s, pr);
     TCase *q = tcase_create("quota");
     tcase_add_checked_fixture(q, quota_setup, sf_teardown);
     tcase_set_timeout(q, 60);
