@@ -1,0 +1,929 @@
+/* logins.c -- the passwords store: logins.json entries encrypted with the profile's key4.db (see logins.h). */
+#include "stores/logins.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <nss.h>
+#include <pk11pub.h>
+#include <secasn1.h>
+#include <secerr.h>
+#include <secoid.h>
+
+#include "crypto/codec.h"
+#include "crypto/hash.h"
+#include "crypto/nss.h"
+#include "crypto/util.h"
+#include "stores/fileutil.h"
+#include "stores/profile.h"
+
+#define LOGINS_MAX_FILE (64u << 20)  /* logins.json over 64 MiB is not Firefox's */
+#define LOGINS_MAX_FIELD 65536       /* any string of an incoming record */
+#define LOGINS_MAX_PASSWORD 1024     /* primary password buffer */
+
+/* The SDR key id every Firefox profile uses. */
+static const uint8_t sdr_keyid[16] = {0xf8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+
+/* The SDR blob, as NSS's pk11sdr.c lays it out. */
+typedef struct sdr_blob {
+    SECItem keyid;
+    SECAlgorithmID alg;
+    SECItem data;
+} sdr_blob;
+
+SEC_ASN1_MKSUB(SECOID_AlgorithmIDTemplate)
+
+static const SEC_ASN1Template blob_template[] = {
+    {SEC_ASN1_SEQUENCE, 0, NULL, sizeof(sdr_blob)},
+    {SEC_ASN1_OCTET_STRING, offsetof(sdr_blob, keyid), NULL, 0},
+    {SEC_ASN1_INLINE | SEC_ASN1_XTRN, offsetof(sdr_blob, alg), SEC_ASN1_SUB(SECOID_AlgorithmIDTemplate), 0},
+    {SEC_ASN1_OCTET_STRING, offsetof(sdr_blob, data), NULL, 0},
+    {0, 0, NULL, 0},
+};
+
+typedef struct logins {
+    picl_store base;
+    picl_profile *profile;
+    int nss;
+    char json_path[PATH_MAX];
+    char key_path[PATH_MAX];
+    char state_path[PATH_MAX];
+    char *password;        /* primary password, wiped on close; NULL = none needed */
+    json_t *doc;           /* logins.json as read (or as we last wrote it) */
+    json_t *synced;        /* guid -> digest of what was last synced */
+    json_t *reported;      /* guid -> digest reported by changes() (null = tombstone) */
+    PK11SlotInfo *slot;    /* key4.db while an operation runs */
+} logins;
+
+static picl_status fail(logins *l, picl_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static picl_status fail(logins *l, picl_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(l->base.error, sizeof l->base.error, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- key4.db --------------------------------------------------------------- */
+
+/* Opens key4.db of the profile as an extra NSS slot (SECMOD_OpenUserDB: NSS
+ * may be up already with other databases), read-only unless rw; creates it
+ * with an empty password when rw and absent; logs in with the primary
+ * password when one is set. */
+static picl_status slot_open(logins *l, int rw)
+{
+    char spec[PATH_MAX + 200];
+    const char *dir = picl__profile_dir(l->profile);
+    if (strchr(dir, '\'') || strchr(dir, '"'))
+        return fail(l, PICL_ERROR_UNSUPPORTED, "profile path with quotes");
+    int n = snprintf(spec, sizeof spec, "configdir='sql:%s' certPrefix='' keyPrefix='' "
+                     "tokenDescription='PiCL profile keys' flags=%s", dir,
+                     rw ? "optimizeSpace" : "readOnly,optimizeSpace");
+    if (n < 0 || (size_t)n >= sizeof spec)
+        return fail(l, PICL_ERROR_TOO_LARGE, "profile path too long");
+    l->slot = SECMOD_OpenUserDB(spec);
+    if (!l->slot)
+        return fail(l, PICL_ERROR_NSS_INIT, "cannot open key4.db (NSS error %d)", PORT_GetError());
+    if (rw && PK11_NeedUserInit(l->slot) && PK11_InitPin(l->slot, NULL, "") != SECSuccess)
+        return fail(l, PICL_ERROR_CRYPTO, "cannot initialise key4.db");
+    if (PK11_NeedLogin(l->slot) && !PK11_IsLoggedIn(l->slot, NULL)) {
+        if (!l->password)
+            return fail(l, PICL_ERROR_STATE, "key4.db has a primary password");
+        if (PK11_CheckUserPassword(l->slot, l->password) != SECSuccess)
+            return fail(l, PICL_ERROR_WRONG_PASSWORD, "wrong primary password");
+    }
+    return PICL_OK;
+}
+
+static void slot_close(logins *l)
+{
+    if (!l->slot)
+        return;
+    PK11_Logout(l->slot);
+    SECMOD_CloseUserDB(l->slot);
+    PK11_FreeSlot(l->slot);
+    l->slot = NULL;
+}
+
+/* The key in the slot with CKA_ID = id and key type `type`, or NULL. */
+static PK11SymKey *find_key(PK11SlotInfo *slot, const SECItem *id, CK_KEY_TYPE type)
+{
+    PK11SymKey *found = NULL, *k = PK11_ListFixedKeysInSlot(slot, NULL, NULL);
+    while (k) {
+        PK11SymKey *next = PK11_GetNextSymKey(k);
+        SECItem kid = {siBuffer, NULL, 0};
+        if (!found && PK11_GetSymKeyType(k) == type &&
+            PK11_ReadRawAttribute(PK11_TypeSymKey, k, CKA_ID, &kid) == SECSuccess) {
+            if (kid.len == id->len && memcmp(kid.data, id->data, id->len) == 0)
+                found = PK11_ReferenceSymKey(k);
+            SECITEM_FreeItem(&kid, PR_FALSE);
+        }
+        PK11_FreeSymKey(k);
+        k = next;
+    }
+    return found;
+}
+
+/* Decrypts one base64 SDR blob into a malloc()ed NUL-terminated string. */
+static picl_status sdr_decrypt(logins *l, const char *b64, char **out, size_t *outlen)
+{
+    uint8_t *der = NULL;
+    size_t derlen = 0;
+    picl_status rc = PICL_ERROR_DECRYPT;
+    PLArenaPool *arena = NULL;
+    PK11SymKey *key = NULL;
+    uint8_t *plain = NULL;
+    unsigned int plen = 0;
+    *out = NULL;
+    if (!b64 || picl__base64_decode_alloc(&der, &derlen, b64, strlen(b64)) != PICL_OK)
+        goto done;
+    arena = PORT_NewArena(1024);
+    sdr_blob blob;
+    memset(&blob, 0, sizeof blob);
+    SECItem in = {siBuffer, der, (unsigned)derlen}, iv = {siBuffer, NULL, 0};
+    if (!arena || SEC_QuickDERDecodeItem(arena, &blob, blob_template, &in) != SECSuccess ||
+        SEC_QuickDERDecodeItem(arena, &iv, SEC_OctetStringTemplate, &blob.alg.parameters) != SECSuccess)
+        goto done;
+    SECOidTag alg = SECOID_GetAlgorithmTag(&blob.alg);
+    CK_MECHANISM_TYPE mech;
+    unsigned block;
+    if (alg == SEC_OID_AES_256_CBC) {
+        key = find_key(l->slot, &blob.keyid, CKK_AES);
+        mech = CKM_AES_CBC_PAD;
+        block = 16;
+    } else if (alg == SEC_OID_DES_EDE3_CBC) {
+        key = find_key(l->slot, &blob.keyid, CKK_DES3);
+        mech = CKM_DES3_CBC_PAD;
+        block = 8;
+    } else {
+        goto done;
+    }
+    if (!key || iv.len != block || blob.data.len == 0 || blob.data.len % block)
+        goto done;
+    if (!(plain = malloc(blob.data.len + 1)))
+        goto done;
+    if (PK11_Decrypt(key, mech, &iv, plain, &plen, blob.data.len, blob.data.data, blob.data.len) != SECSuccess)
+        goto done;
+    plain[plen] = '\0';
+    *out = (char *)plain;
+    *outlen = plen;
+    plain = NULL;
+    rc = PICL_OK;
+done:
+    if (plain)
+        picl__zfree(plain, blob.data.len + 1);
+    if (key)
+        PK11_FreeSymKey(key);
+    if (arena)
+        PORT_FreeArena(arena, PR_TRUE);
+    free(der);
+    return rc;
+}
+
+/* The key new blobs use: AES-256 (3DES on an old profile that has no AES
+ * key), generated as Firefox does when the profile has none. */
+static picl_status write_key(logins *l, PK11SymKey **key, int *aes)
+{
+    SECItem id = {siBuffer, (unsigned char *)sdr_keyid, sizeof sdr_keyid};
+    *aes = 1;
+    if ((*key = find_key(l->slot, &id, CKK_AES)))
+        return PICL_OK;
+    if ((*key = find_key(l->slot, &id, CKK_DES3))) {
+        *aes = 0;
+        return PICL_OK;
+    }
+    *key = PK11_TokenKeyGen(l->slot, CKM_AES_KEY_GEN, NULL, 32, &id, PR_TRUE, NULL);
+    return *key ? PICL_OK : fail(l, PICL_ERROR_CRYPTO, "cannot create the key in key4.db (NSS %d)", PORT_GetError());
+}
+
+/* Encrypts s into a malloc()ed base64 SDR blob. */
+static picl_status sdr_encrypt(logins *l, PK11SymKey *key, int aes, const char *s, size_t n, char **b64)
+{
+    unsigned block = aes ? 16 : 8;
+    uint8_t ivb[16];
+    uint8_t *ct = malloc(n + block);
+    PLArenaPool *arena = PORT_NewArena(1024);
+    picl_status rc = PICL_ERROR_CRYPTO;
+    unsigned int ctlen = 0;
+    *b64 = NULL;
+    if (!ct || !arena) {
+        rc = PICL_ERROR_NO_MEMORY;
+        goto done;
+    }
+    if ((rc = picl__random_bytes(ivb, block)) != PICL_OK)
+        goto done;
+    rc = PICL_ERROR_CRYPTO;
+    SECItem iv = {siBuffer, ivb, block};
+    if (PK11_Encrypt(key, aes ? CKM_AES_CBC_PAD : CKM_DES3_CBC_PAD, &iv, ct, &ctlen, (unsigned)(n + block),
+                     (const unsigned char *)s, (unsigned)n) != SECSuccess)
+        goto done;
+    sdr_blob blob;
+    memset(&blob, 0, sizeof blob);
+    blob.keyid.data = (unsigned char *)sdr_keyid;
+    blob.keyid.len = sizeof sdr_keyid;
+    blob.data.data = ct;
+    blob.data.len = ctlen;
+    SECItem *ivder = SEC_ASN1EncodeItem(arena, NULL, &iv, SEC_OctetStringTemplate);
+    if (!ivder || SECOID_SetAlgorithmID(arena, &blob.alg, aes ? SEC_OID_AES_256_CBC : SEC_OID_DES_EDE3_CBC,
+                                        ivder) != SECSuccess)
+        goto done;
+    SECItem *der = SEC_ASN1EncodeItem(arena, NULL, &blob, blob_template);
+    if (!der)
+        goto done;
+    if (!(*b64 = picl__base64_encode_alloc(der->data, der->len))) {
+        rc = PICL_ERROR_NO_MEMORY;
+        goto done;
+    }
+    rc = PICL_OK;
+done:
+    free(ct);
+    if (arena)
+        PORT_FreeArena(arena, PR_TRUE);
+    return rc == PICL_OK ? rc : fail(l, rc, "encryption with key4.db failed");
+}
+
+/* ---- logins.json entries <-> records ------------------------------------- */
+
+static const char *const record_fields[] = {"hostname", "formSubmitURL", "httpRealm", "username", "password",
+                                            "usernameField", "passwordField", "timeCreated",
+                                            "timePasswordChanged", "timeLastUsed", "timesUsed"};
+
+static int is_record_field(const char *k)
+{
+    if (strcmp(k, "id") == 0 || strcmp(k, "deleted") == 0)
+        return 1;
+    for (size_t i = 0; i < sizeof record_fields / sizeof record_fields[0]; i++)
+        if (strcmp(k, record_fields[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Decrypts a blob into a JSON string (NULL when it cannot be read). */
+static json_t *decrypted_string(logins *l, const char *b64)
+{
+    char *s = NULL;
+    size_t n = 0;
+    if (!l->slot || sdr_decrypt(l, b64, &s, &n) != PICL_OK)
+        return NULL;
+    json_t *j = json_stringn(s, n); /* NULL if not UTF-8 */
+    picl__zfree(s, n + 1);
+    return j;
+}
+
+static json_t *copy_or_null(const json_t *e, const char *k)
+{
+    json_t *v = json_object_get(e, k);
+    return v ? json_deep_copy(v) : json_null();
+}
+
+/* The record of a logins.json entry, or NULL when it cannot be decrypted. */
+static json_t *entry_record(logins *l, const json_t *e)
+{
+    const char *guid = json_string_value(json_object_get(e, "guid"));
+    if (!guid)
+        return NULL;
+    json_t *user = decrypted_string(l, json_string_value(json_object_get(e, "encryptedUsername")));
+    json_t *pass = decrypted_string(l, json_string_value(json_object_get(e, "encryptedPassword")));
+    if (!user || !pass) {
+        json_decref(user);
+        json_decref(pass);
+        return NULL;
+    }
+    json_t *r = json_object();
+    json_object_set_new(r, "id", json_string(guid));
+    json_object_set_new(r, "hostname", copy_or_null(e, "hostname"));
+    json_object_set_new(r, "formSubmitURL", copy_or_null(e, "formSubmitURL"));
+    json_object_set_new(r, "httpRealm", copy_or_null(e, "httpRealm"));
+    json_object_set_new(r, "username", user);
+    json_object_set_new(r, "password", pass);
+    json_object_set_new(r, "usernameField", copy_or_null(e, "usernameField"));
+    json_object_set_new(r, "passwordField", copy_or_null(e, "passwordField"));
+    json_object_set_new(r, "timeCreated", copy_or_null(e, "timeCreated"));
+    json_object_set_new(r, "timePasswordChanged", copy_or_null(e, "timePasswordChanged"));
+    json_object_set_new(r, "timeLastUsed", copy_or_null(e, "timeLastUsed"));
+    json_object_set_new(r, "timesUsed", copy_or_null(e, "timesUsed"));
+    /* fields of a record we did not know, kept encrypted beside */
+    json_t *uf = decrypted_string(l, json_string_value(json_object_get(e, "encryptedUnknownFields")));
+    if (uf) {
+        json_t *o = json_loads(json_string_value(uf), 0, NULL);
+        const char *k;
+        json_t *v;
+        if (json_is_object(o))
+            json_object_foreach(o, k, v) if (!is_record_field(k)) json_object_set(r, k, v);
+        json_decref(o);
+        json_decref(uf);
+    }
+    return r;
+}
+
+/* Digest of what sync cares about in an entry: ciphertexts, not cleartexts. */
+static picl_status entry_digest(const json_t *e, char out[33])
+{
+    static const char *const keys[] = {"guid", "hostname", "formSubmitURL", "httpRealm", "usernameField",
+                                       "passwordField", "encryptedUsername", "encryptedPassword",
+                                       "encryptedUnknownFields", "timePasswordChanged"};
+    json_t *o = json_object();
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        json_t *v = json_object_get(e, keys[i]);
+        if (v)
+            json_object_set(o, keys[i], v);
+    }
+    char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(o);
+    if (!s)
+        return PICL_ERROR_NO_MEMORY;
+    uint8_t h[32];
+    picl_status rc = picl__sha256(h, s, strlen(s));
+    free(s);
+    if (rc == PICL_OK)
+        picl__hex_encode(out, h, 16);
+    return rc;
+}
+
+static json_t *entries(logins *l)
+{
+    return json_object_get(l->doc, "logins");
+}
+
+static json_t *entry_by_guid(logins *l, const char *guid, size_t *index)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(entries(l), i, e) {
+        const char *g = json_string_value(json_object_get(e, "guid"));
+        if (g && strcmp(g, guid) == 0) {
+            if (index)
+                *index = i;
+            return e;
+        }
+    }
+    return NULL;
+}
+
+/* Opens key4.db read-only for a read when the profile has one. */
+static picl_status read_begin(logins *l)
+{
+    struct stat st;
+    if (stat(l->key_path, &st) != 0)
+        return PICL_OK; /* no key4.db: nothing can be decrypted */
+    picl_status rc = slot_open(l, 0);
+    if (rc != PICL_OK)
+        slot_close(l);
+    return rc;
+}
+
+/* ---- the state file ------------------------------------------------------ */
+
+static picl_status save_state(logins *l)
+{
+    json_t *o = json_pack("{s:i, s:s, s:O}", "version", 1, "profile", picl__profile_dir(l->profile), "synced",
+                          l->synced);
+    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(o);
+    if (!s)
+        return fail(l, PICL_ERROR_NO_MEMORY, "out of memory");
+    picl_status rc = picl__write_file_atomic(l->state_path, s, strlen(s), 0600);
+    free(s);
+    return rc == PICL_OK ? rc : fail(l, rc, "cannot write %s", l->state_path);
+}
+
+static picl_status save_doc(logins *l, const json_t *doc)
+{
+    char *s = json_dumps(doc, JSON_COMPACT);
+    if (!s)
+        return fail(l, PICL_ERROR_NO_MEMORY, "out of memory");
+    picl_status rc = picl__write_file_atomic(l->json_path, s, strlen(s), 0600);
+    free(s);
+    return rc == PICL_OK ? rc : fail(l, rc, "cannot write logins.json");
+}
+
+/* ---- store operations ---------------------------------------------------- */
+
+static picl_status lg_all(picl_store *s, json_t **out)
+{
+    logins *l = (logins *)s;
+    *out = NULL;
+    picl_status rc = read_begin(l);
+    if (rc != PICL_OK)
+        return rc;
+    json_t *a = json_array();
+    size_t i;
+    json_t *e;
+    json_array_foreach(entries(l), i, e) {
+        json_t *r = entry_record(l, e);
+        if (r)
+            json_array_append_new(a, r);
+    }
+    slot_close(l);
+    *out = a;
+    return PICL_OK;
+}
+
+static picl_status lg_get(picl_store *s, const char *id, json_t **out)
+{
+    logins *l = (logins *)s;
+    *out = NULL;
+    json_t *e = id ? entry_by_guid(l, id, NULL) : NULL;
+    if (!e)
+        return PICL_OK;
+    picl_status rc = read_begin(l);
+    if (rc == PICL_OK)
+        *out = entry_record(l, e);
+    slot_close(l);
+    return rc;
+}
+
+static picl_status lg_changes(picl_store *s, json_t **out)
+{
+    logins *l = (logins *)s;
+    *out = NULL;
+    picl_status rc = read_begin(l);
+    if (rc != PICL_OK)
+        return rc;
+    json_t *a = json_array(), *rep = json_object();
+    size_t i;
+    json_t *e;
+    json_array_foreach(entries(l), i, e) {
+        const char *guid = json_string_value(json_object_get(e, "guid"));
+        char d[33];
+        if (!guid || json_object_get(rep, guid) || (rc = entry_digest(e, d)) != PICL_OK)
+            continue;
+        const char *was = json_string_value(json_object_get(l->synced, guid));
+        if (was && strcmp(was, d) == 0)
+            continue;
+        json_t *r = entry_record(l, e);
+        if (!r)
+            continue; /* undecryptable: not ours to report */
+        json_array_append_new(a, r);
+        json_object_set_new(rep, guid, json_string(d));
+    }
+    const char *guid;
+    json_t *v;
+    json_object_foreach(l->synced, guid, v) {
+        if (!entry_by_guid(l, guid, NULL)) {
+            json_array_append_new(a, json_pack("{s:s, s:b}", "id", guid, "deleted", 1));
+            json_object_set_new(rep, guid, json_null());
+        }
+    }
+    slot_close(l);
+    if (rc != PICL_OK) {
+        json_decref(a);
+        json_decref(rep);
+        return fail(l, rc, "digest failed");
+    }
+    json_decref(l->reported);
+    l->reported = rep;
+    *out = a;
+    return PICL_OK;
+}
+
+static picl_status lg_mark_synced(picl_store *s, const json_t *records)
+{
+    logins *l = (logins *)s;
+    if (!json_is_array(records))
+        return fail(l, PICL_ERROR_INVALID_ARGUMENT, "records must be an array");
+    size_t i;
+    json_t *r;
+    int dirty = 0;
+    json_array_foreach(records, i, r) {
+        const char *id = json_string_value(json_object_get(r, "id"));
+        json_t *rep = id ? json_object_get(l->reported, id) : NULL;
+        if (!rep)
+            continue;
+        if (json_is_null(rep)) {
+            json_object_del(l->synced, id);
+            dirty = 1;
+        } else {
+            json_t *e = entry_by_guid(l, id, NULL);
+            char d[33];
+            /* only if unchanged since it was reported */
+            if (e && entry_digest(e, d) == PICL_OK && strcmp(d, json_string_value(rep)) == 0) {
+                json_object_set_new(l->synced, id, json_string(d));
+                dirty = 1;
+            }
+        }
+        json_object_del(l->reported, id);
+    }
+    return dirty ? save_state(l) : PICL_OK;
+}
+
+static picl_status lg_reset(picl_store *s)
+{
+    logins *l = (logins *)s;
+    json_object_clear(l->synced);
+    json_object_clear(l->reported);
+    return save_state(l);
+}
+
+/* One incoming passwords record, checked (the one parser of login input). */
+typedef struct login_in {
+    const char *id;
+    int deleted;
+    json_t *unknown; /* fields beyond records.md's, or NULL */
+} login_in;
+
+static int text_ok(const json_t *v, int nullable, int empty_ok)
+{
+    if (!v)
+        return nullable;
+    if (json_is_null(v))
+        return nullable;
+    if (!json_is_string(v) || json_string_length(v) > LOGINS_MAX_FIELD)
+        return 0;
+    if (!empty_ok && json_string_length(v) == 0)
+        return 0;
+    return memchr(json_string_value(v), '\0', json_string_length(v)) == NULL;
+}
+
+static int time_ok(const json_t *v)
+{
+    return !v || json_is_null(v) || (json_is_integer(v) && json_integer_value(v) >= 0);
+}
+
+static picl_status parse_login(logins *l, const json_t *r, size_t i, login_in *in)
+{
+    memset(in, 0, sizeof *in);
+    if (!json_is_object(r))
+        return fail(l, PICL_ERROR_ENCODING, "passwords record %zu is not an object", i);
+    in->id = json_string_value(json_object_get(r, "id"));
+    if (!in->id || !*in->id || strlen(in->id) > 128 || strpbrk(in->id, "\"\\\r\n\t"))
+        return fail(l, PICL_ERROR_ENCODING, "passwords record %zu: bad id", i);
+    json_t *del = json_object_get(r, "deleted");
+    if (del && !json_is_boolean(del))
+        return fail(l, PICL_ERROR_ENCODING, "passwords record %zu: bad deleted", i);
+    if (json_is_true(del)) {
+        in->deleted = 1;
+        return PICL_OK;
+    }
+    json_t *form = json_object_get(r, "formSubmitURL"), *realm = json_object_get(r, "httpRealm");
+    if (!text_ok(json_object_get(r, "hostname"), 0, 0) || !text_ok(form, 1, 1) || !text_ok(realm, 1, 1) ||
+        !text_ok(json_object_get(r, "username"), 0, 1) || !text_ok(json_object_get(r, "password"), 0, 0) ||
+        !text_ok(json_object_get(r, "usernameField"), 1, 1) || !text_ok(json_object_get(r, "passwordField"), 1, 1))
+        return fail(l, PICL_ERROR_ENCODING, "passwords record %zu: bad field", i);
+    /* Firefox: a login is a form login or an HTTP-auth login, never both or neither */
+    int has_form = form && json_is_string(form), has_realm = realm && json_is_string(realm);
+    if (has_form == has_realm)
+        return fail(l, PICL_ERROR_ENCODING, "passwords record %zu: needs formSubmitURL or httpRealm", i);
+    if (!time_ok(json_object_get(r, "timeCreated")) || !time_ok(json_object_get(r, "timePasswordChanged")) ||
+        !time_ok(json_object_get(r, "timeLastUsed")) || !time_ok(json_object_get(r, "timesUsed")))
+        return fail(l, PICL_ERROR_ENCODING, "passwords record %zu: bad time", i);
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)r, k, v) {
+        if (is_record_field(k))
+            continue;
+        if (!in->unknown)
+            in->unknown = json_object();
+        json_object_set(in->unknown, k, v);
+    }
+    return PICL_OK;
+}
+
+static json_int_t int_or(const json_t *r, const char *k, json_int_t dflt)
+{
+    json_t *v = json_object_get(r, k);
+    return json_is_integer(v) ? json_integer_value(v) : dflt;
+}
+
+static json_t *text_or_null(const json_t *r, const char *k)
+{
+    json_t *v = json_object_get(r, k);
+    return json_is_string(v) ? json_copy(v) : json_null();
+}
+
+/* Encrypts a JSON string value into obj[key]. */
+static picl_status put_encrypted(logins *l, json_t *obj, const char *key, PK11SymKey *k, int aes, const char *s,
+                                 size_t n)
+{
+    char *b64 = NULL;
+    picl_status rc = sdr_encrypt(l, k, aes, s, n, &b64);
+    if (rc == PICL_OK) {
+        json_object_set_new(obj, key, json_string(b64));
+        free(b64);
+    }
+    return rc;
+}
+
+/* Writes record r into the entry list of doc (new entry or update). */
+static picl_status upsert(logins *l, json_t *doc, const json_t *r, const login_in *in, PK11SymKey *key, int aes)
+{
+    json_t *list = json_object_get(doc, "logins");
+    json_t *e = NULL;
+    size_t i;
+    json_t *x;
+    json_array_foreach(list, i, x) {
+        const char *g = json_string_value(json_object_get(x, "guid"));
+        if (g && strcmp(g, in->id) == 0)
+            e = x;
+    }
+    int64_t now = now_ms();
+    if (!e) {
+        json_int_t next = int_or(doc, "nextId", 1);
+        json_array_foreach(list, i, x) if (int_or(x, "id", 0) >= next) next = int_or(x, "id", 0) + 1;
+        e = json_object();
+        json_object_set_new(e, "id", json_integer(next));
+        json_object_set_new(doc, "nextId", json_integer(next + 1));
+        /* Firefox's member order, so a diff of the file stays readable */
+        static const char *const order[] = {"hostname", "httpRealm", "formSubmitURL", "usernameField",
+                                            "passwordField", "encryptedUsername", "encryptedPassword", "guid"};
+        for (size_t k = 0; k < sizeof order / sizeof order[0]; k++)
+            json_object_set_new(e, order[k], json_null());
+        json_object_set_new(e, "encType", json_integer(1));
+        json_object_set_new(e, "timeCreated", json_integer(now));
+        json_object_set_new(e, "timeLastUsed", json_integer(now));
+        json_object_set_new(e, "timePasswordChanged", json_integer(now));
+        json_object_set_new(e, "timesUsed", json_integer(1));
+        json_object_set_new(e, "timeLastBreachAlertDismissed", json_integer(0));
+        json_object_set_new(e, "syncCounter", json_integer(0));
+        json_object_set_new(e, "everSynced", json_true());
+        json_array_append_new(list, e);
+    }
+    json_object_set_new(e, "hostname", json_copy(json_object_get(r, "hostname")));
+    json_object_set_new(e, "httpRealm", text_or_null(r, "httpRealm"));
+    json_object_set_new(e, "formSubmitURL", text_or_null(r, "formSubmitURL"));
+    json_t *uf = json_object_get(r, "usernameField"), *pf = json_object_get(r, "passwordField");
+    json_object_set_new(e, "usernameField", json_string(json_is_string(uf) ? json_string_value(uf) : ""));
+    json_object_set_new(e, "passwordField", json_string(json_is_string(pf) ? json_string_value(pf) : ""));
+    json_object_set_new(e, "guid", json_string(in->id));
+    json_object_set_new(e, "encType", json_integer(1));
+    static const char *const times[] = {"timeCreated", "timeLastUsed", "timePasswordChanged", "timesUsed"};
+    for (size_t k = 0; k < 4; k++) {
+        json_t *v = json_object_get(r, times[k]);
+        if (json_is_integer(v))
+            json_object_set_new(e, times[k], json_integer(json_integer_value(v)));
+    }
+    json_object_set_new(e, "syncCounter", json_integer(0));
+    json_object_set_new(e, "everSynced", json_true());
+    json_t *u = json_object_get(r, "username"), *p = json_object_get(r, "password");
+    picl_status rc = put_encrypted(l, e, "encryptedUsername", key, aes, json_string_value(u), json_string_length(u));
+    if (rc == PICL_OK)
+        rc = put_encrypted(l, e, "encryptedPassword", key, aes, json_string_value(p), json_string_length(p));
+    if (rc == PICL_OK && in->unknown) {
+        char *s = json_dumps(in->unknown, JSON_COMPACT);
+        rc = s ? put_encrypted(l, e, "encryptedUnknownFields", key, aes, s, strlen(s)) : PICL_ERROR_NO_MEMORY;
+        free(s);
+    } else if (rc == PICL_OK) {
+        json_object_del(e, "encryptedUnknownFields");
+    }
+    return rc;
+}
+
+/* Applies or wipes (records == NULL) on a copy, writes it, then adopts it. */
+static picl_status write_logins(logins *l, const json_t *records)
+{
+    size_t n = records ? json_array_size(records) : 0;
+    login_in *in = calloc(n ? n : 1, sizeof *in);
+    json_t *doc = json_deep_copy(l->doc), *synced = json_deep_copy(l->synced);
+    PK11SymKey *key = NULL;
+    int aes = 1;
+    picl_status rc = (!in || !doc || !synced) ? fail(l, PICL_ERROR_NO_MEMORY, "out of memory") : PICL_OK;
+    for (size_t i = 0; rc == PICL_OK && i < n; i++)
+        rc = parse_login(l, json_array_get(records, i), i, &in[i]);
+    int need_key = 0;
+    for (size_t i = 0; i < n; i++)
+        need_key |= !in[i].deleted;
+    if (rc == PICL_OK && need_key && (rc = slot_open(l, 1)) == PICL_OK)
+        rc = write_key(l, &key, &aes);
+    json_t *list = json_object_get(doc, "logins");
+    if (rc == PICL_OK && !records) {
+        json_array_clear(list);
+        json_object_clear(synced);
+    }
+    for (size_t i = 0; rc == PICL_OK && i < n; i++) {
+        if (in[i].deleted) {
+            size_t k;
+            json_t *x;
+            json_array_foreach(list, k, x) {
+                const char *g = json_string_value(json_object_get(x, "guid"));
+                if (g && strcmp(g, in[i].id) == 0) {
+                    json_array_remove(list, k);
+                    break;
+                }
+            }
+            json_object_del(synced, in[i].id);
+        } else {
+            rc = upsert(l, doc, json_array_get(records, i), &in[i], key, aes);
+        }
+    }
+    /* what we wrote is in sync: digests of the new entries */
+    for (size_t i = 0; rc == PICL_OK && i < n; i++) {
+        if (in[i].deleted)
+            continue;
+        size_t k;
+        json_t *x;
+        json_array_foreach(list, k, x) {
+            const char *g = json_string_value(json_object_get(x, "guid"));
+            char d[33];
+            if (g && strcmp(g, in[i].id) == 0 && (rc = entry_digest(x, d)) == PICL_OK)
+                json_object_set_new(synced, g, json_string(d));
+        }
+    }
+    if (key)
+        PK11_FreeSymKey(key);
+    slot_close(l);
+    if (rc == PICL_OK)
+        rc = save_doc(l, doc);
+    if (rc == PICL_OK) {
+        json_decref(l->doc);
+        l->doc = doc;
+        doc = NULL;
+        json_decref(l->synced);
+        l->synced = synced;
+        synced = NULL;
+        rc = save_state(l);
+    }
+    for (size_t i = 0; in && i < n; i++)
+        json_decref(in[i].unknown);
+    free(in);
+    json_decref(doc);
+    json_decref(synced);
+    return rc;
+}
+
+static picl_status lg_apply(picl_store *s, const json_t *records)
+{
+    logins *l = (logins *)s;
+    if (!json_is_array(records))
+        return fail(l, PICL_ERROR_INVALID_ARGUMENT, "records must be an array");
+    return write_logins(l, records);
+}
+
+static picl_status lg_wipe(picl_store *s)
+{
+    return write_logins((logins *)s, NULL);
+}
+
+static void lg_close(picl_store *s)
+{
+    logins *l = (logins *)s;
+    if (!l)
+        return;
+    slot_close(l);
+    if (l->password)
+        picl__zfree(l->password, strlen(l->password));
+    json_decref(l->doc);
+    json_decref(l->synced);
+    json_decref(l->reported);
+    picl__profile_close(l->profile);
+    if (l->nss)
+        picl__nss_release();
+    free(l);
+}
+
+static const picl_store_ops logins_ops = {lg_changes, lg_all, lg_get, lg_apply, lg_mark_synced,
+                                          lg_reset, lg_wipe, lg_close};
+
+/* ---- open ------------------------------------------------------------------ */
+
+/* Reads logins.json: the whole file must be Firefox's shape. */
+static picl_status load_doc(logins *l)
+{
+    char *text = NULL;
+    size_t len = 0;
+    picl_status rc = picl__read_file(l->json_path, LOGINS_MAX_FILE, &text, &len);
+    if (rc == PICL_ERROR_NOT_FOUND) {
+        l->doc = json_pack("{s:i, s:[], s:[], s:{}, s:i}", "nextId", 1, "logins", "potentiallyVulnerablePasswords",
+                           "dismissedBreachAlertsByLoginGUID", "version", 3);
+        return l->doc ? PICL_OK : fail(l, PICL_ERROR_NO_MEMORY, "out of memory");
+    }
+    if (rc != PICL_OK)
+        return fail(l, rc, "cannot read logins.json");
+    json_error_t je;
+    l->doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    free(text);
+    if (!json_is_object(l->doc))
+        return fail(l, PICL_ERROR_ENCODING, "logins.json is corrupt (line %d: %s)", je.line, je.text);
+    json_t *list = json_object_get(l->doc, "logins");
+    json_t *next = json_object_get(l->doc, "nextId");
+    if (!json_is_array(list) || (next && !json_is_integer(next)))
+        return fail(l, PICL_ERROR_ENCODING, "logins.json is corrupt (no logins array)");
+    size_t i;
+    json_t *e;
+    json_array_foreach(list, i, e) {
+        json_t *g = json_object_get(e, "guid");
+        if (!json_is_object(e) || (g && !json_is_string(g)) || !json_is_integer(json_object_get(e, "id")))
+            return fail(l, PICL_ERROR_ENCODING, "logins.json is corrupt (entry %zu)", i);
+    }
+    return PICL_OK;
+}
+
+static picl_status load_state(logins *l)
+{
+    char *text = NULL;
+    size_t len = 0;
+    picl_status rc = picl__read_file(l->state_path, 16u << 20, &text, &len);
+    if (rc == PICL_ERROR_NOT_FOUND) {
+        l->synced = json_object();
+        return PICL_OK;
+    }
+    if (rc != PICL_OK)
+        return fail(l, rc, "cannot read %s", l->state_path);
+    json_t *o = json_loadb(text, len, 0, NULL);
+    free(text);
+    json_t *s = json_object_get(o, "synced");
+    if (!json_is_object(s)) {
+        json_decref(o);
+        return fail(l, PICL_ERROR_ENCODING, "%s is corrupt", l->state_path);
+    }
+    l->synced = json_incref(s);
+    json_decref(o);
+    return PICL_OK;
+}
+
+picl_status picl__logins_open(picl_store **out, const char *profile_dir, const char *state_dir,
+                              picl_password_cb ask, void *ask_arg, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!state_dir || !*state_dir) {
+        if (err && errlen)
+            snprintf(err, errlen, "no state directory given");
+        return PICL_ERROR_INVALID_ARGUMENT;
+    }
+    logins *l = calloc(1, sizeof *l);
+    if (!l)
+        return PICL_ERROR_NO_MEMORY;
+    l->base.ops = &logins_ops;
+    snprintf(l->base.collection, sizeof l->base.collection, "passwords");
+    picl_status rc = picl__profile_open(profile_dir, &l->profile, err, errlen);
+    if (rc != PICL_OK)
+        goto fail;
+    if ((rc = picl__nss_acquire()) != PICL_OK) {
+        fail(l, rc, "NSS could not be initialised");
+        goto fail_msg;
+    }
+    l->nss = 1;
+    uint8_t h[32];
+    char hex[17];
+    char real[PATH_MAX];
+    const char *canon = realpath(profile_dir, real) ? real : profile_dir;
+    if ((rc = picl__sha256(h, canon, strlen(canon))) != PICL_OK)
+        goto fail_msg;
+    picl__hex_encode(hex, h, 8);
+    if (picl__profile_path(l->profile, "logins.json", l->json_path, sizeof l->json_path) != PICL_OK ||
+        picl__profile_path(l->profile, "key4.db", l->key_path, sizeof l->key_path) != PICL_OK ||
+        snprintf(l->state_path, sizeof l->state_path, "%s/passwords-%s.json", state_dir, hex) >=
+            (int)sizeof l->state_path) {
+        rc = fail(l, PICL_ERROR_TOO_LARGE, "path too long");
+        goto fail_msg;
+    }
+    if ((rc = load_doc(l)) != PICL_OK || (rc = load_state(l)) != PICL_OK)
+        goto fail_msg;
+    l->reported = json_object();
+    /* a primary password is asked for now, so a wrong one fails before any work */
+    struct stat st;
+    if (stat(l->key_path, &st) == 0) {
+        if ((rc = slot_open(l, 0)) == PICL_ERROR_STATE) {
+            if (!ask) {
+                rc = fail(l, PICL_ERROR_STATE, "the profile has a primary password and none was given");
+                goto fail_msg;
+            }
+            char *pw = calloc(1, LOGINS_MAX_PASSWORD);
+            if (!pw) {
+                rc = PICL_ERROR_NO_MEMORY;
+                goto fail_msg;
+            }
+            rc = ask(ask_arg, pw, LOGINS_MAX_PASSWORD);
+            pw[LOGINS_MAX_PASSWORD - 1] = '\0';
+            if (rc == PICL_OK) {
+                l->password = strdup(pw);
+                if (!l->password)
+                    rc = PICL_ERROR_NO_MEMORY;
+            }
+            picl__zfree(pw, LOGINS_MAX_PASSWORD);
+            if (rc != PICL_OK) {
+                fail(l, rc, "no primary password");
+                goto fail_msg;
+            }
+            if (PK11_CheckUserPassword(l->slot, l->password) != SECSuccess) {
+                rc = fail(l, PICL_ERROR_WRONG_PASSWORD, "wrong primary password");
+                goto fail_msg;
+            }
+            rc = PICL_OK;
+        }
+        slot_close(l);
+        if (rc != PICL_OK)
+            goto fail_msg;
+    }
+    *out = &l->base;
+    return PICL_OK;
+fail_msg:
+    if (err && errlen)
+        snprintf(err, errlen, "%s", l->base.error);
+fail:
+    lg_close(&l->base);
+    return rc;
+}

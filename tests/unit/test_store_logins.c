@@ -1,0 +1,549 @@
+/* test_store_logins.c -- the passwords store on logins.json + key4.db of
+ * profiles made by the real Firefox (AES-256 key), by old NSS (3DES key),
+ * both at once, none, and with a primary password; read back by Firefox. */
+#include "testutil.h"
+#include "testutil_profile.h"
+#include "stores/logins.h"
+#include "crypto/nss.h"
+#include "crypto/codec.h"
+
+#include <limits.h>
+#include <nss.h>
+#include <pk11pub.h>
+#include <pk11sdr.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *state_dir;
+
+static picl_status give_pw(void *arg, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s", (const char *)arg);
+    return PICL_OK;
+}
+
+static picl_store *open_ok(const char *dir, const char *pw)
+{
+    picl_store *s = NULL;
+    char err[256] = "";
+    picl_status st = picl__logins_open(&s, dir, state_dir, pw ? give_pw : NULL, (void *)pw, err, sizeof err);
+    ck_assert_msg(st == PICL_OK, "open: %d %s", st, err);
+    ck_assert_str_eq(s->collection, "passwords");
+    return s;
+}
+
+static json_t *all(picl_store *s)
+{
+    json_t *a = NULL;
+    ck_assert_msg(picl__store_all(s, &a) == PICL_OK, "%s", picl__store_error(s));
+    return a;
+}
+
+static json_t *changes(picl_store *s)
+{
+    json_t *a = NULL;
+    ck_assert_msg(picl__store_changes(s, &a) == PICL_OK, "%s", picl__store_error(s));
+    return a;
+}
+
+static void apply_ok(picl_store *s, const char *json)
+{
+    json_error_t e;
+    json_t *r = json_loads(json, 0, &e);
+    ck_assert_msg(r != NULL, "test JSON: %s", e.text);
+    picl_status st = picl__store_apply(s, r);
+    ck_assert_msg(st == PICL_OK, "apply: %d %s", st, picl__store_error(s));
+    json_decref(r);
+}
+
+static const char *str(const json_t *o, const char *k)
+{
+    const char *v = json_string_value(json_object_get(o, k));
+    return v ? v : "(null)";
+}
+
+static json_t *load_json(const char *dir, const char *name)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    json_t *j = json_load_file(path, 0, NULL);
+    ck_assert_msg(j != NULL, "%s", path);
+    return j;
+}
+
+static void save_json(const char *dir, const char *name, const json_t *j)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    ck_assert_int_eq(json_dump_file(j, path, JSON_COMPACT), 0);
+}
+
+static void setup(void)
+{
+    state_dir = tup_tmpdir();
+}
+
+/* ---- reading a Firefox profile ------------------------------------------- */
+
+START_TEST(test_read_firefox_profile)
+{
+    const char *d = tup_tmpdir();
+    tup_make_profile(d, NULL);
+    picl_store *s = open_ok(d, NULL);
+    json_t *a = all(s);
+    ck_assert_int_eq(json_array_size(a), 2);
+    json_t *alice = tup_find(a, "username", "alice@example.com");
+    ck_assert_ptr_nonnull(alice);
+    ck_assert_str_eq(str(alice, "password"), "s3cret-p\xc3\xa4ss");
+    ck_assert_str_eq(str(alice, "hostname"), "https://accounts.example.com");
+    ck_assert_str_eq(str(alice, "formSubmitURL"), "https://accounts.example.com");
+    ck_assert(json_is_null(json_object_get(alice, "httpRealm")));
+    ck_assert_str_eq(str(alice, "usernameField"), "email");
+    ck_assert_str_eq(str(alice, "passwordField"), "pw");
+    ck_assert(json_integer_value(json_object_get(alice, "timePasswordChanged")) > 1700000000000LL);
+    ck_assert_int_eq(json_integer_value(json_object_get(alice, "timesUsed")), 1);
+    json_t *bob = tup_find(a, "username", "bob");
+    ck_assert_str_eq(str(bob, "password"), "hunter2");
+    ck_assert_str_eq(str(bob, "httpRealm"), "Intranet Realm");
+    ck_assert(json_is_null(json_object_get(bob, "formSubmitURL")));
+    /* the id is Firefox's GUID */
+    json_t *file = load_json(d, "logins.json");
+    json_t *e0 = json_array_get(json_object_get(file, "logins"), 0);
+    json_t *one = NULL;
+    ck_assert_int_eq(picl__store_get(s, str(e0, "guid"), &one), PICL_OK);
+    ck_assert_str_eq(str(one, "username"), "alice@example.com");
+    json_decref(one);
+    ck_assert_int_eq(picl__store_get(s, "{no-such-guid}", &one), PICL_OK);
+    ck_assert_ptr_null(one);
+    /* first sync: both are changes; then none, also for a new store */
+    json_t *c = changes(s);
+    ck_assert_int_eq(json_array_size(c), 2);
+    ck_assert_int_eq(picl__store_mark_synced(s, c), PICL_OK);
+    json_decref(c);
+    c = changes(s);
+    ck_assert_int_eq(json_array_size(c), 0);
+    json_decref(c);
+    picl__store_close(s);
+    s = open_ok(d, NULL);
+    c = changes(s);
+    ck_assert_int_eq(json_array_size(c), 0);
+    json_decref(c);
+    /* Firefox-side edits: a changed password (new ciphertext + time), a removal */
+    picl__store_close(s);
+    json_t *list = json_object_get(file, "logins");
+    json_t *e1 = json_array_get(list, 1);
+    char *bob_guid = strdup(str(e1, "guid"));
+    json_object_set(e0, "encryptedPassword", json_object_get(e1, "encryptedPassword"));
+    json_object_set_new(e0, "timePasswordChanged", json_integer(1800000000000LL));
+    json_array_remove(list, 1);
+    save_json(d, "logins.json", file);
+    s = open_ok(d, NULL);
+    c = changes(s);
+    ck_assert_int_eq(json_array_size(c), 2);
+    ck_assert_str_eq(str(tup_find(c, "username", "alice@example.com"), "password"), "hunter2");
+    ck_assert(json_is_true(json_object_get(tup_find(c, "id", bob_guid), "deleted")));
+    /* reported, then edited again before mark_synced: stays a change */
+    json_object_set_new(e0, "timePasswordChanged", json_integer(1800000000001LL));
+    picl__store_close(s);
+    s = open_ok(d, NULL);
+    json_t *c2 = changes(s);
+    picl__store_close(s);
+    save_json(d, "logins.json", file);
+    s = open_ok(d, NULL);
+    json_t *c3 = changes(s); /* sees ...001 */
+    json_object_set_new(e0, "timePasswordChanged", json_integer(1800000000002LL));
+    save_json(d, "logins.json", file);
+    ck_assert_int_eq(picl__store_mark_synced(s, c3), PICL_OK); /* store's copy is ...001: synced */
+    picl__store_close(s);
+    s = open_ok(d, NULL);
+    json_t *c4 = changes(s);
+    ck_assert_int_eq(json_array_size(c4), 1); /* ...002 is new */
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(c4, 0), "timePasswordChanged")),
+                     1800000000002LL);
+    ck_assert_int_eq(picl__store_reset(s), PICL_OK);
+    json_t *c5 = changes(s);
+    ck_assert_int_eq(json_array_size(c5), 1); /* one live login left */
+    free(bob_guid);
+    json_decref(c);
+    json_decref(c2);
+    json_decref(c3);
+    json_decref(c4);
+    json_decref(c5);
+    json_decref(file);
+    json_decref(a);
+    picl__store_close(s);
+}
+END_TEST
+
+/* ---- writing, read back by Firefox --------------------------------------- */
+
+START_TEST(test_apply_read_back_by_firefox)
+{
+    const char *d = tup_tmpdir();
+    tup_make_profile(d, NULL);
+    picl_store *s = open_ok(d, NULL);
+    json_t *a = all(s);
+    char *alice = strdup(str(tup_find(a, "username", "alice@example.com"), "id"));
+    char *bob = strdup(str(tup_find(a, "username", "bob"), "id"));
+    json_decref(a);
+    char *batch = NULL;
+    ck_assert(asprintf(&batch,
+        "[{\"id\":\"{11111111-2222-4333-8444-555555555555}\",\"hostname\":\"https://new.example.net\","
+        "  \"formSubmitURL\":\"https://new.example.net\",\"httpRealm\":null,\"username\":\"carol\","
+        "  \"password\":\"p\\u00e4ss w\\u00f6rd \\ud83d\\udd11\",\"usernameField\":\"user\",\"passwordField\":\"pass\","
+        "  \"timeCreated\":1600000000000,\"timePasswordChanged\":1600000000001,\"timeLastUsed\":1600000000002,"
+        "  \"timesUsed\":7,\"futureField\":{\"x\":[1,2]}},"
+        " {\"id\":\"%s\",\"hostname\":\"https://accounts.example.com\",\"formSubmitURL\":\"https://accounts.example.com\","
+        "  \"username\":\"alice@example.com\",\"password\":\"changed-remotely\",\"usernameField\":\"email\","
+        "  \"passwordField\":\"pw\",\"timePasswordChanged\":1900000000000},"
+        " {\"id\":\"%s\",\"deleted\":true}]", alice, bob) > 0);
+    apply_ok(s, batch);
+    free(batch);
+    json_t *c = changes(s);
+    ck_assert_msg(json_array_size(c) == 0, "applied logins reported as local: %s", json_dumps(c, 0));
+    json_decref(c);
+    json_t *carol = NULL;
+    ck_assert_int_eq(picl__store_get(s, "{11111111-2222-4333-8444-555555555555}", &carol), PICL_OK);
+    ck_assert_str_eq(str(carol, "password"), "p\xc3\xa4ss w\xc3\xb6rd \xf0\x9f\x94\x91");
+    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(json_object_get(carol, "futureField"), "x"), 1)),
+                     2);
+    json_decref(carol);
+    picl__store_close(s);
+
+    json_t *file = load_json(d, "logins.json");
+    ck_assert_int_eq(json_integer_value(json_object_get(file, "nextId")), 4);
+    ck_assert_int_eq(json_integer_value(json_object_get(file, "version")), 3);
+    ck_assert_ptr_nonnull(json_object_get(file, "potentiallyVulnerablePasswords"));
+    json_t *list = json_object_get(file, "logins");
+    ck_assert_int_eq(json_array_size(list), 2);
+    json_t *ne = tup_find(list, "guid", "{11111111-2222-4333-8444-555555555555}");
+    ck_assert_int_eq(json_integer_value(json_object_get(ne, "id")), 3);
+    ck_assert_int_eq(json_integer_value(json_object_get(ne, "encType")), 1);
+    ck_assert_ptr_nonnull(json_object_get(ne, "encryptedUnknownFields"));
+    /* Firefox's fields of the updated entry are kept */
+    json_t *ae = tup_find(list, "guid", alice);
+    ck_assert_int_eq(json_integer_value(json_object_get(ae, "timeLastBreachAlertDismissed")), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(ae, "id")), 1);
+    json_decref(file);
+    struct stat st;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/logins.json", d);
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0600);
+
+    json_t *dump = tup_dump_profile(d);
+    json_t *lg = json_object_get(dump, "logins");
+    ck_assert_int_eq(json_array_size(lg), 2);
+    json_t *fc = tup_find(lg, "guid", "{11111111-2222-4333-8444-555555555555}");
+    ck_assert_ptr_nonnull(fc);
+    ck_assert_str_eq(str(fc, "username"), "carol");
+    ck_assert_str_eq(str(fc, "password"), "p\xc3\xa4ss w\xc3\xb6rd \xf0\x9f\x94\x91");
+    ck_assert_str_eq(str(fc, "usernameField"), "user");
+    ck_assert_int_eq(json_integer_value(json_object_get(fc, "timeCreated")), 1600000000000LL);
+    ck_assert_int_eq(json_integer_value(json_object_get(fc, "timesUsed")), 7);
+    json_t *fa = tup_find(lg, "guid", alice);
+    ck_assert_str_eq(str(fa, "password"), "changed-remotely");
+    ck_assert_int_eq(json_integer_value(json_object_get(fa, "timePasswordChanged")), 1900000000000LL);
+    ck_assert_ptr_null(tup_find(lg, "guid", bob));
+    json_decref(dump);
+    free(alice);
+    free(bob);
+}
+END_TEST
+
+/* OID 2.16.840.1.101.3.4.1.42 (aes256-CBC) and 1.2.840.113549.3.7 (des-ede3-cbc) */
+static const uint8_t OID_AES256[] = {0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x01, 0x2a};
+static const uint8_t OID_DES3[] = {0x06, 0x08, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x03, 0x07};
+
+static int blob_has(const char *b64, const uint8_t *oid, size_t n)
+{
+    uint8_t *der = NULL;
+    size_t len = 0;
+    ck_assert_int_eq(picl__base64_decode_alloc(&der, &len, b64, strlen(b64)), PICL_OK);
+    int found = len >= n && memmem(der, len, oid, n) != NULL;
+    free(der);
+    return found;
+}
+
+START_TEST(test_profile_without_key4db)
+{
+    const char *d = tup_tmpdir();
+    tup_sh("echo '// prefs' > '%s/prefs.js'", d);
+    picl_store *s = open_ok(d, NULL);
+    json_t *a = all(s);
+    ck_assert_int_eq(json_array_size(a), 0);
+    json_decref(a);
+    apply_ok(s, "[{\"id\":\"{aaaaaaaa-0000-4000-8000-000000000001}\",\"hostname\":\"https://first.example\","
+                "\"formSubmitURL\":\"\",\"username\":\"\",\"password\":\"only-a-password\"}]");
+    picl__store_close(s);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/key4.db", d);
+    ck_assert_int_eq(access(path, F_OK), 0);
+    json_t *file = load_json(d, "logins.json");
+    json_t *e = json_array_get(json_object_get(file, "logins"), 0);
+    ck_assert(blob_has(str(e, "encryptedPassword"), OID_AES256, sizeof OID_AES256));
+    ck_assert_int_eq(json_integer_value(json_object_get(file, "nextId")), 2);
+    json_decref(file);
+    json_t *dump = tup_dump_profile(d);
+    json_t *lg = json_object_get(dump, "logins");
+    ck_assert_int_eq(json_array_size(lg), 1);
+    ck_assert_str_eq(str(json_array_get(lg, 0), "password"), "only-a-password");
+    ck_assert_str_eq(str(json_array_get(lg, 0), "username"), "");
+    json_decref(dump);
+}
+END_TEST
+
+/* An old profile: key4.db made by Debian's NSS (3DES SDR key), one login. */
+static void make_old_profile(const char *d)
+{
+    tup_sh("echo '// prefs' > '%s/prefs.js'", d);
+    picl_nss_profile *ctx = NULL;
+    ck_assert_int_eq(picl__nss_profile_open(d, 1, &ctx), PICL_OK);
+    PK11SlotInfo *slot = PK11_GetInternalKeySlot();
+    if (PK11_NeedUserInit(slot))
+        ck_assert_int_eq(PK11_InitPin(slot, NULL, ""), SECSuccess);
+    SECItem keyid = {siBuffer, NULL, 0}, in = {siBuffer, (unsigned char *)"oldpass", 7}, out = {siBuffer, NULL, 0};
+    ck_assert_int_eq(PK11SDR_Encrypt(&keyid, &in, &out, NULL), SECSuccess);
+    char *b64 = picl__base64_encode_alloc(out.data, out.len);
+    SECITEM_FreeItem(&out, PR_FALSE);
+    in.data = (unsigned char *)"olduser";
+    ck_assert_int_eq(PK11SDR_Encrypt(&keyid, &in, &out, NULL), SECSuccess);
+    char *ub64 = picl__base64_encode_alloc(out.data, out.len);
+    SECITEM_FreeItem(&out, PR_FALSE);
+    PK11_FreeSlot(slot);
+    picl__nss_profile_close(ctx);
+    ck_assert(blob_has(b64, OID_DES3, sizeof OID_DES3));
+    json_t *doc = json_pack("{s:i, s:[{s:i, s:s, s:n, s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:i}], "
+                            "s:[], s:i}",
+                            "nextId", 2, "logins", "id", 1, "hostname", "https://old.example", "httpRealm",
+                            "formSubmitURL", "https://old.example", "usernameField", "u", "passwordField", "p",
+                            "encryptedUsername", ub64, "encryptedPassword", b64, "guid",
+                            "{0ld00000-0000-4000-8000-000000000001}", "encType", 1, "timeCreated",
+                            (json_int_t)1500000000000LL, "timeLastUsed", (json_int_t)1500000000000LL,
+                            "timePasswordChanged", (json_int_t)1500000000000LL, "timesUsed", 1,
+                            "potentiallyVulnerablePasswords", "version", 3);
+    save_json(d, "logins.json", doc);
+    json_decref(doc);
+    free(b64);
+    free(ub64);
+}
+
+START_TEST(test_old_3des_profile_then_firefox_adds_aes)
+{
+    const char *d = tup_tmpdir();
+    make_old_profile(d);
+    picl_store *s = open_ok(d, NULL);
+    json_t *a = all(s);
+    ck_assert_int_eq(json_array_size(a), 1);
+    ck_assert_str_eq(str(json_array_get(a, 0), "password"), "oldpass");
+    ck_assert_str_eq(str(json_array_get(a, 0), "username"), "olduser");
+    json_decref(a);
+    /* a profile with only the 3DES key keeps using it */
+    apply_ok(s, "[{\"id\":\"{0ld00000-0000-4000-8000-000000000002}\",\"hostname\":\"https://old2.example\","
+                "\"httpRealm\":\"r\",\"username\":\"u2\",\"password\":\"p2\"}]");
+    picl__store_close(s);
+    json_t *file = load_json(d, "logins.json");
+    ck_assert(blob_has(str(json_array_get(json_object_get(file, "logins"), 1), "encryptedPassword"), OID_DES3,
+                       sizeof OID_DES3));
+    json_decref(file);
+    /* the real Firefox adds its logins: it creates an AES key under the same id */
+    tup_make_profile(d, NULL);
+    file = load_json(d, "logins.json");
+    json_t *list = json_object_get(file, "logins");
+    ck_assert_int_eq(json_array_size(list), 4);
+    ck_assert(blob_has(str(json_array_get(list, 2), "encryptedPassword"), OID_AES256, sizeof OID_AES256));
+    json_decref(file);
+    s = open_ok(d, NULL);
+    a = all(s);
+    ck_assert_int_eq(json_array_size(a), 4); /* both key types, chosen by type */
+    ck_assert_str_eq(str(tup_find(a, "username", "olduser"), "password"), "oldpass");
+    ck_assert_str_eq(str(tup_find(a, "username", "u2"), "password"), "p2");
+    ck_assert_str_eq(str(tup_find(a, "username", "bob"), "password"), "hunter2");
+    json_decref(a);
+    /* now new blobs use the AES key */
+    apply_ok(s, "[{\"id\":\"{0ld00000-0000-4000-8000-000000000003}\",\"hostname\":\"https://old3.example\","
+                "\"httpRealm\":\"r\",\"username\":\"u3\",\"password\":\"p3\"}]");
+    picl__store_close(s);
+    file = load_json(d, "logins.json");
+    list = json_object_get(file, "logins");
+    ck_assert(blob_has(str(tup_find(list, "guid", "{0ld00000-0000-4000-8000-000000000003}"), "encryptedPassword"),
+                       OID_AES256, sizeof OID_AES256));
+    json_decref(file);
+    json_t *dump = tup_dump_profile(d);
+    json_t *lg = json_object_get(dump, "logins");
+    ck_assert_int_eq(json_array_size(lg), 5);
+    ck_assert_str_eq(str(tup_find(lg, "username", "olduser"), "password"), "oldpass");
+    ck_assert_str_eq(str(tup_find(lg, "username", "u2"), "password"), "p2");
+    ck_assert_str_eq(str(tup_find(lg, "username", "u3"), "password"), "p3");
+    json_decref(dump);
+}
+END_TEST
+
+/* ---- primary password ---------------------------------------------------- */
+
+START_TEST(test_primary_password)
+{
+    const char *d = tup_tmpdir();
+    tup_make_profile(d, "pw-123");
+    tup_sh("touch '%s/.parentlock'", d);
+    uint64_t before = tup_dir_digest(d);
+    picl_store *s = NULL;
+    char err[256];
+    ck_assert_int_eq(picl__logins_open(&s, d, state_dir, NULL, NULL, err, sizeof err), PICL_ERROR_STATE);
+    ck_assert_ptr_null(s);
+    ck_assert_ptr_nonnull(strstr(err, "primary password"));
+    ck_assert_int_eq(picl__logins_open(&s, d, state_dir, give_pw, (void *)"wrong", err, sizeof err),
+                     PICL_ERROR_WRONG_PASSWORD);
+    ck_assert_ptr_null(s);
+    ck_assert(tup_dir_digest(d) == before);
+    s = open_ok(d, "pw-123");
+    json_t *a = all(s);
+    ck_assert_int_eq(json_array_size(a), 2);
+    ck_assert_str_eq(str(tup_find(a, "username", "bob"), "password"), "hunter2");
+    json_decref(a);
+    apply_ok(s, "[{\"id\":\"{pppppppp-0000-4000-8000-000000000001}\",\"hostname\":\"https://pp.example\","
+                "\"httpRealm\":\"r\",\"username\":\"pu\",\"password\":\"pp\"}]");
+    picl__store_close(s);
+    s = open_ok(d, "pw-123");
+    json_t *r = NULL;
+    ck_assert_int_eq(picl__store_get(s, "{pppppppp-0000-4000-8000-000000000001}", &r), PICL_OK);
+    ck_assert_str_eq(str(r, "password"), "pp");
+    json_decref(r);
+    picl__store_close(s);
+    /* Firefox without the password sees the profile locked, not broken */
+    json_t *dump = tup_dump_profile(d);
+    ck_assert(json_is_true(json_object_get(json_object_get(dump, "logins"), "locked")));
+    json_decref(dump);
+}
+END_TEST
+
+/* ---- refusals: nothing written -------------------------------------------- */
+
+START_TEST(test_refusals_change_nothing)
+{
+    picl_store *s = NULL;
+    char err[256];
+    ck_assert_int_eq(picl__logins_open(&s, "/nonexistent/prof", state_dir, NULL, NULL, err, sizeof err),
+                     PICL_ERROR_NOT_FOUND);
+    const char *empty = tup_tmpdir();
+    ck_assert_int_eq(picl__logins_open(&s, empty, state_dir, NULL, NULL, err, sizeof err),
+                     PICL_ERROR_INVALID_ARGUMENT);
+    const char *d = tup_tmpdir();
+    tup_make_profile(d, NULL);
+    ck_assert_int_eq(picl__logins_open(&s, d, NULL, NULL, NULL, err, sizeof err), PICL_ERROR_INVALID_ARGUMENT);
+    /* locked by a running Firefox */
+    pid_t holder = tup_hold_lock(d);
+    uint64_t before = tup_dir_digest(d), sbefore = tup_dir_digest(state_dir);
+    ck_assert_int_eq(picl__logins_open(&s, d, state_dir, NULL, NULL, err, sizeof err), PICL_ERROR_PROFILE_LOCKED);
+    ck_assert_ptr_null(s);
+    ck_assert(tup_dir_digest(d) == before);
+    tup_release_lock(holder);
+    /* corrupt logins.json */
+    static const char *corrupt[] = {"{\"logins\": [", "[]", "{\"logins\": 5}", "{\"logins\": [1]}",
+                                    "{\"logins\": [{\"guid\": 7, \"id\": 1}]}", "{\"nextId\": \"x\", \"logins\": []}",
+                                    "{\"logins\": [], \"logins\": []}", ""};
+    for (size_t i = 0; i < sizeof corrupt / sizeof corrupt[0]; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/logins.json", d);
+        FILE *f = fopen(path, "w");
+        fputs(corrupt[i], f);
+        fclose(f);
+        before = tup_dir_digest(d);
+        ck_assert_msg(picl__logins_open(&s, d, state_dir, NULL, NULL, err, sizeof err) == PICL_ERROR_ENCODING,
+                      "case %zu", i);
+        ck_assert_ptr_nonnull(strstr(err, "corrupt"));
+        ck_assert(tup_dir_digest(d) == before);
+    }
+    ck_assert(tup_dir_digest(state_dir) == sbefore);
+}
+END_TEST
+
+START_TEST(test_bad_records_change_nothing)
+{
+    const char *d = tup_tmpdir();
+    tup_make_profile(d, NULL);
+    picl_store *s = open_ok(d, NULL);
+    json_t *c = changes(s);
+    ck_assert_int_eq(picl__store_mark_synced(s, c), PICL_OK);
+    json_decref(c);
+    uint64_t before = tup_dir_digest(d), sbefore = tup_dir_digest(state_dir);
+    static const char *bad[] = {
+        "[7]",
+        "[{\"hostname\":\"https://a\",\"httpRealm\":\"r\",\"username\":\"u\",\"password\":\"p\"}]",
+        "[{\"id\":\"\",\"hostname\":\"https://a\",\"httpRealm\":\"r\",\"username\":\"u\",\"password\":\"p\"}]",
+        "[{\"id\":\"{x}\",\"httpRealm\":\"r\",\"username\":\"u\",\"password\":\"p\"}]",
+        "[{\"id\":\"{x}\",\"hostname\":\"\",\"httpRealm\":\"r\",\"username\":\"u\",\"password\":\"p\"}]",
+        "[{\"id\":\"{x}\",\"hostname\":\"https://a\",\"username\":\"u\",\"password\":\"p\"}]",
+        "[{\"id\":\"{x}\",\"hostname\":\"https://a\",\"httpRealm\":\"r\",\"formSubmitURL\":\"https://a\","
+        "\"username\":\"u\",\"password\":\"p\"}]",
+        "[{\"id\":\"{x}\",\"hostname\":\"https://a\",\"httpRealm\":\"r\",\"password\":\"p\"}]",
+        "[{\"id\":\"{x}\",\"hostname\":\"https://a\",\"httpRealm\":\"r\",\"username\":\"u\",\"password\":\"\"}]",
+        "[{\"id\":\"{x}\",\"hostname\":\"https://a\",\"httpRealm\":\"r\",\"username\":3,\"password\":\"p\"}]",
+        "[{\"id\":\"{x}\",\"hostname\":\"https://a\",\"httpRealm\":\"r\",\"username\":\"u\",\"password\":\"p\","
+        "\"timesUsed\":-1}]",
+        "[{\"id\":\"{x}\",\"hostname\":\"https://a\",\"httpRealm\":\"r\",\"username\":\"u\",\"password\":\"p\","
+        "\"timeCreated\":\"yesterday\"}]",
+        "[{\"id\":\"{x}\",\"deleted\":\"true\"}]",
+        "[{\"id\":\"{ok}\",\"hostname\":\"https://a\",\"httpRealm\":\"r\",\"username\":\"u\",\"password\":\"p\"},"
+        " {\"id\":\"{bad}\"}]",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_t *r = json_loads(bad[i], 0, NULL);
+        ck_assert_ptr_nonnull(r);
+        ck_assert_msg(picl__store_apply(s, r) == PICL_ERROR_ENCODING, "case %zu", i);
+        json_decref(r);
+    }
+    ck_assert_int_eq(picl__store_apply(s, json_object()), PICL_ERROR_INVALID_ARGUMENT);
+    c = changes(s);
+    ck_assert_int_eq(json_array_size(c), 0);
+    json_decref(c);
+    picl__store_close(s);
+    ck_assert(tup_dir_digest(d) == before);
+    ck_assert(tup_dir_digest(state_dir) == sbefore);
+}
+END_TEST
+
+START_TEST(test_wipe)
+{
+    const char *d = tup_tmpdir();
+    tup_make_profile(d, NULL);
+    picl_store *s = open_ok(d, NULL);
+    ck_assert_int_eq(picl__store_wipe(s), PICL_OK);
+    json_t *a = all(s);
+    ck_assert_int_eq(json_array_size(a), 0);
+    json_decref(a);
+    picl__store_close(s);
+    json_t *file = load_json(d, "logins.json");
+    ck_assert_int_eq(json_array_size(json_object_get(file, "logins")), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(file, "nextId")), 3);
+    json_decref(file);
+    json_t *dump = tup_dump_profile(d);
+    ck_assert_int_eq(json_array_size(json_object_get(dump, "logins")), 0);
+    json_decref(dump);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("store_logins");
+    TCase *t = tcase_create("logins");
+    tcase_set_timeout(t, 120);
+    tcase_add_checked_fixture(t, setup, NULL);
+    tcase_add_test(t, test_read_firefox_profile);
+    tcase_add_test(t, test_apply_read_back_by_firefox);
+    tcase_add_test(t, test_profile_without_key4db);
+    tcase_add_test(t, test_old_3des_profile_then_firefox_adds_aes);
+    tcase_add_test(t, test_primary_password);
+    tcase_add_test(t, test_refusals_change_nothing);
+    tcase_add_test(t, test_bad_records_change_nothing);
+    tcase_add_test(t, test_wipe);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(suite());
+}
