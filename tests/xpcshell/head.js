@@ -501,3 +501,12 @@ async function picl_op(o) {
     return { error: String(e && e.message || e), result: e && e.result };
   }
 }
+
+/* forgotPassword + the mailed code + completePasswordReset, on this device. */
+picl_ops.resetWithMail = async function ({ email, newPassword }) {
+  let svc = this._svc();
+  await svc.forgotPassword(email);
+  let code = await picl_mail_code(email, "X-Recovery-Code");
+  await svc.completePasswordReset(code, newPassword);
+  return svc.signedInEmail;
+};

@@ -8,7 +8,7 @@
 # Writes "P passed, F failed" to RESULTFILE and prints "xpcshell: P passed, F failed".
 # Environment: PICL_BUILD (default ./build), FIREFOX (firefox-esr), PICL_GRE
 # (/usr/lib/firefox-esr), XPC_TIMEOUT seconds per file (90), XPC_TESTS (a
-# space-separated subset of test files).
+# space-separated subset of test files), XPC_KEEP=1 keeps the logs and profiles.
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 out=${1:-/dev/null}
@@ -30,7 +30,7 @@ pids=""
 cleanup() {
     for p in $pids; do kill "$p" 2>/dev/null; done
     for p in $pids; do wait "$p" 2>/dev/null; done
-    rm -rf "$work"
+    if [ -n "$XPC_KEEP" ]; then echo "xpcshell: logs and profiles kept in $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
