@@ -157,6 +157,16 @@ const picl_stc_result *picl__stc_last(const picl_stc *c)
     return &c->last;
 }
 
+int64_t picl__stc_clock_offset(const picl_stc *c)
+{
+    return c->clock_offset;
+}
+
+void picl__stc_set_clock_offset(picl_stc *c, int64_t offset)
+{
+    c->clock_offset = offset;
+}
+
 void picl__stc_clear_backoff(picl_stc *c)
 {
     c->backoff_until = 0;

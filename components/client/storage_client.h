@@ -66,6 +66,10 @@ picl_status picl__stc_new(picl_stc **out, const char *api_endpoint, const char *
 void picl__stc_free(picl_stc *c);
 void picl__stc_set_refresh(picl_stc *c, picl_stc_refresh_fn fn, void *ctx);
 const picl_stc_result *picl__stc_last(const picl_stc *c);
+/* Seconds added to the local clock for Hawk timestamps (learned from a 401's
+ * X-Weave-Timestamp; settable for tests or from another server's clock). */
+int64_t picl__stc_clock_offset(const picl_stc *c);
+void picl__stc_set_clock_offset(picl_stc *c, int64_t offset);
 /* Forgets a remembered backoff (tests, or a user's "sync now"). */
 void picl__stc_clear_backoff(picl_stc *c);
 

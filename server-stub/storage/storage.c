@@ -14,6 +14,9 @@
 
 #define MAX_IDS 100
 
+/* The node before the port is bound: no token names it. */
+static char unbound[] = "";
+
 /* ---- small helpers ---------------------------------------------------- */
 
 void storage__error(picl_http_response *resp, int status, int code)
@@ -143,7 +146,8 @@ static int begin_req(sreq *r, storage_server *s, picl_http_request *req,
     }
     int64_t uid = -1;
     int ok = req->nparams >= 1 && parse_uid(req->params[0], &uid);
-    picl_status st = ok ? storage_auth_check(s->auth, req, s->node, uid, grace, r->now / 100)
+    picl_status st = ok ? storage_auth_check(s->auth, req, atomic_load(&s->node), uid, grace,
+                                             r->now / 100)
                         : PICL_ERROR_TOKEN;
     if (st == PICL_ERROR_BACKOFF) {
         storage__error(resp, 503, 0);
@@ -669,6 +673,8 @@ picl_status storage_server_mount(storage_server *s, picl_http_server *http, int 
         {"DELETE", "/1.5/*/", h_delete_all},
         {"GET", "/__heartbeat__", h_heartbeat},
     };
+    if (!s || !http || !atomic_load(&s->node))
+        return PICL_ERROR_INVALID_ARGUMENT; /* tokens are checked against the node */
     picl_status st = PICL_OK;
     for (size_t i = 0; i < sizeof routes / sizeof routes[0] && st == PICL_OK; i++) {
         if (skip_heartbeat && routes[i].fn == h_heartbeat)
@@ -731,8 +737,8 @@ picl_status storage_server_new(storage_server **out, const storage_config *cfg)
     s->data_dir = strdup(cfg->data_dir);
     s->listen = strdup(cfg->listen ? cfg->listen : "127.0.0.1:0");
     if (cfg->node)
-        s->node = strdup(cfg->node);
-    if (!s->data_dir || !s->listen || (cfg->node && !s->node))
+        atomic_store(&s->node, strdup(cfg->node));
+    if (!s->data_dir || !s->listen || (cfg->node && !atomic_load(&s->node)))
         goto fail;
     if ((st = picl__nss_acquire()) != PICL_OK)
         goto fail;
@@ -761,24 +767,29 @@ picl_status storage_server_start(storage_server *s)
         .hooks = &s->hooks,
     };
     picl_status st = picl_http_server_new(&s->http, &hc);
+    /* The node may name the port only known once bound: until it is
+     * published, requests are checked against "" (which no token matches). */
+    int own_node = !atomic_load(&s->node);
+    if (own_node)
+        atomic_store(&s->node, unbound);
     if (st == PICL_OK)
         st = storage_server_mount(s, s->http, 0);
     if (st == PICL_OK)
         st = picl_http_server_start(s->http);
     if (st != PICL_OK)
         goto fail;
-    if (!s->node) {
+    if (own_node) {
         /* "http://HOST:PORT" of what we listen on. */
         const char *colon = strrchr(s->listen, ':');
         size_t hl = (size_t)(colon - s->listen);
         size_t n = hl + 32;
-        s->node = malloc(n);
-        if (!s->node) {
+        char *node = malloc(n);
+        if (!node) {
             st = PICL_ERROR_NO_MEMORY;
             goto fail;
         }
-        snprintf(s->node, n, "http://%.*s:%u", (int)hl, s->listen,
-                 picl_http_server_port(s->http));
+        snprintf(node, n, "http://%.*s:%u", (int)hl, s->listen, picl_http_server_port(s->http));
+        atomic_store(&s->node, node);
     }
     if (s->prune_interval_s > 0) {
         if (pthread_create(&s->pruner, NULL, pruner_main, s) != 0) {
@@ -791,6 +802,8 @@ picl_status storage_server_start(storage_server *s)
 fail:
     picl_http_server_free(s->http);
     s->http = NULL;
+    if (atomic_load(&s->node) == unbound)
+        atomic_store(&s->node, NULL);
     return st;
 }
 
@@ -801,7 +814,7 @@ unsigned storage_server_port(const storage_server *s)
 
 const char *storage_server_node(const storage_server *s)
 {
-    return s->node;
+    return atomic_load(&s->node);
 }
 
 const storage_limits *storage_server_limits(const storage_server *s)
@@ -854,6 +867,8 @@ void storage_server_free(storage_server *s)
     pthread_cond_destroy(&s->cv);
     free(s->listen);
     free(s->data_dir);
-    free(s->node);
+    char *node = atomic_load(&s->node);
+    if (node != unbound)
+        free(node);
     free(s);
 }

@@ -12,7 +12,8 @@
 #include "storage/storage_db.h"
 
 struct storage_server {
-    char *listen, *data_dir, *node;
+    char *listen, *data_dir;
+    _Atomic(char *) node;   /* published once the port is bound; read by handlers */
     storage_limits lim;
     int64_t quota_kb, batch_ttl_s, prune_interval_s, expired_grace_s;
     unsigned threads;

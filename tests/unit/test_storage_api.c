@@ -776,6 +776,110 @@ START_TEST(test_concurrent_writers)
 }
 END_TEST
 
+/* Many writers at once: every write gets its own timestamp. */
+typedef struct writer {
+    int idx;
+    int64_t ts[15];
+} writer;
+
+static void *write_many(void *arg)
+{
+    writer *w = arg;
+    for (int i = 0; i < 15; i++) {
+        char target[96];
+        snprintf(target, sizeof target, "/1.5/%d/storage/w%d/i%d", SF_UID, w->idx, i);
+        tu_req o = {.ctype = "application/json", .body = "{\"payload\":\"p\"}", .len = 15,
+                    .cred = &SF.cred};
+        tu_resp r;
+        w->ts[i] = -1;
+        if (tu_http(&r, "PUT", SF.base, target, &o) == 0 && r.status == 200) {
+            char *v = tu_resp_header(&r, "X-Last-Modified");
+            if (v) {
+                size_t n = strlen(v);
+                w->ts[i] = strtoll(v, NULL, 10) * 100 + strtoll(v + n - 2, NULL, 10);
+                free(v);
+            }
+        }
+        tu_resp_free(&r);
+    }
+    return NULL;
+}
+
+static int cmp64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+START_TEST(test_concurrent_timestamps_unique)
+{
+    writer w[4];
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) {
+        w[i].idx = i;
+        pthread_create(&t[i], NULL, write_many, &w[i]);
+    }
+    int64_t all[60];
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        for (int k = 0; k < 15; k++) {
+            ck_assert_int_gt(w[i].ts[k], 0);
+            if (k)
+                ck_assert_int_gt(w[i].ts[k], w[i].ts[k - 1]);
+            all[i * 15 + k] = w[i].ts[k];
+        }
+    }
+    qsort(all, 60, sizeof all[0], cmp64);
+    for (int i = 1; i < 60; i++)
+        ck_assert_int_gt(all[i], all[i - 1]);
+    tu_resp r = sf_req("GET", "/info/collections", NULL);
+    ck_assert_int_eq(sf_ts_header(&r, "X-Last-Modified"), all[59]);
+    tu_resp_free(&r);
+}
+END_TEST
+
+START_TEST(test_mount_on_shared_server)
+{
+    /* `picl server`: the storage routes on a server someone else owns. */
+    storage_server *s = NULL;
+    storage_config c = {.data_dir = SF.dir, .secret = SF_SECRET, .secret_len = SF_SECRET_LEN,
+                        .prune_interval_s = -1};
+    ck_assert_int_eq(storage_server_new(&s, &c), PICL_OK);
+    picl_http_server *h;
+    picl_http_config hc = {.listen = "127.0.0.1:0", .max_body = 16384};
+    ck_assert_int_eq(picl_http_server_new(&h, &hc), PICL_OK);
+    ck_assert_int_eq(storage_server_mount(s, h, 1), PICL_ERROR_INVALID_ARGUMENT); /* no node */
+    storage_server_free(s);
+    c.node = "http://127.0.0.1:1";
+    ck_assert_int_eq(storage_server_new(&s, &c), PICL_OK);
+    ck_assert_int_eq(storage_server_mount(s, h, 1), PICL_OK);
+    ck_assert_int_eq(picl_http_server_start(h), PICL_OK);
+    tu_cred cr;
+    tu_mint(&cr, SF_SECRET, SF_SECRET_LEN, "http://127.0.0.1:1", SF_UID, 3600);
+    char base[64];
+    snprintf(base, sizeof base, "http://127.0.0.1:%u", picl_http_server_port(h));
+    /* a body over the server's 16 KiB but within max_request_bytes */
+    size_t len = 100000;
+    char *body = malloc(len + 64);
+    int n = snprintf(body, 64, "{\"payload\":\"");
+    memset(body + n, 'a', len);
+    snprintf(body + n + len, 8, "\"}");
+    tu_req o = {.ctype = "application/json", .body = body, .len = strlen(body), .cred = &cr};
+    tu_resp r;
+    ck_assert_int_eq(tu_http(&r, "PUT", base, "/1.5/42/storage/tabs/big", &o), 0);
+    ck_assert_int_eq(r.status, 200);
+    tu_resp_free(&r);
+    /* the heartbeat was left to the owner */
+    ck_assert_int_eq(tu_http(&r, "GET", base, "/__heartbeat__", NULL), 0);
+    ck_assert_int_eq(r.status, 404);
+    tu_resp_free(&r);
+    free(body);
+    tu_cred_free(&cr);
+    picl_http_server_free(h);
+    storage_server_free(s);
+}
+END_TEST
+
 START_TEST(test_timestamps_strictly_increase)
 {
     int64_t last = 0;
@@ -1121,6 +1225,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_if_unmodified_since);
     tcase_add_test(tc, test_concurrent_writers);
     tcase_add_test(tc, test_timestamps_strictly_increase);
+    tcase_add_test(tc, test_concurrent_timestamps_unique);
+    tcase_add_test(tc, test_mount_on_shared_server);
     tcase_add_test(tc, test_deletes);
     tcase_add_test(tc, test_info_counts_usage);
     tcase_add_test(tc, test_ttl_expiry_and_prune);

@@ -234,6 +234,52 @@ START_TEST(test_token_refresh)
 }
 END_TEST
 
+START_TEST(test_clock_skew_corrected)
+{
+    picl__stc_set_clock_offset(C, -600);
+    json_t *j;
+    ck_assert_int_eq(picl__stc_info(C, "collections", -1, &j), PICL_OK);
+    json_decref(j);
+    int64_t off = picl__stc_clock_offset(C);
+    ck_assert_msg(off > -3 && off < 3, "offset %lld", (long long)off);
+    /* within the server's 60 s window: accepted as it is, offset kept */
+    picl__stc_set_clock_offset(C, 20);
+    ck_assert_int_eq(picl__stc_info(C, "collections", -1, &j), PICL_OK);
+    json_decref(j);
+    ck_assert_int_eq(picl__stc_clock_offset(C), 20);
+}
+END_TEST
+
+START_TEST(test_page_conflict)
+{
+    json_t *list = json_array();
+    for (int i = 0; i < 6; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "c%d", i);
+        json_array_append_new(list, bso(id, "x", i));
+    }
+    picl_stc_post_result pr;
+    ck_assert_int_eq(picl__stc_post(C, "pc", list, -1, &pr), PICL_OK);
+    picl__stc_post_result_clear(&pr);
+    json_decref(list);
+    picl_stc_query q = {.newer = -1, .older = -1, .if_modified_since = -1,
+                        .if_unmodified_since = -1, .limit = 2};
+    json_t *page;
+    char *next;
+    ck_assert_int_eq(picl__stc_get(C, "pc", &q, &page, &next), PICL_OK);
+    json_decref(page);
+    int64_t first = picl__stc_last(C)->last_modified;
+    json_t *b = bso("new", "y", 1);
+    ck_assert_int_eq(picl__stc_put(C, "pc", "new", b, -1, NULL), PICL_OK);
+    json_decref(b);
+    q.offset = next;
+    q.if_unmodified_since = first;
+    ck_assert_int_eq(picl__stc_get(C, "pc", &q, &page, NULL), PICL_ERROR_CONFLICT);
+    ck_assert_ptr_null(page);
+    free(next);
+}
+END_TEST
+
 START_TEST(test_errors)
 {
     picl_stc *c;
@@ -317,6 +363,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_backoff);
     tcase_add_test(tc, test_token_refresh);
     tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_clock_skew_corrected);
+    tcase_add_test(tc, test_page_conflict);
     suite_add_tcase(s, tc);
     TCase *sm = tcase_create("small");
     tcase_add_checked_fixture(sm, small_setup, client_teardown);
