@@ -1,6 +1,7 @@
 /* storage_auth.c -- tokenlib + Hawk authentication of storage requests (see storage_auth.h). */
 #include "storage/storage_auth.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,12 +13,69 @@
  * 4000 authenticated requests/s sustained before answering 503 (fail closed). */
 #define NONCE_CACHE_ENTRIES (1u << 19)
 
+/* Verified tokens and their derived keys, so that a client's requests do
+ * not pay the signature check and the HKDF again (the token text is the
+ * cache key: a tampered token is never found and goes the full way). */
+#define TOKEN_CACHE_SLOTS 256
+
+typedef struct token_slot {
+    char *token;
+    picl_tokenlib_payload p;
+    char key[PICL_TOKENLIB_KEY_CHARS + 1];
+} token_slot;
+
 struct storage_auth {
     uint8_t *secret;
     size_t secretlen;
     int64_t skew;
     picl_hawk_nonce_cache *nonces;
+    pthread_mutex_t mu;
+    token_slot cache[TOKEN_CACHE_SLOTS];
 };
+
+static size_t slot_of(const char *token)
+{
+    uint64_t h = 1469598103934665603u; /* FNV-1a */
+    for (; *token; token++)
+        h = (h ^ (uint8_t)*token) * 1099511628211u;
+    return (size_t)(h % TOKEN_CACHE_SLOTS);
+}
+
+static void slot_clear(token_slot *t)
+{
+    free(t->token);
+    picl__wipe(t, sizeof *t);
+}
+
+/* 1 and copies of the payload and key when token was verified before. */
+static int cache_get(storage_auth *a, const char *token, picl_tokenlib_payload *p, char *key)
+{
+    token_slot *t = &a->cache[slot_of(token)];
+    int hit = 0;
+    pthread_mutex_lock(&a->mu);
+    if (t->token && !strcmp(t->token, token)) {
+        *p = t->p;
+        memcpy(key, t->key, sizeof t->key);
+        hit = 1;
+    }
+    pthread_mutex_unlock(&a->mu);
+    return hit;
+}
+
+static void cache_put(storage_auth *a, const char *token, const picl_tokenlib_payload *p,
+                      const char *key)
+{
+    char *copy = strdup(token);
+    if (!copy)
+        return;
+    token_slot *t = &a->cache[slot_of(token)];
+    pthread_mutex_lock(&a->mu);
+    slot_clear(t);
+    t->token = copy;
+    t->p = *p;
+    memcpy(t->key, key, sizeof t->key);
+    pthread_mutex_unlock(&a->mu);
+}
 
 picl_status storage_auth_new(storage_auth **out, const uint8_t *secret, size_t secretlen,
                              int64_t skew_s)
@@ -36,6 +94,7 @@ picl_status storage_auth_new(storage_auth **out, const uint8_t *secret, size_t s
     memcpy(a->secret, secret, secretlen);
     a->secretlen = secretlen;
     a->skew = skew_s;
+    pthread_mutex_init(&a->mu, NULL);
     picl_status st = picl__hawk_nonce_cache_new(&a->nonces, NONCE_CACHE_ENTRIES);
     if (st != PICL_OK) {
         storage_auth_free(a);
@@ -51,6 +110,9 @@ void storage_auth_free(storage_auth *a)
         return;
     picl__zfree(a->secret, a->secretlen);
     picl__hawk_nonce_cache_free(a->nonces);
+    for (size_t i = 0; i < TOKEN_CACHE_SLOTS; i++)
+        slot_clear(&a->cache[i]);
+    pthread_mutex_destroy(&a->mu);
     free(a);
 }
 
@@ -115,13 +177,19 @@ picl_status storage_auth_check(storage_auth *a, const picl_http_request *req, co
     }
     if (picl__hawk_parse(auth, hdr, strlen(hdr)) != PICL_OK)
         goto done;
-    if (picl__tokenlib_parse(p, a->secret, a->secretlen, auth->id, strlen(auth->id), now_s,
-                             grace_s) != PICL_OK)
-        goto done;
+    if (cache_get(a, auth->id, p, key)) {
+        if (now_s > p->expires + grace_s)
+            goto done;
+    } else {
+        if (picl__tokenlib_parse(p, a->secret, a->secretlen, auth->id, strlen(auth->id), now_s,
+                                 grace_s) != PICL_OK)
+            goto done;
+        if (picl__tokenlib_derive_key(key, a->secret, a->secretlen, auth->id, strlen(auth->id),
+                                      p->salt) != PICL_OK)
+            goto done;
+        cache_put(a, auth->id, p, key);
+    }
     if (strcmp(p->node, node) != 0 || p->uid != path_uid)
-        goto done;
-    if (picl__tokenlib_derive_key(key, a->secret, a->secretlen, auth->id, strlen(auth->id),
-                                  p->salt) != PICL_OK)
         goto done;
     picl_hawk_request hr = {
         .method = req->method,
