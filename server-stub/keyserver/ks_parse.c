@@ -105,6 +105,7 @@ static picl_status get_type(const json_t *obj, const char *key, const char *want
 picl_status ks_parse_stretch(const json_t *obj, picl_stretch_params *p, uint8_t salt[32])
 {
     memset(p, 0, sizeof *p);
+    memset(salt, 0, 32);
     json_t *ps = json_object_get(obj, "passwordStretching");
     if (!ps || json_is_null(ps))
         return PICL_ERROR_NOT_FOUND;
@@ -148,6 +149,9 @@ int ks_srp_value_ok(const uint8_t v[256])
 
 picl_status ks_parse_srp(const json_t *obj, uint8_t salt[32], uint8_t *verifier)
 {
+    memset(salt, 0, 32);
+    if (verifier)
+        memset(verifier, 0, 256);
     json_t *srp = json_object_get(obj, "srp");
     if (!srp || json_is_null(srp))
         return PICL_ERROR_NOT_FOUND;

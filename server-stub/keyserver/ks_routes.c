@@ -135,8 +135,12 @@ static void h_account_create(picl_http_request *req, picl_http_response *resp, v
     }
     char code[65];
     picl__hex_encode(code, a->verify_code, 32);
-    if (rc == PICL_OK)
+    if (rc == PICL_OK) {
         rc = ks_send_code(s, a, 0, code);
+        /* no mail, no account: the user can simply try again */
+        if (rc != PICL_OK)
+            ks_db_account_delete(s->db, a->id);
+    }
     picl__wipe(code, sizeof code);
     if (rc != PICL_OK) {
         ks_error_internal(resp);

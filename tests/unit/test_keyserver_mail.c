@@ -1,0 +1,214 @@
+/* test_keyserver_mail.c -- the keyserver's outbox: RFC 5322 files delivered
+ * into the Maildir (tmp/ then new/), and the same message through SMTP
+ * (libcurl) to a minimal SMTP server run by the test. */
+#include "testutil.h"
+#include "testutil_ks.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "client/account.h"
+#include "client/keyserver_client.h"
+
+static char *read_only_file(const char *dir, int *count)
+{
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *e;
+    char *text = NULL;
+    *count = 0;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        (*count)++;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        FILE *f = fopen(path, "rb");
+        ck_assert_ptr_nonnull(f);
+        free(text);
+        text = calloc(1, 16384);
+        size_t n = fread(text, 1, 16383, f);
+        text[n] = 0;
+        fclose(f);
+    }
+    closedir(d);
+    return text;
+}
+
+START_TEST(maildir_message)
+{
+    tu_nss_setup();
+    tuks_srv srv;
+    tuks_start(&srv, NULL);
+    char uid[33];
+    tuks_account(&srv, "carol@example.org", "pw", 0, uid);
+    char dir[512];
+    int n;
+    snprintf(dir, sizeof dir, "%s/mail/tmp", srv.dir);
+    free(read_only_file(dir, &n));
+    ck_assert_int_eq(n, 0); /* delivered: nothing left in tmp/ */
+    snprintf(dir, sizeof dir, "%s/mail/new", srv.dir);
+    char *m = read_only_file(dir, &n);
+    ck_assert_int_eq(n, 1);
+    ck_assert_ptr_nonnull(strstr(m, "\r\nTo: carol@example.org\r\n"));
+    ck_assert_ptr_nonnull(strstr(m, "\r\nSubject: "));
+    char want[64];
+    snprintf(want, sizeof want, "\r\nX-Uid: %s\r\n", uid);
+    ck_assert_ptr_nonnull(strstr(m, want));
+    char *code = strstr(m, "\r\nX-Verify-Code: ");
+    ck_assert_ptr_nonnull(code);
+    code += 17;
+    ck_assert_uint_eq(strspn(code, "0123456789abcdef"), 64);
+    ck_assert(code[64] == '\r');
+    ck_assert_ptr_nonnull(strstr(m, "\r\n\r\n")); /* headers, blank line, body */
+    ck_assert_ptr_null(strstr(m, "X-Recovery-Code"));
+    /* every line ends in CRLF */
+    for (char *p = strchr(m, '\n'); p; p = strchr(p + 1, '\n'))
+        ck_assert(p > m && p[-1] == '\r');
+    free(m);
+    tuks_stop(&srv);
+    tu_nss_teardown();
+}
+END_TEST
+
+/* ---- a minimal SMTP server (one message) -------------------------------- */
+
+typedef struct smtp {
+    int lfd;
+    unsigned port;
+    char rcpt[256];
+    char data[16384];
+    pthread_t th;
+} smtp;
+
+static int get_line(int fd, char *buf, size_t cap)
+{
+    size_t n = 0;
+    while (n + 1 < cap) {
+        char c;
+        if (recv(fd, &c, 1, 0) != 1)
+            return -1;
+        buf[n++] = c;
+        if (c == '\n')
+            break;
+    }
+    buf[n] = 0;
+    return (int)n;
+}
+
+static void say(int fd, const char *s)
+{
+    ck_assert_int_eq(send(fd, s, strlen(s), 0), (ssize_t)strlen(s));
+}
+
+static void *smtp_run(void *p)
+{
+    smtp *s = p;
+    int fd = accept(s->lfd, NULL, NULL);
+    if (fd < 0)
+        return NULL;
+    char line[1024];
+    say(fd, "220 test ESMTP\r\n");
+    while (get_line(fd, line, sizeof line) > 0) {
+        if (!strncasecmp(line, "EHLO", 4) || !strncasecmp(line, "HELO", 4))
+            say(fd, "250 test\r\n");
+        else if (!strncasecmp(line, "MAIL FROM:", 10))
+            say(fd, "250 ok\r\n");
+        else if (!strncasecmp(line, "RCPT TO:", 8)) {
+            snprintf(s->rcpt, sizeof s->rcpt, "%.200s", line + 8);
+            say(fd, "250 ok\r\n");
+        } else if (!strncasecmp(line, "DATA", 4)) {
+            say(fd, "354 go\r\n");
+            while (get_line(fd, line, sizeof line) > 0 && strcmp(line, ".\r\n"))
+                strncat(s->data, line, sizeof s->data - strlen(s->data) - 1);
+            say(fd, "250 queued\r\n");
+        } else if (!strncasecmp(line, "QUIT", 4)) {
+            say(fd, "221 bye\r\n");
+            break;
+        } else {
+            say(fd, "250 ok\r\n");
+        }
+    }
+    close(fd);
+    return NULL;
+}
+
+START_TEST(smtp_delivery)
+{
+    tu_nss_setup();
+    smtp s;
+    memset(&s, 0, sizeof s);
+    s.lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(s.lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+    ck_assert_int_eq(listen(s.lfd, 1), 0);
+    socklen_t len = sizeof sa;
+    getsockname(s.lfd, (struct sockaddr *)&sa, &len);
+    s.port = ntohs(sa.sin_port);
+    ck_assert_int_eq(pthread_create(&s.th, NULL, smtp_run, &s), 0);
+
+    char url[64];
+    snprintf(url, sizeof url, "smtp://127.0.0.1:%u", s.port);
+    ks_config cfg = {.smtp_url = url};
+    tuks_srv srv;
+    tuks_start(&srv, &cfg);
+    char uid[33];
+    tuks_account(&srv, "dave@example.org", "pw", 0, uid);
+    pthread_join(s.th, NULL);
+    close(s.lfd);
+    ck_assert_ptr_nonnull(strstr(s.rcpt, "<dave@example.org>"));
+    ck_assert_ptr_nonnull(strstr(s.data, "X-Verify-Code: "));
+    char want[64];
+    snprintf(want, sizeof want, "X-Uid: %s\r\n", uid);
+    ck_assert_ptr_nonnull(strstr(s.data, want));
+    ck_assert_int_eq(tuks_mail_count(&srv), 0); /* nothing went to the Maildir */
+    tuks_stop(&srv);
+    tu_nss_teardown();
+}
+END_TEST
+
+START_TEST(smtp_unreachable_is_an_error_not_an_account)
+{
+    tu_nss_setup();
+    ks_config cfg = {.smtp_url = "smtp://127.0.0.1:1"};
+    tuks_srv srv;
+    tuks_start(&srv, &cfg);
+    picl_ks_client *c;
+    ck_assert_int_eq(picl__ksc_new(&c, srv.base), PICL_OK);
+    char uid[33];
+    ck_assert_int_eq(picl__account_create(c, "erin@example.org", 16, "pw", 2, tuks_params(), uid),
+                     PICL_ERROR_SERVER);
+    ck_assert_int_eq(picl__ksc_last(c)->errnum, 999);
+    picl_ksc_auth_start st;
+    ck_assert_int_eq(picl__ksc_auth_start(c, "erin@example.org", 16, &st),
+                     PICL_ERROR_UNKNOWN_ACCOUNT);
+    picl__ksc_free(c);
+    tuks_stop(&srv);
+    tu_nss_teardown();
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("keyserver_mail");
+    TCase *tc = tcase_create("outbox");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, maildir_message);
+    tcase_add_test(tc, smtp_delivery);
+    tcase_add_test(tc, smtp_unreachable_is_an_error_not_an_account);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(suite());
+}
