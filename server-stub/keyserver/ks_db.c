@@ -186,7 +186,7 @@ picl_status ks_db_account_create(ks_db *db, ks_account *a)
         int s = sqlite3_step(st);
         if (s == SQLITE_DONE)
             a->id = sqlite3_last_insert_rowid(db->h);
-        else if (s == SQLITE_CONSTRAINT || sqlite3_extended_errcode(db->h) == SQLITE_CONSTRAINT_UNIQUE)
+        else if (sqlite3_extended_errcode(db->h) == SQLITE_CONSTRAINT_UNIQUE)
             rc = PICL_ERROR_ACCOUNT_EXISTS;
         else
             rc = PICL_ERROR_DATABASE;

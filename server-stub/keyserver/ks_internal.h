@@ -76,6 +76,25 @@ picl_status ks_send_code(ks_server *s, const ks_account *a, int recovery, const 
 int ks_throttled(ks_server *s, picl_http_response *resp, const char *key, int64_t max,
                  int64_t window);
 
+/* Adds hex(b[0..n)) to obj under key: 0, or -1 on failure. */
+int ks_set_hex(json_t *obj, const char *key, const uint8_t *b, size_t n);
+
+/* Loads the token's account into *a; answers 401/110 (gone) or 500 and
+ * returns 0 on failure. */
+int ks_token_account(ks_server *s, picl_http_response *resp, const ks_token *t, ks_account *a);
+
+/* Consumes a single-use token; answers 401/110 when someone else did
+ * first (or 500) and returns 0. */
+int ks_consume(ks_server *s, picl_http_response *resp, const ks_token *t);
+
+/* Recovery email and forgotten password handlers (ks_recovery.c). */
+void ks_h_email_status(picl_http_request *req, picl_http_response *resp, void *ctx);
+void ks_h_email_resend(picl_http_request *req, picl_http_response *resp, void *ctx);
+void ks_h_email_verify(picl_http_request *req, picl_http_response *resp, void *ctx);
+void ks_h_forgot_send(picl_http_request *req, picl_http_response *resp, void *ctx);
+void ks_h_forgot_resend(picl_http_request *req, picl_http_response *resp, void *ctx);
+void ks_h_forgot_verify(picl_http_request *req, picl_http_response *resp, void *ctx);
+
 /* Registers every route on http with the keyserver hooks. */
 picl_status ks_routes_mount(ks_server *s, picl_http_server *http, int skip_heartbeat);
 

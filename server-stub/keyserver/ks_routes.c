@@ -13,11 +13,8 @@
 #include "protocol/tokenlib.h"
 #include "protocol/tokens.h"
 
-#define RESET_CODE_TTL 900
-#define RESET_CODE_TRIES 3
-
 /* Adds a hex string of b[0..n) to obj under key (no-op on earlier failure). */
-static int set_hex(json_t *obj, const char *key, const uint8_t *b, size_t n)
+int ks_set_hex(json_t *obj, const char *key, const uint8_t *b, size_t n)
 {
     char *h = picl__hex_encode_alloc(b, n);
     if (!h)
@@ -52,7 +49,7 @@ static json_t *stretch_json(const ks_account *a)
                           (json_int_t)a->params.scrypt_r, "scrypt_p",
                           (json_int_t)a->params.scrypt_p, "PBKDF2_rounds_2",
                           (json_int_t)a->params.pbkdf2_rounds_2);
-    if (p && set_hex(p, "salt", a->main_salt, 32)) {
+    if (p && ks_set_hex(p, "salt", a->main_salt, 32)) {
         json_decref(p);
         p = NULL;
     }
@@ -60,7 +57,7 @@ static json_t *stretch_json(const ks_account *a)
 }
 
 /* Loads the token's account; answers 401/110 when it is gone. */
-static int token_account(ks_server *s, picl_http_response *resp, const ks_token *t,
+int ks_token_account(ks_server *s, picl_http_response *resp, const ks_token *t,
                          ks_account *a)
 {
     picl_status rc = ks_db_account_by_id(s->db, t->account, a);
@@ -74,7 +71,7 @@ static int token_account(ks_server *s, picl_http_response *resp, const ks_token 
 }
 
 /* Consumes a single-use token; answers 401/110 if someone else did first. */
-static int consume(ks_server *s, picl_http_response *resp, const ks_token *t)
+int ks_consume(ks_server *s, picl_http_response *resp, const ks_token *t)
 {
     picl_status rc = ks_db_token_consume(s->db, t->id);
     if (rc == PICL_OK)
@@ -147,7 +144,7 @@ static void h_account_create(picl_http_request *req, picl_http_response *resp, v
         goto done;
     }
     json_t *j = json_object();
-    if (j && set_hex(j, "uid", a->uid, KS_UID_BYTES)) {
+    if (j && ks_set_hex(j, "uid", a->uid, KS_UID_BYTES)) {
         json_decref(j);
         j = NULL;
     }
@@ -217,8 +214,8 @@ static void h_auth_start(picl_http_request *req, picl_http_response *resp, void 
         srpj = json_pack("{s:s}", "type", KS_SRP_TYPE);
         ps = stretch_json(a);
     }
-    if (!j || !srpj || !ps || set_hex(j, "srpToken", token, 32) ||
-        set_hex(srpj, "salt", a->srp_salt, 32) || set_hex(srpj, "B", B, sizeof B) ||
+    if (!j || !srpj || !ps || ks_set_hex(j, "srpToken", token, 32) ||
+        ks_set_hex(srpj, "salt", a->srp_salt, 32) || ks_set_hex(srpj, "B", B, sizeof B) ||
         json_object_set(j, "srp", srpj) || json_object_set(j, "passwordStretching", ps)) {
         json_decref(j);
         ks_error_internal(resp);
@@ -346,7 +343,7 @@ static void two_tokens(ks_server *s, picl_http_request *req, picl_http_response 
             goto done;
         }
     }
-    if (!token_account(s, resp, &t, a) || !consume(s, resp, &t))
+    if (!ks_token_account(s, resp, &t, a) || !ks_consume(s, resp, &t))
         goto done;
     picl_status rc = ks_token_issue(s, PICL_TOKEN_KEY_FETCH, a->id, pair, NULL, NULL, NULL, 0,
                                     0, NULL);
@@ -359,7 +356,7 @@ static void two_tokens(ks_server *s, picl_http_request *req, picl_http_response 
     json_t *extra = NULL;
     if (second_type == PICL_TOKEN_SESSION) {
         extra = json_object();
-        if (!extra || set_hex(extra, "uid", a->uid, KS_UID_BYTES) ||
+        if (!extra || ks_set_hex(extra, "uid", a->uid, KS_UID_BYTES) ||
             json_object_set_new(extra, "verified", json_boolean(a->verified))) {
             json_decref(extra);
             ks_error_internal(resp);
@@ -392,7 +389,7 @@ static void h_session_destroy(picl_http_request *req, picl_http_response *resp, 
     ks_token t;
     json_t *body = NULL;
     if (ks_hawk_auth(s, req, resp, PICL_TOKEN_SESSION, &t) && (body = ks_body(req, resp)) &&
-        consume(s, resp, &t))
+        ks_consume(s, resp, &t))
         ks_reply(resp, json_object());
     json_decref(body);
     picl__wipe(&t, sizeof t);
@@ -411,8 +408,8 @@ static void h_account_keys(picl_http_request *req, picl_http_response *resp, voi
         return;
     }
     /* Consumed before anything else is looked at: "even on failure". */
-    if (!ks_hawk_auth(s, req, resp, PICL_TOKEN_KEY_FETCH, &t) || !consume(s, resp, &t) ||
-        !token_account(s, resp, &t, a))
+    if (!ks_hawk_auth(s, req, resp, PICL_TOKEN_KEY_FETCH, &t) || !ks_consume(s, resp, &t) ||
+        !ks_token_account(s, resp, &t, a))
         goto done;
     if (!a->verified) {
         ks_error(resp, 400, KS_ERR_UNVERIFIED, "unverified account");
@@ -464,7 +461,7 @@ static void h_account_reset(picl_http_request *req, picl_http_response *resp, vo
     memset(payload, 0, sizeof payload);
     if (!ks_hawk_auth(s, req, resp, PICL_TOKEN_ACCOUNT_RESET, &t))
         return;
-    if (!(body = ks_body(req, resp)) || !consume(s, resp, &t))
+    if (!(body = ks_body(req, resp)) || !ks_consume(s, resp, &t))
         goto done;
     json_t *bv = json_object_get(body, "bundle");
     picl_status rc = PICL_OK;
@@ -512,7 +509,7 @@ static void h_account_destroy(picl_http_request *req, picl_http_response *resp, 
     ks_token t;
     json_t *body = NULL;
     if (ks_hawk_auth(s, req, resp, PICL_TOKEN_AUTH, &t) && (body = ks_body(req, resp)) &&
-        consume(s, resp, &t)) {
+        ks_consume(s, resp, &t)) {
         picl_status rc = ks_db_account_delete(s->db, t.account);
         if (rc == PICL_OK)
             ks_reply(resp, json_object());
@@ -525,270 +522,6 @@ static void h_account_destroy(picl_http_request *req, picl_http_response *resp, 
     picl__wipe(&t, sizeof t);
 }
 
-/* ---- recovery email ----------------------------------------------------- */
-
-static void h_email_status(picl_http_request *req, picl_http_response *resp, void *ctx)
-{
-    ks_server *s = ctx;
-    ks_token t;
-    ks_account *a = calloc(1, sizeof *a);
-    if (!a)
-        ks_error_internal(resp);
-    else if (ks_hawk_auth(s, req, resp, PICL_TOKEN_SESSION, &t) && token_account(s, resp, &t, a)) {
-        json_t *j = json_pack("{s:b}", "verified", a->verified);
-        if (j && set_hex(j, "email", (const uint8_t *)a->email, a->email_len)) {
-            json_decref(j);
-            j = NULL;
-        }
-        ks_reply(resp, j);
-    }
-    picl__wipe(&t, sizeof t);
-    if (a)
-        picl__zfree(a, sizeof *a);
-}
-
-static void h_email_resend(picl_http_request *req, picl_http_response *resp, void *ctx)
-{
-    ks_server *s = ctx;
-    ks_token t;
-    ks_account *a = calloc(1, sizeof *a);
-    json_t *body = NULL;
-    if (!a)
-        ks_error_internal(resp);
-    else if (ks_hawk_auth(s, req, resp, PICL_TOKEN_SESSION, &t) &&
-             (body = ks_body(req, resp)) && token_account(s, resp, &t, a)) {
-        char code[65];
-        picl__hex_encode(code, a->verify_code, 32);
-        picl_status rc = a->verified ? PICL_OK : ks_send_code(s, a, 0, code);
-        picl__wipe(code, sizeof code);
-        if (rc == PICL_OK)
-            ks_reply(resp, json_object());
-        else
-            ks_error_internal(resp);
-    }
-    json_decref(body);
-    picl__wipe(&t, sizeof t);
-    if (a)
-        picl__zfree(a, sizeof *a);
-}
-
-static void h_email_verify(picl_http_request *req, picl_http_response *resp, void *ctx)
-{
-    ks_server *s = ctx;
-    ks_account *a = calloc(1, sizeof *a);
-    uint8_t uid[KS_UID_BYTES], code[32];
-    json_t *body = a ? ks_body(req, resp) : NULL;
-    if (!a)
-        ks_error_internal(resp);
-    if (!body)
-        goto done;
-    picl_status rc = ks_parse_hex(body, "uid", uid, sizeof uid);
-    if (rc == PICL_OK)
-        rc = ks_parse_hex(body, "code", code, sizeof code);
-    if (rc != PICL_OK) {
-        ks_error_parse(resp, rc);
-        goto done;
-    }
-    rc = ks_db_account_by_uid(s->db, uid, a);
-    if (rc == PICL_ERROR_NOT_FOUND)
-        ks_error(resp, 400, KS_ERR_UNKNOWN, "unknown account");
-    else if (rc != PICL_OK)
-        ks_error_internal(resp);
-    else if (!picl__memeq_ct(code, a->verify_code, sizeof code))
-        ks_error(resp, 400, KS_ERR_CODE, "invalid verification code");
-    else if (!a->verified && ks_db_account_set_verified(s->db, a->id) != PICL_OK)
-        ks_error_internal(resp);
-    else
-        ks_reply(resp, json_object());
-done:
-    picl__wipe(code, sizeof code);
-    json_decref(body);
-    if (a)
-        picl__zfree(a, sizeof *a);
-}
-
-/* ---- forgotten password ------------------------------------------------- */
-
-/* 8 uniformly random decimal digits (rejection sampling on 32-bit draws). */
-static picl_status reset_code(ks_server *s, char out[9])
-{
-    uint32_t x;
-    do {
-        uint8_t r[4];
-        picl_status rc = ks_random(s, "recoveryCode", r, sizeof r);
-        if (rc != PICL_OK)
-            return rc;
-        x = (uint32_t)r[0] << 24 | (uint32_t)r[1] << 16 | (uint32_t)r[2] << 8 | r[3];
-    } while (x >= 4200000000u);
-    snprintf(out, 9, "%08u", (unsigned)(x % 100000000u));
-    return PICL_OK;
-}
-
-static json_t *forgot_json(const uint8_t *token, int64_t ttl, int tries)
-{
-    json_t *j = json_pack("{s:I, s:i, s:i}", "ttl", (json_int_t)(ttl > 0 ? ttl : 0),
-                          "codeLength", 8, "tries", tries);
-    if (j && token && set_hex(j, "forgotPasswordToken", token, 32)) {
-        json_decref(j);
-        j = NULL;
-    }
-    return j;
-}
-
-static void h_forgot_send(picl_http_request *req, picl_http_response *resp, void *ctx)
-{
-    ks_server *s = ctx;
-    ks_account *a = calloc(1, sizeof *a);
-    uint8_t token[32];
-    char code[9] = "";
-    memset(token, 0, sizeof token);
-    json_t *body = a ? ks_body(req, resp) : NULL;
-    if (!a)
-        ks_error_internal(resp);
-    if (!body)
-        goto done;
-    picl_status rc = ks_parse_email(body, "email", a->email, &a->email_len);
-    if (rc != PICL_OK) {
-        ks_error_parse(resp, rc);
-        goto done;
-    }
-    rc = ks_db_account_by_email(s->db, a->email, a->email_len, a);
-    if (rc == PICL_ERROR_NOT_FOUND) {
-        ks_error(resp, 400, KS_ERR_UNKNOWN, "unknown account");
-        goto done;
-    }
-    char rkey[64];
-    snprintf(rkey, sizeof rkey, "reset:%lld", (long long)a->id);
-    if (rc != PICL_OK) {
-        ks_error_internal(resp);
-        goto done;
-    }
-    if (ks_throttled(s, resp, rkey, s->reset_max, s->reset_window))
-        goto done;
-    int64_t now = ks_now(s);
-    rc = ks_db_token_delete_account(s->db, a->id, PICL_TOKEN_FORGOT_PASSWORD);
-    if (rc == PICL_OK)
-        rc = reset_code(s, code);
-    if (rc == PICL_OK)
-        rc = ks_token_issue(s, PICL_TOKEN_FORGOT_PASSWORD, a->id, token, NULL, NULL, code,
-                            RESET_CODE_TRIES, now + RESET_CODE_TTL, NULL);
-    if (rc == PICL_OK)
-        rc = ks_db_rate_add(s->db, rkey, now);
-    if (rc == PICL_OK)
-        rc = ks_send_code(s, a, 1, code);
-    if (rc != PICL_OK)
-        ks_error_internal(resp);
-    else
-        ks_reply(resp, forgot_json(token, RESET_CODE_TTL, RESET_CODE_TRIES));
-done:
-    picl__wipe(code, sizeof code);
-    picl__wipe(token, sizeof token);
-    json_decref(body);
-    if (a)
-        picl__zfree(a, sizeof *a);
-}
-
-static void h_forgot_resend(picl_http_request *req, picl_http_response *resp, void *ctx)
-{
-    ks_server *s = ctx;
-    ks_token t;
-    ks_account *a = calloc(1, sizeof *a);
-    json_t *body = NULL;
-    char email[256];
-    size_t elen = 0;
-    if (!a) {
-        ks_error_internal(resp);
-        return;
-    }
-    if (!ks_hawk_auth(s, req, resp, PICL_TOKEN_FORGOT_PASSWORD, &t) ||
-        !(body = ks_body(req, resp)))
-        goto done;
-    picl_status rc = ks_parse_email(body, "email", email, &elen);
-    if (rc != PICL_OK) {
-        ks_error_parse(resp, rc);
-        goto done;
-    }
-    if (!token_account(s, resp, &t, a))
-        goto done;
-    if (elen != a->email_len || memcmp(email, a->email, elen)) {
-        ks_error(resp, 400, KS_ERR_PARAM, "invalid parameter: email");
-        goto done;
-    }
-    char rkey[64];
-    snprintf(rkey, sizeof rkey, "reset:%lld", (long long)a->id);
-    if (ks_throttled(s, resp, rkey, s->reset_max, s->reset_window))
-        goto done;
-    int64_t now = ks_now(s);
-    rc = ks_db_rate_add(s->db, rkey, now);
-    if (rc == PICL_OK)
-        rc = ks_send_code(s, a, 1, t.code);
-    if (rc != PICL_OK)
-        ks_error_internal(resp);
-    else
-        ks_reply(resp, forgot_json(NULL, t.expires - now, t.tries));
-done:
-    json_decref(body);
-    picl__wipe(&t, sizeof t);
-    picl__zfree(a, sizeof *a);
-}
-
-static void h_forgot_verify(picl_http_request *req, picl_http_response *resp, void *ctx)
-{
-    ks_server *s = ctx;
-    ks_token t;
-    json_t *body = NULL;
-    char code[9];
-    uint8_t reset[32];
-    memset(reset, 0, sizeof reset);
-    if (!ks_hawk_auth(s, req, resp, PICL_TOKEN_FORGOT_PASSWORD, &t) ||
-        !(body = ks_body(req, resp)))
-        goto done;
-    picl_status rc = ks_parse_digits8(body, "code", code);
-    if (rc != PICL_OK) {
-        ks_error_parse(resp, rc);
-        goto done;
-    }
-    int ok = 0, left = 0;
-    rc = ks_db_forgot_guess(s->db, t.id, code, ks_now(s), &ok, &left);
-    if (rc == PICL_ERROR_NOT_FOUND || rc == PICL_ERROR_TOKEN) {
-        ks_error(resp, 401, KS_ERR_TOKEN, "invalid or expired token");
-        goto done;
-    }
-    if (rc != PICL_OK) {
-        ks_error_internal(resp);
-        goto done;
-    }
-    if (!ok) {
-        json_t *j = json_pack("{s:i, s:i, s:s, s:s, s:i}", "code", 400, "errno", KS_ERR_CODE,
-                              "error", "Bad Request", "message", "invalid verification code",
-                              "tries", left);
-        if (!j) {
-            resp->failed = 1;
-        } else {
-            picl_http_respond_json(resp, 400, j);
-            json_decref(j);
-        }
-        goto done;
-    }
-    /* The code proved the mailbox: the email is verified too. */
-    rc = ks_db_account_set_verified(s->db, t.account);
-    if (rc == PICL_OK)
-        rc = ks_token_issue(s, PICL_TOKEN_ACCOUNT_RESET, t.account, reset, NULL, NULL, NULL, 0,
-                            ks_now(s) + RESET_CODE_TTL, NULL);
-    json_t *j = rc == PICL_OK ? json_object() : NULL;
-    if (!j || set_hex(j, "accountResetToken", reset, 32)) {
-        json_decref(j);
-        ks_error_internal(resp);
-    } else {
-        ks_reply(resp, j);
-    }
-done:
-    picl__wipe(reset, sizeof reset);
-    picl__wipe(code, sizeof code);
-    picl__wipe(&t, sizeof t);
-    json_decref(body);
-}
-
 /* ---- misc ---------------------------------------------------------------- */
 
 static void h_random(picl_http_request *req, picl_http_response *resp, void *ctx)
@@ -796,7 +529,7 @@ static void h_random(picl_http_request *req, picl_http_response *resp, void *ctx
     ks_server *s = ctx;
     uint8_t r[32];
     json_t *j = json_object();
-    if (!j || ks_random(s, "random", r, sizeof r) != PICL_OK || set_hex(j, "data", r, 32)) {
+    if (!j || ks_random(s, "random", r, sizeof r) != PICL_OK || ks_set_hex(j, "data", r, 32)) {
         json_decref(j);
         ks_error_internal(resp);
     } else {
@@ -826,7 +559,7 @@ static void h_storage_token(picl_http_request *req, picl_http_response *resp, vo
     }
     if (!ks_hawk_auth(s, req, resp, PICL_TOKEN_SESSION, &t))
         goto done;
-    if (!token_account(s, resp, &t, a))
+    if (!ks_token_account(s, resp, &t, a))
         goto done;
     if (!a->verified) {
         ks_error(resp, 400, KS_ERR_UNVERIFIED, "unverified account");
@@ -901,13 +634,13 @@ picl_status ks_routes_mount(ks_server *s, picl_http_server *http, int skip_heart
         {"GET", "/v1/account/devices", h_account_devices},
         {"POST", "/v1/account/reset", h_account_reset},
         {"POST", "/v1/account/destroy", h_account_destroy},
-        {"GET", "/v1/recovery_email/status", h_email_status},
-        {"POST", "/v1/recovery_email/resend_code", h_email_resend},
-        {"POST", "/v1/recovery_email/verify_code", h_email_verify},
+        {"GET", "/v1/recovery_email/status", ks_h_email_status},
+        {"POST", "/v1/recovery_email/resend_code", ks_h_email_resend},
+        {"POST", "/v1/recovery_email/verify_code", ks_h_email_verify},
         {"POST", "/v1/password/change/start", h_password_change_start},
-        {"POST", "/v1/password/forgot/send_code", h_forgot_send},
-        {"POST", "/v1/password/forgot/resend_code", h_forgot_resend},
-        {"POST", "/v1/password/forgot/verify_code", h_forgot_verify},
+        {"POST", "/v1/password/forgot/send_code", ks_h_forgot_send},
+        {"POST", "/v1/password/forgot/resend_code", ks_h_forgot_resend},
+        {"POST", "/v1/password/forgot/verify_code", ks_h_forgot_verify},
         {"POST", "/v1/get_random_bytes", h_random},
         {"GET", "/v1/storage/token", h_storage_token},
     };
