@@ -1,0 +1,52 @@
+/* cli.h -- shared pieces of the picl command: options, output, exit codes. */
+#ifndef PICL_CLI_H
+#define PICL_CLI_H
+
+#include <stdio.h>
+#include "picl.h"
+
+/* Exit codes (documented in picl --help and picl.1). */
+enum {
+    CLI_OK = 0,
+    CLI_FAILURE = 1,  /* anything not below */
+    CLI_USAGE = 2,    /* bad command line */
+    CLI_AUTH = 3,     /* wrong password, unverified, bad code, session ended */
+    CLI_NETWORK = 4,  /* server unreachable, asked to back off, server error */
+    CLI_CONFLICT = 5, /* concurrent change, forged/replayed class map */
+    CLI_LOCAL = 6     /* local data: profile locked or missing, malformed store */
+};
+
+typedef struct cli_opts {
+    const char *state;         /* --state DIR */
+    const char *server;        /* --server URL */
+    const char *email;         /* --email E */
+    const char *code;          /* --code C */
+    const char *password_file; /* --password-file F */
+    const char *new_password_file;
+    const char *profile;       /* --profile DIR */
+    const char *store_dir;     /* --store-dir DIR */
+    const char *collections;   /* --collections a,b */
+    const char *data;          /* --data DIR (server) */
+    const char *listen;        /* --listen HOST:PORT (server) */
+    int json;                  /* --json */
+    int strict;                /* --strict: keep kB in memory only */
+    int quiet;
+    char *args[8];             /* positional arguments after the command words */
+    int nargs;
+} cli_opts;
+
+/* Exit code for a status. */
+int cli_exit_code(picl_status st);
+
+/* Prints "picl: <message>" for a failed call (or JSON with --json) and
+ * returns the exit code. */
+int cli_fail(const cli_opts *o, picl_service *svc, picl_status st);
+
+/* Reads a secret: from `file` (first line), else the environment variable,
+ * else a no-echo prompt on the terminal.  Never from argv. */
+int cli_read_secret(const char *file, const char *env, const char *prompt, char *buf, size_t cap);
+
+int cli_server(const cli_opts *o);
+int cli_demo(const cli_opts *o, const char *self);
+
+#endif

@@ -1,0 +1,132 @@
+/* server.c -- `picl server`: the keyserver and the storage server in one
+ * process on one port (/v1/... and /1.5/...), SQLite in one data directory. */
+#include "cli.h"
+#include "http/http.h"
+#include "keyserver/keyserver.h"
+#include "storage/storage.h"
+#include "crypto/util.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Both services need the node URL before the port is bound, so PORT 0 is
+ * resolved here to a free port first. */
+static int resolve_port(const char *listen, char *host, size_t hcap, unsigned *port)
+{
+    const char *colon = strrchr(listen, ':');
+    if (!colon || colon == listen || (size_t)(colon - listen) >= hcap)
+        return -1;
+    memcpy(host, listen, (size_t)(colon - listen));
+    host[colon - listen] = 0;
+    char *end;
+    long p = strtol(colon + 1, &end, 10);
+    if (*end || p < 0 || p > 65535)
+        return -1;
+    if (p > 0) {
+        *port = (unsigned)p;
+        return 0;
+    }
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    if (fd < 0 || inet_pton(AF_INET, host, &a.sin_addr) != 1 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    socklen_t len = sizeof a;
+    getsockname(fd, (struct sockaddr *)&a, &len);
+    close(fd);
+    *port = ntohs(a.sin_port);
+    return 0;
+}
+
+static void log_line(void *ctx, const char *line)
+{
+    (void)ctx;
+    fprintf(stderr, "%s\n", line);
+}
+
+int cli_server(const cli_opts *o)
+{
+    const char *data = o->data ? o->data : "picl-data";
+    const char *listen = o->listen ? o->listen : "127.0.0.1:8000";
+    char host[128], addr[160], node[200], secret_path[4096];
+    unsigned port;
+    if (resolve_port(listen, host, sizeof host, &port) != 0) {
+        fprintf(stderr, "picl server: --listen wants HOST:PORT with an IPv4 address, got %s\n", listen);
+        return CLI_USAGE;
+    }
+    if (mkdir(data, 0700) != 0 && errno != EEXIST) {
+        fprintf(stderr, "picl server: cannot create %s: %s\n", data, strerror(errno));
+        return CLI_LOCAL;
+    }
+    snprintf(addr, sizeof addr, "%s:%u", host, port);
+    snprintf(node, sizeof node, "http://%s:%u", host, port);
+    snprintf(secret_path, sizeof secret_path, "%s/secret", data);
+    uint8_t *secret = NULL;
+    size_t slen = 0;
+    picl_status st = ks_secret_load_or_create(secret_path, &secret, &slen);
+    if (st != PICL_OK) {
+        fprintf(stderr, "picl server: cannot read or create %s: %s\n", secret_path, picl_strerror(st));
+        return CLI_LOCAL;
+    }
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    ks_config kc;
+    memset(&kc, 0, sizeof kc);
+    kc.data_dir = data;
+    kc.secret = secret;
+    kc.secret_len = slen;
+    kc.storage_node = node;
+    kc.log = log_line;
+    storage_config sc;
+    memset(&sc, 0, sizeof sc);
+    sc.data_dir = data;
+    sc.secret = secret;
+    sc.secret_len = slen;
+    sc.node = node;
+    picl_http_config hc;
+    memset(&hc, 0, sizeof hc);
+    hc.listen = addr;
+    hc.max_body = 2u * 1024u * 1024u + 4096u;
+    hc.require_content_length = 1; /* keyserver.md 7: 411 without it */
+    ks_server *ks = NULL;
+    storage_server *ss = NULL;
+    picl_http_server *http = NULL;
+    if ((st = ks_server_new(&ks, &kc)) == PICL_OK && (st = storage_server_new(&ss, &sc)) == PICL_OK &&
+        (st = picl_http_server_new(&http, &hc)) == PICL_OK && (st = ks_server_mount(ks, http, 0)) == PICL_OK &&
+        (st = storage_server_mount(ss, http, 1)) == PICL_OK)
+        st = picl_http_server_start(http);
+    picl__zfree(secret, slen);
+    int rc = CLI_OK;
+    if (st != PICL_OK) {
+        fprintf(stderr, "picl server: cannot start on %s: %s\n", addr, picl_strerror(st));
+        rc = st == PICL_ERROR_NETWORK ? CLI_NETWORK : CLI_FAILURE;
+    } else {
+        /* one line a script can wait for */
+        printf("picl server: listening on %s (keyserver %s/v1, storage %s/1.5, data %s)\n", node, node, node, data);
+        fflush(stdout);
+        int sig = 0;
+        sigwait(&set, &sig);
+        fprintf(stderr, "picl server: stopping\n");
+    }
+    picl_http_server_free(http);
+    storage_server_free(ss);
+    ks_server_free(ks);
+    return rc;
+}

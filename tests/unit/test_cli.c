@@ -1,0 +1,226 @@
+/* test_cli.c -- the picl command as a person uses it: picl server, account
+ * life cycle from the Maildir, two state directories with the same key
+ * fingerprints, a reset that changes kB_fp only, sync of JSON files, classes,
+ * --help, usage errors and exit codes, passwords never from argv. */
+#include "testutil.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char dir[64], url[128], picl[512];
+static pid_t server;
+
+/* Runs a shell command line in the test directory; returns its exit code and
+ * (when out) its stdout. */
+static int run(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int run(char *out, size_t cap, const char *fmt, ...)
+{
+    char cmd[4096], full[4400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    snprintf(full, sizeof full, "cd %s && export PICL_TEST_STRETCH_FLOOR=cheap && %s", dir, cmd);
+    FILE *p = popen(full, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = 0;
+    char buf[4096];
+    size_t r;
+    while ((r = fread(buf, 1, sizeof buf, p)) > 0) {
+        if (out && n + r < cap) {
+            memcpy(out + n, buf, r);
+            n += r;
+        }
+    }
+    if (out)
+        out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void setup(void)
+{
+    const char *b = getenv("PICL_BUILD");
+    snprintf(picl, sizeof picl, "%s/picl", b && *b ? b : "build");
+    snprintf(dir, sizeof dir, "/tmp/picl-cli-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s/server.out", dir);
+    server = fork();
+    if (server == 0) {
+        FILE *o = freopen(cmd, "w", stdout);
+        char log[600];
+        snprintf(log, sizeof log, "%s/server.log", dir);
+        FILE *e = freopen(log, "w", stderr);
+        (void)o;
+        (void)e;
+        char data[600];
+        snprintf(data, sizeof data, "%s/data", dir);
+        execl(picl, "picl", "server", "--data", data, "--listen", "127.0.0.1:0", (char *)NULL);
+        _exit(127);
+    }
+    /* wait for the line that says where it listens */
+    for (int i = 0; i < 100 && !*url; i++) {
+        usleep(100000);
+        FILE *f = fopen(cmd, "r");
+        char line[512];
+        if (f && fgets(line, sizeof line, f)) {
+            char *h = strstr(line, "http://");
+            if (h)
+                sscanf(h, "%127[^ ]", url);
+        }
+        if (f)
+            fclose(f);
+    }
+    ck_assert_msg(*url, "picl server did not start");
+}
+
+static void teardown(void)
+{
+    kill(server, SIGTERM);
+    int st;
+    waitpid(server, &st, 0);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    url[0] = 0;
+}
+
+/* The newest code of a header mailed to `to`. */
+static void mail_code(const char *to, const char *header, char *out, size_t cap)
+{
+    char buf[4096];
+    run(buf, sizeof buf, "grep -l '^To: %s' data/mail/new/* | xargs ls -t | head -1 | xargs grep -h '^%s:' | tr -d '\\r'",
+        to, header);
+    char *v = strchr(buf, ':');
+    ck_assert_ptr_nonnull(v);
+    snprintf(out, cap, "%s", v + 2);
+    out[strcspn(out, "\n")] = 0;
+}
+
+static json_t *status_json(const char *state)
+{
+    char out[4096];
+    ck_assert_int_eq(run(out, sizeof out, "PICL_PASSWORD=x %s --state %s status --json", picl, state), 0);
+    json_t *j = json_loads(out, 0, NULL);
+    ck_assert_msg(j != NULL, "status --json printed %s", out);
+    return j;
+}
+
+START_TEST(test_story)
+{
+    char out[8192], code[128];
+    ck_assert_int_eq(run(out, sizeof out, "PICL_PASSWORD='pw 1' %s --state s1 account create --server %s --email u@x.org",
+                         picl, url), 0);
+    ck_assert_ptr_nonnull(strstr(out, "account created"));
+    /* a second create of the same email: an authentication-class failure */
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=pw %s --state s0 account create --server %s --email u@x.org 2>/dev/null",
+                         picl, url), 3);
+    mail_code("u@x.org", "X-Verify-Code", code, sizeof code);
+    ck_assert_uint_eq(strlen(code), 64);
+    ck_assert_int_eq(run(NULL, 0, "%s --state s1 account verify --code %s", picl, code), 0);
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=wrong %s --state s1 login --email u@x.org 2>/dev/null", picl), 3);
+    ck_assert_int_eq(run(NULL, 0, "echo 'pw 1' > pwfile && %s --state s1 login --email u@x.org --password-file pwfile",
+                         picl), 0);
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD='pw 1' %s --state s2 login --server %s --email u@x.org", picl, url), 0);
+    json_t *a = status_json("s1"), *b = status_json("s2");
+    ck_assert(json_is_true(json_object_get(a, "verified")));
+    ck_assert_str_eq(json_string_value(json_object_get(a, "uid")), json_string_value(json_object_get(b, "uid")));
+    ck_assert_uint_eq(strlen(json_string_value(json_object_get(a, "kA_fp"))), 32);
+    ck_assert_str_eq(json_string_value(json_object_get(a, "kA_fp")), json_string_value(json_object_get(b, "kA_fp")));
+    ck_assert_str_eq(json_string_value(json_object_get(a, "kB_fp")), json_string_value(json_object_get(b, "kB_fp")));
+
+    /* sync JSON files between the two state directories */
+    ck_assert_int_eq(run(NULL, 0, "mkdir f1 f2 && echo '[{\"id\":\"abcdefghijkl\",\"hostname\":\"https://a.org\","
+                                  "\"password\":\"pw\",\"timePasswordChanged\":1}]' > f1/passwords.json"), 0);
+    ck_assert_int_eq(run(out, sizeof out, "%s --state s1 sync --store-dir f1 --json", picl), 0);
+    json_t *sum = json_loads(out, 0, NULL);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(json_object_get(sum, "collections"),
+                                                                        "passwords"), "uploaded")), 1);
+    json_decref(sum);
+    ck_assert_int_eq(run(NULL, 0, "%s --state s2 sync --store-dir f2 --collections passwords,bookmarks -q", picl), 0);
+    ck_assert_int_eq(run(NULL, 0, "python3 -c 'import json,sys; sys.exit(json.load(open(\"f1/passwords.json\")) != "
+                                  "json.load(open(\"f2/passwords.json\")))'"), 0);
+    /* classes */
+    ck_assert_int_eq(run(out, sizeof out, "%s --state s1 class get passwords", picl), 0);
+    ck_assert_str_eq(out, "B\n");
+    ck_assert_int_eq(run(NULL, 0, "%s --state s1 class set passwords A", picl), 0);
+    ck_assert_int_eq(run(out, sizeof out, "%s --state s2 class get passwords", picl), 0);
+    ck_assert_str_eq(out, "A\n");
+    ck_assert_int_eq(run(NULL, 0, "%s --state s1 class set passwords C 2>/dev/null", picl), 2);
+
+    /* forgotten password: kB_fp changes, kA_fp does not */
+    ck_assert_int_eq(run(NULL, 0, "%s --state s2 password forgot --server %s --email u@x.org", picl, url), 0);
+    mail_code("u@x.org", "X-Recovery-Code", code, sizeof code);
+    ck_assert_uint_eq(strlen(code), 8);
+    ck_assert_int_eq(run(NULL, 0, "PICL_NEW_PASSWORD='pw 2' %s --state s2 password reset --code 00000000 2>/dev/null",
+                         picl), 3);
+    ck_assert_int_eq(run(NULL, 0, "PICL_NEW_PASSWORD='pw 2' %s --state s2 password reset --code %s", picl, code), 0);
+    json_t *c = status_json("s2");
+    ck_assert_str_eq(json_string_value(json_object_get(a, "kA_fp")), json_string_value(json_object_get(c, "kA_fp")));
+    ck_assert_str_ne(json_string_value(json_object_get(a, "kB_fp")), json_string_value(json_object_get(c, "kB_fp")));
+    /* s2 repairs the class map under the new kB; the other device's session
+     * ended with the reset, so it cannot follow and must sign in again */
+    ck_assert_int_eq(run(out, sizeof out, "%s --state s2 sync --store-dir f2", picl), 0);
+    ck_assert_ptr_nonnull(strstr(out, "lost by design"));
+    ck_assert_int_eq(run(out, sizeof out, "%s --state s1 sync --store-dir f1 2>&1", picl), 3);
+    ck_assert_ptr_nonnull(strstr(out, "sign in again"));
+    /* change password keeps kB */
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD='pw 2' PICL_NEW_PASSWORD='pw 3' %s --state s2 password change", picl),
+                     0);
+    json_t *d = status_json("s2");
+    ck_assert_str_eq(json_string_value(json_object_get(c, "kB_fp")), json_string_value(json_object_get(d, "kB_fp")));
+    ck_assert_int_eq(run(NULL, 0, "%s --state s2 logout", picl), 0);
+    json_t *e = status_json("s2");
+    ck_assert(json_is_false(json_object_get(e, "signedIn")));
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD='pw 3' %s --state s2 login --email u@x.org", picl), 0);
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD='pw 3' %s --state s2 account destroy", picl), 0);
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD='pw 3' %s --state s2 login --email u@x.org 2>/dev/null", picl), 3);
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+    json_decref(d);
+    json_decref(e);
+}
+END_TEST
+
+START_TEST(test_usage)
+{
+    char out[8192];
+    ck_assert_int_eq(run(out, sizeof out, "%s --help", picl), 0);
+    ck_assert_ptr_nonnull(strstr(out, "usage: picl"));
+    ck_assert_ptr_nonnull(strstr(out, "exit codes"));
+    ck_assert_int_eq(run(NULL, 0, "%s 2>/dev/null", picl), 2);
+    ck_assert_int_eq(run(NULL, 0, "%s frobnicate 2>/dev/null", picl), 2);
+    ck_assert_int_eq(run(NULL, 0, "%s --bogus status 2>/dev/null", picl), 2);
+    ck_assert_int_eq(run(out, sizeof out, "%s --state s login --email a@b --password hunter2 2>&1", picl), 2);
+    ck_assert_ptr_nonnull(strstr(out, "never taken from the command line"));
+    ck_assert_int_eq(run(NULL, 0, "%s --state s account 2>/dev/null", picl), 2);
+    ck_assert_int_eq(run(NULL, 0, "%s --state s sync 2>/dev/null", picl), 2);
+    ck_assert_int_eq(run(NULL, 0, "%s --state s sync --profile /nonexistent 2>/dev/null", picl), 6);
+    /* no password and no terminal: a clear usage failure, nothing asked */
+    ck_assert_int_eq(run(out, sizeof out, "setsid %s --state s login --server %s --email a@b.org </dev/null 2>&1",
+                         picl, url), 2);
+    ck_assert_ptr_nonnull(strstr(out, "PICL_PASSWORD"));
+    /* the server cannot be reached: exit code 4 */
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=x %s --state s login --server http://127.0.0.1:1 --email a@b.org "
+                                  "2>/dev/null", picl), 4);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("cli");
+    TCase *tc = tcase_create("cli");
+    tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_story);
+    tcase_add_test(tc, test_usage);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
