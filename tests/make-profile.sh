@@ -3,7 +3,9 @@
 # by the browser itself (firefox-esr -xpcshell, tests/xpcshell/*.js):
 #   make-profile.sh DIR [PRIMARY_PASSWORD]   create DIR with sample bookmarks,
 #                                            visits and logins
-#   make-profile.sh --dump DIR OUT.json      what Firefox reads from DIR, as JSON
+#   make-profile.sh --dump DIR OUT.json [PW] what Firefox reads from DIR, as JSON
+#                                            (PW: the primary password, which
+#                                            Firefox then REMOVES from DIR)
 # Each run is bounded by a timeout; exit 0 on success, 127 without firefox-esr.
 here=$(cd "$(dirname "$0")" && pwd)
 ff=${FIREFOX:-firefox-esr}
@@ -11,8 +13,9 @@ gre=${PICL_GRE:-/usr/lib/firefox-esr}
 command -v "$ff" >/dev/null 2>&1 || { echo "make-profile.sh: $ff not found" >&2; exit 127; }
 export MOZ_CRASHREPORTER_DISABLE=1
 if [ "$1" = "--dump" ]; then
-    [ $# -eq 3 ] || { echo "usage: $0 --dump DIR OUT.json" >&2; exit 2; }
-    exec timeout 60 "$ff" --xpcshell -g "$gre" -a "$gre/browser" "$here/xpcshell/dump_profile.js" "$2" "$3"
+    [ $# -eq 3 ] || [ $# -eq 4 ] || { echo "usage: $0 --dump DIR OUT.json [PRIMARY_PASSWORD]" >&2; exit 2; }
+    shift
+    exec timeout 60 "$ff" --xpcshell -g "$gre" -a "$gre/browser" "$here/xpcshell/dump_profile.js" "$@"
 fi
 [ $# -ge 1 ] && [ $# -le 2 ] || { echo "usage: $0 DIR [PRIMARY_PASSWORD]" >&2; exit 2; }
 exec timeout 60 "$ff" --xpcshell -g "$gre" -a "$gre/browser" "$here/xpcshell/make_profile.js" "$@"

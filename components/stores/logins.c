@@ -21,6 +21,7 @@
 #include "crypto/nss.h"
 #include "crypto/util.h"
 #include "stores/fileutil.h"
+#include "stores/key4.h"
 #include "stores/profile.h"
 
 #define LOGINS_MAX_FILE (64u << 20)  /* logins.json over 64 MiB is not Firefox's */
@@ -59,6 +60,8 @@ typedef struct logins {
     json_t *synced;        /* guid -> digest of what was last synced */
     json_t *reported;      /* guid -> digest reported by changes() (null = tombstone) */
     PK11SlotInfo *slot;    /* key4.db while an operation runs */
+    int direct;            /* keys read by key4.c (Firefox 146+ primary password) */
+    PK11SymKey *k_aes, *k_des3; /* those keys, as NSS session keys */
 } logins;
 
 static picl_status fail(logins *l, picl_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -138,6 +141,17 @@ static PK11SymKey *find_key(PK11SlotInfo *slot, const SECItem *id, CK_KEY_TYPE t
     return found;
 }
 
+/* The SDR key for blob key id `id` and key type `type` (a new reference). */
+static PK11SymKey *key_for(logins *l, const SECItem *id, CK_KEY_TYPE type)
+{
+    if (!l->direct)
+        return l->slot ? find_key(l->slot, id, type) : NULL;
+    if (id->len != sizeof sdr_keyid || memcmp(id->data, sdr_keyid, sizeof sdr_keyid) != 0)
+        return NULL;
+    PK11SymKey *k = type == CKK_AES ? l->k_aes : type == CKK_DES3 ? l->k_des3 : NULL;
+    return k ? PK11_ReferenceSymKey(k) : NULL;
+}
+
 /* Decrypts one base64 SDR blob into a malloc()ed NUL-terminated string. */
 static picl_status sdr_decrypt(logins *l, const char *b64, char **out, size_t *outlen)
 {
@@ -162,11 +176,11 @@ static picl_status sdr_decrypt(logins *l, const char *b64, char **out, size_t *o
     CK_MECHANISM_TYPE mech;
     unsigned block;
     if (alg == SEC_OID_AES_256_CBC) {
-        key = find_key(l->slot, &blob.keyid, CKK_AES);
+        key = key_for(l, &blob.keyid, CKK_AES);
         mech = CKM_AES_CBC_PAD;
         block = 16;
     } else if (alg == SEC_OID_DES_EDE3_CBC) {
-        key = find_key(l->slot, &blob.keyid, CKK_DES3);
+        key = key_for(l, &blob.keyid, CKK_DES3);
         mech = CKM_DES3_CBC_PAD;
         block = 8;
     } else {
@@ -200,6 +214,14 @@ static picl_status write_key(logins *l, PK11SymKey **key, int *aes)
 {
     SECItem id = {siBuffer, (unsigned char *)sdr_keyid, sizeof sdr_keyid};
     *aes = 1;
+    if (l->direct) { /* key4.db is not written under a password NSS cannot check */
+        if (l->k_aes || l->k_des3) {
+            *aes = l->k_aes != NULL;
+            *key = PK11_ReferenceSymKey(l->k_aes ? l->k_aes : l->k_des3);
+            return PICL_OK;
+        }
+        return fail(l, PICL_ERROR_UNSUPPORTED, "key4.db has no SDR key to encrypt with");
+    }
     if ((*key = find_key(l->slot, &id, CKK_AES)))
         return PICL_OK;
     if ((*key = find_key(l->slot, &id, CKK_DES3))) {
@@ -277,7 +299,7 @@ static json_t *decrypted_string(logins *l, const char *b64)
 {
     char *s = NULL;
     size_t n = 0;
-    if (!l->slot || sdr_decrypt(l, b64, &s, &n) != PICL_OK)
+    if ((!l->slot && !l->direct) || sdr_decrypt(l, b64, &s, &n) != PICL_OK)
         return NULL;
     json_t *j = json_stringn(s, n); /* NULL if not UTF-8 */
     picl__zfree(s, n + 1);
@@ -378,8 +400,8 @@ static json_t *entry_by_guid(logins *l, const char *guid, size_t *index)
 static picl_status read_begin(logins *l)
 {
     struct stat st;
-    if (stat(l->key_path, &st) != 0)
-        return PICL_OK; /* no key4.db: nothing can be decrypted */
+    if (l->direct || stat(l->key_path, &st) != 0)
+        return PICL_OK; /* keys at hand, or no key4.db: nothing can be decrypted */
     picl_status rc = slot_open(l, 0);
     if (rc != PICL_OK)
         slot_close(l);
@@ -696,7 +718,7 @@ static picl_status write_logins(logins *l, const json_t *records)
     int need_key = 0;
     for (size_t i = 0; i < n; i++)
         need_key |= !in[i].deleted;
-    if (rc == PICL_OK && need_key && (rc = slot_open(l, 1)) == PICL_OK)
+    if (rc == PICL_OK && need_key && (l->direct || (rc = slot_open(l, 1)) == PICL_OK))
         rc = write_key(l, &key, &aes);
     json_t *list = json_object_get(doc, "logins");
     if (rc == PICL_OK && !records) {
@@ -773,6 +795,10 @@ static void lg_close(picl_store *s)
     if (!l)
         return;
     slot_close(l);
+    if (l->k_aes)
+        PK11_FreeSymKey(l->k_aes);
+    if (l->k_des3)
+        PK11_FreeSymKey(l->k_des3);
     if (l->password)
         picl__zfree(l->password, strlen(l->password));
     json_decref(l->doc);
@@ -909,8 +935,18 @@ picl_status picl__logins_open(picl_store **out, const char *profile_dir, const c
                 goto fail_msg;
             }
             if (PK11_CheckUserPassword(l->slot, l->password) != SECSuccess) {
-                rc = fail(l, PICL_ERROR_WRONG_PASSWORD, "wrong primary password");
-                goto fail_msg;
+                /* maybe the right password in Firefox 146+'s scheme, which this NSS lacks */
+                slot_close(l);
+                rc = picl__key4_unlock(l->key_path, l->password, &l->k_aes, &l->k_des3);
+                if (rc == PICL_ERROR_UNSUPPORTED || rc == PICL_ERROR_WRONG_PASSWORD) {
+                    rc = fail(l, PICL_ERROR_WRONG_PASSWORD, "wrong primary password");
+                    goto fail_msg;
+                }
+                if (rc != PICL_OK) {
+                    fail(l, rc, "cannot read key4.db");
+                    goto fail_msg;
+                }
+                l->direct = 1;
             }
             rc = PICL_OK;
         }

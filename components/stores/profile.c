@@ -17,6 +17,7 @@ typedef struct plock {
     ino_t ino;
     int fd;
     unsigned refs;
+    char *created;      /* the path when we created the file (removed at the end) */
     struct plock *next;
 } plock;
 
@@ -117,7 +118,7 @@ picl_status picl__profile_open(const char *dir, picl_profile **out, char *err, s
     char path[4096];
     struct stat st;
     picl_status rc = PICL_OK;
-    int fd = -1;
+    int fd = -1, existed = 1;
     *out = NULL;
     seterr(err, errlen, "%s", "");
     if (!dir || !*dir) {
@@ -151,6 +152,7 @@ picl_status picl__profile_open(const char *dir, picl_profile **out, char *err, s
     /* Ask first, so a locked profile is refused without creating anything. */
     if ((rc = probe(path)) != PICL_OK)
         goto locked;
+    existed = access(path, F_OK) == 0;
     fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0 || fstat(fd, &st) != 0) {
         rc = PICL_ERROR_IO;
@@ -169,6 +171,11 @@ picl_status picl__profile_open(const char *dir, picl_profile **out, char *err, s
     l->ino = st.st_ino;
     l->fd = fd;
     l->refs = 1;
+    if (!existed && !(l->created = strdup(path))) {
+        free(l);
+        rc = PICL_ERROR_NO_MEMORY;
+        goto done;
+    }
     l->next = locks;
     locks = l;
     p->lock = l;
@@ -182,8 +189,11 @@ locked:
 done:
     pthread_mutex_unlock(&locks_mutex);
     if (rc != PICL_OK) {
-        if (fd >= 0)
+        if (fd >= 0) {
+            if (!existed)
+                unlink(path);
             close(fd);
+        }
         free(p->dir);
         free(p);
         return rc;
@@ -205,7 +215,10 @@ void picl__profile_close(picl_profile *p)
                 break;
             }
         }
+        if (l->created) /* leave the profile's file set as we found it */
+            unlink(l->created);
         close(l->fd); /* releases the fcntl lock */
+        free(l->created);
         free(l);
     }
     pthread_mutex_unlock(&locks_mutex);

@@ -21,7 +21,8 @@
  *   PICL_ERROR_PROFILE_LOCKED     another process holds the lock
  *   PICL_ERROR_IO                 the lock file could not be opened
  * On any error nothing in DIR was created or changed.  On success DIR/.parentlock
- * exists (created empty if it was missing, as Firefox does).
+ * exists (created empty if it was missing, as Firefox does, and then removed
+ * again by the last close, so the profile's file set is left as found).
  *
  * fcntl locks belong to a process and the first close() of ANY descriptor of
  * the file drops them, so the lock is shared, reference counted, by all

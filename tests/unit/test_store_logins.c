@@ -416,6 +416,46 @@ START_TEST(test_primary_password)
     json_t *dump = tup_dump_profile(d);
     ck_assert(json_is_true(json_object_get(json_object_get(dump, "logins"), "locked")));
     json_decref(dump);
+    /* Firefox with it reads what we wrote (key4.db untouched by us) */
+    dump = tup_dump_profile_pw(d, "pw-123");
+    json_t *lg = json_object_get(dump, "logins");
+    ck_assert_int_eq(json_array_size(lg), 3);
+    ck_assert_str_eq(str(tup_find(lg, "username", "pu"), "password"), "pp");
+    ck_assert_str_eq(str(tup_find(lg, "username", "bob"), "password"), "hunter2");
+    json_decref(dump);
+}
+END_TEST
+
+/* A primary password set by Debian's NSS (SHA-1 scheme): NSS checks it. */
+START_TEST(test_primary_password_old_scheme)
+{
+    const char *d = tup_tmpdir();
+    tup_make_profile(d, NULL);
+    picl_nss_profile *ctx = NULL;
+    ck_assert_int_eq(picl__nss_profile_open(d, 1, &ctx), PICL_OK);
+    PK11SlotInfo *slot = PK11_GetInternalKeySlot();
+    ck_assert_int_eq(PK11_ChangePW(slot, "", "old-nss-pw"), SECSuccess);
+    PK11_FreeSlot(slot);
+    picl__nss_profile_close(ctx);
+    uint64_t before = tup_dir_digest(d);
+    picl_store *s = NULL;
+    char err[256];
+    ck_assert_int_eq(picl__logins_open(&s, d, state_dir, give_pw, (void *)"old-nss-pw!", err, sizeof err),
+                     PICL_ERROR_WRONG_PASSWORD);
+    ck_assert_int_eq(picl__logins_open(&s, d, state_dir, NULL, NULL, err, sizeof err), PICL_ERROR_STATE);
+    ck_assert(tup_dir_digest(d) == before);
+    s = open_ok(d, "old-nss-pw");
+    apply_ok(s, "[{\"id\":\"{oooooooo-0000-4000-8000-000000000001}\",\"hostname\":\"https://o.example\","
+                "\"httpRealm\":\"r\",\"username\":\"ou\",\"password\":\"op\"}]");
+    json_t *a = all(s);
+    ck_assert_int_eq(json_array_size(a), 3);
+    json_decref(a);
+    picl__store_close(s);
+    json_t *dump = tup_dump_profile_pw(d, "old-nss-pw");
+    json_t *lg = json_object_get(dump, "logins");
+    ck_assert_int_eq(json_array_size(lg), 3);
+    ck_assert_str_eq(str(tup_find(lg, "username", "ou"), "password"), "op");
+    json_decref(dump);
 }
 END_TEST
 
@@ -468,7 +508,9 @@ START_TEST(test_bad_records_change_nothing)
     json_t *c = changes(s);
     ck_assert_int_eq(picl__store_mark_synced(s, c), PICL_OK);
     json_decref(c);
+    picl__store_close(s);
     uint64_t before = tup_dir_digest(d), sbefore = tup_dir_digest(state_dir);
+    s = open_ok(d, NULL);
     static const char *bad[] = {
         "[7]",
         "[{\"hostname\":\"https://a\",\"httpRealm\":\"r\",\"username\":\"u\",\"password\":\"p\"}]",
@@ -536,6 +578,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_profile_without_key4db);
     tcase_add_test(t, test_old_3des_profile_then_firefox_adds_aes);
     tcase_add_test(t, test_primary_password);
+    tcase_add_test(t, test_primary_password_old_scheme);
     tcase_add_test(t, test_refusals_change_nothing);
     tcase_add_test(t, test_bad_records_change_nothing);
     tcase_add_test(t, test_wipe);

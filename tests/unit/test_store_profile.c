@@ -43,7 +43,8 @@ END_TEST
  * the fcntl lock of d/.parentlock; Python's lockf() is fcntl(F_SETLK). */
 static int locked_elsewhere(const char *d)
 {
-    int r = tup_sh("python3 -c 'import fcntl,sys; f=open(sys.argv[1],\"r+\"); "
+    int r = tup_sh("python3 -c 'import fcntl,os,sys; os.path.exists(sys.argv[1]) or sys.exit(0); "
+                   "f=open(sys.argv[1],\"r+\"); "
                    "fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)' '%s/.parentlock' 2>/dev/null", d);
     ck_assert(r == 0 || r == 1);
     return r == 1;
@@ -73,6 +74,9 @@ START_TEST(test_real_profile_opens_and_locks)
     ck_assert_msg(locked_elsewhere(d) == 1, "closing one handle dropped the lock");
     picl__profile_close(p);
     ck_assert_msg(locked_elsewhere(d) == 0, "the last close kept the lock");
+    char lockpath[PATH_MAX];
+    snprintf(lockpath, sizeof lockpath, "%s/.parentlock", d);
+    ck_assert_int_eq(access(lockpath, F_OK), -1); /* we made it, we removed it */
     picl__profile_close(NULL);
 }
 END_TEST

@@ -69,10 +69,15 @@ void tup_make_profile(const char *dir, const char *primary)
 
 json_t *tup_dump_profile(const char *dir)
 {
+    return tup_dump_profile_pw(dir, NULL);
+}
+
+json_t *tup_dump_profile_pw(const char *dir, const char *pw)
+{
     char out[PATH_MAX];
     snprintf(out, sizeof out, "%s.dump.json", dir);
-    int r = tup_sh("'%s/tests/make-profile.sh' --dump '%s' '%s' >'%s.dumplog' 2>&1", srcdir(), dir, out,
-                   dir);
+    int r = tup_sh("'%s/tests/make-profile.sh' --dump '%s' '%s' %s%s%s >'%s.dumplog' 2>&1", srcdir(), dir, out,
+                   pw ? "'" : "", pw ? pw : "", pw ? "'" : "", dir);
     if (r != 0)
         tup_sh("cat '%s.dumplog' >&2", dir);
     ck_assert_msg(r == 0, "make-profile.sh --dump %s failed (exit %d)", dir, r);

@@ -20,6 +20,9 @@ void tup_make_profile(const char *dir, const char *primary);
 /* What Firefox reads from dir ({bookmarks, history, logins}), via
  * tests/xpcshell/dump_profile.js; ck_abort()s on failure.  New reference. */
 json_t *tup_dump_profile(const char *dir);
+/* The same for a profile with a primary password: Firefox checks pw by
+ * changing it to "" -- the profile is left without its primary password. */
+json_t *tup_dump_profile_pw(const char *dir, const char *pw);
 
 /* A fingerprint of every regular file directly in dir (name, size, mode and
  * a 64-bit FNV-1a of the content): equal fingerprints = nothing changed. */

@@ -1,7 +1,9 @@
 /* dump_profile.js -- writes what Firefox itself reads from a profile (the
  * bookmark tree with tags and keywords, history with visits, the decrypted
  * logins) as one JSON file, through PlacesUtils and Services.logins.
- * Run: firefox-esr --xpcshell -g GRE -a GRE/browser dump_profile.js DIR OUT.json
+ * Run: firefox-esr --xpcshell -g GRE -a GRE/browser dump_profile.js DIR OUT.json [PRIMARY_PASSWORD]
+ * With a primary password, Firefox checks it by changing it to "" (there is
+ * no prompt in xpcshell): the profile is left WITHOUT its primary password.
  * (tests/make-profile.sh --dump does this).  Exit 0 on success. */
 "use strict";
 {
@@ -12,6 +14,7 @@
 
 const dir = arguments[0];
 const out = arguments[1];
+const primary = arguments.length > 2 ? arguments[2] : null;
 
 const TYPES = { 1: "bookmark", 2: "folder", 3: "separator" };
 
@@ -99,9 +102,14 @@ async function dumpLogins() {
   await Services.logins.initializationPromise;
   let token = Cc["@mozilla.org/security/internalkeytoken;1"].getService(Ci.nsIPKCS11Token);
   if (token.hasPassword && !token.isLoggedIn) {
-    /* no prompt in xpcshell: a profile with a primary password is reported
-     * as locked (the C tests check it with NSS directly) */
-    return { locked: true };
+    if (primary === null) {
+      return { locked: true };
+    }
+    try {
+      token.changePassword(primary, ""); /* throws on a wrong password */
+    } catch (e) {
+      return { locked: true, wrongPassword: true };
+    }
   }
   let all = await Services.logins.getAllLogins();
   return all.map(l => {
