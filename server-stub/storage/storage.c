@@ -650,6 +650,26 @@ static void h_delete_all(picl_http_request *req, picl_http_response *resp, void 
 
 /* ---- lifecycle -------------------------------------------------------- */
 
+static void *pruner_main(void *arg)
+{
+    storage_server *s = arg;
+    pthread_mutex_lock(&s->mu);
+    while (!s->stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += s->prune_interval_s;
+        while (!s->stopping && pthread_cond_timedwait(&s->cv, &s->mu, &until) != ETIMEDOUT)
+            ;
+        if (s->stopping)
+            break;
+        pthread_mutex_unlock(&s->mu);
+        storage_server_prune(s, NULL);
+        pthread_mutex_lock(&s->mu);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
 picl_status storage_server_mount(storage_server *s, picl_http_server *http, int skip_heartbeat)
 {
     static const struct {
@@ -682,27 +702,13 @@ picl_status storage_server_mount(storage_server *s, picl_http_server *http, int 
         st = picl_http_route(http, routes[i].method, routes[i].pattern, routes[i].fn, s,
                              &s->hooks);
     }
-    return st;
-}
-
-static void *pruner_main(void *arg)
-{
-    storage_server *s = arg;
-    pthread_mutex_lock(&s->mu);
-    while (!s->stopping) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += s->prune_interval_s;
-        while (!s->stopping && pthread_cond_timedwait(&s->cv, &s->mu, &until) != ETIMEDOUT)
-            ;
-        if (s->stopping)
-            break;
-        pthread_mutex_unlock(&s->mu);
-        storage_server_prune(s, NULL);
-        pthread_mutex_lock(&s->mu);
+    /* TTL pruning runs for as long as the server object lives. */
+    if (st == PICL_OK && s->prune_interval_s > 0 && !s->pruner_running) {
+        if (pthread_create(&s->pruner, NULL, pruner_main, s) != 0)
+            return PICL_ERROR_NO_MEMORY;
+        s->pruner_running = 1;
     }
-    pthread_mutex_unlock(&s->mu);
-    return NULL;
+    return st;
 }
 
 picl_status storage_server_new(storage_server **out, const storage_config *cfg)
@@ -790,13 +796,6 @@ picl_status storage_server_start(storage_server *s)
         }
         snprintf(node, n, "http://%.*s:%u", (int)hl, s->listen, picl_http_server_port(s->http));
         atomic_store(&s->node, node);
-    }
-    if (s->prune_interval_s > 0) {
-        if (pthread_create(&s->pruner, NULL, pruner_main, s) != 0) {
-            st = PICL_ERROR_NO_MEMORY;
-            goto fail;
-        }
-        s->pruner_running = 1;
     }
     return PICL_OK;
 fail:

@@ -71,12 +71,13 @@ typedef struct storage_server storage_server;
 picl_status storage_server_new(storage_server **out, const storage_config *cfg);
 
 /* Adds the storage routes (/1.5/..., /__heartbeat__ unless skip_heartbeat)
- * to an HTTP server that the caller owns and starts (for `picl server`).
- * node must then be set in the config. */
+ * to an HTTP server that the caller owns and starts (for `picl server`), and
+ * starts the TTL pruning thread.  node must then be set in the config
+ * (else PICL_ERROR_INVALID_ARGUMENT).  Free the HTTP server before this one. */
 picl_status storage_server_mount(storage_server *s, picl_http_server *http, int skip_heartbeat);
 
-/* Creates its own HTTP server on cfg->listen, mounts, starts serving and
- * the pruning thread.  PICL_ERROR_NETWORK when it cannot bind. */
+/* Creates its own HTTP server on cfg->listen, mounts, starts serving.
+ * PICL_ERROR_NETWORK when it cannot bind. */
 picl_status storage_server_start(storage_server *s);
 
 unsigned storage_server_port(const storage_server *s);
