@@ -581,13 +581,13 @@ picl_status ks_secret_load_or_create(const char *path, uint8_t **secret, size_t 
     while (got < sizeof buf && (n = read(fd, buf + got, sizeof buf - got)) > 0)
         got += (size_t)n;
     close(fd);
-    while (got && (buf[got - 1] == '\n' || buf[got - 1] == '\r' || buf[got - 1] == ' '))
+    while (got && (buf[got - 1] == '\n' || buf[got - 1] == '\r'))
         got--;
     picl_status rc = PICL_OK;
-    if (got < 64 || got > 1024)
+    if (got < 32 || got > 1024)
         rc = PICL_ERROR_ENCODING;
     for (size_t i = 0; rc == PICL_OK && i < got; i++)
-        if (!strchr("0123456789abcdefABCDEF", buf[i]) || !buf[i])
+        if (buf[i] < 0x20 || buf[i] > 0x7e)
             rc = PICL_ERROR_ENCODING;
     if (rc == PICL_OK) {
         *secret = malloc(got);

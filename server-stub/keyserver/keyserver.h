@@ -107,10 +107,10 @@ void ks_server_free(ks_server *s);
 /* Reads a shared secret file into *secret (malloc()ed, caller frees with
  * picl__zfree), creating it first with 64 random hex characters and a
  * newline, mode 0600, when it does not exist.  The secret is the file's
- * TEXT without trailing whitespace (64..1024 hex characters used as ASCII
- * bytes, as Python tokenlib uses its secret string), not the decoded bytes;
- * the storage server must read the file the same way.  PICL_ERROR_IO,
- * PICL_ERROR_ENCODING for a file that is not such hex text. */
+ * TEXT without its trailing newlines, used as bytes (as Python tokenlib
+ * uses its secret string, and as picl-storage reads the same file): 32..1024
+ * printable ASCII characters, never hex-decoded.  PICL_ERROR_IO, or
+ * PICL_ERROR_ENCODING for a file that is shorter, longer or not printable. */
 picl_status ks_secret_load_or_create(const char *path, uint8_t **secret, size_t *len);
 
 #endif

@@ -204,6 +204,31 @@ START_TEST(bad_command_lines)
 }
 END_TEST
 
+START_TEST(secret_file_shared_with_storage)
+{
+    /* picl-storage's README makes its secret with base64: the same file works */
+    char sf[512];
+    snprintf(sf, sizeof sf, "%s/secret.b64", tmp);
+    FILE *f = fopen(sf, "w");
+    fputs("q0rT3b5pZ1W0kYl9XjzP2c8m5sVb6n7H4g3f2e1d0c9b8a7Z6Y5X4W3V2U1T0S9R\n", f);
+    fclose(f);
+    const char *args[] = {"--listen", "127.0.0.1:0", "--data", tmp, "--secret-file", sf,
+                          "--storage-node", "http://127.0.0.1:9", NULL};
+    proc p;
+    spawn(&p, args, 1);
+    tuks_resp r;
+    ck_assert_int_eq(tuks_request(p.port, "GET", "/__heartbeat__", NULL, NULL, 0, &r), 200);
+    tuks_resp_free(&r);
+    ck_assert_int_eq(stop(&p, SIGTERM), 0);
+    /* a secret with a control character inside is refused */
+    f = fopen(sf, "w");
+    fputs("q0rT3b5pZ1W0kYl9XjzP2c8m5sVb6n7H\t4g3f2e1d0c9b8a7Z6Y5X4W3V2U1T0S9R\n", f);
+    fclose(f);
+    spawn(&p, args, 0);
+    ck_assert_int_eq(stop(&p, 0), 1);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("keyserver_main");
@@ -212,6 +237,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, runs_logs_persists_and_stops);
     tcase_add_test(tc, bad_command_lines);
+    tcase_add_test(tc, secret_file_shared_with_storage);
     suite_add_tcase(s, tc);
     return s;
 }
