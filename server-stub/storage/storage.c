@@ -752,7 +752,7 @@ picl_status storage_server_new(storage_server **out, const storage_config *cfg)
     if ((st = storage_auth_new(&s->auth, cfg->secret, cfg->secret_len,
                                cfg->hawk_skew_s > 0 ? cfg->hawk_skew_s : 60)) != PICL_OK)
         goto fail;
-    if ((st = sdb_open(&s->db, s->data_dir)) != PICL_OK)
+    if ((st = sdb_open(&s->db, s->data_dir, cfg->busy_timeout_ms)) != PICL_OK)
         goto fail;
     *out = s;
     return PICL_OK;

@@ -61,6 +61,8 @@ typedef struct storage_config {
     int64_t expired_grace_s;   /* GET /info/collections accepts tokens expired this
                                   long ago; 0 = 300 */
     unsigned threads;          /* HTTP thread pool, 0 = 4 */
+    int busy_timeout_ms;       /* a write waits this long for another writer before
+                                  409 + Retry-After; 0 = 10000 */
 } storage_config;
 
 typedef struct storage_server storage_server;

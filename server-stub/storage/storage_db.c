@@ -19,6 +19,7 @@
 
 struct sdb {
     char *path;
+    int busy_ms;
     pthread_mutex_t mu;
     sqlite3 *idle[POOL_MAX_IDLE];
     size_t nidle;
@@ -93,7 +94,7 @@ static const char *const schema_v1 =
     " sortindex INTEGER, has_sortindex INTEGER NOT NULL, payload TEXT, has_payload INTEGER NOT NULL,"
     " ttl INTEGER, has_ttl INTEGER NOT NULL, PRIMARY KEY(batch, id));";
 
-static picl_status conn_open(const char *path, sqlite3 **out)
+static picl_status conn_open(const char *path, int busy_ms, sqlite3 **out)
 {
     sqlite3 *c = NULL;
     *out = NULL;
@@ -103,7 +104,7 @@ static picl_status conn_open(const char *path, sqlite3 **out)
         sqlite3_close(c);
         return rc == SQLITE_CANTOPEN ? PICL_ERROR_IO : map_rc(rc);
     }
-    sqlite3_busy_timeout(c, BUSY_TIMEOUT_MS);
+    sqlite3_busy_timeout(c, busy_ms);
     picl_status st = exec(c, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;");
     if (st != PICL_OK) {
         sqlite3_close(c);
@@ -144,7 +145,7 @@ static picl_status migrate(sqlite3 *c)
     return st;
 }
 
-picl_status sdb_open(sdb **out, const char *dir)
+picl_status sdb_open(sdb **out, const char *dir, int busy_timeout_ms)
 {
     *out = NULL;
     struct stat sb;
@@ -160,9 +161,10 @@ picl_status sdb_open(sdb **out, const char *dir)
         return PICL_ERROR_NO_MEMORY;
     }
     snprintf(db->path, n, "%s/storage.db", dir);
+    db->busy_ms = busy_timeout_ms > 0 ? busy_timeout_ms : BUSY_TIMEOUT_MS;
     pthread_mutex_init(&db->mu, NULL);
     sqlite3 *c;
-    picl_status st = conn_open(db->path, &c);
+    picl_status st = conn_open(db->path, db->busy_ms, &c);
     if (st == PICL_OK) {
         st = migrate(c);
         if (st == PICL_OK)
@@ -198,7 +200,7 @@ picl_status sdb_acquire(sdb *db, sqlite3 **conn)
     pthread_mutex_unlock(&db->mu);
     if (*conn)
         return PICL_OK;
-    return conn_open(db->path, conn);
+    return conn_open(db->path, db->busy_ms, conn);
 }
 
 void sdb_release(sdb *db, sqlite3 *conn)

@@ -28,9 +28,10 @@
 typedef struct sdb sdb;
 
 /* Opens (creating and migrating) <dir>/storage.db in WAL mode with
- * synchronous=FULL.  The caller frees with sdb_close().  PICL_ERROR_IO when
+ * synchronous=FULL; a write waits at most busy_timeout_ms (<= 0: 10 s) for
+ * another writer before it fails with PICL_ERROR_CONFLICT.  The caller frees with sdb_close().  PICL_ERROR_IO when
  * the directory is unusable. */
-picl_status sdb_open(sdb **out, const char *dir);
+picl_status sdb_open(sdb **out, const char *dir, int busy_timeout_ms);
 void sdb_close(sdb *db);
 
 /* Borrows a connection from the pool (opening one when none is idle);

@@ -1144,6 +1144,49 @@ START_TEST(test_prune_thread)
 }
 END_TEST
 
+static void busy_setup(void)
+{
+    storage_config c = {.busy_timeout_ms = 200};
+    sf_setup_with(&c);
+}
+
+/* Another writer holds the database: 409 with Retry-After, nothing written;
+ * reads go on; once it is gone the write succeeds. */
+START_TEST(test_conflict_409)
+{
+    put_ok("/storage/t/a", "{\"payload\":\"x\"}");
+    char *before = sf_snapshot();
+    char path[128];
+    snprintf(path, sizeof path, "%s/storage.db", SF.dir);
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    tu_resp r = sf_req("PUT", "/storage/t/a", "{\"payload\":\"y\"}");
+    sf_expect(&r, 409, 0);
+    char *ra = tu_resp_header(&r, "Retry-After");
+    ck_assert_str_eq(ra, "1");
+    free(ra);
+    sf_ts_header(&r, "X-Weave-Timestamp");
+    tu_resp_free(&r);
+    r = POST_JSON("/storage/t", "[{\"id\":\"b\"}]");
+    sf_expect(&r, 409, 0);
+    tu_resp_free(&r);
+    r = sf_req("DELETE", "/storage", NULL);
+    sf_expect(&r, 409, 0);
+    tu_resp_free(&r);
+    char *during = sf_snapshot(); /* readers are not blocked (WAL) */
+    ck_assert_str_eq(before, during);
+    free(during);
+    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(db);
+    char *after = sf_snapshot();
+    ck_assert_str_eq(before, after);
+    free(before);
+    free(after);
+    put_ok("/storage/t/a", "{\"payload\":\"y\"}");
+}
+END_TEST
+
 static void small_setup(void)
 {
     storage_config c = {.limits = {.max_record_payload_bytes = 2048, .max_request_bytes = 8192}};
@@ -1240,6 +1283,11 @@ static Suite *suite(void)
     tcase_add_test(small, test_payload_limit);
     tcase_add_test(small, test_request_size_limit);
     suite_add_tcase(s, small);
+    TCase *busy = tcase_create("busy");
+    tcase_add_checked_fixture(busy, busy_setup, sf_teardown);
+    tcase_set_timeout(busy, 60);
+    tcase_add_test(busy, test_conflict_409);
+    suite_add_tcase(s, busy);
     TCase *pr = tcase_create("prune");
     tcase_add_checked_fixture(pr, prune_setup, sf_teardown);
     tcase_set_timeout(pr, 60);

@@ -1,5 +1,7 @@
 /* test_storage_client.c -- the libcurl storage client against the in-process
  * storage server: every call, paging, batching, conditions, backoff, refresh. */
+#include <sqlite3.h>
+
 #include "client/storage_client.h"
 #include "storage_fixture.h"
 #include "testutil.h"
@@ -351,6 +353,31 @@ START_TEST(test_batching)
 }
 END_TEST
 
+static void busy_setup(void)
+{
+    storage_config c = {.busy_timeout_ms = 100};
+    client_setup_with(&c);
+}
+
+START_TEST(test_conflict_409)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/storage.db", SF.dir);
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    json_t *b = bso("a", "x", 1);
+    ck_assert_int_eq(picl__stc_put(C, "c", "a", b, -1, NULL), PICL_ERROR_CONFLICT);
+    ck_assert_int_eq(picl__stc_last(C)->http_status, 409);
+    ck_assert_int_eq(picl__stc_last(C)->backoff_s, 1);
+    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(db);
+    /* a 409 is not remembered as a backoff: the retry goes through */
+    ck_assert_int_eq(picl__stc_put(C, "c", "a", b, -1, NULL), PICL_OK);
+    json_decref(b);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("storage_client");
@@ -366,6 +393,11 @@ static Suite *suite(void)
     tcase_add_test(tc, test_clock_skew_corrected);
     tcase_add_test(tc, test_page_conflict);
     suite_add_tcase(s, tc);
+    TCase *busy = tcase_create("busy");
+    tcase_add_checked_fixture(busy, busy_setup, client_teardown);
+    tcase_set_timeout(busy, 60);
+    tcase_add_test(busy, test_conflict_409);
+    suite_add_tcase(s, busy);
     TCase *sm = tcase_create("small");
     tcase_add_checked_fixture(sm, small_setup, client_teardown);
     tcase_set_timeout(sm, 60);
