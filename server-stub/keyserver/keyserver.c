@@ -455,7 +455,8 @@ picl_status ks_server_new(ks_server **out, const ks_config *cfg)
         if (rc != PICL_OK)
             goto fail;
     }
-    rc = picl__hawk_nonce_cache_new(&s->nonces, 1u << 20);
+    /* live nonces expire after 2 x skew: room for ~2000 Hawk requests/s */
+    rc = picl__hawk_nonce_cache_new(&s->nonces, 1u << 18);
     if (rc != PICL_OK)
         goto fail;
     char path[4096];
