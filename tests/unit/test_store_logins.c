@@ -537,7 +537,9 @@ START_TEST(test_bad_records_change_nothing)
         ck_assert_msg(picl__store_apply(s, r) == PICL_ERROR_ENCODING, "case %zu", i);
         json_decref(r);
     }
-    ck_assert_int_eq(picl__store_apply(s, json_object()), PICL_ERROR_INVALID_ARGUMENT);
+    json_t *notarray = json_object();
+    ck_assert_int_eq(picl__store_apply(s, notarray), PICL_ERROR_INVALID_ARGUMENT);
+    json_decref(notarray);
     c = changes(s);
     ck_assert_int_eq(json_array_size(c), 0);
     json_decref(c);
