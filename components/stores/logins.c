@@ -1,5 +1,5 @@
 /* logins.c -- the passwords store: logins.json entries encrypted with the profile's key4.db (see logins.h). */
-#include "stores/logins.h"
+#include "stores/logins_int.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -12,9 +12,6 @@
 
 #include <nss.h>
 #include <pk11pub.h>
-#include <secasn1.h>
-#include <secerr.h>
-#include <secoid.h>
 
 #include "crypto/codec.h"
 #include "crypto/hash.h"
@@ -28,254 +25,11 @@
 #define LOGINS_MAX_FIELD 65536       /* any string of an incoming record */
 #define LOGINS_MAX_PASSWORD 1024     /* primary password buffer */
 
-/* The SDR key id every Firefox profile uses. */
-static const uint8_t sdr_keyid[16] = {0xf8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
-
-/* The SDR blob, as NSS's pk11sdr.c lays it out. */
-typedef struct sdr_blob {
-    SECItem keyid;
-    SECAlgorithmID alg;
-    SECItem data;
-} sdr_blob;
-
-SEC_ASN1_MKSUB(SECOID_AlgorithmIDTemplate)
-
-static const SEC_ASN1Template blob_template[] = {
-    {SEC_ASN1_SEQUENCE, 0, NULL, sizeof(sdr_blob)},
-    {SEC_ASN1_OCTET_STRING, offsetof(sdr_blob, keyid), NULL, 0},
-    {SEC_ASN1_INLINE | SEC_ASN1_XTRN, offsetof(sdr_blob, alg), SEC_ASN1_SUB(SECOID_AlgorithmIDTemplate), 0},
-    {SEC_ASN1_OCTET_STRING, offsetof(sdr_blob, data), NULL, 0},
-    {0, 0, NULL, 0},
-};
-
-typedef struct logins {
-    picl_store base;
-    picl_profile *profile;
-    int nss;
-    char json_path[PATH_MAX];
-    char key_path[PATH_MAX];
-    char state_path[PATH_MAX];
-    char *password;        /* primary password, wiped on close; NULL = none needed */
-    json_t *doc;           /* logins.json as read (or as we last wrote it) */
-    json_t *synced;        /* guid -> digest of what was last synced */
-    json_t *reported;      /* guid -> digest reported by changes() (null = tombstone) */
-    PK11SlotInfo *slot;    /* key4.db while an operation runs */
-    int direct;            /* keys read by key4.c (Firefox 146+ primary password) */
-    PK11SymKey *k_aes, *k_des3; /* those keys, as NSS session keys */
-} logins;
-
-static picl_status fail(logins *l, picl_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static picl_status fail(logins *l, picl_status st, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(l->base.error, sizeof l->base.error, fmt, ap);
-    va_end(ap);
-    return st;
-}
-
 static int64_t now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* ---- key4.db --------------------------------------------------------------- */
-
-/* Opens key4.db of the profile as an extra NSS slot (SECMOD_OpenUserDB: NSS
- * may be up already with other databases), read-only unless rw; creates it
- * with an empty password when rw and absent; logs in with the primary
- * password when one is set. */
-static picl_status slot_open(logins *l, int rw)
-{
-    char spec[PATH_MAX + 200];
-    const char *dir = picl__profile_dir(l->profile);
-    if (strchr(dir, '\'') || strchr(dir, '"'))
-        return fail(l, PICL_ERROR_UNSUPPORTED, "profile path with quotes");
-    int n = snprintf(spec, sizeof spec, "configdir='sql:%s' certPrefix='' keyPrefix='' "
-                     "tokenDescription='PiCL profile keys' flags=%s", dir,
-                     rw ? "optimizeSpace" : "readOnly,optimizeSpace");
-    if (n < 0 || (size_t)n >= sizeof spec)
-        return fail(l, PICL_ERROR_TOO_LARGE, "profile path too long");
-    l->slot = SECMOD_OpenUserDB(spec);
-    if (!l->slot)
-        return fail(l, PICL_ERROR_NSS_INIT, "cannot open key4.db (NSS error %d)", PORT_GetError());
-    if (rw && PK11_NeedUserInit(l->slot) && PK11_InitPin(l->slot, NULL, "") != SECSuccess)
-        return fail(l, PICL_ERROR_CRYPTO, "cannot initialise key4.db");
-    if (PK11_NeedLogin(l->slot) && !PK11_IsLoggedIn(l->slot, NULL)) {
-        if (!l->password)
-            return fail(l, PICL_ERROR_STATE, "key4.db has a primary password");
-        if (PK11_CheckUserPassword(l->slot, l->password) != SECSuccess)
-            return fail(l, PICL_ERROR_WRONG_PASSWORD, "wrong primary password");
-    }
-    return PICL_OK;
-}
-
-static void slot_close(logins *l)
-{
-    if (!l->slot)
-        return;
-    PK11_Logout(l->slot);
-    SECMOD_CloseUserDB(l->slot);
-    PK11_FreeSlot(l->slot);
-    l->slot = NULL;
-}
-
-/* The key in the slot with CKA_ID = id and key type `type`, or NULL. */
-static PK11SymKey *find_key(PK11SlotInfo *slot, const SECItem *id, CK_KEY_TYPE type)
-{
-    PK11SymKey *found = NULL, *k = PK11_ListFixedKeysInSlot(slot, NULL, NULL);
-    while (k) {
-        PK11SymKey *next = PK11_GetNextSymKey(k);
-        SECItem kid = {siBuffer, NULL, 0};
-        if (!found && PK11_GetSymKeyType(k) == type &&
-            PK11_ReadRawAttribute(PK11_TypeSymKey, k, CKA_ID, &kid) == SECSuccess) {
-            if (kid.len == id->len && memcmp(kid.data, id->data, id->len) == 0)
-                found = PK11_ReferenceSymKey(k);
-            SECITEM_FreeItem(&kid, PR_FALSE);
-        }
-        PK11_FreeSymKey(k);
-        k = next;
-    }
-    return found;
-}
-
-/* The SDR key for blob key id `id` and key type `type` (a new reference). */
-static PK11SymKey *key_for(logins *l, const SECItem *id, CK_KEY_TYPE type)
-{
-    if (!l->direct)
-        return l->slot ? find_key(l->slot, id, type) : NULL;
-    if (id->len != sizeof sdr_keyid || memcmp(id->data, sdr_keyid, sizeof sdr_keyid) != 0)
-        return NULL;
-    PK11SymKey *k = type == CKK_AES ? l->k_aes : type == CKK_DES3 ? l->k_des3 : NULL;
-    return k ? PK11_ReferenceSymKey(k) : NULL;
-}
-
-/* Decrypts one base64 SDR blob into a malloc()ed NUL-terminated string. */
-static picl_status sdr_decrypt(logins *l, const char *b64, char **out, size_t *outlen)
-{
-    uint8_t *der = NULL;
-    size_t derlen = 0;
-    picl_status rc = PICL_ERROR_DECRYPT;
-    PLArenaPool *arena = NULL;
-    PK11SymKey *key = NULL;
-    uint8_t *plain = NULL;
-    unsigned int plen = 0;
-    *out = NULL;
-    if (!b64 || picl__base64_decode_alloc(&der, &derlen, b64, strlen(b64)) != PICL_OK)
-        goto done;
-    arena = PORT_NewArena(1024);
-    sdr_blob blob;
-    memset(&blob, 0, sizeof blob);
-    SECItem in = {siBuffer, der, (unsigned)derlen}, iv = {siBuffer, NULL, 0};
-    if (!arena || SEC_QuickDERDecodeItem(arena, &blob, blob_template, &in) != SECSuccess ||
-        SEC_QuickDERDecodeItem(arena, &iv, SEC_OctetStringTemplate, &blob.alg.parameters) != SECSuccess)
-        goto done;
-    SECOidTag alg = SECOID_GetAlgorithmTag(&blob.alg);
-    CK_MECHANISM_TYPE mech;
-    unsigned block;
-    if (alg == SEC_OID_AES_256_CBC) {
-        key = key_for(l, &blob.keyid, CKK_AES);
-        mech = CKM_AES_CBC_PAD;
-        block = 16;
-    } else if (alg == SEC_OID_DES_EDE3_CBC) {
-        key = key_for(l, &blob.keyid, CKK_DES3);
-        mech = CKM_DES3_CBC_PAD;
-        block = 8;
-    } else {
-        goto done;
-    }
-    if (!key || iv.len != block || blob.data.len == 0 || blob.data.len % block)
-        goto done;
-    if (!(plain = malloc(blob.data.len + 1)))
-        goto done;
-    if (PK11_Decrypt(key, mech, &iv, plain, &plen, blob.data.len, blob.data.data, blob.data.len) != SECSuccess)
-        goto done;
-    plain[plen] = '\0';
-    *out = (char *)plain;
-    *outlen = plen;
-    plain = NULL;
-    rc = PICL_OK;
-done:
-    if (plain)
-        picl__zfree(plain, blob.data.len + 1);
-    if (key)
-        PK11_FreeSymKey(key);
-    if (arena)
-        PORT_FreeArena(arena, PR_TRUE);
-    free(der);
-    return rc;
-}
-
-/* The key new blobs use: AES-256 (3DES on an old profile that has no AES
- * key), generated as Firefox does when the profile has none. */
-static picl_status write_key(logins *l, PK11SymKey **key, int *aes)
-{
-    SECItem id = {siBuffer, (unsigned char *)sdr_keyid, sizeof sdr_keyid};
-    *aes = 1;
-    if (l->direct) { /* key4.db is not written under a password NSS cannot check */
-        if (l->k_aes || l->k_des3) {
-            *aes = l->k_aes != NULL;
-            *key = PK11_ReferenceSymKey(l->k_aes ? l->k_aes : l->k_des3);
-            return PICL_OK;
-        }
-        return fail(l, PICL_ERROR_UNSUPPORTED, "key4.db has no SDR key to encrypt with");
-    }
-    if ((*key = find_key(l->slot, &id, CKK_AES)))
-        return PICL_OK;
-    if ((*key = find_key(l->slot, &id, CKK_DES3))) {
-        *aes = 0;
-        return PICL_OK;
-    }
-    *key = PK11_TokenKeyGen(l->slot, CKM_AES_KEY_GEN, NULL, 32, &id, PR_TRUE, NULL);
-    return *key ? PICL_OK : fail(l, PICL_ERROR_CRYPTO, "cannot create the key in key4.db (NSS %d)", PORT_GetError());
-}
-
-/* Encrypts s into a malloc()ed base64 SDR blob. */
-static picl_status sdr_encrypt(logins *l, PK11SymKey *key, int aes, const char *s, size_t n, char **b64)
-{
-    unsigned block = aes ? 16 : 8;
-    uint8_t ivb[16];
-    uint8_t *ct = malloc(n + block);
-    PLArenaPool *arena = PORT_NewArena(1024);
-    picl_status rc = PICL_ERROR_CRYPTO;
-    unsigned int ctlen = 0;
-    *b64 = NULL;
-    if (!ct || !arena) {
-        rc = PICL_ERROR_NO_MEMORY;
-        goto done;
-    }
-    if ((rc = picl__random_bytes(ivb, block)) != PICL_OK)
-        goto done;
-    rc = PICL_ERROR_CRYPTO;
-    SECItem iv = {siBuffer, ivb, block};
-    if (PK11_Encrypt(key, aes ? CKM_AES_CBC_PAD : CKM_DES3_CBC_PAD, &iv, ct, &ctlen, (unsigned)(n + block),
-                     (const unsigned char *)s, (unsigned)n) != SECSuccess)
-        goto done;
-    sdr_blob blob;
-    memset(&blob, 0, sizeof blob);
-    blob.keyid.data = (unsigned char *)sdr_keyid;
-    blob.keyid.len = sizeof sdr_keyid;
-    blob.data.data = ct;
-    blob.data.len = ctlen;
-    SECItem *ivder = SEC_ASN1EncodeItem(arena, NULL, &iv, SEC_OctetStringTemplate);
-    if (!ivder || SECOID_SetAlgorithmID(arena, &blob.alg, aes ? SEC_OID_AES_256_CBC : SEC_OID_DES_EDE3_CBC,
-                                        ivder) != SECSuccess)
-        goto done;
-    SECItem *der = SEC_ASN1EncodeItem(arena, NULL, &blob, blob_template);
-    if (!der)
-        goto done;
-    if (!(*b64 = picl__base64_encode_alloc(der->data, der->len))) {
-        rc = PICL_ERROR_NO_MEMORY;
-        goto done;
-    }
-    rc = PICL_OK;
-done:
-    free(ct);
-    if (arena)
-        PORT_FreeArena(arena, PR_TRUE);
-    return rc == PICL_OK ? rc : fail(l, rc, "encryption with key4.db failed");
 }
 
 /* ---- logins.json entries <-> records ------------------------------------- */
@@ -299,7 +53,7 @@ static json_t *decrypted_string(logins *l, const char *b64)
 {
     char *s = NULL;
     size_t n = 0;
-    if ((!l->slot && !l->direct) || sdr_decrypt(l, b64, &s, &n) != PICL_OK)
+    if ((!l->slot && !l->direct) || picl__logins_decrypt(l, b64, &s, &n) != PICL_OK)
         return NULL;
     json_t *j = json_stringn(s, n); /* NULL if not UTF-8 */
     picl__zfree(s, n + 1);
@@ -402,9 +156,9 @@ static picl_status read_begin(logins *l)
     struct stat st;
     if (l->direct || stat(l->key_path, &st) != 0)
         return PICL_OK; /* keys at hand, or no key4.db: nothing can be decrypted */
-    picl_status rc = slot_open(l, 0);
+    picl_status rc = picl__logins_slot_open(l, 0);
     if (rc != PICL_OK)
-        slot_close(l);
+        picl__logins_slot_close(l);
     return rc;
 }
 
@@ -417,20 +171,20 @@ static picl_status save_state(logins *l)
     char *s = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(o);
     if (!s)
-        return fail(l, PICL_ERROR_NO_MEMORY, "out of memory");
+        return picl__logins_fail(l, PICL_ERROR_NO_MEMORY, "out of memory");
     picl_status rc = picl__write_file_atomic(l->state_path, s, strlen(s), 0600);
     free(s);
-    return rc == PICL_OK ? rc : fail(l, rc, "cannot write %s", l->state_path);
+    return rc == PICL_OK ? rc : picl__logins_fail(l, rc, "cannot write %s", l->state_path);
 }
 
 static picl_status save_doc(logins *l, const json_t *doc)
 {
     char *s = json_dumps(doc, JSON_COMPACT);
     if (!s)
-        return fail(l, PICL_ERROR_NO_MEMORY, "out of memory");
+        return picl__logins_fail(l, PICL_ERROR_NO_MEMORY, "out of memory");
     picl_status rc = picl__write_file_atomic(l->json_path, s, strlen(s), 0600);
     free(s);
-    return rc == PICL_OK ? rc : fail(l, rc, "cannot write logins.json");
+    return rc == PICL_OK ? rc : picl__logins_fail(l, rc, "cannot write logins.json");
 }
 
 /* ---- store operations ---------------------------------------------------- */
@@ -450,7 +204,7 @@ static picl_status lg_all(picl_store *s, json_t **out)
         if (r)
             json_array_append_new(a, r);
     }
-    slot_close(l);
+    picl__logins_slot_close(l);
     *out = a;
     return PICL_OK;
 }
@@ -465,7 +219,7 @@ static picl_status lg_get(picl_store *s, const char *id, json_t **out)
     picl_status rc = read_begin(l);
     if (rc == PICL_OK)
         *out = entry_record(l, e);
-    slot_close(l);
+    picl__logins_slot_close(l);
     return rc;
 }
 
@@ -501,11 +255,11 @@ static picl_status lg_changes(picl_store *s, json_t **out)
             json_object_set_new(rep, guid, json_null());
         }
     }
-    slot_close(l);
+    picl__logins_slot_close(l);
     if (rc != PICL_OK) {
         json_decref(a);
         json_decref(rep);
-        return fail(l, rc, "digest failed");
+        return picl__logins_fail(l, rc, "digest failed");
     }
     json_decref(l->reported);
     l->reported = rep;
@@ -517,7 +271,7 @@ static picl_status lg_mark_synced(picl_store *s, const json_t *records)
 {
     logins *l = (logins *)s;
     if (!json_is_array(records))
-        return fail(l, PICL_ERROR_INVALID_ARGUMENT, "records must be an array");
+        return picl__logins_fail(l, PICL_ERROR_INVALID_ARGUMENT, "records must be an array");
     size_t i;
     json_t *r;
     int dirty = 0;
@@ -580,13 +334,13 @@ static picl_status parse_login(logins *l, const json_t *r, size_t i, login_in *i
 {
     memset(in, 0, sizeof *in);
     if (!json_is_object(r))
-        return fail(l, PICL_ERROR_ENCODING, "passwords record %zu is not an object", i);
+        return picl__logins_fail(l, PICL_ERROR_ENCODING, "passwords record %zu is not an object", i);
     in->id = json_string_value(json_object_get(r, "id"));
     if (!in->id || !*in->id || strlen(in->id) > 128 || strpbrk(in->id, "\"\\\r\n\t"))
-        return fail(l, PICL_ERROR_ENCODING, "passwords record %zu: bad id", i);
+        return picl__logins_fail(l, PICL_ERROR_ENCODING, "passwords record %zu: bad id", i);
     json_t *del = json_object_get(r, "deleted");
     if (del && !json_is_boolean(del))
-        return fail(l, PICL_ERROR_ENCODING, "passwords record %zu: bad deleted", i);
+        return picl__logins_fail(l, PICL_ERROR_ENCODING, "passwords record %zu: bad deleted", i);
     if (json_is_true(del)) {
         in->deleted = 1;
         return PICL_OK;
@@ -595,14 +349,14 @@ static picl_status parse_login(logins *l, const json_t *r, size_t i, login_in *i
     if (!text_ok(json_object_get(r, "hostname"), 0, 0) || !text_ok(form, 1, 1) || !text_ok(realm, 1, 1) ||
         !text_ok(json_object_get(r, "username"), 0, 1) || !text_ok(json_object_get(r, "password"), 0, 0) ||
         !text_ok(json_object_get(r, "usernameField"), 1, 1) || !text_ok(json_object_get(r, "passwordField"), 1, 1))
-        return fail(l, PICL_ERROR_ENCODING, "passwords record %zu: bad field", i);
+        return picl__logins_fail(l, PICL_ERROR_ENCODING, "passwords record %zu: bad field", i);
     /* Firefox: a login is a form login or an HTTP-auth login, never both or neither */
     int has_form = form && json_is_string(form), has_realm = realm && json_is_string(realm);
     if (has_form == has_realm)
-        return fail(l, PICL_ERROR_ENCODING, "passwords record %zu: needs formSubmitURL or httpRealm", i);
+        return picl__logins_fail(l, PICL_ERROR_ENCODING, "passwords record %zu: needs formSubmitURL or httpRealm", i);
     if (!time_ok(json_object_get(r, "timeCreated")) || !time_ok(json_object_get(r, "timePasswordChanged")) ||
         !time_ok(json_object_get(r, "timeLastUsed")) || !time_ok(json_object_get(r, "timesUsed")))
-        return fail(l, PICL_ERROR_ENCODING, "passwords record %zu: bad time", i);
+        return picl__logins_fail(l, PICL_ERROR_ENCODING, "passwords record %zu: bad time", i);
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)r, k, v) {
@@ -632,7 +386,7 @@ static picl_status put_encrypted(logins *l, json_t *obj, const char *key, PK11Sy
                                  size_t n)
 {
     char *b64 = NULL;
-    picl_status rc = sdr_encrypt(l, k, aes, s, n, &b64);
+    picl_status rc = picl__logins_encrypt(l, k, aes, s, n, &b64);
     if (rc == PICL_OK) {
         json_object_set_new(obj, key, json_string(b64));
         free(b64);
@@ -712,14 +466,14 @@ static picl_status write_logins(logins *l, const json_t *records)
     json_t *doc = json_deep_copy(l->doc), *synced = json_deep_copy(l->synced);
     PK11SymKey *key = NULL;
     int aes = 1;
-    picl_status rc = (!in || !doc || !synced) ? fail(l, PICL_ERROR_NO_MEMORY, "out of memory") : PICL_OK;
+    picl_status rc = (!in || !doc || !synced) ? picl__logins_fail(l, PICL_ERROR_NO_MEMORY, "out of memory") : PICL_OK;
     for (size_t i = 0; rc == PICL_OK && i < n; i++)
         rc = parse_login(l, json_array_get(records, i), i, &in[i]);
     int need_key = 0;
     for (size_t i = 0; i < n; i++)
         need_key |= !in[i].deleted;
-    if (rc == PICL_OK && need_key && (l->direct || (rc = slot_open(l, 1)) == PICL_OK))
-        rc = write_key(l, &key, &aes);
+    if (rc == PICL_OK && need_key && (l->direct || (rc = picl__logins_slot_open(l, 1)) == PICL_OK))
+        rc = picl__logins_write_key(l, &key, &aes);
     json_t *list = json_object_get(doc, "logins");
     if (rc == PICL_OK && !records) {
         json_array_clear(list);
@@ -756,7 +510,7 @@ static picl_status write_logins(logins *l, const json_t *records)
     }
     if (key)
         PK11_FreeSymKey(key);
-    slot_close(l);
+    picl__logins_slot_close(l);
     if (rc == PICL_OK)
         rc = save_doc(l, doc);
     if (rc == PICL_OK) {
@@ -780,7 +534,7 @@ static picl_status lg_apply(picl_store *s, const json_t *records)
 {
     logins *l = (logins *)s;
     if (!json_is_array(records))
-        return fail(l, PICL_ERROR_INVALID_ARGUMENT, "records must be an array");
+        return picl__logins_fail(l, PICL_ERROR_INVALID_ARGUMENT, "records must be an array");
     return write_logins(l, records);
 }
 
@@ -794,7 +548,7 @@ static void lg_close(picl_store *s)
     logins *l = (logins *)s;
     if (!l)
         return;
-    slot_close(l);
+    picl__logins_slot_close(l);
     if (l->k_aes)
         PK11_FreeSymKey(l->k_aes);
     if (l->k_des3)
@@ -824,25 +578,25 @@ static picl_status load_doc(logins *l)
     if (rc == PICL_ERROR_NOT_FOUND) {
         l->doc = json_pack("{s:i, s:[], s:[], s:{}, s:i}", "nextId", 1, "logins", "potentiallyVulnerablePasswords",
                            "dismissedBreachAlertsByLoginGUID", "version", 3);
-        return l->doc ? PICL_OK : fail(l, PICL_ERROR_NO_MEMORY, "out of memory");
+        return l->doc ? PICL_OK : picl__logins_fail(l, PICL_ERROR_NO_MEMORY, "out of memory");
     }
     if (rc != PICL_OK)
-        return fail(l, rc, "cannot read logins.json");
+        return picl__logins_fail(l, rc, "cannot read logins.json");
     json_error_t je;
     l->doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     free(text);
     if (!json_is_object(l->doc))
-        return fail(l, PICL_ERROR_ENCODING, "logins.json is corrupt (line %d: %s)", je.line, je.text);
+        return picl__logins_fail(l, PICL_ERROR_ENCODING, "logins.json is corrupt (line %d: %s)", je.line, je.text);
     json_t *list = json_object_get(l->doc, "logins");
     json_t *next = json_object_get(l->doc, "nextId");
     if (!json_is_array(list) || (next && !json_is_integer(next)))
-        return fail(l, PICL_ERROR_ENCODING, "logins.json is corrupt (no logins array)");
+        return picl__logins_fail(l, PICL_ERROR_ENCODING, "logins.json is corrupt (no logins array)");
     size_t i;
     json_t *e;
     json_array_foreach(list, i, e) {
         json_t *g = json_object_get(e, "guid");
         if (!json_is_object(e) || (g && !json_is_string(g)) || !json_is_integer(json_object_get(e, "id")))
-            return fail(l, PICL_ERROR_ENCODING, "logins.json is corrupt (entry %zu)", i);
+            return picl__logins_fail(l, PICL_ERROR_ENCODING, "logins.json is corrupt (entry %zu)", i);
     }
     return PICL_OK;
 }
@@ -857,13 +611,13 @@ static picl_status load_state(logins *l)
         return PICL_OK;
     }
     if (rc != PICL_OK)
-        return fail(l, rc, "cannot read %s", l->state_path);
+        return picl__logins_fail(l, rc, "cannot read %s", l->state_path);
     json_t *o = json_loadb(text, len, 0, NULL);
     free(text);
     json_t *s = json_object_get(o, "synced");
     if (!json_is_object(s)) {
         json_decref(o);
-        return fail(l, PICL_ERROR_ENCODING, "%s is corrupt", l->state_path);
+        return picl__logins_fail(l, PICL_ERROR_ENCODING, "%s is corrupt", l->state_path);
     }
     l->synced = json_incref(s);
     json_decref(o);
@@ -888,7 +642,7 @@ picl_status picl__logins_open(picl_store **out, const char *profile_dir, const c
     if (rc != PICL_OK)
         goto fail;
     if ((rc = picl__nss_acquire()) != PICL_OK) {
-        fail(l, rc, "NSS could not be initialised");
+        picl__logins_fail(l, rc, "NSS could not be initialised");
         goto fail_msg;
     }
     l->nss = 1;
@@ -903,7 +657,7 @@ picl_status picl__logins_open(picl_store **out, const char *profile_dir, const c
         picl__profile_path(l->profile, "key4.db", l->key_path, sizeof l->key_path) != PICL_OK ||
         snprintf(l->state_path, sizeof l->state_path, "%s/passwords-%s.json", state_dir, hex) >=
             (int)sizeof l->state_path) {
-        rc = fail(l, PICL_ERROR_TOO_LARGE, "path too long");
+        rc = picl__logins_fail(l, PICL_ERROR_TOO_LARGE, "path too long");
         goto fail_msg;
     }
     if ((rc = load_doc(l)) != PICL_OK || (rc = load_state(l)) != PICL_OK)
@@ -912,9 +666,9 @@ picl_status picl__logins_open(picl_store **out, const char *profile_dir, const c
     /* a primary password is asked for now, so a wrong one fails before any work */
     struct stat st;
     if (stat(l->key_path, &st) == 0) {
-        if ((rc = slot_open(l, 0)) == PICL_ERROR_STATE) {
+        if ((rc = picl__logins_slot_open(l, 0)) == PICL_ERROR_STATE) {
             if (!ask) {
-                rc = fail(l, PICL_ERROR_STATE, "the profile has a primary password and none was given");
+                rc = picl__logins_fail(l, PICL_ERROR_STATE, "the profile has a primary password and none was given");
                 goto fail_msg;
             }
             char *pw = calloc(1, LOGINS_MAX_PASSWORD);
@@ -931,26 +685,26 @@ picl_status picl__logins_open(picl_store **out, const char *profile_dir, const c
             }
             picl__zfree(pw, LOGINS_MAX_PASSWORD);
             if (rc != PICL_OK) {
-                fail(l, rc, "no primary password");
+                picl__logins_fail(l, rc, "no primary password");
                 goto fail_msg;
             }
             if (PK11_CheckUserPassword(l->slot, l->password) != SECSuccess) {
                 /* maybe the right password in Firefox 146+'s scheme, which this NSS lacks */
-                slot_close(l);
+                picl__logins_slot_close(l);
                 rc = picl__key4_unlock(l->key_path, l->password, &l->k_aes, &l->k_des3);
                 if (rc == PICL_ERROR_UNSUPPORTED || rc == PICL_ERROR_WRONG_PASSWORD) {
-                    rc = fail(l, PICL_ERROR_WRONG_PASSWORD, "wrong primary password");
+                    rc = picl__logins_fail(l, PICL_ERROR_WRONG_PASSWORD, "wrong primary password");
                     goto fail_msg;
                 }
                 if (rc != PICL_OK) {
-                    fail(l, rc, "cannot read key4.db");
+                    picl__logins_fail(l, rc, "cannot read key4.db");
                     goto fail_msg;
                 }
                 l->direct = 1;
             }
             rc = PICL_OK;
         }
-        slot_close(l);
+        picl__logins_slot_close(l);
         if (rc != PICL_OK)
             goto fail_msg;
     }
