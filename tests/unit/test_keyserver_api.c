@@ -5,6 +5,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <ftw.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "client/keyserver_client.h"
@@ -565,6 +568,161 @@ START_TEST(account_destroy)
 }
 END_TEST
 
+/* password/change/start's accountResetToken, for the reset tests */
+static void reset_token(uint8_t art[32])
+{
+    uint8_t auth[32], pair[64];
+    tuks_auth_token(&srv, EMAIL, PW, auth);
+    tuks_resp r;
+    ck_assert_int_eq(tuks_hawk(srv.port, "POST", "/v1/password/change/start", auth,
+                               PICL_TOKEN_AUTH, "{}", 0, NULL, NULL, &r), 200);
+    picl_token_keys k;
+    ck_assert_int_eq(picl__token_derive(&k, PICL_TOKEN_AUTH, auth), PICL_OK);
+    const char *bh = json_string_value(json_object_get(r.json, "bundle"));
+    ck_assert_int_eq(picl__bundle_open_hex(pair, 64, k.request_key, PICL_BUNDLE_PASSWORD_CHANGE,
+                                           bh, strlen(bh)), PICL_OK);
+    memcpy(art, pair + 32, 32);
+    tuks_resp_free(&r);
+    /* the authToken was spent by change/start */
+    tuks_hawk(srv.port, "POST", "/v1/password/change/start", auth, PICL_TOKEN_AUTH, "{}", 0,
+              NULL, NULL, &r);
+    assert_err(&r, 401, 110);
+}
+
+/* A reset body: bundle of wrapKb || verifier under art, or `bundle` as given. */
+static char *reset_body(const uint8_t art[32], const uint8_t *verifier, const char *bundle,
+                        const char *srp_type)
+{
+    char *sealed = NULL;
+    if (!bundle) {
+        uint8_t payload[288];
+        memset(payload, 0, 32);
+        memcpy(payload + 32, verifier, 256);
+        picl_token_keys k;
+        ck_assert_int_eq(picl__token_derive(&k, PICL_TOKEN_ACCOUNT_RESET, art), PICL_OK);
+        ck_assert_int_eq(picl__bundle_seal_hex(&sealed, k.request_key, PICL_BUNDLE_ACCOUNT_RESET,
+                                               payload, sizeof payload), PICL_OK);
+        bundle = sealed;
+    }
+    char *b = malloc(2048);
+    snprintf(b, 2048,
+             "{\"bundle\":\"%s\",\"srp\":{\"type\":\"%s\",\"salt\":\"%064d\"},"
+             "\"passwordStretching\":{\"type\":\"PBKDF2/scrypt/PBKDF2/v1\",\"PBKDF2_rounds_1\":"
+             "1000,\"scrypt_N\":1024,\"scrypt_r\":8,\"scrypt_p\":1,\"PBKDF2_rounds_2\":1000,"
+             "\"salt\":\"%064d\"}}",
+             bundle, srp_type, 1, 2);
+    free(sealed);
+    return b;
+}
+
+START_TEST(account_reset_errors)
+{
+    tuks_account(&srv, EMAIL, PW, 1, NULL);
+    uint8_t art[32], v[256];
+    memset(v, 0x11, sizeof v);
+    tuks_resp r;
+    const char *T = "SRP-6a/SHA256/2048/v1";
+    /* each rejected request spends its accountResetToken: take a fresh one */
+    reset_token(art);
+    char *b = reset_body(art, v, "00", T);
+    tuks_hawk(srv.port, "POST", "/v1/account/reset", art, PICL_TOKEN_ACCOUNT_RESET, b, 0, NULL,
+              NULL, &r);
+    assert_err(&r, 400, 107);
+    free(b);
+    tuks_hawk(srv.port, "POST", "/v1/account/reset", art, PICL_TOKEN_ACCOUNT_RESET, "{}", 0,
+              NULL, NULL, &r);
+    assert_err(&r, 401, 110);
+
+    reset_token(art);
+    uint8_t other[32];
+    memset(other, 7, sizeof other);
+    char *good_other = reset_body(other, v, NULL, T); /* sealed under another token's key */
+    tuks_hawk(srv.port, "POST", "/v1/account/reset", art, PICL_TOKEN_ACCOUNT_RESET, good_other,
+              0, NULL, NULL, &r);
+    assert_err(&r, 400, 107);
+    free(good_other);
+
+    reset_token(art);
+    uint8_t zero[256];
+    memset(zero, 0, sizeof zero);
+    b = reset_body(art, zero, NULL, T); /* verifier 0 */
+    tuks_hawk(srv.port, "POST", "/v1/account/reset", art, PICL_TOKEN_ACCOUNT_RESET, b, 0, NULL,
+              NULL, &r);
+    assert_err(&r, 400, 107);
+    free(b);
+
+    reset_token(art);
+    b = reset_body(art, v, NULL, "SRP-6a/SHA1/1024/v1");
+    tuks_hawk(srv.port, "POST", "/v1/account/reset", art, PICL_TOKEN_ACCOUNT_RESET, b, 0, NULL,
+              NULL, &r);
+    assert_err(&r, 400, 107);
+    free(b);
+
+    reset_token(art);
+    tuks_hawk(srv.port, "POST", "/v1/account/reset", art, PICL_TOKEN_ACCOUNT_RESET,
+              "{\"srp\":{}}", 0, NULL, NULL, &r);
+    assert_err(&r, 400, 108);
+
+    /* nothing changed: the password still works */
+    uint8_t auth[32];
+    tuks_auth_token(&srv, EMAIL, PW, auth);
+
+    /* and a good reset replaces it: the old password now fails with 103 */
+    reset_token(art);
+    b = reset_body(art, v, NULL, T);
+    ck_assert_int_eq(tuks_hawk(srv.port, "POST", "/v1/account/reset", art,
+                               PICL_TOKEN_ACCOUNT_RESET, b, 0, NULL, NULL, &r), 200);
+    tuks_resp_free(&r);
+    free(b);
+    picl_ks_client *c;
+    ck_assert_int_eq(picl__ksc_new(&c, srv.base), PICL_OK);
+    picl_ksc_auth_start st;
+    ck_assert_int_eq(picl__ksc_auth_start(c, EMAIL, strlen(EMAIL), &st), PICL_OK);
+    ck_assert_uint_eq(st.srp_salt[31], 1); /* the new salts */
+    ck_assert_uint_eq(st.main_salt[31], 2);
+    picl__ksc_free(c);
+    /* the authToken made before the reset is revoked */
+    tuks_hawk(srv.port, "POST", "/v1/account/destroy", auth, PICL_TOKEN_AUTH, "{}", 0, NULL,
+              NULL, &r);
+    assert_err(&r, 401, 110);
+}
+END_TEST
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    return remove(path);
+}
+
+START_TEST(newer_schema_refused)
+{
+    tuks_stop(&srv);
+    char dir[] = "/tmp/picl-ks-schema-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    ks_config cfg = {.data_dir = dir, .listen = "127.0.0.1:0"};
+    ks_server *ks = NULL;
+    ck_assert_int_eq(ks_server_new(&ks, &cfg), PICL_OK);
+    ks_server_free(ks);
+    char path[128];
+    snprintf(path, sizeof path, "%s/keyserver.db", dir);
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_stmt *q;
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema_version'",
+                                        -1, &q, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    ck_assert_int_eq(sqlite3_column_int(q, 0), 1);
+    sqlite3_finalize(q);
+    ck_assert_int_eq(sqlite3_exec(db, "UPDATE meta SET value = 99 WHERE key='schema_version'",
+                                  NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    ks = (ks_server *)1;
+    ck_assert_int_eq(ks_server_new(&ks, &cfg), PICL_ERROR_DATABASE);
+    ck_assert_ptr_null(ks);
+    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    tuks_start(&srv, NULL); /* for the teardown */
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("keyserver_api");
@@ -585,6 +743,8 @@ static Suite *suite(void)
     tcase_add_test(tc, storage_token);
     tcase_add_test(tc, storage_token_without_node);
     tcase_add_test(tc, account_destroy);
+    tcase_add_test(tc, account_reset_errors);
+    tcase_add_test(tc, newer_schema_refused);
     suite_add_tcase(s, tc);
     return s;
 }
