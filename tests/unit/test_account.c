@@ -362,6 +362,101 @@ START_TEST(hostile_server_refused)
 }
 END_TEST
 
+/* A server answering every POST/GET of `path` with status and body. */
+static int canned_status;
+static const char *canned_body;
+
+static void canned(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    picl_http_respond(resp, canned_status, "application/json", canned_body,
+                      strlen(canned_body));
+    if (canned_status == 503)
+        picl_http_set_header(resp, "Retry-After", "7");
+}
+
+static picl_http_server *canned_server(const char *method, const char *path, char *base,
+                                       size_t cap)
+{
+    picl_http_server *h;
+    picl_http_config hc = {.listen = "127.0.0.1:0", .max_body = 1 << 20};
+    ck_assert_int_eq(picl_http_server_new(&h, &hc), PICL_OK);
+    ck_assert_int_eq(picl_http_route(h, method, path, canned, NULL, NULL), PICL_OK);
+    ck_assert_int_eq(picl_http_server_start(h), PICL_OK);
+    snprintf(base, cap, "http://127.0.0.1:%u", picl_http_server_port(h));
+    return h;
+}
+
+START_TEST(client_rejects_bad_answers)
+{
+    char base[64];
+    uint8_t tok[32], A[256], M[32], K[32], out[32], out2[32];
+    memset(tok, 1, sizeof tok);
+    memset(A, 2, sizeof A);
+    memset(M, 3, sizeof M);
+    memset(K, 4, sizeof K);
+    picl_http_server *h = canned_server("POST", "/v1/auth/finish", base, sizeof base);
+    picl_ks_client *c;
+    ck_assert_int_eq(picl__ksc_new(&c, base), PICL_OK);
+    /* a bundle with a wrong MAC: PROTOCOL, nothing released */
+    char bundle[200];
+    memset(bundle, 'a', 128);
+    bundle[128] = 0;
+    char body[300];
+    snprintf(body, sizeof body, "{\"bundle\":\"%s\"}", bundle);
+    canned_status = 200;
+    canned_body = body;
+    memset(out, 0x55, sizeof out);
+    ck_assert_int_eq(picl__ksc_auth_finish(c, tok, A, M, K, out), PICL_ERROR_PROTOCOL);
+    ck_assert(picl__iszero_ct(out, 32));
+    /* a bundle of the wrong length, or not a string */
+    canned_body = "{\"bundle\":\"abcd\"}";
+    ck_assert_int_eq(picl__ksc_auth_finish(c, tok, A, M, K, out), PICL_ERROR_PROTOCOL);
+    canned_body = "{\"bundle\":7}";
+    ck_assert_int_eq(picl__ksc_auth_finish(c, tok, A, M, K, out), PICL_ERROR_PROTOCOL);
+    canned_body = "[]";
+    ck_assert_int_eq(picl__ksc_auth_finish(c, tok, A, M, K, out), PICL_ERROR_PROTOCOL);
+    /* errors: errno wins, then the status */
+    canned_status = 400;
+    canned_body = "{\"code\":400,\"errno\":103}";
+    ck_assert_int_eq(picl__ksc_auth_finish(c, tok, A, M, K, out), PICL_ERROR_WRONG_PASSWORD);
+    ck_assert_int_eq(picl__ksc_last(c)->errnum, 103);
+    canned_status = 502;
+    canned_body = "<html>bad gateway</html>";
+    ck_assert_int_eq(picl__ksc_auth_finish(c, tok, A, M, K, out), PICL_ERROR_SERVER);
+    canned_status = 503;
+    canned_body = "{\"code\":503,\"errno\":201}";
+    ck_assert_int_eq(picl__ksc_auth_finish(c, tok, A, M, K, out), PICL_ERROR_BACKOFF);
+    ck_assert_int_eq(picl__ksc_last(c)->retry_after, 7);
+    picl__ksc_free(c);
+    /* an answer over the client's cap */
+    ck_assert_int_eq(picl__ksc_new(&c, base), PICL_OK);
+    char *huge = malloc(200000);
+    memset(huge, ' ', 199999);
+    huge[0] = '{';
+    huge[199998] = '}';
+    huge[199999] = 0;
+    canned_status = 200;
+    canned_body = huge;
+    ck_assert_int_eq(picl__ksc_auth_finish(c, tok, A, M, K, out), PICL_ERROR_PROTOCOL);
+    free(huge);
+    picl__ksc_free(c);
+    picl_http_server_free(h);
+
+    /* account/keys: a bundle under another key */
+    h = canned_server("GET", "/v1/account/keys", base, sizeof base);
+    ck_assert_int_eq(picl__ksc_new(&c, base), PICL_OK);
+    memset(bundle, 'b', 192);
+    bundle[192] = 0;
+    snprintf(body, sizeof body, "{\"bundle\":\"%s\"}", bundle);
+    canned_status = 200;
+    canned_body = body;
+    ck_assert_int_eq(picl__ksc_account_keys(c, tok, out, out2), PICL_ERROR_PROTOCOL);
+    ck_assert(picl__iszero_ct(out, 32) && picl__iszero_ct(out2, 32));
+    picl__ksc_free(c);
+    picl_http_server_free(h);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("account");
@@ -378,6 +473,7 @@ static Suite *suite(void)
     tcase_add_test(tc, retry_after_honoured);
     tcase_add_test(tc, network_errors);
     tcase_add_test(tc, hostile_server_refused);
+    tcase_add_test(tc, client_rejects_bad_answers);
     suite_add_tcase(s, tc);
     return s;
 }
