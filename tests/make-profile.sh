@@ -6,6 +6,7 @@
 #   make-profile.sh --dump DIR OUT.json [PW] what Firefox reads from DIR, as JSON
 #                                            (PW: the primary password, which
 #                                            Firefox then REMOVES from DIR)
+#   make-profile.sh --maintain DIR           Firefox's Places maintenance on DIR
 # Each run is bounded by a timeout; exit 0 on success, 127 without firefox-esr.
 here=$(cd "$(dirname "$0")" && pwd)
 ff=${FIREFOX:-firefox-esr}
@@ -16,6 +17,10 @@ if [ "$1" = "--dump" ]; then
     [ $# -eq 3 ] || [ $# -eq 4 ] || { echo "usage: $0 --dump DIR OUT.json [PRIMARY_PASSWORD]" >&2; exit 2; }
     shift
     exec timeout 60 "$ff" --xpcshell -g "$gre" -a "$gre/browser" "$here/xpcshell/dump_profile.js" "$@"
+fi
+if [ "$1" = "--maintain" ]; then
+    [ $# -eq 2 ] || { echo "usage: $0 --maintain DIR" >&2; exit 2; }
+    exec timeout 60 "$ff" --xpcshell -g "$gre" -a "$gre/browser" "$here/xpcshell/maintain_profile.js" "$2"
 fi
 [ $# -ge 1 ] && [ $# -le 2 ] || { echo "usage: $0 DIR [PRIMARY_PASSWORD]" >&2; exit 2; }
 exec timeout 60 "$ff" --xpcshell -g "$gre" -a "$gre/browser" "$here/xpcshell/make_profile.js" "$@"

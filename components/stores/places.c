@@ -290,6 +290,16 @@ picl_status picl__places_fix_touched(places *p)
         "WHERE id IN (SELECT place_id FROM temp.picl_touched);"
         "UPDATE moz_origins SET recalc_frecency = 1, recalc_alt_frecency = 1 "
         "WHERE id IN (SELECT origin_id FROM moz_places WHERE id IN (SELECT place_id FROM temp.picl_touched));"
+        /* pages nothing points at any more go, as Places' expiration removes them */
+        "DELETE FROM temp.picl_touched WHERE place_id NOT IN (SELECT id FROM moz_places WHERE foreign_count = 0"
+        "  AND last_visit_date IS NULL);"
+        "DELETE FROM moz_places_extra WHERE place_id IN (SELECT place_id FROM temp.picl_touched);"
+        "DELETE FROM moz_annos WHERE place_id IN (SELECT place_id FROM temp.picl_touched);"
+        "DELETE FROM moz_inputhistory WHERE place_id IN (SELECT place_id FROM temp.picl_touched);"
+        "DELETE FROM moz_places_metadata WHERE place_id IN (SELECT place_id FROM temp.picl_touched)"
+        "  OR referrer_place_id IN (SELECT place_id FROM temp.picl_touched);"
+        "DELETE FROM moz_places WHERE id IN (SELECT place_id FROM temp.picl_touched);"
+        "DELETE FROM moz_origins WHERE NOT EXISTS (SELECT 1 FROM moz_places WHERE origin_id = moz_origins.id);"
         "DELETE FROM temp.picl_touched;");
     return rc;
 }

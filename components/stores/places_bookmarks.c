@@ -615,13 +615,14 @@ static picl_status apply_upsert(places *p, const bm_in *b, size_t i, json_t *par
     int64_t added = b->date_added ? b->date_added : now;
     if (rc == PICL_OK && id) {
         rc = q(p, "UPDATE moz_bookmarks SET type = ?1, fk = ?2, title = ?3, dateAdded = min(dateAdded, ?4), "
-                  "lastModified = ?5, syncStatus = 2, syncChangeCounter = 0 WHERE id = ?6", "intiii",
+                  "lastModified = max(?5, min(dateAdded, ?4)), syncStatus = 2, syncChangeCounter = 0 WHERE id = ?6",
+               "intiii",
                (int64_t)b->type, place, b->type == 3 ? NULL : (b->title ? b->title : ""), added, now, id);
         if (rc == PICL_OK && fk && fk != place)
             rc = drop_orphan_url(p, fk);
     } else if (rc == PICL_OK) {
         rc = q(p, "INSERT INTO moz_bookmarks(type, fk, parent, position, title, dateAdded, lastModified, guid, "
-                  "syncStatus, syncChangeCounter) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 2, 0)", "iniitiit",
+                  "syncStatus, syncChangeCounter) VALUES (?1, ?2, ?3, ?4, ?5, ?6, max(?6, ?7), ?8, 2, 0)", "iniitiit",
                (int64_t)b->type, place, p->unfiled_id, (int64_t)BM_NEW_POSITION + (int64_t)i,
                b->type == 3 ? NULL : (b->title ? b->title : ""), added, now, b->guid);
         if (rc == PICL_OK)

@@ -8,6 +8,7 @@
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #define T0_MS 1705320000000LL /* the fixture's dates (make_profile.js) */
@@ -97,6 +98,45 @@ static int64_t sql_int(const char *dir, const char *sql)
     sqlite3_finalize(st);
     sqlite3_close(db);
     return v;
+}
+
+/* Every column Places keeps coherent (not frecency, which Firefox recomputes),
+ * as one text, to see whether Firefox's maintenance changed anything. */
+static char *snapshot(const char *dir)
+{
+    static const char *const q[] = {
+        "SELECT id, url, title, rev_host, visit_count, hidden, typed, last_visit_date, guid, foreign_count, "
+        "url_hash, origin_id FROM moz_places ORDER BY id",
+        "SELECT id, type, fk, parent, position, title, keyword_id, folder_type, dateAdded, lastModified, guid, "
+        "syncStatus, syncChangeCounter FROM moz_bookmarks ORDER BY id",
+        "SELECT id, keyword, place_id, post_data FROM moz_keywords ORDER BY id",
+        "SELECT id, prefix, host FROM moz_origins ORDER BY id",
+        "SELECT id, from_visit, place_id, visit_date, visit_type, source FROM moz_historyvisits ORDER BY id",
+        "SELECT guid FROM moz_bookmarks_deleted ORDER BY guid",
+    };
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/places.sqlite", dir);
+    sqlite3 *db = NULL;
+    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
+        sqlite3_stmt *st = NULL;
+        ck_assert_int_eq(sqlite3_prepare_v2(db, q[i], -1, &st, NULL), SQLITE_OK);
+        fprintf(f, "-- %s\n", q[i]);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            for (int c = 0; c < sqlite3_column_count(st); c++) {
+                const unsigned char *t = sqlite3_column_text(st, c);
+                fprintf(f, "%s|", t ? (const char *)t : "NULL");
+            }
+            fputc('\n', f);
+        }
+        sqlite3_finalize(st);
+    }
+    fclose(f);
+    sqlite3_close(db);
+    return buf;
 }
 
 /* ---- url_hash ------------------------------------------------------------ */
@@ -386,8 +426,9 @@ START_TEST(test_bookmarks_apply_read_back_by_firefox)
     /* the counters Firefox's triggers would have kept */
     ck_assert_int_eq(sql_int(d, "SELECT foreign_count FROM moz_places WHERE url = 'https://example.com/'"),
                      2 + 2 + 1); /* two bookmarks, two tag entries, one keyword */
-    ck_assert_int_eq(sql_int(d, "SELECT foreign_count FROM moz_places WHERE url = 'https://developer.mozilla.org/'"),
-                     0);
+    /* a page left without bookmark or visit goes, as Places' expiration does */
+    ck_assert_int_eq(sql_int(d, "SELECT count(*) FROM moz_places WHERE url = 'https://developer.mozilla.org/'"), 0);
+    ck_assert_int_eq(sql_int(d, "SELECT count(*) FROM moz_origins WHERE host = 'developer.mozilla.org'"), 0);
     ck_assert_int_eq(sql_int(d, "SELECT count(*) FROM moz_places h WHERE foreign_count != "
                                 "(SELECT count(*) FROM moz_bookmarks b WHERE b.fk = h.id) + "
                                 "(SELECT count(*) FROM moz_keywords k WHERE k.place_id = h.id)"), 0);
@@ -675,6 +716,42 @@ START_TEST(test_history_wipe)
 }
 END_TEST
 
+/* What we write is what Firefox's own maintenance considers coherent. */
+START_TEST(test_firefox_maintenance_finds_nothing_to_fix)
+{
+    const char *d = fresh_profile();
+    const char *src = getenv("PICL_SRCDIR") ? getenv("PICL_SRCDIR") : ".";
+    /* first settle what Firefox itself left (the fixture's explicit old dates) */
+    ck_assert_int_eq(tup_sh("'%s/tests/make-profile.sh' --maintain '%s' >'%s.maintlog' 2>&1", src, d, d), 0);
+    picl_store *s = open_ok(d, "bookmarks");
+    apply_ok(s, INCOMING_BOOKMARKS);
+    picl__store_close(s);
+    s = open_ok(d, "history");
+    apply_ok(s, "[{\"id\":\"newPage00001\",\"histUri\":\"https://sync.example.net/p?x=1\",\"title\":\"S\","
+                "\"visits\":[{\"date\":1705000000000000,\"type\":1},{\"date\":1705000300000000,\"type\":9}]},"
+                "{\"id\":\"framedPage01\",\"histUri\":\"https://frame.example.net/\","
+                "\"visits\":[{\"date\":1705000000000000,\"type\":8}]}]");
+    picl__store_close(s);
+    char *before = snapshot(d);
+    ck_assert_int_eq(tup_sh("'%s/tests/make-profile.sh' --maintain '%s' >'%s.maintlog' 2>&1", src, d, d), 0);
+    char *after = snapshot(d);
+    if (strcmp(before, after) != 0) {
+        char a[PATH_MAX], b[PATH_MAX];
+        snprintf(a, sizeof a, "%s.before", d);
+        snprintf(b, sizeof b, "%s.after", d);
+        FILE *fa = fopen(a, "w"), *fb = fopen(b, "w");
+        fputs(before, fa);
+        fputs(after, fb);
+        fclose(fa);
+        fclose(fb);
+        tup_sh("diff '%s' '%s' >&2", a, b);
+    }
+    ck_assert_msg(strcmp(before, after) == 0, "Firefox's maintenance changed what we wrote (diff above)");
+    free(before);
+    free(after);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("store_places");
@@ -694,6 +771,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_history_twenty_newest);
     tcase_add_test(t, test_history_bad_records_change_nothing);
     tcase_add_test(t, test_history_wipe);
+    tcase_add_test(t, test_firefox_maintenance_finds_nothing_to_fix);
     suite_add_tcase(s, t);
     return s;
 }
