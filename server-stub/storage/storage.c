@@ -12,7 +12,6 @@
 
 #include "crypto/nss.h"
 
-#define MAX_IDS 100
 
 /* The node before the port is bound: no token names it. */
 static char unbound[] = "";
@@ -174,7 +173,7 @@ static int begin_req(sreq *r, storage_server *s, picl_http_request *req,
 
 /* Applies X-If-Modified-Since / X-If-Unmodified-Since to a read of a
  * resource last modified at m.  Returns 1 to go on; 0 when answered. */
-static int read_preconditions(sreq *r, int64_t m, int64_t wts)
+int storage__read_preconditions(sreq *r, int64_t m, int64_t wts)
 {
     if (r->has_ims && m <= r->ims) {
         picl_http_respond(r->resp, 304, NULL, "", 0);
@@ -187,11 +186,6 @@ static int read_preconditions(sreq *r, int64_t m, int64_t wts)
         return 0;
     }
     return 1;
-}
-
-static int64_t max64(int64_t a, int64_t b)
-{
-    return a > b ? a : b;
 }
 
 /* ---- hooks ------------------------------------------------------------ */
@@ -234,8 +228,8 @@ static void info(picl_http_request *req, picl_http_response *resp, storage_serve
         st = sdb_begin_read(c, r.uid, &umod);
     if (st != PICL_OK)
         goto done;
-    int64_t wts = max64(r.now, umod);
-    if (!read_preconditions(&r, umod, wts))
+    int64_t wts = storage__max64(r.now, umod);
+    if (!storage__read_preconditions(&r, umod, wts))
         goto done;
     switch (kind) {
     case INFO_CONFIG:
@@ -297,226 +291,6 @@ static void h_heartbeat(picl_http_request *req, picl_http_response *resp, void *
         storage__error(resp, 503, 0);
 }
 
-/* ---- GET collection / item -------------------------------------------- */
-
-/* Splits the ids parameter: 1..100 valid ids.  Returns 0 (answered) on error. */
-static int parse_ids(sreq *r, char ***ids, size_t *n)
-{
-    *ids = NULL;
-    *n = 0;
-    char *v = NULL;
-    picl_status st = picl_http_query(r->req, "ids", &v);
-    if (st == PICL_ERROR_NOT_FOUND)
-        return 1;
-    if (st != PICL_OK) {
-        storage__error(r->resp, 400, st == PICL_ERROR_NO_MEMORY ? 0 : 8);
-        return 0;
-    }
-    size_t count = 1;
-    for (char *p = v; *p; p++)
-        count += *p == ',';
-    if (count > MAX_IDS) {
-        free(v);
-        storage__error(r->resp, 400, 17);
-        return 0;
-    }
-    char **arr = calloc(count, sizeof *arr);
-    if (!arr) {
-        free(v);
-        storage__error(r->resp, 500, 0);
-        return 0;
-    }
-    size_t k = 0;
-    char *p = v;
-    for (;;) {
-        char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        if (!storage__valid_id(p, len))
-            break;
-        arr[k] = strndup(p, len);
-        if (!arr[k])
-            break;
-        k++;
-        if (!comma)
-            break;
-        p = comma + 1;
-    }
-    free(v);
-    if (k != count) {
-        for (size_t i = 0; i < k; i++)
-            free(arr[i]);
-        free(arr);
-        storage__error(r->resp, 400, 8);
-        return 0;
-    }
-    *ids = arr;
-    *n = count;
-    return 1;
-}
-
-static void free_ids(char **ids, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(ids[i]);
-    free(ids);
-}
-
-/* Parses an optional query parameter as a timestamp / a non-negative int.
- * Returns 0 (answered 400/1) when malformed. */
-static int query_ts(sreq *r, const char *name, int *has, int64_t *v)
-{
-    char *s = NULL;
-    picl_status st = picl_http_query(r->req, name, &s);
-    *has = 0;
-    if (st == PICL_ERROR_NOT_FOUND)
-        return 1;
-    if (st == PICL_OK)
-        st = storage__parse_ts(s, v);
-    free(s);
-    if (st != PICL_OK) {
-        storage__error(r->resp, 400, 1);
-        return 0;
-    }
-    *has = 1;
-    return 1;
-}
-
-static int query_int(sreq *r, const char *name, int64_t *v)
-{
-    char *s = NULL;
-    picl_status st = picl_http_query(r->req, name, &s);
-    if (st == PICL_ERROR_NOT_FOUND)
-        return 1;
-    int ok = st == PICL_OK && s[0] && strlen(s) <= 12 && strspn(s, "0123456789") == strlen(s);
-    if (ok) {
-        char *end;
-        *v = strtoll(s, &end, 10);
-    }
-    free(s);
-    if (!ok) {
-        storage__error(r->resp, 400, 1);
-        return 0;
-    }
-    return 1;
-}
-
-static void get_coll(sreq *r, const char *coll)
-{
-    sdb_query q;
-    memset(&q, 0, sizeof q);
-    q.uid = r->uid;
-    q.coll = coll;
-    q.now = r->now;
-    char *sort = NULL, *offset = NULL, *full = NULL;
-    sqlite3 *c = NULL;
-    picl_buf out;
-    picl_buf_init(&out, (size_t)r->s->lim.max_total_bytes * 2 + (1u << 20));
-    char *next = NULL;
-    picl_status st = PICL_OK;
-
-    if (!parse_ids(r, &q.ids, &q.nids) || !query_ts(r, "newer", &q.has_newer, &q.newer) ||
-        !query_ts(r, "older", &q.has_older, &q.older) || !query_int(r, "limit", &q.limit))
-        goto done;
-    q.full = picl_http_query_has(r->req, "full");
-    if (picl_http_query(r->req, "sort", &sort) == PICL_OK) {
-        if (!strcmp(sort, "newest"))
-            q.sort = SDB_SORT_NEWEST;
-        else if (!strcmp(sort, "oldest"))
-            q.sort = SDB_SORT_OLDEST;
-        else if (!strcmp(sort, "index"))
-            q.sort = SDB_SORT_INDEX;
-        else {
-            storage__error(r->resp, 400, 1);
-            goto done;
-        }
-    }
-    if (picl_http_query(r->req, "offset", &offset) == PICL_OK)
-        q.offset = offset;
-    const char *accept = picl_http_header(r->req, "Accept");
-    q.newlines = accept && strstr(accept, "application/newlines") != NULL;
-
-    int64_t umod = 0, cmod = 0;
-    if ((st = sdb_acquire(r->s->db, &c)) != PICL_OK || (st = sdb_begin_read(c, r->uid, &umod)) != PICL_OK)
-        goto done;
-    st = sdb_coll_modified(c, r->uid, coll, &cmod);
-    if (st == PICL_ERROR_NOT_FOUND)
-        st = PICL_OK, cmod = 0;
-    if (st != PICL_OK)
-        goto done;
-    int64_t wts = max64(r->now, umod);
-    if (!read_preconditions(r, cmod, wts))
-        goto done;
-    int64_t count = 0;
-    st = sdb_list(c, &q, &out, &count, &next);
-    if (st == PICL_ERROR_INVALID_ARGUMENT) {
-        st = PICL_OK;
-        storage__error(r->resp, 400, 1);
-        goto done;
-    }
-    if (st != PICL_OK)
-        goto done;
-    size_t len;
-    char *body = picl_buf_take(&out, &len);
-    if (!body) {
-        st = PICL_ERROR_NO_MEMORY;
-        goto done;
-    }
-    picl_http_respond_owned(r->resp, 200, q.newlines ? "application/newlines" : "application/json",
-                            body, len);
-    storage__set_modified(r, cmod, wts);
-    char n[24];
-    snprintf(n, sizeof n, "%" PRId64, count);
-    picl_http_set_header(r->resp, "X-Weave-Records", n);
-    if (next)
-        picl_http_set_header(r->resp, "X-Weave-Next-Offset", next);
-done:
-    if (st != PICL_OK)
-        storage__db_error(r, st);
-    free_ids(q.ids, q.nids);
-    free(sort);
-    free(offset);
-    free(full);
-    free(next);
-    picl_buf_free(&out);
-    sdb_release(r->s->db, c);
-}
-
-static void get_item(sreq *r, const char *coll, const char *id)
-{
-    sqlite3 *c = NULL;
-    picl_buf out;
-    picl_buf_init(&out, 0);
-    int64_t umod = 0, m = 0;
-    picl_status st = sdb_acquire(r->s->db, &c);
-    if (st == PICL_OK)
-        st = sdb_begin_read(c, r->uid, &umod);
-    if (st != PICL_OK)
-        goto done;
-    int64_t wts = max64(r->now, umod);
-    st = sdb_get_item(c, r->uid, coll, id, r->now, &out, &m);
-    if (st == PICL_ERROR_NOT_FOUND) {
-        st = PICL_OK;
-        storage__error(r->resp, 404, 0);
-        storage__set_ts(r->resp, "X-Weave-Timestamp", wts);
-        goto done;
-    }
-    if (st != PICL_OK || !read_preconditions(r, m, wts))
-        goto done;
-    size_t len;
-    char *body = picl_buf_take(&out, &len);
-    if (!body) {
-        st = PICL_ERROR_NO_MEMORY;
-        goto done;
-    }
-    picl_http_respond_owned(r->resp, 200, "application/json", body, len);
-    storage__set_modified(r, m, wts);
-done:
-    if (st != PICL_OK)
-        storage__db_error(r, st);
-    picl_buf_free(&out);
-    sdb_release(r->s->db, c);
-}
-
 /* ---- DELETE ----------------------------------------------------------- */
 
 typedef enum del_kind { DEL_ALL, DEL_COLL, DEL_ITEM } del_kind;
@@ -527,12 +301,12 @@ static void delete_(sreq *r, del_kind kind, const char *coll, const char *id)
     size_t nids = 0;
     sqlite3 *c = NULL;
     picl_status st = PICL_OK;
-    if (kind == DEL_COLL && !parse_ids(r, &ids, &nids))
+    if (kind == DEL_COLL && !storage__parse_ids(r, &ids, &nids))
         return;
     int64_t umod = 0, m = 0, t = 0;
     if ((st = sdb_acquire(r->s->db, &c)) != PICL_OK || (st = sdb_begin_write(c, r->uid, &umod)) != PICL_OK)
         goto done;
-    t = max64(r->now, umod + 1);
+    t = storage__max64(r->now, umod + 1);
     /* The resource's current last-modified, for X-If-Unmodified-Since. */
     if (kind == DEL_ALL) {
         m = umod;
@@ -545,7 +319,7 @@ static void delete_(sreq *r, del_kind kind, const char *coll, const char *id)
         st = PICL_OK;
         sdb_rollback(c);
         storage__error(r->resp, 404, 0);
-        storage__set_ts(r->resp, "X-Weave-Timestamp", max64(r->now, umod));
+        storage__set_ts(r->resp, "X-Weave-Timestamp", storage__max64(r->now, umod));
         goto done;
     }
     if (st != PICL_OK)
@@ -553,7 +327,7 @@ static void delete_(sreq *r, del_kind kind, const char *coll, const char *id)
     if (r->has_ius && m > r->ius) {
         sdb_rollback(c);
         storage__error(r->resp, 412, 0);
-        storage__set_modified(r, m, max64(r->now, umod));
+        storage__set_modified(r, m, storage__max64(r->now, umod));
         goto done;
     }
     if (kind == DEL_ALL) {
@@ -592,7 +366,7 @@ static void delete_(sreq *r, del_kind kind, const char *coll, const char *id)
 done:
     if (st != PICL_OK)
         storage__db_error(r, st);
-    free_ids(ids, nids);
+    storage__free_ids(ids, nids);
     sdb_release(r->s->db, c);
 }
 
@@ -620,7 +394,7 @@ static void h_coll(picl_http_request *req, picl_http_response *resp, void *ctx)
     if (!begin_req(&r, ctx, req, resp, 0) || !coll_ok(&r, req->params[1]))
         return;
     if (!strcmp(req->method, "GET"))
-        get_coll(&r, req->params[1]);
+        storage__get_coll(&r, req->params[1]);
     else if (!strcmp(req->method, "POST"))
         storage__post_coll(&r, req->params[1]);
     else
@@ -634,7 +408,7 @@ static void h_item(picl_http_request *req, picl_http_response *resp, void *ctx)
         !id_ok(&r, req->params[2]))
         return;
     if (!strcmp(req->method, "GET"))
-        get_item(&r, req->params[1], req->params[2]);
+        storage__get_item(&r, req->params[1], req->params[2]);
     else if (!strcmp(req->method, "PUT"))
         storage__put_item(&r, req->params[1], req->params[2]);
     else

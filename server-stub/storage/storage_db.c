@@ -25,7 +25,7 @@ struct sdb {
     size_t nidle;
 };
 
-static picl_status map_rc(int rc)
+picl_status sdb__map_rc(int rc)
 {
     switch (rc & 0xff) {
     case SQLITE_BUSY:
@@ -45,21 +45,21 @@ static picl_status map_rc(int rc)
 static picl_status exec(sqlite3 *c, const char *sql)
 {
     int rc = sqlite3_exec(c, sql, NULL, NULL, NULL);
-    return rc == SQLITE_OK ? PICL_OK : map_rc(rc);
+    return rc == SQLITE_OK ? PICL_OK : sdb__map_rc(rc);
 }
 
-static picl_status prep(sqlite3 *c, const char *sql, sqlite3_stmt **st)
+picl_status sdb__prep(sqlite3 *c, const char *sql, sqlite3_stmt **st)
 {
     int rc = sqlite3_prepare_v2(c, sql, -1, st, NULL);
-    return rc == SQLITE_OK ? PICL_OK : map_rc(rc);
+    return rc == SQLITE_OK ? PICL_OK : sdb__map_rc(rc);
 }
 
 /* Steps a statement that returns no row, then finalizes it. */
-static picl_status run(sqlite3_stmt *st)
+picl_status sdb__run(sqlite3_stmt *st)
 {
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? PICL_OK : map_rc(rc);
+    return rc == SQLITE_DONE ? PICL_OK : sdb__map_rc(rc);
 }
 
 int64_t sdb_now(void)
@@ -102,7 +102,7 @@ static picl_status conn_open(const char *path, int busy_ms, sqlite3 **out)
                                            SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
         sqlite3_close(c);
-        return rc == SQLITE_CANTOPEN ? PICL_ERROR_IO : map_rc(rc);
+        return rc == SQLITE_CANTOPEN ? PICL_ERROR_IO : sdb__map_rc(rc);
     }
     sqlite3_busy_timeout(c, busy_ms);
     picl_status st = exec(c, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;");
@@ -124,7 +124,7 @@ static picl_status migrate(sqlite3 *c)
     int64_t version = 0;
     st = exec(c, "CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL)");
     if (st == PICL_OK)
-        st = prep(c, "SELECT max(version) FROM schema_version", &q);
+        st = sdb__prep(c, "SELECT max(version) FROM schema_version", &q);
     if (st == PICL_OK) {
         if (sqlite3_step(q) == SQLITE_ROW)
             version = sqlite3_column_int64(q, 0);
@@ -225,7 +225,7 @@ static picl_status user_modified(sqlite3 *c, int64_t uid, int64_t *m)
 {
     sqlite3_stmt *q;
     *m = 0;
-    picl_status st = prep(c, "SELECT modified FROM users WHERE uid=?1", &q);
+    picl_status st = sdb__prep(c, "SELECT modified FROM users WHERE uid=?1", &q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_int64(q, 1, uid);
@@ -233,7 +233,7 @@ static picl_status user_modified(sqlite3 *c, int64_t uid, int64_t *m)
     if (rc == SQLITE_ROW)
         *m = sqlite3_column_int64(q, 0);
     else if (rc != SQLITE_DONE)
-        st = map_rc(rc);
+        st = sdb__map_rc(rc);
     sqlite3_finalize(q);
     return st;
 }
@@ -283,7 +283,7 @@ static picl_status one_int(sqlite3_stmt *q, int64_t *v)
     if (rc == SQLITE_ROW)
         *v = sqlite3_column_int64(q, 0);
     else
-        st = rc == SQLITE_DONE ? PICL_ERROR_NOT_FOUND : map_rc(rc);
+        st = rc == SQLITE_DONE ? PICL_ERROR_NOT_FOUND : sdb__map_rc(rc);
     sqlite3_finalize(q);
     return st;
 }
@@ -291,7 +291,7 @@ static picl_status one_int(sqlite3_stmt *q, int64_t *v)
 picl_status sdb_coll_modified(sqlite3 *c, int64_t uid, const char *coll, int64_t *modified)
 {
     sqlite3_stmt *q;
-    picl_status st = prep(c, "SELECT modified FROM collections WHERE uid=?1 AND name=?2", &q);
+    picl_status st = sdb__prep(c, "SELECT modified FROM collections WHERE uid=?1 AND name=?2", &q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_int64(q, 1, uid);
@@ -303,7 +303,7 @@ picl_status sdb_item_modified(sqlite3 *c, int64_t uid, const char *coll, const c
                               int64_t now, int64_t *modified)
 {
     sqlite3_stmt *q;
-    picl_status st = prep(c, "SELECT modified FROM bsos WHERE uid=?1 AND coll=?2 AND id=?3"
+    picl_status st = sdb__prep(c, "SELECT modified FROM bsos WHERE uid=?1 AND coll=?2 AND id=?3"
                              " AND expiry>?4", &q);
     if (st != PICL_OK)
         return st;
@@ -317,7 +317,7 @@ picl_status sdb_item_modified(sqlite3 *c, int64_t uid, const char *coll, const c
 picl_status sdb_usage(sqlite3 *c, int64_t uid, int64_t now, int64_t *bytes)
 {
     sqlite3_stmt *q;
-    picl_status st = prep(c, "SELECT IFNULL(SUM(payload_size),0) FROM bsos WHERE uid=?1"
+    picl_status st = sdb__prep(c, "SELECT IFNULL(SUM(payload_size),0) FROM bsos WHERE uid=?1"
                              " AND expiry>?2", &q);
     if (st != PICL_OK)
         return st;
@@ -332,7 +332,7 @@ picl_status sdb_upsert(sqlite3 *c, int64_t uid, const char *coll, const sdb_bso 
                        int64_t now)
 {
     sqlite3_stmt *q;
-    picl_status st = prep(c, "DELETE FROM bsos WHERE uid=?1 AND coll=?2 AND id=?3 AND expiry<=?4",
+    picl_status st = sdb__prep(c, "DELETE FROM bsos WHERE uid=?1 AND coll=?2 AND id=?3 AND expiry<=?4",
                           &q);
     if (st != PICL_OK)
         return st;
@@ -340,9 +340,9 @@ picl_status sdb_upsert(sqlite3 *c, int64_t uid, const char *coll, const sdb_bso 
     sqlite3_bind_text(q, 2, coll, -1, SQLITE_STATIC);
     sqlite3_bind_text(q, 3, b->id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(q, 4, now);
-    if ((st = run(q)) != PICL_OK)
+    if ((st = sdb__run(q)) != PICL_OK)
         return st;
-    st = prep(c,
+    st = sdb__prep(c,
               "INSERT INTO bsos(uid,coll,id,sortindex,payload,payload_size,modified,expiry)"
               " VALUES(?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT(uid,coll,id) DO UPDATE SET"
               " sortindex=CASE WHEN ?9 THEN excluded.sortindex ELSE sortindex END,"
@@ -372,41 +372,41 @@ picl_status sdb_upsert(sqlite3 *c, int64_t uid, const char *coll, const sdb_bso 
     sqlite3_bind_int(q, 9, b->has_sortindex);
     sqlite3_bind_int(q, 10, b->has_payload);
     sqlite3_bind_int(q, 11, b->has_ttl);
-    return run(q);
+    return sdb__run(q);
 }
 
 picl_status sdb_touch(sqlite3 *c, int64_t uid, const char *coll, int64_t t)
 {
     sqlite3_stmt *q;
-    picl_status st = prep(c, "INSERT INTO users(uid,modified) VALUES(?1,?2)"
+    picl_status st = sdb__prep(c, "INSERT INTO users(uid,modified) VALUES(?1,?2)"
                              " ON CONFLICT(uid) DO UPDATE SET modified=excluded.modified", &q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_int64(q, 1, uid);
     sqlite3_bind_int64(q, 2, t);
-    if ((st = run(q)) != PICL_OK || !coll)
+    if ((st = sdb__run(q)) != PICL_OK || !coll)
         return st;
-    st = prep(c, "INSERT INTO collections(uid,name,modified) VALUES(?1,?2,?3)"
+    st = sdb__prep(c, "INSERT INTO collections(uid,name,modified) VALUES(?1,?2,?3)"
                  " ON CONFLICT(uid,name) DO UPDATE SET modified=excluded.modified", &q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_int64(q, 1, uid);
     sqlite3_bind_text(q, 2, coll, -1, SQLITE_STATIC);
     sqlite3_bind_int64(q, 3, t);
-    return run(q);
+    return sdb__run(q);
 }
 
 /* Runs sql with ?1 = uid and (when coll) ?2 = coll. */
 static picl_status run_uc(sqlite3 *c, const char *sql, int64_t uid, const char *coll)
 {
     sqlite3_stmt *q;
-    picl_status st = prep(c, sql, &q);
+    picl_status st = sdb__prep(c, sql, &q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_int64(q, 1, uid);
     if (coll)
         sqlite3_bind_text(q, 2, coll, -1, SQLITE_STATIC);
-    return run(q);
+    return sdb__run(q);
 }
 
 picl_status sdb_delete_coll(sqlite3 *c, int64_t uid, const char *coll)
@@ -441,7 +441,7 @@ picl_status sdb_delete_item(sqlite3 *c, int64_t uid, const char *coll, const cha
                             int64_t now, int *deleted)
 {
     sqlite3_stmt *q;
-    picl_status st = prep(c, "DELETE FROM bsos WHERE uid=?1 AND coll=?2 AND id=?3", &q);
+    picl_status st = sdb__prep(c, "DELETE FROM bsos WHERE uid=?1 AND coll=?2 AND id=?3", &q);
     if (st != PICL_OK)
         return st;
     int64_t m;
@@ -449,7 +449,7 @@ picl_status sdb_delete_item(sqlite3 *c, int64_t uid, const char *coll, const cha
     sqlite3_bind_int64(q, 1, uid);
     sqlite3_bind_text(q, 2, coll, -1, SQLITE_STATIC);
     sqlite3_bind_text(q, 3, id, -1, SQLITE_STATIC);
-    st = run(q);
+    st = sdb__run(q);
     if (deleted)
         *deleted = live;
     return st;
@@ -458,25 +458,25 @@ picl_status sdb_delete_item(sqlite3 *c, int64_t uid, const char *coll, const cha
 picl_status sdb_prune(sqlite3 *c, int64_t now, int64_t *removed)
 {
     sqlite3_stmt *q;
-    picl_status st = prep(c, "DELETE FROM bsos WHERE expiry<=?1", &q);
+    picl_status st = sdb__prep(c, "DELETE FROM bsos WHERE expiry<=?1", &q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_int64(q, 1, now);
-    if ((st = run(q)) != PICL_OK)
+    if ((st = sdb__run(q)) != PICL_OK)
         return st;
     if (removed)
         *removed = sqlite3_changes(c);
-    st = prep(c, "DELETE FROM batch_items WHERE batch IN (SELECT id FROM batches WHERE expires<=?1)",
+    st = sdb__prep(c, "DELETE FROM batch_items WHERE batch IN (SELECT id FROM batches WHERE expires<=?1)",
               &q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_int64(q, 1, now);
-    if ((st = run(q)) != PICL_OK)
+    if ((st = sdb__run(q)) != PICL_OK)
         return st;
-    if ((st = prep(c, "DELETE FROM batches WHERE expires<=?1", &q)) != PICL_OK)
+    if ((st = sdb__prep(c, "DELETE FROM batches WHERE expires<=?1", &q)) != PICL_OK)
         return st;
     sqlite3_bind_int64(q, 1, now);
-    return run(q);
+    return sdb__run(q);
 }
 
 /* ---- reads ----------------------------------------------------------- */
@@ -502,7 +502,7 @@ picl_status sdb_get_item(sqlite3 *c, int64_t uid, const char *coll, const char *
                          picl_buf *out, int64_t *modified)
 {
     sqlite3_stmt *q;
-    picl_status st = prep(c, "SELECT id, modified, payload, sortindex FROM bsos"
+    picl_status st = sdb__prep(c, "SELECT id, modified, payload, sortindex FROM bsos"
                              " WHERE uid=?1 AND coll=?2 AND id=?3 AND expiry>?4", &q);
     if (st != PICL_OK)
         return st;
@@ -516,7 +516,7 @@ picl_status sdb_get_item(sqlite3 *c, int64_t uid, const char *coll, const char *
         render_bso(out, q);
         st = out->failed ? PICL_ERROR_NO_MEMORY : PICL_OK;
     } else {
-        st = rc == SQLITE_DONE ? PICL_ERROR_NOT_FOUND : map_rc(rc);
+        st = rc == SQLITE_DONE ? PICL_ERROR_NOT_FOUND : sdb__map_rc(rc);
     }
     sqlite3_finalize(q);
     return st;
@@ -548,14 +548,14 @@ static picl_status render_map(sqlite3_stmt *q, picl_buf *out, int kind)
     picl_buf_puts(out, "}");
     sqlite3_finalize(q);
     if (rc != SQLITE_DONE)
-        return map_rc(rc);
+        return sdb__map_rc(rc);
     return out->failed ? PICL_ERROR_NO_MEMORY : PICL_OK;
 }
 
 picl_status sdb_info_collections(sqlite3 *c, int64_t uid, picl_buf *out)
 {
     sqlite3_stmt *q;
-    picl_status st = prep(c, "SELECT name, modified FROM collections WHERE uid=?1 ORDER BY name",
+    picl_status st = sdb__prep(c, "SELECT name, modified FROM collections WHERE uid=?1 ORDER BY name",
                           &q);
     if (st != PICL_OK)
         return st;
@@ -566,7 +566,7 @@ picl_status sdb_info_collections(sqlite3 *c, int64_t uid, picl_buf *out)
 picl_status sdb_info_counts(sqlite3 *c, int64_t uid, int64_t now, picl_buf *out)
 {
     sqlite3_stmt *q;
-    picl_status st = prep(c, "SELECT coll, count(*) FROM bsos WHERE uid=?1 AND expiry>?2"
+    picl_status st = sdb__prep(c, "SELECT coll, count(*) FROM bsos WHERE uid=?1 AND expiry>?2"
                              " GROUP BY coll ORDER BY coll", &q);
     if (st != PICL_OK)
         return st;
@@ -578,7 +578,7 @@ picl_status sdb_info_counts(sqlite3 *c, int64_t uid, int64_t now, picl_buf *out)
 picl_status sdb_info_usage(sqlite3 *c, int64_t uid, int64_t now, picl_buf *out)
 {
     sqlite3_stmt *q;
-    picl_status st = prep(c, "SELECT coll, SUM(payload_size) FROM bsos WHERE uid=?1 AND expiry>?2"
+    picl_status st = sdb__prep(c, "SELECT coll, SUM(payload_size) FROM bsos WHERE uid=?1 AND expiry>?2"
                              " GROUP BY coll ORDER BY coll", &q);
     if (st != PICL_OK)
         return st;
@@ -689,7 +689,7 @@ picl_status sdb_list(sqlite3 *c, const sdb_query *q, picl_buf *out, int64_t *cou
     if (sql.failed)
         st = PICL_ERROR_NO_MEMORY;
     else
-        st = prep(c, sql.data, &s);
+        st = sdb__prep(c, sql.data, &s);
     picl_buf_free(&sql);
     if (st != PICL_OK) {
         free(oid);
@@ -744,7 +744,7 @@ picl_status sdb_list(sqlite3 *c, const sdb_query *q, picl_buf *out, int64_t *cou
         }
     }
     if (st == PICL_OK && rc != SQLITE_ROW && rc != SQLITE_DONE)
-        st = map_rc(rc);
+        st = sdb__map_rc(rc);
     if (!q->newlines)
         picl_buf_puts(out, "]");
     if (st == PICL_OK && out->failed)
@@ -760,131 +760,3 @@ picl_status sdb_list(sqlite3 *c, const sdb_query *q, picl_buf *out, int64_t *cou
     return st;
 }
 
-/* ---- batches --------------------------------------------------------- */
-
-picl_status sdb_batch_create(sqlite3 *c, int64_t uid, const char *coll, int64_t expires,
-                             char id[SDB_BATCH_ID_LEN + 1])
-{
-    uint8_t raw[16];
-    picl_status st = picl__random_bytes(raw, sizeof raw);
-    if (st != PICL_OK)
-        return st;
-    picl__base64url_encode(id, raw, sizeof raw, 0);
-    sqlite3_stmt *q;
-    if ((st = prep(c, "INSERT INTO batches(id,uid,coll,expires) VALUES(?1,?2,?3,?4)", &q)) != PICL_OK)
-        return st;
-    sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(q, 2, uid);
-    sqlite3_bind_text(q, 3, coll, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(q, 4, expires);
-    return run(q);
-}
-
-picl_status sdb_batch_check(sqlite3 *c, const char *id, int64_t uid, const char *coll,
-                            int64_t now, int64_t *records, int64_t *bytes)
-{
-    sqlite3_stmt *q;
-    picl_status st = prep(c, "SELECT (SELECT count(*) FROM batch_items WHERE batch=?1),"
-                             " (SELECT IFNULL(SUM(length(CAST(payload AS BLOB))),0) FROM batch_items"
-                             "  WHERE batch=?1) FROM batches"
-                             " WHERE id=?1 AND uid=?2 AND coll=?3 AND expires>?4", &q);
-    if (st != PICL_OK)
-        return st;
-    sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(q, 2, uid);
-    sqlite3_bind_text(q, 3, coll, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(q, 4, now);
-    int rc = sqlite3_step(q);
-    if (rc == SQLITE_ROW) {
-        *records = sqlite3_column_int64(q, 0);
-        *bytes = sqlite3_column_int64(q, 1);
-    } else {
-        st = rc == SQLITE_DONE ? PICL_ERROR_NOT_FOUND : map_rc(rc);
-    }
-    sqlite3_finalize(q);
-    return st;
-}
-
-picl_status sdb_batch_add(sqlite3 *c, const char *id, const sdb_bso *b)
-{
-    sqlite3_stmt *q;
-    picl_status st = prep(
-        c,
-        "INSERT INTO batch_items(batch,id,sortindex,has_sortindex,payload,has_payload,ttl,has_ttl)"
-        " VALUES(?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT(batch,id) DO UPDATE SET"
-        " sortindex=CASE WHEN excluded.has_sortindex THEN excluded.sortindex ELSE sortindex END,"
-        " has_sortindex=has_sortindex OR excluded.has_sortindex,"
-        " payload=CASE WHEN excluded.has_payload THEN excluded.payload ELSE payload END,"
-        " has_payload=has_payload OR excluded.has_payload,"
-        " ttl=CASE WHEN excluded.has_ttl THEN excluded.ttl ELSE ttl END,"
-        " has_ttl=has_ttl OR excluded.has_ttl",
-        &q);
-    if (st != PICL_OK)
-        return st;
-    sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(q, 2, b->id, -1, SQLITE_STATIC);
-    if (b->has_sortindex && !b->sortindex_null)
-        sqlite3_bind_int64(q, 3, b->sortindex);
-    else
-        sqlite3_bind_null(q, 3);
-    sqlite3_bind_int(q, 4, b->has_sortindex);
-    if (b->has_payload && b->payload)
-        sqlite3_bind_text(q, 5, b->payload, (int)b->payload_len, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(q, 5);
-    sqlite3_bind_int(q, 6, b->has_payload);
-    if (b->has_ttl && !b->ttl_null)
-        sqlite3_bind_int64(q, 7, b->ttl);
-    else
-        sqlite3_bind_null(q, 7);
-    sqlite3_bind_int(q, 8, b->has_ttl);
-    return run(q);
-}
-
-picl_status sdb_batch_apply(sqlite3 *c, const char *id, int64_t uid, const char *coll,
-                            int64_t t, int64_t now)
-{
-    sqlite3_stmt *q;
-    picl_status st = prep(c, "SELECT id, sortindex, has_sortindex, payload, has_payload, ttl,"
-                             " has_ttl FROM batch_items WHERE batch=?1", &q);
-    if (st != PICL_OK)
-        return st;
-    sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
-    int rc;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        sdb_bso b;
-        memset(&b, 0, sizeof b);
-        b.id = (char *)sqlite3_column_text(q, 0);
-        b.has_sortindex = sqlite3_column_int(q, 2);
-        b.sortindex_null = sqlite3_column_type(q, 1) == SQLITE_NULL;
-        b.sortindex = sqlite3_column_int64(q, 1);
-        b.has_payload = sqlite3_column_int(q, 4);
-        if (sqlite3_column_type(q, 3) != SQLITE_NULL) {
-            b.payload = (char *)sqlite3_column_text(q, 3);
-            b.payload_len = (size_t)sqlite3_column_bytes(q, 3);
-        }
-        b.has_ttl = sqlite3_column_int(q, 6);
-        b.ttl_null = sqlite3_column_type(q, 5) == SQLITE_NULL;
-        b.ttl = sqlite3_column_int64(q, 5);
-        if (!b.id) {
-            st = PICL_ERROR_NO_MEMORY;
-            break;
-        }
-        if ((st = sdb_upsert(c, uid, coll, &b, t, now)) != PICL_OK)
-            break;
-    }
-    if (st == PICL_OK && rc != SQLITE_DONE)
-        st = map_rc(rc);
-    sqlite3_finalize(q);
-    if (st != PICL_OK)
-        return st;
-    if ((st = prep(c, "DELETE FROM batch_items WHERE batch=?1", &q)) != PICL_OK)
-        return st;
-    sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
-    if ((st = run(q)) != PICL_OK)
-        return st;
-    if ((st = prep(c, "DELETE FROM batches WHERE id=?1", &q)) != PICL_OK)
-        return st;
-    sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
-    return run(q);
-}

@@ -134,4 +134,10 @@ picl_status sdb_prune(sqlite3 *c, int64_t now, int64_t *removed);
 /* Formats centis as seconds with exactly two decimals ("1234.50"). */
 void sdb_fmt_ts(char out[32], int64_t centis);
 
+/* Shared by the storage_db*.c files only: an SQLite code as a status;
+ * prepare; step a statement that returns no row and finalize it. */
+picl_status sdb__map_rc(int rc);
+picl_status sdb__prep(sqlite3 *c, const char *sql, sqlite3_stmt **st);
+picl_status sdb__run(sqlite3_stmt *st);
+
 #endif

@@ -74,6 +74,24 @@ picl_status storage__parse_bsos(const uint8_t *body, size_t len, int newlines,
 void storage__bso_clear(sdb_bso *b);
 void storage__bsos_free(sdb_bso *items, size_t n);
 
+static inline int64_t storage__max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
+/* X-If-Modified-Since / X-If-Unmodified-Since for a read of a resource last
+ * modified at m: 1 to go on, 0 when the 304/412 answer is set. */
+int storage__read_preconditions(sreq *r, int64_t m, int64_t wts);
+
+/* The `ids` parameter: 1..100 valid ids into a malloc()ed array (free with
+ * storage__free_ids); absent = none.  Returns 0 when it answered 400. */
+int storage__parse_ids(sreq *r, char ***ids, size_t *n);
+void storage__free_ids(char **ids, size_t n);
+
+/* The read handlers (storage_read.c). */
+void storage__get_coll(sreq *r, const char *coll);
+void storage__get_item(sreq *r, const char *coll, const char *id);
+
 /* The write handlers (storage_write.c). */
 void storage__put_item(sreq *r, const char *coll, const char *id);
 void storage__post_coll(sreq *r, const char *coll);

@@ -1,0 +1,139 @@
+/* buf.c -- picl_buf, the capped growable text buffer of http.h (hand-written JSON). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/http.h"
+
+void picl_buf_init(picl_buf *b, size_t max)
+{
+    memset(b, 0, sizeof *b);
+    b->max = max ? max : (size_t)1 << 30;
+}
+
+static int buf_reserve(picl_buf *b, size_t extra)
+{
+    if (b->failed)
+        return 0;
+    if (extra > b->max || b->len + extra + 1 > b->max) {
+        b->failed = 1;
+        return 0;
+    }
+    size_t need = b->len + extra + 1;
+    if (need <= b->cap)
+        return 1;
+    size_t ncap = b->cap ? b->cap : 256;
+    while (ncap < need)
+        ncap *= 2;
+    if (ncap > b->max)
+        ncap = b->max;
+    char *p = realloc(b->data, ncap);
+    if (!p) {
+        b->failed = 1;
+        return 0;
+    }
+    b->data = p;
+    b->cap = ncap;
+    return 1;
+}
+
+void picl_buf_append(picl_buf *b, const void *data, size_t len)
+{
+    if (!buf_reserve(b, len))
+        return;
+    if (len)
+        memcpy(b->data + b->len, data, len);
+    b->len += len;
+    b->data[b->len] = 0;
+}
+
+void picl_buf_puts(picl_buf *b, const char *s)
+{
+    picl_buf_append(b, s, strlen(s));
+}
+
+void picl_buf_printf(picl_buf *b, const char *fmt, ...)
+{
+    char small[128];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->failed = 1;
+        return;
+    }
+    if ((size_t)n < sizeof small) {
+        picl_buf_append(b, small, (size_t)n);
+        return;
+    }
+    if (!buf_reserve(b, (size_t)n))
+        return;
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void picl_buf_json_string(picl_buf *b, const char *s, size_t len)
+{
+    static const char hexd[] = "0123456789abcdef";
+    /* Worst case 6 bytes per input byte: reserve once. */
+    if (len > (b->max / 6) || !buf_reserve(b, len * 6 + 2)) {
+        b->failed = 1;
+        return;
+    }
+    char *o = b->data + b->len;
+    *o++ = '"';
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '"' || ch == '\\') {
+            *o++ = '\\';
+            *o++ = (char)ch;
+        } else if (ch < 0x20) {
+            *o++ = '\\';
+            switch (ch) {
+            case '\n': *o++ = 'n'; break;
+            case '\r': *o++ = 'r'; break;
+            case '\t': *o++ = 't'; break;
+            default:
+                *o++ = 'u'; *o++ = '0'; *o++ = '0';
+                *o++ = hexd[ch >> 4]; *o++ = hexd[ch & 15];
+            }
+        } else {
+            *o++ = (char)ch;
+        }
+    }
+    *o++ = '"';
+    *o = 0;
+    b->len = (size_t)(o - b->data);
+}
+
+char *picl_buf_take(picl_buf *b, size_t *len)
+{
+    if (b->failed) {
+        picl_buf_free(b);
+        return NULL;
+    }
+    if (!b->data) {
+        b->data = malloc(1);
+        if (!b->data)
+            return NULL;
+        b->data[0] = 0;
+    }
+    char *d = b->data;
+    if (len)
+        *len = b->len;
+    b->data = NULL;
+    b->len = b->cap = 0;
+    return d;
+}
+
+void picl_buf_free(picl_buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+

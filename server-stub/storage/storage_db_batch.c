@@ -1,0 +1,134 @@
+/* storage_db_batch.c -- SQLite persistence of batch uploads (see storage_db.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "crypto/codec.h"
+#include "crypto/hash.h"
+#include "storage/storage_db.h"
+
+picl_status sdb_batch_create(sqlite3 *c, int64_t uid, const char *coll, int64_t expires,
+                             char id[SDB_BATCH_ID_LEN + 1])
+{
+    uint8_t raw[16];
+    picl_status st = picl__random_bytes(raw, sizeof raw);
+    if (st != PICL_OK)
+        return st;
+    picl__base64url_encode(id, raw, sizeof raw, 0);
+    sqlite3_stmt *q;
+    if ((st = sdb__prep(c, "INSERT INTO batches(id,uid,coll,expires) VALUES(?1,?2,?3,?4)", &q)) != PICL_OK)
+        return st;
+    sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, uid);
+    sqlite3_bind_text(q, 3, coll, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 4, expires);
+    return sdb__run(q);
+}
+
+picl_status sdb_batch_check(sqlite3 *c, const char *id, int64_t uid, const char *coll,
+                            int64_t now, int64_t *records, int64_t *bytes)
+{
+    sqlite3_stmt *q;
+    picl_status st = sdb__prep(c, "SELECT (SELECT count(*) FROM batch_items WHERE batch=?1),"
+                             " (SELECT IFNULL(SUM(length(CAST(payload AS BLOB))),0) FROM batch_items"
+                             "  WHERE batch=?1) FROM batches"
+                             " WHERE id=?1 AND uid=?2 AND coll=?3 AND expires>?4", &q);
+    if (st != PICL_OK)
+        return st;
+    sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, uid);
+    sqlite3_bind_text(q, 3, coll, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 4, now);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW) {
+        *records = sqlite3_column_int64(q, 0);
+        *bytes = sqlite3_column_int64(q, 1);
+    } else {
+        st = rc == SQLITE_DONE ? PICL_ERROR_NOT_FOUND : sdb__map_rc(rc);
+    }
+    sqlite3_finalize(q);
+    return st;
+}
+
+picl_status sdb_batch_add(sqlite3 *c, const char *id, const sdb_bso *b)
+{
+    sqlite3_stmt *q;
+    picl_status st = sdb__prep(
+        c,
+        "INSERT INTO batch_items(batch,id,sortindex,has_sortindex,payload,has_payload,ttl,has_ttl)"
+        " VALUES(?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT(batch,id) DO UPDATE SET"
+        " sortindex=CASE WHEN excluded.has_sortindex THEN excluded.sortindex ELSE sortindex END,"
+        " has_sortindex=has_sortindex OR excluded.has_sortindex,"
+        " payload=CASE WHEN excluded.has_payload THEN excluded.payload ELSE payload END,"
+        " has_payload=has_payload OR excluded.has_payload,"
+        " ttl=CASE WHEN excluded.has_ttl THEN excluded.ttl ELSE ttl END,"
+        " has_ttl=has_ttl OR excluded.has_ttl",
+        &q);
+    if (st != PICL_OK)
+        return st;
+    sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, b->id, -1, SQLITE_STATIC);
+    if (b->has_sortindex && !b->sortindex_null)
+        sqlite3_bind_int64(q, 3, b->sortindex);
+    else
+        sqlite3_bind_null(q, 3);
+    sqlite3_bind_int(q, 4, b->has_sortindex);
+    if (b->has_payload && b->payload)
+        sqlite3_bind_text(q, 5, b->payload, (int)b->payload_len, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(q, 5);
+    sqlite3_bind_int(q, 6, b->has_payload);
+    if (b->has_ttl && !b->ttl_null)
+        sqlite3_bind_int64(q, 7, b->ttl);
+    else
+        sqlite3_bind_null(q, 7);
+    sqlite3_bind_int(q, 8, b->has_ttl);
+    return sdb__run(q);
+}
+
+picl_status sdb_batch_apply(sqlite3 *c, const char *id, int64_t uid, const char *coll,
+                            int64_t t, int64_t now)
+{
+    sqlite3_stmt *q;
+    picl_status st = sdb__prep(c, "SELECT id, sortindex, has_sortindex, payload, has_payload, ttl,"
+                             " has_ttl FROM batch_items WHERE batch=?1", &q);
+    if (st != PICL_OK)
+        return st;
+    sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        sdb_bso b;
+        memset(&b, 0, sizeof b);
+        b.id = (char *)sqlite3_column_text(q, 0);
+        b.has_sortindex = sqlite3_column_int(q, 2);
+        b.sortindex_null = sqlite3_column_type(q, 1) == SQLITE_NULL;
+        b.sortindex = sqlite3_column_int64(q, 1);
+        b.has_payload = sqlite3_column_int(q, 4);
+        if (sqlite3_column_type(q, 3) != SQLITE_NULL) {
+            b.payload = (char *)sqlite3_column_text(q, 3);
+            b.payload_len = (size_t)sqlite3_column_bytes(q, 3);
+        }
+        b.has_ttl = sqlite3_column_int(q, 6);
+        b.ttl_null = sqlite3_column_type(q, 5) == SQLITE_NULL;
+        b.ttl = sqlite3_column_int64(q, 5);
+        if (!b.id) {
+            st = PICL_ERROR_NO_MEMORY;
+            break;
+        }
+        if ((st = sdb_upsert(c, uid, coll, &b, t, now)) != PICL_OK)
+            break;
+    }
+    if (st == PICL_OK && rc != SQLITE_DONE)
+        st = sdb__map_rc(rc);
+    sqlite3_finalize(q);
+    if (st != PICL_OK)
+        return st;
+    if ((st = sdb__prep(c, "DELETE FROM batch_items WHERE batch=?1", &q)) != PICL_OK)
+        return st;
+    sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
+    if ((st = sdb__run(q)) != PICL_OK)
+        return st;
+    if ((st = sdb__prep(c, "DELETE FROM batches WHERE id=?1", &q)) != PICL_OK)
+        return st;
+    sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
+    return sdb__run(q);
+}
