@@ -1,5 +1,5 @@
 /* storage_client.c -- libcurl client of a SyncStorage 1.5 server (see storage_client.h). */
-#include "client/storage_client.h"
+#include "client/storage_client_internal.h"
 
 #include <curl/curl.h>
 #include <inttypes.h>
@@ -16,31 +16,6 @@
 #define MAX_IDS 100
 #define DEFAULT_PAGE 1000
 #define SKEW_RETRY_S 30
-
-struct picl_stc {
-    char *endpoint;  /* as given */
-    char *origin;    /* "http://host:port" */
-    char *base_path; /* "/1.5/42" */
-    char host[256];
-    unsigned port;
-    char *id, *key;
-    CURL *curl;
-    int64_t clock_offset;
-    double backoff_until; /* monotonic seconds */
-    picl_stc_refresh_fn refresh;
-    void *refresh_ctx;
-    int have_limits;
-    picl_stc_limits limits;
-    picl_stc_result last;
-};
-
-typedef struct reply {
-    char *body;
-    size_t len;
-    int too_large;
-    picl_stc_result *res;
-    char *next_offset;
-} reply;
 
 static double mono_now(void)
 {
@@ -197,7 +172,7 @@ static int parse_centis(const char *v, size_t n, int64_t *out)
 
 static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
 {
-    reply *r = ud;
+    stc_reply *r = ud;
     size_t n = size * nmemb;
     const char *colon = memchr(ptr, ':', n);
     if (!colon)
@@ -232,7 +207,7 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
 
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
 {
-    reply *r = ud;
+    stc_reply *r = ud;
     size_t n = size * nmemb;
     if (r->len + n > MAX_BODY) {
         r->too_large = 1;
@@ -257,7 +232,7 @@ static void fmt_ts(char *out, size_t cap, int64_t centis)
  * already percent-encoded. */
 static picl_status exchange(picl_stc *c, const char *method, const char *rel, const char *ctype,
                             const char *body, size_t blen, int64_t ims, int64_t ius,
-                            const char *const *extra, reply *r)
+                            const char *const *extra, stc_reply *r)
 {
     picl_status st = PICL_OK;
     char *resource = NULL, *url = NULL, *auth = NULL, *hawk = NULL;
@@ -346,7 +321,7 @@ done:
 }
 
 /* Maps a finished exchange to a status (see the header). */
-static picl_status map_status(picl_stc *c, reply *r)
+static picl_status map_status(picl_stc *c, stc_reply *r)
 {
     picl_stc_result *res = r->res;
     int s = res->http_status;
@@ -388,9 +363,9 @@ static picl_status map_status(picl_stc *c, reply *r)
 
 /* A request with the 401 handling (clock skew, then token refresh).  On
  * PICL_OK r->body holds the answer (may be NULL when empty). */
-static picl_status request(picl_stc *c, const char *method, const char *rel, const char *ctype,
-                           const char *body, size_t blen, int64_t ims, int64_t ius,
-                           const char *const *extra, reply *r)
+picl_status picl__stc_request(picl_stc *c, const char *method, const char *rel, const char *ctype,
+                              const char *body, size_t blen, int64_t ims, int64_t ius,
+                              const char *const *extra, stc_reply *r)
 {
     if (c->backoff_until > mono_now()) {
         memset(&c->last, 0, sizeof c->last);
@@ -442,14 +417,14 @@ static picl_status request(picl_stc *c, const char *method, const char *rel, con
     }
 }
 
-static void reply_free(reply *r)
+void picl__stc_reply_free(stc_reply *r)
 {
     free(r->body);
     free(r->next_offset);
     memset(r, 0, sizeof *r);
 }
 
-static picl_status parse_json(reply *r, json_t **out, int want_type)
+picl_status picl__stc_parse_json(stc_reply *r, json_t **out, int want_type)
 {
     json_error_t err;
     *out = r->body ? json_loadb(r->body, r->len, JSON_DECODE_ANY, &err) : NULL;
@@ -462,7 +437,7 @@ static picl_status parse_json(reply *r, json_t **out, int want_type)
 }
 
 /* Percent-encodes s (everything but unreserved characters). */
-static void encode(char *out, size_t cap, const char *s)
+void picl__stc_encode(char *out, size_t cap, const char *s)
 {
     static const char hexd[] = "0123456789ABCDEF";
     size_t o = 0;
@@ -494,11 +469,11 @@ picl_status picl__stc_info(picl_stc *c, const char *which, int64_t ims, json_t *
         return PICL_ERROR_INVALID_ARGUMENT;
     char rel[64];
     snprintf(rel, sizeof rel, "/info/%s", which);
-    reply r = {0};
-    picl_status st = request(c, "GET", rel, NULL, NULL, 0, ims, -1, NULL, &r);
+    stc_reply r = {0};
+    picl_status st = picl__stc_request(c, "GET", rel, NULL, NULL, 0, ims, -1, NULL, &r);
     if (st == PICL_OK && !c->last.not_modified)
-        st = parse_json(&r, out, -1);
-    reply_free(&r);
+        st = picl__stc_parse_json(&r, out, -1);
+    picl__stc_reply_free(&r);
     return st;
 }
 
@@ -533,7 +508,7 @@ picl_status picl__stc_limits(picl_stc *c, picl_stc_limits *out)
 /* ---- reads ------------------------------------------------------------ */
 
 /* Builds "/storage/<coll>?..." for a query into a malloc()ed string. */
-static picl_status build_get(const char *coll, const picl_stc_query *q, char **out)
+picl_status picl__stc_build_get(const char *coll, const picl_stc_query *q, char **out)
 {
     *out = NULL;
     if (q->nids > MAX_IDS || strlen(coll) > 32)
@@ -542,7 +517,7 @@ static picl_status build_get(const char *coll, const picl_stc_query *q, char **o
     char *s = malloc(cap), enc[200];
     if (!s)
         return PICL_ERROR_NO_MEMORY;
-    encode(enc, sizeof enc, coll);
+    picl__stc_encode(enc, sizeof enc, coll);
     size_t o = (size_t)snprintf(s, cap, "/storage/%s", enc);
     char sep = '?';
 #define ADD(...) (o += (size_t)snprintf(s + o, cap - o, __VA_ARGS__), sep = '&')
@@ -562,7 +537,7 @@ static picl_status build_get(const char *coll, const picl_stc_query *q, char **o
             free(s);
             return PICL_ERROR_NO_MEMORY;
         }
-        encode(e, strlen(q->offset) * 3 + 1, q->offset);
+        picl__stc_encode(e, strlen(q->offset) * 3 + 1, q->offset);
         ADD("%coffset=%s", sep, e);
         free(e);
     }
@@ -573,7 +548,7 @@ static picl_status build_get(const char *coll, const picl_stc_query *q, char **o
                 free(s);
                 return PICL_ERROR_INVALID_ARGUMENT;
             }
-            encode(enc, sizeof enc, q->ids[i]);
+            picl__stc_encode(enc, sizeof enc, q->ids[i]);
             o += (size_t)snprintf(s + o, cap - o, "%s%s", i ? "," : "", enc);
         }
     }
@@ -593,20 +568,20 @@ picl_status picl__stc_get(picl_stc *c, const char *coll, const picl_stc_query *q
     if (next_offset)
         *next_offset = NULL;
     char *rel;
-    picl_status st = build_get(coll, q, &rel);
+    picl_status st = picl__stc_build_get(coll, q, &rel);
     if (st != PICL_OK)
         return st;
-    reply r = {0};
-    st = request(c, "GET", rel, NULL, NULL, 0, q->if_modified_since, q->if_unmodified_since,
+    stc_reply r = {0};
+    st = picl__stc_request(c, "GET", rel, NULL, NULL, 0, q->if_modified_since, q->if_unmodified_since,
                  NULL, &r);
     free(rel);
     if (st == PICL_OK && !c->last.not_modified)
-        st = parse_json(&r, items, JSON_ARRAY);
+        st = picl__stc_parse_json(&r, items, JSON_ARRAY);
     if (st == PICL_OK && next_offset) {
         *next_offset = r.next_offset;
         r.next_offset = NULL;
     }
-    reply_free(&r);
+    picl__stc_reply_free(&r);
     return st;
 }
 
@@ -665,237 +640,14 @@ picl_status picl__stc_get_item(picl_stc *c, const char *coll, const char *id, js
     char rel[512], ec[128], ei[256];
     if (strlen(coll) > 32 || strlen(id) > 64)
         return PICL_ERROR_INVALID_ARGUMENT;
-    encode(ec, sizeof ec, coll);
-    encode(ei, sizeof ei, id);
+    picl__stc_encode(ec, sizeof ec, coll);
+    picl__stc_encode(ei, sizeof ei, id);
     snprintf(rel, sizeof rel, "/storage/%s/%s", ec, ei);
-    reply r = {0};
-    picl_status st = request(c, "GET", rel, NULL, NULL, 0, -1, -1, NULL, &r);
+    stc_reply r = {0};
+    picl_status st = picl__stc_request(c, "GET", rel, NULL, NULL, 0, -1, -1, NULL, &r);
     if (st == PICL_OK)
-        st = parse_json(&r, bso, JSON_OBJECT);
-    reply_free(&r);
+        st = picl__stc_parse_json(&r, bso, JSON_OBJECT);
+    picl__stc_reply_free(&r);
     return st;
 }
 
-/* ---- writes ----------------------------------------------------------- */
-
-picl_status picl__stc_put(picl_stc *c, const char *coll, const char *id, const json_t *bso,
-                          int64_t ius, int64_t *modified)
-{
-    if (modified)
-        *modified = -1;
-    if (!json_is_object(bso) || strlen(coll) > 32 || strlen(id) > 64)
-        return PICL_ERROR_INVALID_ARGUMENT;
-    char rel[512], ec[128], ei[256];
-    encode(ec, sizeof ec, coll);
-    encode(ei, sizeof ei, id);
-    snprintf(rel, sizeof rel, "/storage/%s/%s", ec, ei);
-    char *body = json_dumps(bso, JSON_COMPACT);
-    if (!body)
-        return PICL_ERROR_NO_MEMORY;
-    reply r = {0};
-    picl_status st = request(c, "PUT", rel, "application/json", body, strlen(body), -1, ius,
-                             NULL, &r);
-    free(body);
-    if (st == PICL_OK && modified)
-        *modified = c->last.last_modified;
-    reply_free(&r);
-    return st;
-}
-
-void picl__stc_post_result_clear(picl_stc_post_result *r)
-{
-    json_decref(r->success);
-    json_decref(r->failed);
-    memset(r, 0, sizeof *r);
-}
-
-/* One POST of bsos[from..to) with the given query; merges its answer into out. */
-static picl_status post_part(picl_stc *c, const char *ecoll, const json_t *bsos, size_t from,
-                             size_t to, const char *query, int64_t ius, picl_stc_post_result *out,
-                             char **batch)
-{
-    json_t *part = json_array();
-    if (!part)
-        return PICL_ERROR_NO_MEMORY;
-    for (size_t i = from; i < to; i++)
-        json_array_append(part, json_array_get(bsos, i));
-    char *body = json_dumps(part, JSON_COMPACT);
-    json_decref(part);
-    if (!body)
-        return PICL_ERROR_NO_MEMORY;
-    char rel[256];
-    snprintf(rel, sizeof rel, "/storage/%s%s", ecoll, query);
-    char h1[48];
-    snprintf(h1, sizeof h1, "X-Weave-Records: %zu", to - from);
-    const char *const extra[] = {h1, NULL};
-    reply r = {0};
-    picl_status st = request(c, "POST", rel, "application/json", body, strlen(body), -1, ius,
-                             extra, &r);
-    free(body);
-    json_t *ans = NULL;
-    if (st == PICL_OK)
-        st = parse_json(&r, &ans, JSON_OBJECT);
-    reply_free(&r);
-    if (st != PICL_OK)
-        return st;
-    json_t *s = json_object_get(ans, "success"), *f = json_object_get(ans, "failed");
-    if (!json_is_array(s) || !json_is_object(f)) {
-        json_decref(ans);
-        return PICL_ERROR_PROTOCOL;
-    }
-    json_array_extend(out->success, s);
-    json_object_update(out->failed, f);
-    if (batch && !*batch) {
-        json_t *b = json_object_get(ans, "batch");
-        if (!json_is_string(b) || !(*batch = strdup(json_string_value(b))))
-            st = PICL_ERROR_PROTOCOL;
-    }
-    if (c->last.last_modified >= 0)
-        out->modified = c->last.last_modified;
-    json_decref(ans);
-    return st;
-}
-
-picl_status picl__stc_post(picl_stc *c, const char *coll, const json_t *bsos, int64_t ius,
-                           picl_stc_post_result *out)
-{
-    memset(out, 0, sizeof *out);
-    if (!json_is_array(bsos) || strlen(coll) > 32)
-        return PICL_ERROR_INVALID_ARGUMENT;
-    picl_stc_limits lim;
-    picl_status st = picl__stc_limits(c, &lim);
-    if (st != PICL_OK)
-        return st;
-    size_t n = json_array_size(bsos);
-    /* Sizes: what each record adds to a request body, and its payload. */
-    int64_t total_payload = 0;
-    size_t *cost = calloc(n ? n : 1, sizeof *cost);
-    size_t *pay = calloc(n ? n : 1, sizeof *pay);
-    out->success = json_array();
-    out->failed = json_object();
-    char *batch = NULL;
-    if (!cost || !pay || !out->success || !out->failed) {
-        st = PICL_ERROR_NO_MEMORY;
-        goto done;
-    }
-    for (size_t i = 0; i < n; i++) {
-        json_t *b = json_array_get(bsos, i);
-        char *t = json_dumps(b, JSON_COMPACT);
-        if (!json_is_object(b) || !t) {
-            free(t);
-            st = t ? PICL_ERROR_INVALID_ARGUMENT : PICL_ERROR_NO_MEMORY;
-            goto done;
-        }
-        cost[i] = strlen(t) + 1;
-        free(t);
-        json_t *p = json_object_get(b, "payload");
-        pay[i] = json_is_string(p) ? json_string_length(p) : 0;
-        if ((int64_t)pay[i] > lim.max_record_payload_bytes ||
-            (int64_t)cost[i] + 2 > lim.max_request_bytes) {
-            st = PICL_ERROR_TOO_LARGE;
-            goto done;
-        }
-        total_payload += (int64_t)pay[i];
-    }
-    if ((int64_t)n > lim.max_total_records || total_payload > lim.max_total_bytes) {
-        st = PICL_ERROR_TOO_LARGE;
-        goto done;
-    }
-    /* Cut into requests within max_post_records / max_post_bytes / max_request_bytes. */
-    char ecoll[128];
-    encode(ecoll, sizeof ecoll, coll);
-    size_t from = 0;
-    int parts = 0;
-    /* First pass: does it fit one request? */
-    {
-        int64_t b = 2, p = 0;
-        size_t i = 0;
-        for (; i < n; i++) {
-            if ((int64_t)(i + 1) > lim.max_post_records || p + (int64_t)pay[i] > lim.max_post_bytes ||
-                b + (int64_t)cost[i] > lim.max_request_bytes)
-                break;
-            b += (int64_t)cost[i];
-            p += (int64_t)pay[i];
-        }
-        if (i == n) {
-            st = post_part(c, ecoll, bsos, 0, n, "", ius, out, NULL);
-            goto done;
-        }
-    }
-    while (from < n || parts == 0) {
-        int64_t b = 2, p = 0;
-        size_t to = from;
-        while (to < n && (int64_t)(to - from + 1) <= lim.max_post_records &&
-               p + (int64_t)pay[to] <= lim.max_post_bytes &&
-               b + (int64_t)cost[to] <= lim.max_request_bytes) {
-            b += (int64_t)cost[to];
-            p += (int64_t)pay[to];
-            to++;
-        }
-        int last = to >= n;
-        char query[96];
-        if (!batch)
-            snprintf(query, sizeof query, "?batch=true%s", last ? "&commit=true" : "");
-        else
-            snprintf(query, sizeof query, "?batch=%s%s", batch, last ? "&commit=true" : "");
-        st = post_part(c, ecoll, bsos, from, to, query, (parts == 0 || last) ? ius : -1, out,
-                       last ? NULL : &batch);
-        if (st != PICL_OK)
-            goto done;
-        parts++;
-        from = to;
-        if (last)
-            break;
-    }
-done:
-    free(cost);
-    free(pay);
-    free(batch);
-    if (st != PICL_OK)
-        picl__stc_post_result_clear(out);
-    return st;
-}
-
-static picl_status do_delete(picl_stc *c, const char *rel, int64_t ius, int64_t *modified)
-{
-    if (modified)
-        *modified = -1;
-    reply r = {0};
-    picl_status st = request(c, "DELETE", rel, NULL, NULL, 0, -1, ius, NULL, &r);
-    if (st == PICL_OK && modified)
-        *modified = c->last.last_modified;
-    reply_free(&r);
-    return st;
-}
-
-picl_status picl__stc_delete(picl_stc *c, const char *coll, const char *const *ids, size_t nids,
-                             int64_t ius, int64_t *modified)
-{
-    picl_stc_query q = {.ids = ids, .nids = ids ? nids : 0, .newer = -1, .older = -1};
-    if (ids && !nids)
-        return PICL_ERROR_INVALID_ARGUMENT;
-    char *rel;
-    picl_status st = build_get(coll, &q, &rel);
-    if (st != PICL_OK)
-        return st;
-    st = do_delete(c, rel, ius, modified);
-    free(rel);
-    return st;
-}
-
-picl_status picl__stc_delete_item(picl_stc *c, const char *coll, const char *id, int64_t ius,
-                                  int64_t *modified)
-{
-    if (strlen(coll) > 32 || strlen(id) > 64)
-        return PICL_ERROR_INVALID_ARGUMENT;
-    char rel[512], ec[128], ei[256];
-    encode(ec, sizeof ec, coll);
-    encode(ei, sizeof ei, id);
-    snprintf(rel, sizeof rel, "/storage/%s/%s", ec, ei);
-    return do_delete(c, rel, ius, modified);
-}
-
-picl_status picl__stc_delete_all(picl_stc *c, int64_t ius, int64_t *modified)
-{
-    return do_delete(c, "/storage", ius, modified);
-}

@@ -1,0 +1,49 @@
+/* storage_client_internal.h -- what storage_client.c and
+ * storage_client_write.c share (not part of the client's API). */
+#ifndef PICL_CLIENT_STORAGE_CLIENT_INTERNAL_H
+#define PICL_CLIENT_STORAGE_CLIENT_INTERNAL_H
+
+#include <curl/curl.h>
+
+#include "client/storage_client.h"
+
+struct picl_stc {
+    char *endpoint;  /* as given */
+    char *origin;    /* "http://host:port" */
+    char *base_path; /* "/1.5/42" */
+    char host[256];
+    unsigned port;
+    char *id, *key;
+    CURL *curl;
+    int64_t clock_offset;
+    double backoff_until; /* monotonic seconds */
+    picl_stc_refresh_fn refresh;
+    void *refresh_ctx;
+    int have_limits;
+    picl_stc_limits limits;
+    picl_stc_result last;
+};
+
+typedef struct stc_reply {
+    char *body;
+    size_t len;
+    int too_large;
+    picl_stc_result *res;
+    char *next_offset;
+} stc_reply;
+
+/* One request below the endpoint (rel already percent-encoded), with the
+ * 401 handling and the status mapping of storage_client.h.  r is reset
+ * first; free it with picl__stc_reply_free. */
+picl_status picl__stc_request(picl_stc *c, const char *method, const char *rel, const char *ctype,
+                              const char *body, size_t blen, int64_t ims, int64_t ius,
+                              const char *const *extra, stc_reply *r);
+void picl__stc_reply_free(stc_reply *r);
+/* The answer as JSON of type want_type (-1 = any): PICL_ERROR_PROTOCOL else. */
+picl_status picl__stc_parse_json(stc_reply *r, json_t **out, int want_type);
+/* Percent-encodes everything but unreserved characters (truncates at cap). */
+void picl__stc_encode(char *out, size_t cap, const char *s);
+/* "/storage/<coll>?<query>" (malloc()ed). */
+picl_status picl__stc_build_get(const char *coll, const picl_stc_query *q, char **out);
+
+#endif
