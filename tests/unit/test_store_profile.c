@@ -3,6 +3,12 @@
 #include "testutil.h"
 #include "testutil_profile.h"
 #include "stores/profile.h"
+#include "stores/places.h"
+#include "stores/logins.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
 
 #include <limits.h>
 #include <stdio.h>
@@ -120,6 +126,61 @@ START_TEST(test_stale_symlink_only)
 }
 END_TEST
 
+/* The real browser, headless, on the profile: every store refuses it; killed
+ * hard, it leaves a stale `lock` symlink that must not count. */
+START_TEST(test_locked_by_real_firefox)
+{
+    const char *d = tup_tmpdir();
+    tup_make_profile(d, NULL);
+    pid_t ff = fork();
+    ck_assert(ff >= 0);
+    if (ff == 0) {
+        setsid(); /* its own process group, so the test can stop all of it */
+        setenv("MOZ_CRASHREPORTER_DISABLE", "1", 1);
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execlp("timeout", "timeout", "60", "firefox-esr", "--headless", "--no-remote", "--profile", d, "about:blank",
+               (char *)NULL);
+        _exit(127);
+    }
+    char link[PATH_MAX];
+    snprintf(link, sizeof link, "%s/lock", d);
+    struct stat st;
+    int up = 0;
+    for (int i = 0; i < 200 && !up; i++) { /* at most 20 s */
+        up = lstat(link, &st) == 0 && locked_elsewhere(d);
+        if (!up)
+            usleep(100000);
+    }
+    int ws;
+    if (!up) {
+        killpg(ff, SIGKILL);
+        waitpid(ff, &ws, 0);
+    }
+    ck_assert_msg(up, "firefox-esr --headless did not lock the profile");
+    picl_profile *p = NULL;
+    char err[256];
+    ck_assert_int_eq(picl__profile_open(d, &p, err, sizeof err), PICL_ERROR_PROFILE_LOCKED);
+    picl_store *s = NULL;
+    ck_assert_int_eq(picl__places_open(&s, d, "bookmarks", err, sizeof err), PICL_ERROR_PROFILE_LOCKED);
+    ck_assert_int_eq(picl__places_open(&s, d, "history", err, sizeof err), PICL_ERROR_PROFILE_LOCKED);
+    ck_assert_int_eq(picl__logins_open(&s, d, "/tmp", NULL, NULL, err, sizeof err), PICL_ERROR_PROFILE_LOCKED);
+    ck_assert_ptr_null(s);
+    /* a crash: the kernel drops the fcntl lock, the symlink stays */
+    killpg(ff, SIGKILL);
+    waitpid(ff, &ws, 0);
+    for (int i = 0; i < 100 && locked_elsewhere(d); i++) /* the browser itself is reaped by init */
+        usleep(100000);
+    ck_assert_int_eq(lstat(link, &st), 0);
+    ck_assert(S_ISLNK(st.st_mode));
+    ck_assert_int_eq(picl__profile_open(d, &p, err, sizeof err), PICL_OK);
+    picl__profile_close(p);
+    ck_assert_int_eq(picl__places_open(&s, d, "bookmarks", err, sizeof err), PICL_OK);
+    picl__store_close(s);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("store_profile");
@@ -130,6 +191,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_real_profile_opens_and_locks);
     tcase_add_test(t, test_locked_by_running_firefox);
     tcase_add_test(t, test_stale_symlink_only);
+    tcase_add_test(t, test_locked_by_real_firefox);
     suite_add_tcase(s, t);
     return s;
 }
