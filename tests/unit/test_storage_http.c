@@ -35,6 +35,10 @@ static void echo(picl_http_request *req, picl_http_response *resp, void *ctx)
         json_object_set_new(j, "q", json_string(v));
     free(v);
     json_object_set_new(j, "has_flag", json_boolean(picl_http_query_has(req, "flag")));
+    char addr[64], tiny[4];
+    if (picl_http_client_addr(req, addr, sizeof addr) == PICL_OK)
+        json_object_set_new(j, "addr", json_string(addr));
+    json_object_set_new(j, "tiny", json_integer(picl_http_client_addr(req, tiny, sizeof tiny)));
     const char *h = picl_http_header(req, "x-test");
     if (h)
         json_object_set_new(j, "x_test", json_string(h));
@@ -112,6 +116,8 @@ START_TEST(test_routing_and_raw_target)
     ck_assert_str_eq(json_string_value(json_array_get(p, 1)), "/A");
     ck_assert_str_eq(json_string_value(json_object_get(j, "q")), "a+b c");
     ck_assert(json_is_true(json_object_get(j, "has_flag")));
+    ck_assert_str_eq(json_string_value(json_object_get(j, "addr")), "127.0.0.1");
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "tiny")), PICL_ERROR_TOO_LARGE);
     json_decref(j);
     j = get_json("GET", "/", NULL, 200);
     ck_assert_str_eq(json_string_value(json_object_get(j, "route")), "root");
