@@ -206,6 +206,21 @@ START_TEST(test_locked_profile_untouched)
 }
 END_TEST
 
+START_TEST(test_corrupt_places_untouched)
+{
+    const char *d = fresh_profile();
+    tup_sh("head -c 4096 /dev/urandom > '%s/places.sqlite' && rm -f '%s/places.sqlite-wal' && touch '%s/.parentlock'",
+           d, d, d);
+    uint64_t before = tup_dir_digest(d);
+    picl_store *s = NULL;
+    char err[256];
+    ck_assert_int_eq(picl__places_open(&s, d, "bookmarks", err, sizeof err), PICL_ERROR_DATABASE);
+    ck_assert_ptr_null(s);
+    ck_assert_ptr_nonnull(strstr(err, "not an SQLite database"));
+    ck_assert(tup_dir_digest(d) == before);
+}
+END_TEST
+
 START_TEST(test_unknown_schema_untouched)
 {
     const char *d = fresh_profile();
@@ -761,6 +776,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_open_refusals);
     tcase_add_test(t, test_locked_profile_untouched);
     tcase_add_test(t, test_unknown_schema_untouched);
+    tcase_add_test(t, test_corrupt_places_untouched);
     tcase_add_test(t, test_bookmarks_read_firefox_profile);
     tcase_add_test(t, test_bookmarks_change_tracking);
     tcase_add_test(t, test_bookmarks_apply_read_back_by_firefox);
