@@ -178,7 +178,9 @@ START_TEST(test_two_and_three_devices_converge)
     json_t *p = server_payload("passwords", "{pw-1}");
     ck_assert_ptr_nonnull(p);
     ck_assert_str_eq(json_string_value(json_object_get(p, "kid")), "B:1");
-    ck_assert_ptr_null(strstr(json_dumps(p, 0), "p1"));
+    char *ptext = json_dumps(p, 0);
+    ck_assert_ptr_null(strstr(ptext, "p1"));
+    free(ptext);
     json_decref(p);
     p = server_payload("bookmarks", "bm1_________");
     ck_assert_str_eq(json_string_value(json_object_get(p, "kid")), "A:1");
