@@ -16,12 +16,28 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+static char tmp_slots[8][64];
+static unsigned tmp_next;
+
+/* Profiles are ~10 MB each: removed when the (forked) test process exits,
+ * unless PICL_KEEP_TMP is set (to look at them after a failure). */
+static void tmp_cleanup(void)
+{
+    const char *keep = getenv("PICL_KEEP_TMP");
+    if (keep && *keep && strcmp(keep, "0") != 0)
+        return;
+    for (unsigned i = 0; i < tmp_next && i < 8; i++)
+        if (strncmp(tmp_slots[i], "/tmp/picl-prof-", 15) == 0 && !strchr(tmp_slots[i], '\''))
+            tup_sh("rm -rf '%s' '%s'.*", tmp_slots[i], tmp_slots[i]);
+}
+
 const char *tup_tmpdir(void)
 {
-    static char slots[8][64];
-    static unsigned next;
-    char *d = slots[next++ % 8];
-    snprintf(d, sizeof slots[0], "/tmp/picl-prof-XXXXXX");
+    ck_assert_msg(tmp_next < 8, "at most 8 temporary directories per test");
+    if (tmp_next == 0)
+        atexit(tmp_cleanup);
+    char *d = tmp_slots[tmp_next++];
+    snprintf(d, sizeof tmp_slots[0], "/tmp/picl-prof-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(d));
     return d;
 }

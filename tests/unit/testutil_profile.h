@@ -8,7 +8,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* A fresh empty directory under /tmp (static buffer per call slot, 8 slots). */
+/* A fresh empty directory under /tmp (at most 8 per test process), removed
+ * with its side files at exit unless PICL_KEEP_TMP=1. */
 const char *tup_tmpdir(void);
 
 /* Creates a profile in dir (must not exist or be empty) with the sample data
