@@ -28,7 +28,10 @@
  * "livemark" is stored as a folder); ids are Places GUIDs except the roots
  * menu/toolbar/unfiled/mobile (menu________ ...); root________ and the tags
  * folder are never records.  Tags live as Firefox keeps them (a folder per tag
- * under tags________), keywords in moz_keywords.  Change tracking is Firefox's
+ * under tags________), keywords in moz_keywords; both belong to the URL, and
+ * an incoming bookmark without "tags" / "keyword" leaves its URL without.
+ * A folder record's "children" orders the folder (listed first, in order;
+ * others keep their order after them) and pulls listed items into it.  Change tracking is Firefox's
  * own: syncChangeCounter > 0 is a local change, moz_bookmarks_deleted holds
  * local deletions (tombstones); apply() writes syncStatus NORMAL and counter 0
  * and records no tombstone.  mark_synced() subtracts what changes() reported,
@@ -39,7 +42,10 @@
  * keyed by the page GUID.  Local changes are pages with a visit not written by
  * sync (moz_historyvisits.source != 1) newer than the cursor kept in moz_meta
  * ("picl/history/lastSync", µs); apply() writes visits with source 1.  Local
- * page deletions are not reported (Firefox keeps no history tombstones).
+ * page deletions are not reported (Firefox keeps no history tombstones).  An
+ * incoming page known locally by URL takes the incoming GUID; one whose GUID
+ * names another URL locally is skipped.  A page left without bookmark, keyword
+ * or visit is removed, as Places' expiration would.
  *
  * Bad incoming records (wrong id form, unknown type, missing or over-long URL,
  * malformed tags/children/visits) reject the whole batch with

@@ -667,10 +667,12 @@ static picl_status place_item(places *p, const char *guid, const char *want, siz
 }
 
 /* A folder record's children come first, in its order; others keep theirs. */
-static picl_status order_children(places *p, const bm_in *b)
+static picl_status order_children(places *p, const bm_in *b, json_t *parents)
 {
     int64_t folder = 0;
     picl_status rc = id_of(p, b->guid, &folder);
+    if (rc == PICL_OK && folder)
+        rc = mark_parent(p, parents, folder); /* renumbered below */
     size_t k;
     json_t *v;
     char buf[PLACES_GUID_LEN + 1];
@@ -726,7 +728,7 @@ static picl_status bm_apply(picl_store *s, const json_t *records)
         }
         for (size_t i = 0; rc == PICL_OK && i < n; i++)
             if (in[i].children)
-                rc = order_children(p, &in[i]);
+                rc = order_children(p, &in[i], parents);
         const char *key;
         json_t *v;
         json_object_foreach(parents, key, v) {

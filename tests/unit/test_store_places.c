@@ -464,6 +464,27 @@ START_TEST(test_bookmarks_apply_read_back_by_firefox)
 }
 END_TEST
 
+START_TEST(test_bookmarks_reorder_only)
+{
+    const char *d = fresh_profile();
+    picl_store *s = open_ok(d, "bookmarks");
+    apply_ok(s, "[{\"id\":\"fldrSample01\",\"type\":\"folder\",\"parentid\":\"menu\",\"title\":\"Sample Folder\","
+                "\"children\":[\"bmkFirefox01\",\"fldrNested01\",\"bmkExample01\"]}]");
+    json_t *r = NULL;
+    ck_assert_int_eq(picl__store_get(s, "fldrSample01", &r), PICL_OK);
+    /* listed first in order; the unlisted separator keeps its place after them */
+    ck_assert_str_eq(kids(r), "bmkFirefox01,fldrNested01,bmkExample01,sepSample001");
+    json_decref(r);
+    picl__store_close(s);
+    ck_assert_int_eq(sql_int(d, "SELECT count(*) FROM (SELECT parent, count(*) n, max(position) m, min(position) l "
+                                "FROM moz_bookmarks GROUP BY parent) WHERE m != n - 1 OR l != 0"), 0);
+    json_t *dump = tup_dump_profile(d);
+    ck_assert_str_eq(kids(tup_find(json_object_get(dump, "bookmarks"), "guid", "fldrSample01")),
+                     "bmkFirefox01,fldrNested01,bmkExample01,sepSample001");
+    json_decref(dump);
+}
+END_TEST
+
 START_TEST(test_bookmarks_bad_records_change_nothing)
 {
     const char *d = fresh_profile();
@@ -780,6 +801,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_bookmarks_read_firefox_profile);
     tcase_add_test(t, test_bookmarks_change_tracking);
     tcase_add_test(t, test_bookmarks_apply_read_back_by_firefox);
+    tcase_add_test(t, test_bookmarks_reorder_only);
     tcase_add_test(t, test_bookmarks_bad_records_change_nothing);
     tcase_add_test(t, test_bookmarks_wipe);
     tcase_add_test(t, test_history_read_firefox_profile);
