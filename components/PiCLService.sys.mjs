@@ -407,11 +407,26 @@ class Service {
       let snaps = {};
       for (let c of live) {
         let store = PiCLStores.get(c);
-        let changes = await store.changes();
-        snaps[c] = { changes: JSON.stringify(changes), all: null };
         if (wantAll.has(c)) {
-          snaps[c].all = JSON.stringify(await store.all());
+          /* all records once, the changes as ids: the worker rebuilds the
+           * changes' JSON, so the main thread serialises each record once */
+          let both = store.changesAndAll ? await store.changesAndAll()
+                                         : { changes: await store.changes(), all: await store.all() };
+          let allIds = new Set(both.all.map(r => r.id));
+          let changedIds = [];
+          let extra = [];
+          for (let r of both.changes) {
+            if (allIds.has(r.id)) {
+              changedIds.push(r.id);
+            } else {
+              extra.push(r);     /* tombstones */
+            }
+          }
+          snaps[c] = { all: JSON.stringify(both.all), changedIds, changes: JSON.stringify(extra) };
+        } else {
+          snaps[c] = { changes: JSON.stringify(await store.changes()), all: null };
         }
+        await new Promise(resolve => Services.tm.dispatchToMainThread(resolve));
       }
       let value;
       let stores;

@@ -27,7 +27,8 @@
  *
  * Change tracking:
  *   bookmarks  Places' own per-item syncChangeCounter and tombstone table
- *              (PlacesSyncUtils.bookmarks.pullChanges / pushChanges), so an
+ *              (read as PlacesSyncUtils.bookmarks.pullChanges would, cleared
+ *              with PlacesSyncUtils.bookmarks.pushChanges), so an
  *              edit made while PiCL was not loaded is still seen; incoming
  *              records are written with SOURCES.SYNC, which does not count.
  *   history    PlacesUtils.observers (page-visited, page-title-changed,
@@ -77,6 +78,8 @@ export function recordIdToGuid(id) {
  * and at most this many visits per history record (records.md: 20). */
 const HISTORY_ALL_MAX = 5000;
 const HISTORY_VISITS_MAX = 20;
+/* New bookmarks are inserted this many at a time (one insertTree each). */
+const APPLY_SLICE = 200;
 /* Valid Places transition types (nsINavHistoryService.TRANSITION_*). */
 const TRANSITIONS = new Set([1, 2, 3, 4, 5, 6, 7, 8, 9]);
 
@@ -196,13 +199,16 @@ const BOOKMARKS_SQL = `
     SELECT b.id FROM moz_bookmarks b JOIN synced s ON b.parent = s.id
   )
   SELECT b.guid, b.type, b.fk, b.title, b.dateAdded, b.position,
-         p.guid AS parentGuid, p.title AS parentTitle, h.url, k.keyword
+         p.guid AS parentGuid, p.title AS parentTitle, h.url, k.keyword, b.syncChangeCounter
     FROM synced s
     JOIN moz_bookmarks b ON b.id = s.id
     JOIN moz_bookmarks p ON p.id = b.parent
     LEFT JOIN moz_places h ON h.id = b.fk
     LEFT JOIN moz_keywords k ON k.place_id = b.fk
    ORDER BY b.parent, b.position`;
+
+/* Places' bookmark tombstones (kept until pushChanges clears them). */
+const TOMBSTONES_SQL = `SELECT guid FROM moz_bookmarks_deleted`;
 
 const TAGS_SQL = `
   SELECT b.fk, t.title AS tag
@@ -216,59 +222,71 @@ class BookmarksStore {
     this.stores = stores;
     this.name = "bookmarks";
     this.lastChanges = null;  /* recordId -> change record of pullChanges() */
+    this._parentFor = new Map();
   }
 
-  /* Every synced bookmark as a records.md record, keyed by record id. */
+  /* Every synced bookmark as a records.md record, keyed by record id.
+   * Rows are handled as Places delivers them (onRow), so a big tree is
+   * read in many short main-thread slices. */
   async _readTree() {
     const PU = lazy.PlacesUtils;
+    const FOLDER = PU.bookmarks.TYPE_FOLDER;
+    const SEPARATOR = PU.bookmarks.TYPE_SEPARATOR;
     let db = await PU.promiseDBConnection();
-    let rows = await db.execute(BOOKMARKS_SQL);
-    let tagRows = await db.execute(TAGS_SQL);
     let tagsByFk = new Map();
-    for (let r of tagRows) {
-      let fk = r.getResultByName("fk");
+    await db.execute(TAGS_SQL, null, r => {
+      let fk = r.getResultByIndex(0);
       if (!tagsByFk.has(fk)) {
         tagsByFk.set(fk, []);
       }
-      tagsByFk.get(fk).push(r.getResultByName("tag"));
-    }
+      tagsByFk.get(fk).push(r.getResultByIndex(1));
+    });
     let records = new Map();
     let childrenOf = new Map();
-    for (let r of rows) {
-      let guid = r.getResultByName("guid");
-      let type = r.getResultByName("type");
-      let parentGuid = r.getResultByName("parentGuid");
-      let id = guidToRecordId(guid);
-      let parentid = guidToRecordId(parentGuid);
+    let counters = new Map();
+    /* columns: guid, type, fk, title, dateAdded, position, parentGuid,
+     * parentTitle, url, keyword, syncChangeCounter */
+    await db.execute(BOOKMARKS_SQL, null, r => {
+      let counter = r.getResultByIndex(10);
+      let type = r.getResultByIndex(1);
+      let id = guidToRecordId(r.getResultByIndex(0));
       let rec = {
         id,
         type: "bookmark",
-        parentid,
-        parentName: r.getResultByName("parentTitle") || "",
-        dateAdded: Math.floor(r.getResultByName("dateAdded") / 1000),
+        parentid: guidToRecordId(r.getResultByIndex(6)),
+        parentName: r.getResultByIndex(7) || "",
+        dateAdded: Math.floor(r.getResultByIndex(4) / 1000),
       };
-      let title = r.getResultByName("title") || "";
-      if (type == PU.bookmarks.TYPE_FOLDER) {
+      let title = r.getResultByIndex(3) || "";
+      if (type == FOLDER) {
         rec.type = "folder";
         rec.title = title;
         rec.children = [];
         childrenOf.set(id, rec.children);
-      } else if (type == PU.bookmarks.TYPE_SEPARATOR) {
+      } else if (type == SEPARATOR) {
         rec.type = "separator";
-        rec.pos = r.getResultByName("position");
+        rec.pos = r.getResultByIndex(5);
       } else {
-        let url = r.getResultByName("url") || "";
+        let url = r.getResultByIndex(8) || "";
         rec.type = url.startsWith("place:") ? "query" : "bookmark";
         rec.title = title;
         rec.bmkUri = url;
-        rec.tags = tagsByFk.get(r.getResultByName("fk")) || [];
-        let kw = r.getResultByName("keyword");
+        rec.tags = tagsByFk.get(r.getResultByIndex(2)) || [];
+        let kw = r.getResultByIndex(9);
         if (kw) {
           rec.keyword = kw;
         }
       }
       records.set(id, rec);
-    }
+      if (counter >= 1) {
+        counters.set(id, counter);
+      }
+    });
+    let tombstones = [];
+    await db.execute(TOMBSTONES_SQL, null, r => {
+      tombstones.push(guidToRecordId(r.getResultByIndex(0)));
+    });
+    this._lastRead = { counters, tombstones };
     /* rows come ordered by (parent, position): children in order */
     for (let rec of records.values()) {
       let list = childrenOf.get(rec.parentid);
@@ -279,19 +297,30 @@ class BookmarksStore {
     return records;
   }
 
-  async changes() {
-    let changes = await lazy.PlacesSyncUtils.bookmarks.pullChanges();
-    delete changes.places;
+  /* changes() and all() from one read of the tree: {changes, all}. */
+  async changesAndAll() {
     let tree = await this._readTree();
+    return { changes: await this.changes(tree), all: Array.from(tree.values()) };
+  }
+
+  /* Items whose Places syncChangeCounter is >= 1 and Places' tombstones
+   * (what PlacesSyncUtils.bookmarks.pullChanges reports, read in the same
+   * query as the tree); the change records are kept for markSynced(). */
+  async changes(tree = null) {
+    tree = tree || await this._readTree();
+    let { counters, tombstones } = this._lastRead;
+    let changes = {};
     let out = [];
-    for (let id of Object.keys(changes)) {
-      let ch = changes[id];
-      if (ch.tombstone) {
-        out.push({ id, deleted: true });
-      } else if (tree.has(id)) {
+    for (let [id, counter] of counters) {
+      if (id != "places" && tree.has(id)) {
+        changes[id] = { tombstone: false, counter, synced: false };
         out.push(tree.get(id));
-      } else {
-        delete changes[id];   /* not a synced item (tags, or gone meanwhile) */
+      }
+    }
+    for (let id of tombstones) {
+      if (!tree.has(id)) {
+        changes[id] = { tombstone: true, counter: 1, synced: false };
+        out.push({ id, deleted: true });
       }
     }
     this.lastChanges = changes;
@@ -306,15 +335,22 @@ class BookmarksStore {
     if (!this.lastChanges) {
       return;
     }
+    /* in slices: pushChanges binds all its rows in one main-thread call */
     let push = {};
+    let n = 0;
     for (let r of records) {
       let ch = this.lastChanges[r.id];
       if (ch) {
         ch.synced = true;
         push[r.id] = ch;
+        if (++n == APPLY_SLICE) {
+          await lazy.PlacesSyncUtils.bookmarks.pushChanges(push);
+          push = {};
+          n = 0;
+        }
       }
     }
-    if (Object.keys(push).length) {
+    if (n) {
       await lazy.PlacesSyncUtils.bookmarks.pushChanges(push);
     }
   }
@@ -329,10 +365,12 @@ class BookmarksStore {
     await lazy.PlacesSyncUtils.bookmarks.wipe();
   }
 
-  /* Applies records in this order: tombstones of non-folders, new and
-   * changed items parents first (new subtrees with one insertTree per
-   * existing parent), folder child order, then tombstoned folders
-   * (PlacesSyncUtils keeps a folder that gained local children). */
+  /* Applies records in this order: new items level by level (parents
+   * first, in slices of APPLY_SLICE through insertTree, so no main-thread
+   * task grows with the batch), changed items, tags and keywords, folder
+   * child order, then tombstones (PlacesSyncUtils keeps a folder that
+   * gained local children).  Everything is validated before the first
+   * write. */
   async apply(records) {
     const PU = lazy.PlacesUtils;
     const SYNC = PU.bookmarks.SOURCES.SYNC;
@@ -353,18 +391,15 @@ class BookmarksStore {
     }
     let local = await this._readTree();
     let exists = id => local.has(id) || id in ROOT_ID_TO_GUID;
-
-    /* new items: nest under a new parent when that parent is new too;
-     * an item whose parent is nowhere goes to unfiled (client.md 3) */
+    /* an item whose parent is nowhere goes to unfiled (client.md 3) */
     let parentOf = r => {
       let p = r.parentid;
-      if (p && (exists(p) || live.has(p)) && p != "places") {
+      if (p && p != "places" && p != r.id && (exists(p) || live.has(p))) {
         return p;
       }
       return "unfiled";
     };
-    let nodes = new Map();
-    let roots = new Map();      /* existing parent record id -> [nodes] */
+    let nodes = new Map();      /* new items: record id -> insertTree node */
     let updates = [];
     for (let r of live.values()) {
       if (r.id in ROOT_ID_TO_GUID) {
@@ -372,33 +407,82 @@ class BookmarksStore {
       }
       if (local.has(r.id)) {
         updates.push(r);
+      } else {
+        nodes.set(r.id, this._toPlaces(r));
+      }
+    }
+    /* new items by depth below an existing parent; a cycle among new
+     * folders is broken by sending its members to unfiled */
+    let depth = new Map();
+    let depthOf = id => {
+      if (depth.has(id)) {
+        return depth.get(id);
+      }
+      let chain = [];
+      let cur = id;
+      let base = 0;
+      let parentFor = new Map();
+      while (true) {
+        let p = parentOf(live.get(cur));
+        if (!nodes.has(p)) {
+          parentFor.set(cur, p);
+          base = 0;
+          break;
+        }
+        if (depth.has(p)) {
+          parentFor.set(cur, p);
+          base = depth.get(p) + 1;
+          break;
+        }
+        if (chain.includes(p) || p == cur) {
+          parentFor.set(cur, "unfiled");   /* cycle */
+          base = 0;
+          break;
+        }
+        chain.push(cur);
+        parentFor.set(cur, p);
+        cur = p;
+      }
+      depth.set(cur, base);
+      this._parentFor.set(cur, parentFor.get(cur));
+      for (let i = chain.length - 1; i >= 0; i--) {
+        depth.set(chain[i], depth.get(parentFor.get(chain[i])) + 1);
+        this._parentFor.set(chain[i], parentFor.get(chain[i]));
+      }
+      return depth.get(id);
+    };
+    this._parentFor = new Map();
+    let levels = [];
+    for (let id of nodes.keys()) {
+      let d = depthOf(id);
+      (levels[d] = levels[d] || []).push(id);
+    }
+    for (let level of levels) {
+      if (!level) {
         continue;
       }
-      nodes.set(r.id, this._toPlaces(r));
-    }
-    for (let [id, node] of nodes) {
-      let p = parentOf(live.get(id));
-      if (nodes.has(p) && !this._createsCycle(id, p, live, nodes)) {
-        let parent = nodes.get(p);
-        parent.children = parent.children || [];
-        parent.children.push(node);
-      } else {
-        let key = nodes.has(p) ? "unfiled" : p;
-        if (!roots.has(key)) {
-          roots.set(key, []);
+      /* group by parent, keep the incoming order, insert in slices */
+      let byParent = new Map();
+      for (let id of level) {
+        let p = this._parentFor.get(id);
+        if (!byParent.has(p)) {
+          byParent.set(p, []);
         }
-        roots.get(key).push(node);
+        byParent.get(p).push(nodes.get(id));
       }
-    }
-    let tagged = [];
-    for (let [parentId, children] of roots) {
-      let parentGuid = recordIdToGuid(parentId);
-      await PU.bookmarks.insertTree({ guid: parentGuid, children, source: SYNC },
-                                    { fixupOrNoteInvalidItems: false });
-    }
-    for (let r of live.values()) {
-      if (nodes.has(r.id) && (r.type == "bookmark" || r.type == "query")) {
-        tagged.push(r);
+      for (let [p, children] of byParent) {
+        /* in the order of the parent's record when we have it, so the
+         * reorder pass below has nothing to move */
+        let order = live.has(p) && Array.isArray(live.get(p).children) ? live.get(p).children : null;
+        if (order) {
+          let pos = new Map(order.map((c, i) => [recordIdToGuid(c), i]));
+          let rank = n => (pos.has(n.guid) ? pos.get(n.guid) : order.length);
+          children.sort((x, y) => rank(x) - rank(y));
+        }
+        for (let i = 0; i < children.length; i += APPLY_SLICE) {
+          await PU.bookmarks.insertTree({ guid: recordIdToGuid(p), children: children.slice(i, i + APPLY_SLICE),
+                                          source: SYNC }, { fixupOrNoteInvalidItems: false });
+        }
       }
     }
     /* changed items */
@@ -415,7 +499,7 @@ class BookmarksStore {
         changed = true;
       }
       let p = parentOf(r);
-      if (p != cur.parentid && p != r.id) {
+      if (p != cur.parentid) {
         info.parentGuid = recordIdToGuid(p);
         info.index = PU.bookmarks.DEFAULT_INDEX;
         changed = true;
@@ -423,20 +507,26 @@ class BookmarksStore {
       if (changed) {
         await PU.bookmarks.update(info);
       }
-      if (r.type == "bookmark" || r.type == "query") {
-        tagged.push(r);
-      }
     }
-    /* tags and keywords */
-    for (let r of tagged) {
+    /* tags and keywords (per URL in Places); only where they differ */
+    for (let r of live.values()) {
+      if (r.type != "bookmark" && r.type != "query") {
+        continue;
+      }
+      let cur = local.get(r.id);
+      let sameUrl = cur && cur.bmkUri == r.bmkUri;
+      let want = Array.isArray(r.tags) ? r.tags.filter(t => typeof t == "string" && t) : [];
+      let kw = typeof r.keyword == "string" ? r.keyword : "";
+      if (!cur && !want.length && !kw) {
+        continue;
+      }
       let uri;
       try {
         uri = Services.io.newURI(r.bmkUri);
       } catch (e) {
         continue;
       }
-      let want = Array.isArray(r.tags) ? r.tags.filter(t => typeof t == "string" && t) : [];
-      let have = PU.tagging.getTagsForURI(uri);
+      let have = sameUrl ? cur.tags || [] : (cur ? PU.tagging.getTagsForURI(uri) : []);
       let add = want.filter(t => !have.includes(t));
       let drop = have.filter(t => !want.includes(t));
       if (add.length) {
@@ -445,9 +535,11 @@ class BookmarksStore {
       if (drop.length) {
         PU.tagging.untagURI(uri, drop, SYNC);
       }
-      let kw = typeof r.keyword == "string" ? r.keyword : "";
-      let curEntry = await PU.keywords.fetch({ url: r.bmkUri });
-      let curKw = curEntry ? curEntry.keyword : "";
+      let curKw = sameUrl ? cur.keyword || "" : "";
+      if (!sameUrl && (kw || cur)) {
+        let entry = await PU.keywords.fetch({ url: r.bmkUri });
+        curKw = entry ? entry.keyword : "";
+      }
       if (kw != curKw) {
         if (curKw) {
           await PU.keywords.remove({ keyword: curKw, source: SYNC });
@@ -458,17 +550,19 @@ class BookmarksStore {
       }
     }
     /* folder order: the incoming children list, ids we have first */
-    if (live.size) {
+    let folders = Array.from(live.values()).filter(r => r.type == "folder" && Array.isArray(r.children));
+    if (folders.length) {
       let now = await this._readTree();
-      for (let r of live.values()) {
-        if (r.type != "folder" || !Array.isArray(r.children) || !now.has(r.id)) {
+      for (let r of folders) {
+        if (!now.has(r.id)) {
           continue;
         }
         let have = now.get(r.id).children || [];
-        let order = r.children.filter(c => have.includes(c));
-        let rest = have.filter(c => !order.includes(c));
-        let want = order.concat(rest);
-        if (want.join(",") != have.join(",")) {
+        let haveSet = new Set(have);
+        let order = r.children.filter(c => haveSet.has(c));
+        let orderSet = new Set(order);
+        let want = order.concat(have.filter(c => !orderSet.has(c)));
+        if (want.some((c, i) => c != have[i])) {
           await PU.bookmarks.reorder(recordIdToGuid(r.id), want.map(recordIdToGuid), { source: SYNC });
         }
       }
@@ -477,19 +571,6 @@ class BookmarksStore {
       await lazy.PlacesSyncUtils.bookmarks.remove(tombstones.filter(id => !(id in ROOT_ID_TO_GUID)));
     }
     return records.length;
-  }
-
-  _createsCycle(id, p, live, nodes) {
-    let seen = new Set([id]);
-    while (nodes.has(p)) {
-      if (seen.has(p)) {
-        return true;
-      }
-      seen.add(p);
-      let r = live.get(p);
-      p = r ? r.parentid : null;
-    }
-    return false;
   }
 
   /* A records.md bookmark record as a PlacesUtils.bookmarks.insertTree node. */
@@ -969,6 +1050,9 @@ class Stores {
   async _init() {
     await this.tracker.load();
     const PU = lazy.PlacesUtils;
+    /* open Places now (its first use initialises the database on the main
+     * thread), not in the middle of the first sync */
+    await PU.promiseDBConnection();
     const SYNC = PU.bookmarks.SOURCES.SYNC;
     this._placesListener = events => {
       for (let e of events) {

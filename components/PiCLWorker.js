@@ -306,7 +306,14 @@ function state() {
 function withSnapshots(snaps, f) {
   snapshots = {};
   for (let c of Object.keys(snaps || {})) {
-    snapshots[c] = { changes: snaps[c].changes || "[]", all: snaps[c].all ?? null, byId: null,
+    let changes = snaps[c].changes || "[]";
+    if (Array.isArray(snaps[c].changedIds) && snaps[c].all) {
+      /* changes = the changed ids' records from all, plus the tombstones */
+      let ids = new Set(snaps[c].changedIds);
+      let list = JSON.parse(snaps[c].all).filter(r => ids.has(r.id)).concat(JSON.parse(changes));
+      changes = JSON.stringify(list);
+    }
+    snapshots[c] = { changes, all: snaps[c].all ?? null, byId: null,
                      applied: new Map(), marked: [], reset: false, wipe: false, needAll: false,
                      errors: [] };
   }

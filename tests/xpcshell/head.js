@@ -366,31 +366,73 @@ async function picl_mail_code(email, header) {
   throw new Error("no " + header + " mail for " + email);
 }
 
-/* Measures the longest gap between 5 ms timer ticks on the main thread
- * while promise runs: {value, maxGap}. */
+/* A monotonic clock in milliseconds. */
+function picl_now() {
+  return typeof ChromeUtils.now == "function" ? ChromeUtils.now() : Date.now();
+}
+
+/* This thread's scheduler counters from /proc/thread-self/schedstat (read
+ * with libc through js-ctypes, synchronously): {cpu, wait} in ms, wait
+ * being the time it was runnable but waiting for a CPU. */
+let _sched = null;
+function picl_thread_sched() {
+  if (!_sched) {
+    const { ctypes } = ChromeUtils.importESModule("resource://gre/modules/ctypes.sys.mjs");
+    let libc = ctypes.open("libc.so.6");
+    _sched = {
+      ctypes,
+      open: libc.declare("open", ctypes.default_abi, ctypes.int, ctypes.char.ptr, ctypes.int),
+      read: libc.declare("read", ctypes.default_abi, ctypes.ssize_t, ctypes.int, ctypes.voidptr_t, ctypes.size_t),
+      close: libc.declare("close", ctypes.default_abi, ctypes.int, ctypes.int),
+      buf: ctypes.char.array(128)(),
+    };
+  }
+  let fd = _sched.open("/proc/thread-self/schedstat", 0);
+  if (fd < 0) {
+    return { cpu: 0, wait: 0 };
+  }
+  let n = _sched.read(fd, _sched.buf.address(), 127);
+  _sched.close(fd);
+  let text = _sched.buf.readString().slice(0, Math.max(0, Number(n)));
+  let [cpu, wait] = text.trim().split(/\s+/).map(Number);
+  return { cpu: cpu / 1e6, wait: wait / 1e6 };
+}
+
+/* Measures, while promise runs, the gaps between 5 ms timer ticks on the
+ * main thread: maxGap (wall clock) and maxBlocked, the gap minus the time
+ * the thread was runnable but waiting for a CPU (other processes on a
+ * loaded machine), i.e. how long the main thread was busy or blocked.
+ * Resolves to {value, maxGap, maxBlocked}. */
 async function picl_measure_jank(promise) {
   let maxGap = 0;
-  let last = Cu.now();
-  let timer = Cc["@mozilla.org/timer;1"].createInstance(Ci.nsITimer);
-  timer.initWithCallback(() => {
-    let now = Cu.now();
-    maxGap = Math.max(maxGap, now - last);
+  let maxBlocked = 0;
+  let last = picl_now();
+  let lastSched = picl_thread_sched();
+  let tick = () => {
+    let now = picl_now();
+    let sched = picl_thread_sched();
+    let gap = now - last;
+    maxGap = Math.max(maxGap, gap);
+    maxBlocked = Math.max(maxBlocked, gap - (sched.wait - lastSched.wait));
     last = now;
-  }, 5, Ci.nsITimer.TYPE_REPEATING_SLACK);
+    lastSched = sched;
+  };
+  let timer = Cc["@mozilla.org/timer;1"].createInstance(Ci.nsITimer);
+  timer.initWithCallback(tick, 5, Ci.nsITimer.TYPE_REPEATING_SLACK);
   try {
     let value = await promise;
-    let now = Cu.now();
-    maxGap = Math.max(maxGap, now - last);
-    return { value, maxGap };
+    tick();
+    return { value, maxGap, maxBlocked };
   } finally {
     timer.cancel();
   }
 }
 
 /* Runs ops in another xpcshell process on profile dir (a second device):
- * tests/xpcshell/peer.js executes them and prints one PEER-RESULT line.
+ * head.js, extraFiles (more picl_ops) and tests/xpcshell/peer.js are loaded;
+ * peer.js executes the ops and prints one PEER-RESULT line.
  * Resolves to the array of results; a failed op is {error, result}. */
-async function picl_peer(profileDir, ops, seconds = 60) {
+async function picl_peer(profileDir, ops, seconds = 60, extraFiles = []) {
   const { Subprocess } = ChromeUtils.importESModule("resource://gre/modules/Subprocess.sys.mjs");
   let here = PathUtils.join(picl_srcdir(), "tests", "xpcshell");
   let ff = Services.env.get("PICL_FIREFOX") || "firefox-esr";
@@ -399,7 +441,9 @@ async function picl_peer(profileDir, ops, seconds = 60) {
   let proc = await Subprocess.call({
     command,
     arguments: ["--xpcshell", "-g", gre, "-a", gre + "/browser",
-                "-f", PathUtils.join(here, "head.js"), "-f", PathUtils.join(here, "peer.js"),
+                "-f", PathUtils.join(here, "head.js"),
+                ...extraFiles.flatMap(f => ["-f", f]),
+                "-f", PathUtils.join(here, "peer.js"),
                 "-e", "peer_main(" + seconds + ")"],
     environment: { PICL_XPC_PROFILE: profileDir, PICL_PEER_OPS: JSON.stringify(ops),
                    PICL_XPC_TEST: "peer" },
@@ -445,7 +489,7 @@ const picl_ops = {
   },
   async syncMeasured({ collections }) {
     let r = await picl_measure_jank(this._svc().sync(collections || []));
-    return { summary: JSON.parse(r.value), maxGap: r.maxGap };
+    return { summary: JSON.parse(r.value), maxGap: r.maxGap, maxBlocked: r.maxBlocked };
   },
   async addBookmark({ guid, url, title, parentGuid }) {
     const { PlacesUtils } = ChromeUtils.importESModule("resource://gre/modules/PlacesUtils.sys.mjs");

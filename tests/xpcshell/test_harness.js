@@ -78,3 +78,19 @@ add_task(async function test_peer_process() {
   Assert.ok(again[0].passwords["{peer-1}"], "login persisted (logins.json written at shutdown)");
   Assert.ok(await IOUtils.exists(PathUtils.join(dir, "places.sqlite")), "places.sqlite in the peer profile");
 });
+
+add_task(async function test_jank_meter_sees_a_blocked_main_thread() {
+  let busy = async () => {
+    await do_timeout_promise(20);
+    let end = picl_thread_sched().cpu + 80;   /* 80 ms of CPU, however loaded the machine */
+    while (picl_thread_sched().cpu < end) {
+      /* keep the main thread busy */
+    }
+    await do_timeout_promise(20);
+  };
+  let r = await picl_measure_jank(busy());
+  Assert.greaterOrEqual(r.maxBlocked, 70, "an 80 ms busy loop is seen as blocking: " + r.maxBlocked);
+  Assert.greaterOrEqual(r.maxGap, r.maxBlocked - 0.001, "the wall-clock gap is at least as long");
+  let idle = await picl_measure_jank(do_timeout_promise(100));
+  Assert.less(idle.maxBlocked, 40, "an idle main thread is not blocked: " + idle.maxBlocked);
+});
