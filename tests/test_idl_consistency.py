@@ -74,6 +74,25 @@ def js_members(text):
     return members, ("export const PiCLService = new Service();" in text)
 
 
+def compare(idl, js):
+    """Yields (ok, message) for every IDL member and every public JS member."""
+    for name, (kind, arity, rtype) in sorted(idl.items()):
+        j = js.get(name)
+        if not j:
+            yield False, "IDL member %s is not implemented by PiCLService" % name
+            continue
+        if kind == "method":
+            yield j["kinds"] == {"method"}, "%s must be a method" % name
+            yield j["arity"] == arity, "%s takes %s arguments in JS, %d in the IDL" % (name, j["arity"], arity)
+        else:
+            want = {"get"} if kind == "readonly" else {"get", "set"}
+            yield j["kinds"] == want, "%s: JS has %s, IDL %s attribute" % (name, sorted(j["kinds"]), kind)
+    for name in sorted(js):
+        if name.startswith("_") or name == "constructor":
+            continue
+        yield name in idl, "PiCLService.%s is not in the IDL" % name
+
+
 def main():
     src = sys.argv[1] if len(sys.argv) > 1 else "."
     out = sys.argv[2] if len(sys.argv) > 2 else None
@@ -101,7 +120,7 @@ def main():
         js, exported = js_members(js_text)
     except (OSError, ValueError) as e:
         check(False, "cannot read or parse: %s" % e)
-        idl, obs, js, exported, idl_text, h_text = {}, {}, {}, False, "", ""
+        idl, obs, js, exported, idl_text, h_text, js_text = {}, {}, {}, False, "", "", ""
 
     check(exported, "PiCLService.sys.mjs exports PiCLService = new Service()")
     required = {"keyserverURL", "signedInEmail", "verified", "createAccount", "verifyEmail", "signIn",
@@ -109,21 +128,23 @@ def main():
                 "destroyAccount", "getCollectionClass", "setCollectionClass", "sync",
                 "addObserver", "removeObserver"}
     check(required <= set(idl), "IDL lacks %s" % sorted(required - set(idl)))
-    for name, (kind, arity, rtype) in sorted(idl.items()):
-        j = js.get(name)
-        if not j:
-            check(False, "IDL member %s is not implemented by PiCLService" % name)
+    for ok, what in compare(idl, js):
+        check(ok, what)
+
+    # the comparison must be able to fail: mutated copies of the module
+    mutations = [
+        ("signOut() {", "signOut(x) {", "an extra parameter"),
+        ("  removeObserver(observer) {", "  extraMember() {\n  }\n  removeObserver2(observer) {",
+         "a missing member and an extra one"),
+        ("  get verified() {", "  verified() {", "an attribute turned into a method"),
+        ("  set keyserverURL(url) {", "  setKeyserverURL(url) {", "a lost setter"),
+    ]
+    for old_text, new_text, what in mutations:
+        if old_text not in js_text:
+            check(False, "self-test: %r not found in PiCLService.sys.mjs" % old_text)
             continue
-        if kind == "method":
-            check(j["kinds"] == {"method"}, "%s must be a method" % name)
-            check(j["arity"] == arity, "%s takes %s arguments in JS, %d in the IDL" % (name, j["arity"], arity))
-        else:
-            want = {"get"} if kind == "readonly" else {"get", "set"}
-            check(j["kinds"] == want, "%s: JS has %s, IDL %s attribute" % (name, sorted(j["kinds"]), kind))
-    for name in sorted(js):
-        if name.startswith("_") or name == "constructor":
-            continue
-        check(name in idl, "PiCLService.%s is not in the IDL" % name)
+        mutated, _ = js_members(js_text.replace(old_text, new_text, 1))
+        check(any(not ok for ok, _ in compare(idl, mutated)), "self-test: %s is detected" % what)
 
     # the long operations are Promises; the rest are not
     for name in ("createAccount", "verifyEmail", "signIn", "signOut", "changePassword", "forgotPassword",

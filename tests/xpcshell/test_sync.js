@@ -99,6 +99,33 @@ add_task(async function test_b_to_a_and_edits_both_ways() {
   Assert.equal(b.passwords["{login-from-b}"].password, "pw-b-2", "new password reached B");
 });
 
+add_task(async function test_failed_local_apply_resets_and_recovers() {
+  await onB([{ op: "addBookmark", guid: "bmkApplyFail", url: "https://apply-fail.example/", title: "x",
+               parentGuid: "fldrFromA001" }, { op: "sync", collections: ["bookmarks"] }]);
+  const { PiCLStores } = picl_import("PiCLStores.sys.mjs");
+  let bs = PiCLStores.get("bookmarks");
+  let realApply = bs.apply;
+  bs.apply = async () => {
+    throw new Error("disk full (injected)");
+  };
+  let events = [];
+  let obs = (phase, collection, done, total) => events.push([phase, collection, done, total]);
+  PiCLService.addObserver(obs);
+  try {
+    await Assert.rejects(PiCLService.sync(["bookmarks"]),
+                         { result: PICL_STATUS.DATABASE, message: /disk full \(injected\).*next sync/ },
+                         "a failed local apply rejects with DATABASE and says what happens next");
+  } finally {
+    bs.apply = realApply;
+    PiCLService.removeObserver(obs);
+  }
+  Assert.equal(await BM.fetch("bmkApplyFail"), null, "nothing applied");
+  Assert.ok(events.some(e => e[0] == "apply" && e[1] == "bookmarks"), "apply progress was notified");
+  let s = JSON.parse(await PiCLService.sync(["bookmarks"]));
+  Assert.equal(s.status, "ok");
+  Assert.ok(await BM.fetch("bmkApplyFail"), "the next sync downloaded the record again and applied it");
+});
+
 add_task(async function test_class_moves() {
   Assert.equal(PiCLService.getCollectionClass("bookmarks"), "A");
   await PiCLService.setCollectionClass("bookmarks", "B");
