@@ -36,11 +36,14 @@
  * local deletions (tombstones); apply() writes syncStatus NORMAL and counter 0
  * and records no tombstone.  mark_synced() subtracts what changes() reported,
  * so an edit made meanwhile stays a change.  An incoming item whose parent is
- * missing goes to unfiled; a deleted folder's surviving children too.
+ * missing goes to unfiled; a deleted folder's surviving children too; both
+ * moves are local changes (counter bumped, with unfiled's) so the server
+ * learns the new structure.
  *
  * History: records {id, histUri, title, visits[{date µs, type}]} (newest 20),
  * keyed by the page GUID.  Local changes are pages with a visit not written by
  * sync (moz_historyvisits.source != 1) newer than the cursor kept in moz_meta
+ * (a visit imported with a date older than the cursor is not seen)
  * ("picl/history/lastSync", µs); apply() writes visits with source 1.  Local
  * page deletions are not reported (Firefox keeps no history tombstones).  An
  * incoming page known locally by URL takes the incoming GUID; one whose GUID

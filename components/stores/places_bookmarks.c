@@ -571,9 +571,14 @@ static picl_status apply_delete(places *p, const bm_in *b, json_t *parents, int6
         rc = q(p, "DELETE FROM moz_bookmarks_deleted WHERE guid = ?", "t", b->guid);
     if (rc != PICL_OK || !id)
         return rc;
-    if (type == 2) { /* surviving children go to unfiled (records.md: parent gone) */
-        rc = q(p, "UPDATE moz_bookmarks SET parent = ?1, position = ?2 + position, lastModified = ?3 "
-                  "WHERE parent = ?4", "iiii", p->unfiled_id, (int64_t)BM_NEW_POSITION, now, id);
+    if (type == 2) { /* surviving children go to unfiled (records.md: parent gone), a local change */
+        rc = q(p, "UPDATE moz_bookmarks SET parent = ?1, position = ?2 + position, lastModified = ?3, "
+                  "syncChangeCounter = syncChangeCounter + 1 WHERE parent = ?4", "iiii", p->unfiled_id,
+               (int64_t)BM_NEW_POSITION, now, id);
+        if (rc == PICL_OK)
+            rc = q(p, "UPDATE moz_bookmarks SET syncChangeCounter = syncChangeCounter + 1 WHERE id = ?1 AND "
+                      "EXISTS (SELECT 1 FROM moz_bookmarks WHERE parent = ?1 AND position >= ?2)", "ii",
+                   p->unfiled_id, (int64_t)BM_NEW_POSITION);
         if (rc == PICL_OK)
             rc = mark_parent(p, parents, p->unfiled_id);
     }
@@ -653,8 +658,14 @@ static picl_status place_item(places *p, const char *guid, const char *want, siz
         target = 0;
     if (rc != PICL_OK)
         return rc;
-    if (!target)
+    if (!target) {
+        /* not where the server says: a local change, so the server learns it */
         target = p->unfiled_id;
+        rc = q(p, "UPDATE moz_bookmarks SET syncChangeCounter = syncChangeCounter + 1 WHERE id IN (?1, ?2)", "ii",
+               id, target);
+        if (rc != PICL_OK)
+            return rc;
+    }
     if (target == parent)
         return PICL_OK;
     rc = q(p, "UPDATE moz_bookmarks SET parent = ?1, position = ?2 WHERE id = ?3", "iii", target,

@@ -391,9 +391,12 @@ START_TEST(test_bookmarks_apply_read_back_by_firefox)
     ck_assert_int_eq(picl__store_mark_synced(s, c), PICL_OK);
     json_decref(c);
     apply_ok(s, INCOMING_BOOKMARKS);
-    /* what we applied is not a local change */
+    /* what we applied is not a local change; only the orphan we had to put in
+     * unfiled (and unfiled itself) are, so the server learns where it went */
     c = changes(s);
-    ck_assert_msg(json_array_size(c) == 0, "%s", json_dumps(c, 0));
+    ck_assert_msg(json_array_size(c) == 2, "%s", json_dumps(c, 0));
+    ck_assert_str_eq(str(tup_find(c, "id", "orphanItem01"), "parentid"), "unfiled");
+    ck_assert_str_eq(kids(tup_find(c, "id", "unfiled")), "orphanItem01");
     json_decref(c);
     json_t *a = all(s);
     ck_assert_str_eq(kids(tup_find(a, "id", "toolbar")), "newFolder001,bmkFirefox01,bmkToolbar01");
