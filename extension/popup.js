@@ -24,6 +24,9 @@ async function render() {
     ? "Signed in as " + st.signedInEmail + (st.verified ? "" : " (not verified)")
     : "Signed out" + (st.keyserverURL ? " — keyserver " + st.keyserverURL : "");
   $("signin").hidden = !!st.signedInEmail;
+  if (!$("keyserver").value) {
+    $("keyserver").value = st.keyserverURL || "";
+  }
   $("verify").hidden = !st.signedInEmail || st.verified;
   $("account").hidden = !st.signedInEmail;
   let table = $("classes");
@@ -46,12 +49,24 @@ async function render() {
   }
 }
 
+/* The keyserver typed in the form, before an account call. */
+async function useKeyserver() {
+  let url = $("keyserver").value.trim();
+  if (url) {
+    await browser.picl.setKeyserverURL(url);
+  }
+}
 $("signin").addEventListener("submit", ev => {
   ev.preventDefault();
-  run(() => browser.picl.signIn($("email").value, $("password").value));
+  run(async () => {
+    await useKeyserver();
+    await browser.picl.signIn($("email").value, $("password").value);
+  });
 });
-$("do-create").addEventListener("click", () =>
-  run(() => browser.picl.createAccount($("email").value, $("password").value)));
+$("do-create").addEventListener("click", () => run(async () => {
+  await useKeyserver();
+  await browser.picl.createAccount($("email").value, $("password").value);
+}));
 $("verify").addEventListener("submit", ev => {
   ev.preventDefault();
   run(() => browser.picl.verifyEmail($("code").value));
