@@ -328,31 +328,54 @@ picl_status sdb_usage(sqlite3 *c, int64_t uid, int64_t now, int64_t *bytes)
 
 /* ---- writes ---------------------------------------------------------- */
 
-picl_status sdb_upsert(sqlite3 *c, int64_t uid, const char *coll, const sdb_bso *b, int64_t t,
-                       int64_t now)
+picl_status sdb_upserter_init(sqlite3 *c, sdb_upserter *u)
 {
-    sqlite3_stmt *q;
-    picl_status st = sdb__prep(c, "DELETE FROM bsos WHERE uid=?1 AND coll=?2 AND id=?3 AND expiry<=?4",
-                          &q);
+    memset(u, 0, sizeof *u);
+    picl_status st = sdb__prep(
+        c, "DELETE FROM bsos WHERE uid=?1 AND coll=?2 AND id=?3 AND expiry<=?4", &u->del);
+    if (st == PICL_OK)
+        st = sdb__prep(c,
+                       "INSERT INTO bsos(uid,coll,id,sortindex,payload,payload_size,modified,expiry)"
+                       " VALUES(?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT(uid,coll,id) DO UPDATE SET"
+                       " sortindex=CASE WHEN ?9 THEN excluded.sortindex ELSE sortindex END,"
+                       " payload=CASE WHEN ?10 THEN excluded.payload ELSE payload END,"
+                       " payload_size=CASE WHEN ?10 THEN excluded.payload_size ELSE payload_size END,"
+                       " expiry=CASE WHEN ?11 THEN excluded.expiry ELSE expiry END,"
+                       " modified=excluded.modified",
+                       &u->ins);
     if (st != PICL_OK)
-        return st;
+        sdb_upserter_done(u);
+    return st;
+}
+
+void sdb_upserter_done(sdb_upserter *u)
+{
+    sqlite3_finalize(u->del);
+    sqlite3_finalize(u->ins);
+    u->del = u->ins = NULL;
+}
+
+/* Steps a reusable statement that returns no row, then resets it. */
+static picl_status step_reset(sqlite3_stmt *q)
+{
+    int rc = sqlite3_step(q);
+    sqlite3_reset(q);
+    sqlite3_clear_bindings(q);
+    return rc == SQLITE_DONE ? PICL_OK : sdb__map_rc(rc);
+}
+
+picl_status sdb_upserter_run(sdb_upserter *u, int64_t uid, const char *coll, const sdb_bso *b,
+                             int64_t t, int64_t now)
+{
+    sqlite3_stmt *q = u->del;
     sqlite3_bind_int64(q, 1, uid);
     sqlite3_bind_text(q, 2, coll, -1, SQLITE_STATIC);
     sqlite3_bind_text(q, 3, b->id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(q, 4, now);
-    if ((st = sdb__run(q)) != PICL_OK)
-        return st;
-    st = sdb__prep(c,
-              "INSERT INTO bsos(uid,coll,id,sortindex,payload,payload_size,modified,expiry)"
-              " VALUES(?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT(uid,coll,id) DO UPDATE SET"
-              " sortindex=CASE WHEN ?9 THEN excluded.sortindex ELSE sortindex END,"
-              " payload=CASE WHEN ?10 THEN excluded.payload ELSE payload END,"
-              " payload_size=CASE WHEN ?10 THEN excluded.payload_size ELSE payload_size END,"
-              " expiry=CASE WHEN ?11 THEN excluded.expiry ELSE expiry END,"
-              " modified=excluded.modified",
-              &q);
+    picl_status st = step_reset(q);
     if (st != PICL_OK)
         return st;
+    q = u->ins;
     sqlite3_bind_int64(q, 1, uid);
     sqlite3_bind_text(q, 2, coll, -1, SQLITE_STATIC);
     sqlite3_bind_text(q, 3, b->id, -1, SQLITE_STATIC);
@@ -372,7 +395,18 @@ picl_status sdb_upsert(sqlite3 *c, int64_t uid, const char *coll, const sdb_bso 
     sqlite3_bind_int(q, 9, b->has_sortindex);
     sqlite3_bind_int(q, 10, b->has_payload);
     sqlite3_bind_int(q, 11, b->has_ttl);
-    return sdb__run(q);
+    return step_reset(q);
+}
+
+picl_status sdb_upsert(sqlite3 *c, int64_t uid, const char *coll, const sdb_bso *b, int64_t t,
+                       int64_t now)
+{
+    sdb_upserter u;
+    picl_status st = sdb_upserter_init(c, &u);
+    if (st == PICL_OK)
+        st = sdb_upserter_run(&u, uid, coll, b, t, now);
+    sdb_upserter_done(&u);
+    return st;
 }
 
 picl_status sdb_touch(sqlite3 *c, int64_t uid, const char *coll, int64_t t)

@@ -72,6 +72,16 @@ picl_status sdb_item_modified(sqlite3 *c, int64_t uid, const char *coll, const c
  * row is replaced as if absent). */
 picl_status sdb_upsert(sqlite3 *c, int64_t uid, const char *coll, const sdb_bso *b, int64_t t,
                        int64_t now);
+
+/* The same for many BSOs in one transaction, preparing the statements once:
+ * init, run for each, done (always, also after a failure). */
+typedef struct sdb_upserter {
+    sqlite3_stmt *del, *ins;
+} sdb_upserter;
+picl_status sdb_upserter_init(sqlite3 *c, sdb_upserter *u);
+picl_status sdb_upserter_run(sdb_upserter *u, int64_t uid, const char *coll, const sdb_bso *b,
+                             int64_t t, int64_t now);
+void sdb_upserter_done(sdb_upserter *u);
 /* Sets the user's (and when coll != NULL the collection's) last-modified to t. */
 picl_status sdb_touch(sqlite3 *c, int64_t uid, const char *coll, int64_t t);
 

@@ -94,6 +94,11 @@ picl_status sdb_batch_apply(sqlite3 *c, const char *id, int64_t uid, const char 
     if (st != PICL_OK)
         return st;
     sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
+    sdb_upserter u;
+    if ((st = sdb_upserter_init(c, &u)) != PICL_OK) {
+        sqlite3_finalize(q);
+        return st;
+    }
     int rc;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         sdb_bso b;
@@ -114,11 +119,12 @@ picl_status sdb_batch_apply(sqlite3 *c, const char *id, int64_t uid, const char 
             st = PICL_ERROR_NO_MEMORY;
             break;
         }
-        if ((st = sdb_upsert(c, uid, coll, &b, t, now)) != PICL_OK)
+        if ((st = sdb_upserter_run(&u, uid, coll, &b, t, now)) != PICL_OK)
             break;
     }
     if (st == PICL_OK && rc != SQLITE_DONE)
         st = sdb__map_rc(rc);
+    sdb_upserter_done(&u);
     sqlite3_finalize(q);
     if (st != PICL_OK)
         return st;

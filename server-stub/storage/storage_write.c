@@ -496,8 +496,11 @@ void storage__post_coll(sreq *r, const char *coll)
             (st = sdb_touch(c, r->uid, coll, t)) != PICL_OK)
             goto out;
     } else if (n) {
+        sdb_upserter u;
+        st = sdb_upserter_init(c, &u);
         for (size_t i = 0; i < n && st == PICL_OK; i++)
-            st = sdb_upsert(c, r->uid, coll, &items[i], t, r->now);
+            st = sdb_upserter_run(&u, r->uid, coll, &items[i], t, r->now);
+        sdb_upserter_done(&u);
         if (st == PICL_OK)
             st = sdb_touch(c, r->uid, coll, t);
         if (st != PICL_OK)
