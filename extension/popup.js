@@ -69,7 +69,16 @@ $("do-create").addEventListener("click", () => run(async () => {
 }));
 $("verify").addEventListener("submit", ev => {
   ev.preventDefault();
-  run(() => browser.picl.verifyEmail($("code").value));
+  run(async () => {
+    await browser.picl.verifyEmail($("code").value);
+    /* the keys are fetched at a sign-in of a verified account */
+    let st = await browser.picl.getState();
+    if ($("password").value) {
+      await browser.picl.signIn(st.signedInEmail, $("password").value);
+    } else {
+      say("Verified. Sign out and sign in again to fetch the keys.");
+    }
+  });
 });
 $("signout").addEventListener("click", () => run(() => browser.picl.signOut()));
 $("sync").addEventListener("click", () => run(async () => {
