@@ -1,4 +1,4 @@
-/* places.c -- places.sqlite: opening, the pages Firefox expects, and the history store (see places.h). */
+/* places.c -- places.sqlite: opening, SQLite helpers and the pages Firefox expects (see places.h). */
 #include "stores/places_int.h"
 
 #include <stdarg.h>
@@ -12,13 +12,10 @@
 #include "crypto/hash.h"
 #include "crypto/nss.h"
 
-#define HISTORY_MAX_VISITS 20          /* per record, newest first (records.md §3) */
-#define HISTORY_MAX_IN_VISITS 1000     /* an incoming record with more is malformed */
-#define HISTORY_CURSOR_KEY "picl/history/lastSync"
 
 /* ---- SQLite helpers ------------------------------------------------------ */
 
-static picl_status dberr(places *p, const char *what)
+picl_status picl__places_dberr(places *p, const char *what)
 {
     return picl__store_fail(&p->base, PICL_ERROR_DATABASE, "places.sqlite: %s: %s", what,
                             sqlite3_errmsg(p->db));
@@ -26,19 +23,19 @@ static picl_status dberr(places *p, const char *what)
 
 picl_status picl__places_exec(places *p, const char *sql)
 {
-    return sqlite3_exec(p->db, sql, NULL, NULL, NULL) == SQLITE_OK ? PICL_OK : dberr(p, "exec");
+    return sqlite3_exec(p->db, sql, NULL, NULL, NULL) == SQLITE_OK ? PICL_OK : picl__places_dberr(p, "exec");
 }
 
 picl_status picl__places_prep(places *p, sqlite3_stmt **st, const char *sql)
 {
-    return sqlite3_prepare_v2(p->db, sql, -1, st, NULL) == SQLITE_OK ? PICL_OK : dberr(p, "prepare");
+    return sqlite3_prepare_v2(p->db, sql, -1, st, NULL) == SQLITE_OK ? PICL_OK : picl__places_dberr(p, "prepare");
 }
 
 picl_status picl__places_done(places *p, sqlite3_stmt *st)
 {
     int r = sqlite3_step(st);
     sqlite3_reset(st);
-    return r == SQLITE_DONE ? PICL_OK : dberr(p, "step");
+    return r == SQLITE_DONE ? PICL_OK : picl__places_dberr(p, "step");
 }
 
 picl_status picl__places_begin(places *p)
@@ -51,7 +48,7 @@ picl_status picl__places_end(places *p, picl_status rc)
     if (rc == PICL_OK) {
         if (sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
             return PICL_OK;
-        rc = dberr(p, "commit");
+        rc = picl__places_dberr(p, "commit");
     }
     sqlite3_exec(p->db, "ROLLBACK", NULL, NULL, NULL);
     sqlite3_exec(p->db, "DELETE FROM temp.picl_touched", NULL, NULL, NULL);
@@ -63,6 +60,59 @@ int64_t picl__places_now_us(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Runs sql with parameters bound by `types` ('i' int64, 'n' int64 with 0 as
+ * NULL, 't' text or NULL);
+ * when out is given, *out = the first column of the first row (0 if none). */
+static picl_status vq(places *p, int64_t *out, const char *sql, const char *types, va_list ap)
+{
+    sqlite3_stmt *st = NULL;
+    picl_status rc = picl__places_prep(p, &st, sql);
+    if (rc != PICL_OK)
+        return rc;
+    for (int i = 0; types[i]; i++) {
+        if (types[i] == 'i') {
+            sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
+        } else if (types[i] == 'n') {
+            int64_t v = va_arg(ap, int64_t);
+            if (v)
+                sqlite3_bind_int64(st, i + 1, v);
+            else
+                sqlite3_bind_null(st, i + 1);
+        } else {
+            const char *s = va_arg(ap, const char *);
+            if (s)
+                sqlite3_bind_text(st, i + 1, s, -1, SQLITE_TRANSIENT);
+            else
+                sqlite3_bind_null(st, i + 1);
+        }
+    }
+    int r = sqlite3_step(st);
+    if (out)
+        *out = r == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    if (r != SQLITE_ROW && r != SQLITE_DONE)
+        rc = picl__store_fail(&p->base, PICL_ERROR_DATABASE, "places.sqlite: %s", sqlite3_errmsg(p->db));
+    sqlite3_finalize(st);
+    return rc;
+}
+
+picl_status picl__places_q(places *p, const char *sql, const char *types, ...)
+{
+    va_list ap;
+    va_start(ap, types);
+    picl_status rc = vq(p, NULL, sql, types, ap);
+    va_end(ap);
+    return rc;
+}
+
+picl_status picl__places_q1(places *p, int64_t *out, const char *sql, const char *types, ...)
+{
+    va_list ap;
+    va_start(ap, types);
+    picl_status rc = vq(p, out, sql, types, ap);
+    va_end(ap);
+    return rc;
 }
 
 /* ---- GUIDs, URLs, url_hash ---------------------------------------------- */
@@ -211,7 +261,7 @@ static picl_status origin_id(places *p, const char *url, int64_t *id)
     if (sqlite3_step(st) == SQLITE_ROW)
         *id = sqlite3_column_int64(st, 0);
     else
-        rc = dberr(p, "origin");
+        rc = picl__places_dberr(p, "origin");
     sqlite3_finalize(st);
     return rc;
 }
@@ -233,7 +283,7 @@ picl_status picl__places_page(places *p, const char *url, const char *guid, int6
         goto done;
     }
     if (r != SQLITE_DONE) {
-        rc = dberr(p, "page lookup");
+        rc = picl__places_dberr(p, "page lookup");
         goto done;
     }
     sqlite3_finalize(st);
@@ -304,378 +354,6 @@ picl_status picl__places_fix_touched(places *p)
     return rc;
 }
 
-/* ---- the history store --------------------------------------------------- */
-
-/* The history record of page place_id (guid, url, title given), or NULL in
- * *out when it has no visits. */
-static picl_status history_record(places *p, int64_t place_id, const char *guid, const char *url,
-                                  const char *title, json_t **out)
-{
-    sqlite3_stmt *st = NULL;
-    *out = NULL;
-    picl_status rc = picl__places_prep(p, &st,
-        "SELECT visit_date, visit_type FROM moz_historyvisits WHERE place_id = ? "
-        "AND visit_type BETWEEN 1 AND 9 ORDER BY visit_date DESC, id DESC LIMIT 20");
-    if (rc != PICL_OK)
-        return rc;
-    sqlite3_bind_int64(st, 1, place_id);
-    json_t *visits = json_array();
-    int r;
-    while ((r = sqlite3_step(st)) == SQLITE_ROW)
-        json_array_append_new(visits, json_pack("{s:I, s:i}", "date", (json_int_t)sqlite3_column_int64(st, 0),
-                                                "type", sqlite3_column_int(st, 1)));
-    if (r != SQLITE_DONE)
-        rc = dberr(p, "visits");
-    sqlite3_finalize(st);
-    if (rc == PICL_OK && json_array_size(visits) > 0)
-        *out = json_pack("{s:s, s:s, s:s?, s:O}", "id", guid, "histUri", url, "title", title, "visits", visits);
-    json_decref(visits);
-    if (rc == PICL_OK && json_array_size(visits) > 0 && !*out)
-        rc = picl__store_fail(&p->base, PICL_ERROR_NO_MEMORY, "out of memory");
-    return rc;
-}
-
-/* Appends the records of the pages a query selects (id, guid, url, title). */
-static picl_status history_collect(places *p, sqlite3_stmt *q, json_t *a)
-{
-    picl_status rc = PICL_OK;
-    int r;
-    while (rc == PICL_OK && (r = sqlite3_step(q)) == SQLITE_ROW) {
-        json_t *rec = NULL;
-        rc = history_record(p, sqlite3_column_int64(q, 0), (const char *)sqlite3_column_text(q, 1),
-                            (const char *)sqlite3_column_text(q, 2), (const char *)sqlite3_column_text(q, 3),
-                            &rec);
-        if (rec)
-            json_array_append_new(a, rec);
-    }
-    if (rc == PICL_OK && r != SQLITE_DONE)
-        rc = dberr(p, "pages");
-    return rc;
-}
-
-static picl_status history_cursor(places *p, int64_t *cursor)
-{
-    sqlite3_stmt *st = NULL;
-    *cursor = 0;
-    picl_status rc = picl__places_prep(p, &st, "SELECT value FROM moz_meta WHERE key = '" HISTORY_CURSOR_KEY "'");
-    if (rc != PICL_OK)
-        return rc;
-    if (sqlite3_step(st) == SQLITE_ROW)
-        *cursor = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return PICL_OK;
-}
-
-static picl_status hist_changes(picl_store *s, json_t **out)
-{
-    places *p = (places *)s;
-    int64_t cursor, newest = 0;
-    sqlite3_stmt *q = NULL;
-    *out = NULL;
-    picl_status rc = history_cursor(p, &cursor);
-    if (rc == PICL_OK)
-        rc = picl__places_prep(p, &q,
-            "SELECT h.id, h.guid, h.url, h.title, (SELECT max(visit_date) FROM moz_historyvisits v "
-            "  WHERE v.place_id = h.id AND v.source != 1) "
-            "FROM moz_places h WHERE h.id IN (SELECT place_id FROM moz_historyvisits "
-            "  WHERE source != 1 AND visit_date > ?1) ORDER BY h.id");
-    json_t *a = json_array();
-    if (rc == PICL_OK) {
-        sqlite3_bind_int64(q, 1, cursor);
-        rc = history_collect(p, q, a);
-        sqlite3_reset(q);
-    }
-    if (rc == PICL_OK) {
-        sqlite3_finalize(q);
-        q = NULL;
-        rc = picl__places_prep(p, &q, "SELECT max(visit_date) FROM moz_historyvisits WHERE source != 1");
-        if (rc == PICL_OK && sqlite3_step(q) == SQLITE_ROW)
-            newest = sqlite3_column_int64(q, 0);
-    }
-    sqlite3_finalize(q);
-    if (rc != PICL_OK) {
-        json_decref(a);
-        return rc;
-    }
-    p->reported_until = newest > cursor ? newest : cursor;
-    *out = a;
-    return PICL_OK;
-}
-
-static picl_status hist_all(picl_store *s, json_t **out)
-{
-    places *p = (places *)s;
-    sqlite3_stmt *q = NULL;
-    *out = NULL;
-    picl_status rc = picl__places_prep(p, &q,
-        "SELECT id, guid, url, title FROM moz_places WHERE last_visit_date IS NOT NULL "
-        "ORDER BY last_visit_date DESC, id");
-    json_t *a = json_array();
-    if (rc == PICL_OK)
-        rc = history_collect(p, q, a);
-    sqlite3_finalize(q);
-    if (rc != PICL_OK) {
-        json_decref(a);
-        return rc;
-    }
-    *out = a;
-    return PICL_OK;
-}
-
-static picl_status hist_get(picl_store *s, const char *id, json_t **out)
-{
-    places *p = (places *)s;
-    sqlite3_stmt *q = NULL;
-    *out = NULL;
-    picl_status rc = picl__places_prep(p, &q, "SELECT id, guid, url, title FROM moz_places WHERE guid = ?");
-    json_t *a = json_array();
-    if (rc == PICL_OK) {
-        sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
-        rc = history_collect(p, q, a);
-    }
-    sqlite3_finalize(q);
-    if (rc == PICL_OK && json_array_size(a) == 1)
-        *out = json_incref(json_array_get(a, 0));
-    json_decref(a);
-    return rc;
-}
-
-/* One incoming history record, checked (the one parser of history input). */
-typedef struct hist_in {
-    const char *id;
-    int deleted;
-    const char *url;
-    const char *title; /* NULL: leave the title */
-    const json_t *visits;
-} hist_in;
-
-static picl_status parse_history(places *p, const json_t *r, size_t i, hist_in *h)
-{
-    memset(h, 0, sizeof *h);
-    if (!json_is_object(r))
-        return picl__store_fail(&p->base, PICL_ERROR_ENCODING, "history record %zu is not an object", i);
-    h->id = json_string_value(json_object_get(r, "id"));
-    if (!picl__places_valid_guid(h->id))
-        return picl__store_fail(&p->base, PICL_ERROR_ENCODING, "history record %zu: bad id", i);
-    json_t *del = json_object_get(r, "deleted");
-    if (del && !json_is_boolean(del))
-        return picl__store_fail(&p->base, PICL_ERROR_ENCODING, "history record %s: bad deleted", h->id);
-    if (json_is_true(del)) {
-        h->deleted = 1;
-        return PICL_OK;
-    }
-    h->url = json_string_value(json_object_get(r, "histUri"));
-    if (!picl__places_valid_url(h->url))
-        return picl__store_fail(&p->base, PICL_ERROR_ENCODING, "history record %s: bad histUri", h->id);
-    json_t *t = json_object_get(r, "title");
-    if (t && !json_is_null(t) && !json_is_string(t))
-        return picl__store_fail(&p->base, PICL_ERROR_ENCODING, "history record %s: bad title", h->id);
-    h->title = json_string_value(t);
-    if (h->title && strlen(h->title) > PLACES_MAX_TITLE)
-        return picl__store_fail(&p->base, PICL_ERROR_ENCODING, "history record %s: title too long", h->id);
-    h->visits = json_object_get(r, "visits");
-    if (!json_is_array(h->visits) || json_array_size(h->visits) > HISTORY_MAX_IN_VISITS)
-        return picl__store_fail(&p->base, PICL_ERROR_ENCODING, "history record %s: bad visits", h->id);
-    size_t k;
-    json_t *v;
-    json_array_foreach(h->visits, k, v) {
-        json_t *d = json_object_get(v, "date"), *ty = json_object_get(v, "type");
-        if (!json_is_integer(d) || json_integer_value(d) <= 0 || !json_is_integer(ty) ||
-            json_integer_value(ty) < 1 || json_integer_value(ty) > 9)
-            return picl__store_fail(&p->base, PICL_ERROR_ENCODING, "history record %s: bad visit %zu", h->id, k);
-    }
-    return PICL_OK;
-}
-
-/* Removes page guid's visits, and the page itself unless bookmarked. */
-static picl_status history_delete(places *p, const char *guid)
-{
-    static const char *const sql[] = {
-        "DELETE FROM moz_historyvisits_extra WHERE visit_id IN (SELECT v.id FROM moz_historyvisits v "
-        "  JOIN moz_places h ON h.id = v.place_id WHERE h.guid = ?1)",
-        "DELETE FROM moz_historyvisits WHERE place_id = (SELECT id FROM moz_places WHERE guid = ?1)",
-        "INSERT OR IGNORE INTO temp.picl_touched(place_id) SELECT id FROM moz_places WHERE guid = ?1",
-        "DELETE FROM moz_places_extra WHERE place_id = (SELECT id FROM moz_places WHERE guid = ?1 "
-        "  AND foreign_count = 0)",
-        "DELETE FROM moz_places WHERE guid = ?1 AND foreign_count = 0",
-    };
-    picl_status rc = PICL_OK;
-    for (size_t i = 0; rc == PICL_OK && i < sizeof sql / sizeof sql[0]; i++) {
-        sqlite3_stmt *st = NULL;
-        if ((rc = picl__places_prep(p, &st, sql[i])) == PICL_OK) {
-            sqlite3_bind_text(st, 1, guid, -1, SQLITE_STATIC);
-            rc = picl__places_done(p, st);
-        }
-        sqlite3_finalize(st);
-    }
-    return rc;
-}
-
-static picl_status history_put(places *p, const hist_in *h)
-{
-    sqlite3_stmt *st = NULL;
-    int64_t pid = 0;
-    int created = 0;
-    picl_status rc;
-    /* the record's guid names the page; a page known by URL takes it */
-    if ((rc = picl__places_prep(p, &st, "SELECT id, url FROM moz_places WHERE guid = ?")) != PICL_OK)
-        return rc;
-    sqlite3_bind_text(st, 1, h->id, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        if (strcmp((const char *)sqlite3_column_text(st, 1), h->url) != 0) {
-            sqlite3_finalize(st);
-            return PICL_OK; /* same GUID, another URL: not ours to rename; skipped */
-        }
-        pid = sqlite3_column_int64(st, 0);
-    }
-    sqlite3_finalize(st);
-    st = NULL;
-    if (!pid) {
-        int64_t before = 0;
-        sqlite3_stmt *c = NULL;
-        if ((rc = picl__places_prep(p, &c, "SELECT max(id) FROM moz_places")) != PICL_OK)
-            return rc;
-        if (sqlite3_step(c) == SQLITE_ROW)
-            before = sqlite3_column_int64(c, 0);
-        sqlite3_finalize(c);
-        if ((rc = picl__places_page(p, h->url, h->id, &pid)) != PICL_OK)
-            return rc;
-        created = pid > before;
-        if (!created) { /* known by URL under another guid: adopt the incoming one */
-            if ((rc = picl__places_prep(p, &st, "UPDATE moz_places SET guid = ?1 WHERE id = ?2 AND NOT EXISTS "
-                                                "(SELECT 1 FROM moz_places WHERE guid = ?1)")) != PICL_OK)
-                return rc;
-            sqlite3_bind_text(st, 1, h->id, -1, SQLITE_STATIC);
-            sqlite3_bind_int64(st, 2, pid);
-            rc = picl__places_done(p, st);
-            sqlite3_finalize(st);
-            st = NULL;
-            if (rc != PICL_OK)
-                return rc;
-        }
-    }
-    if ((rc = picl__places_touch(p, pid)) != PICL_OK)
-        return rc;
-    if (h->title) {
-        if ((rc = picl__places_prep(p, &st, "UPDATE moz_places SET title = ?1 WHERE id = ?2")) != PICL_OK)
-            return rc;
-        sqlite3_bind_text(st, 1, h->title, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, pid);
-        rc = picl__places_done(p, st);
-        sqlite3_finalize(st);
-        st = NULL;
-        if (rc != PICL_OK)
-            return rc;
-    }
-    rc = picl__places_prep(p, &st,
-        "INSERT INTO moz_historyvisits(from_visit, place_id, visit_date, visit_type, session, source) "
-        "SELECT 0, ?1, ?2, ?3, 0, 1 WHERE NOT EXISTS (SELECT 1 FROM moz_historyvisits "
-        "  WHERE place_id = ?1 AND visit_date = ?2 AND visit_type = ?3)");
-    int visible = 0;
-    size_t k;
-    json_t *v;
-    json_array_foreach(h->visits, k, v) {
-        if (rc != PICL_OK)
-            break;
-        int type = (int)json_integer_value(json_object_get(v, "type"));
-        if (type == 4)
-            continue; /* EMBED visits are never stored */
-        if (type != 8)
-            visible = 1;
-        sqlite3_bind_int64(st, 1, pid);
-        sqlite3_bind_int64(st, 2, json_integer_value(json_object_get(v, "date")));
-        sqlite3_bind_int(st, 3, type);
-        rc = picl__places_done(p, st);
-    }
-    sqlite3_finalize(st);
-    st = NULL;
-    if (rc != PICL_OK)
-        return rc;
-    /* FRAMED_LINK-only pages are hidden; any top-level visit shows them */
-    if (visible || created) {
-        if ((rc = picl__places_prep(p, &st, "UPDATE moz_places SET hidden = ?1 WHERE id = ?2")) != PICL_OK)
-            return rc;
-        sqlite3_bind_int(st, 1, visible ? 0 : 1);
-        sqlite3_bind_int64(st, 2, pid);
-        rc = picl__places_done(p, st);
-        sqlite3_finalize(st);
-    }
-    return rc;
-}
-
-static picl_status hist_apply(picl_store *s, const json_t *records)
-{
-    places *p = (places *)s;
-    if (!json_is_array(records))
-        return picl__store_fail(s, PICL_ERROR_INVALID_ARGUMENT, "records must be an array");
-    size_t n = json_array_size(records);
-    hist_in *in = calloc(n ? n : 1, sizeof *in);
-    if (!in)
-        return picl__store_fail(s, PICL_ERROR_NO_MEMORY, "out of memory");
-    picl_status rc = PICL_OK;
-    for (size_t i = 0; rc == PICL_OK && i < n; i++)
-        rc = parse_history(p, json_array_get(records, i), i, &in[i]);
-    if (rc == PICL_OK && (rc = picl__places_begin(p)) == PICL_OK) {
-        for (size_t i = 0; rc == PICL_OK && i < n; i++)
-            rc = in[i].deleted ? history_delete(p, in[i].id) : history_put(p, &in[i]);
-        if (rc == PICL_OK)
-            rc = picl__places_fix_touched(p);
-        if (rc == PICL_OK)
-            rc = picl__places_exec(p, "DELETE FROM moz_origins WHERE NOT EXISTS "
-                                      "(SELECT 1 FROM moz_places WHERE origin_id = moz_origins.id)");
-        rc = picl__places_end(p, rc);
-    }
-    free(in);
-    return rc;
-}
-
-static picl_status set_cursor(places *p, int64_t v)
-{
-    sqlite3_stmt *st = NULL;
-    picl_status rc = picl__places_prep(p, &st,
-        "INSERT OR REPLACE INTO moz_meta(key, value) VALUES ('" HISTORY_CURSOR_KEY "', ?)");
-    if (rc == PICL_OK) {
-        sqlite3_bind_int64(st, 1, v);
-        rc = picl__places_done(p, st);
-    }
-    sqlite3_finalize(st);
-    return rc;
-}
-
-static picl_status hist_mark_synced(picl_store *s, const json_t *records)
-{
-    places *p = (places *)s;
-    int64_t cursor;
-    picl_status rc = history_cursor(p, &cursor);
-    if (rc == PICL_OK && p->reported_until > cursor)
-        rc = set_cursor(p, p->reported_until);
-    return rc;
-}
-
-static picl_status hist_reset(picl_store *s)
-{
-    places *p = (places *)s;
-    p->reported_until = 0;
-    return picl__places_exec(p, "DELETE FROM moz_meta WHERE key = '" HISTORY_CURSOR_KEY "'");
-}
-
-static picl_status hist_wipe(picl_store *s)
-{
-    places *p = (places *)s;
-    picl_status rc = picl__places_begin(p);
-    if (rc == PICL_OK)
-        rc = picl__places_exec(p,
-            "DELETE FROM moz_historyvisits_extra;"
-            "DELETE FROM moz_historyvisits;"
-            "DELETE FROM moz_places_extra WHERE place_id IN (SELECT id FROM moz_places WHERE foreign_count = 0);"
-            "DELETE FROM moz_places WHERE foreign_count = 0;"
-            "UPDATE moz_places SET visit_count = 0, last_visit_date = NULL, recalc_frecency = 1,"
-            "  recalc_alt_frecency = 1;"
-            "DELETE FROM moz_origins WHERE NOT EXISTS (SELECT 1 FROM moz_places WHERE origin_id = moz_origins.id);"
-            "UPDATE moz_origins SET recalc_frecency = 1, recalc_alt_frecency = 1;");
-    return picl__places_end(p, rc);
-}
-
 /* ---- open / close -------------------------------------------------------- */
 
 void picl__places_close(picl_store *s)
@@ -692,8 +370,7 @@ void picl__places_close(picl_store *s)
     free(p);
 }
 
-static const picl_store_ops history_ops = {hist_changes, hist_all, hist_get, hist_apply, hist_mark_synced,
-                                           hist_reset, hist_wipe, picl__places_close};
+
 
 /* The schema version from the file header (offset 60, big-endian), valid
  * when no WAL holds newer pages; -1 when unreadable. */
@@ -734,7 +411,7 @@ picl_status picl__places_open(picl_store **out, const char *profile_dir, const c
     if (!p)
         return PICL_ERROR_NO_MEMORY;
     p->history = strcmp(collection, "history") == 0;
-    p->base.ops = p->history ? &history_ops : &picl__places_bookmark_ops;
+    p->base.ops = p->history ? &picl__places_history_ops : &picl__places_bookmark_ops;
     snprintf(p->base.collection, sizeof p->base.collection, "%s", collection);
     picl_status rc = picl__profile_open(profile_dir, &p->profile, err, errlen);
     if (rc != PICL_OK)

@@ -367,70 +367,17 @@ static picl_status parse_bookmark(places *p, const json_t *r, size_t i, bm_in *b
 
 /* ---- applying ------------------------------------------------------------ */
 
-/* Runs sql with parameters bound by `types` ('i' int64, 'n' int64 with 0 as
- * NULL, 't' text or NULL);
- * when out is given, *out = the first column of the first row (0 if none). */
-static picl_status vq(places *p, int64_t *out, const char *sql, const char *types, va_list ap)
-{
-    sqlite3_stmt *st = NULL;
-    picl_status rc = picl__places_prep(p, &st, sql);
-    if (rc != PICL_OK)
-        return rc;
-    for (int i = 0; types[i]; i++) {
-        if (types[i] == 'i') {
-            sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
-        } else if (types[i] == 'n') {
-            int64_t v = va_arg(ap, int64_t);
-            if (v)
-                sqlite3_bind_int64(st, i + 1, v);
-            else
-                sqlite3_bind_null(st, i + 1);
-        } else {
-            const char *s = va_arg(ap, const char *);
-            if (s)
-                sqlite3_bind_text(st, i + 1, s, -1, SQLITE_TRANSIENT);
-            else
-                sqlite3_bind_null(st, i + 1);
-        }
-    }
-    int r = sqlite3_step(st);
-    if (out)
-        *out = r == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-    if (r != SQLITE_ROW && r != SQLITE_DONE)
-        rc = picl__store_fail(&p->base, PICL_ERROR_DATABASE, "places.sqlite: %s", sqlite3_errmsg(p->db));
-    sqlite3_finalize(st);
-    return rc;
-}
-
-static picl_status q(places *p, const char *sql, const char *types, ...)
-{
-    va_list ap;
-    va_start(ap, types);
-    picl_status rc = vq(p, NULL, sql, types, ap);
-    va_end(ap);
-    return rc;
-}
-
-static picl_status q1(places *p, int64_t *out, const char *sql, const char *types, ...)
-{
-    va_list ap;
-    va_start(ap, types);
-    picl_status rc = vq(p, out, sql, types, ap);
-    va_end(ap);
-    return rc;
-}
-
 /* Positions 0..n-1 in the current order (placeholders and ties by id). */
 static picl_status renumber(places *p, int64_t parent)
 {
     /* computed first, then written: a correlated subquery would see the
      * rows it is rewriting */
-    picl_status rc = q(p, "DELETE FROM temp.picl_pos", "");
+    picl_status rc = picl__places_q(p, "DELETE FROM temp.picl_pos", "");
     if (rc == PICL_OK)
-        rc = q(p, "INSERT INTO temp.picl_pos(id, rn) SELECT id, ROW_NUMBER() OVER (ORDER BY position, id) - 1 "
+        rc = picl__places_q(p, "INSERT INTO temp.picl_pos(id, rn) SELECT id, ROW_NUMBER() OVER (ORDER BY position, id) - 1 "
                   "FROM moz_bookmarks WHERE parent = ?1", "i", parent);
     if (rc == PICL_OK)
-        rc = q(p, "UPDATE moz_bookmarks SET position = (SELECT rn FROM temp.picl_pos r WHERE r.id = moz_bookmarks.id) "
+        rc = picl__places_q(p, "UPDATE moz_bookmarks SET position = (SELECT rn FROM temp.picl_pos r WHERE r.id = moz_bookmarks.id) "
                   "WHERE parent = ?1 AND position != (SELECT rn FROM temp.picl_pos r WHERE r.id = moz_bookmarks.id)",
                "i", parent);
     return rc;
@@ -445,98 +392,11 @@ static picl_status mark_parent(places *p, json_t *parents, int64_t id)
                : picl__store_fail(&p->base, PICL_ERROR_NO_MEMORY, "out of memory");
 }
 
-/* Makes url's keyword kw (NULL: none); a keyword names one URL. */
-static picl_status set_keyword(places *p, int64_t place, const char *kw)
-{
-    picl_status rc = q(p, "INSERT OR IGNORE INTO temp.picl_touched(place_id) SELECT place_id FROM moz_keywords "
-                          "WHERE keyword = ?1 OR place_id = ?2", "ti", kw, place);
-    if (rc == PICL_OK)
-        rc = q(p, "DELETE FROM moz_keywords WHERE (place_id = ?2 AND (?1 IS NULL OR keyword != ?1)) "
-                  "OR (keyword = ?1 AND place_id != ?2)", "ti", kw, place);
-    if (rc == PICL_OK && kw)
-        rc = q(p, "INSERT OR IGNORE INTO moz_keywords(keyword, place_id) VALUES (?, ?)", "ti", kw, place);
-    return rc;
-}
-
-/* Makes the tags of url exactly `tags` (an array of strings, NULL = none),
- * kept as Firefox does: a folder per tag under tags________ holding one
- * entry per tagged URL. */
-static picl_status set_tags(places *p, int64_t place, const json_t *tags, int64_t now)
-{
-    sqlite3_stmt *st = NULL;
-    picl_status rc = picl__places_prep(p, &st,
-        "SELECT e.id, t.title FROM moz_bookmarks e JOIN moz_bookmarks t ON t.id = e.parent "
-        "WHERE e.fk = ? AND t.parent = ?");
-    if (rc != PICL_OK)
-        return rc;
-    sqlite3_bind_int64(st, 1, place);
-    sqlite3_bind_int64(st, 2, p->tags_id);
-    json_t *have = json_object(); /* tag -> entry id */
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const char *t = (const char *)sqlite3_column_text(st, 1);
-        json_object_set_new(have, t ? t : "", json_integer(sqlite3_column_int64(st, 0)));
-    }
-    sqlite3_finalize(st);
-    const char *tag;
-    json_t *v;
-    json_object_foreach(have, tag, v) {
-        int keep = 0;
-        size_t k;
-        json_t *w;
-        json_array_foreach(tags, k, w) keep |= strcmp(json_string_value(w), tag) == 0;
-        if (!keep && rc == PICL_OK)
-            rc = q(p, "DELETE FROM moz_bookmarks WHERE id = ?", "i", (int64_t)json_integer_value(v));
-    }
-    size_t k;
-    json_array_foreach(tags, k, v) {
-        const char *t = json_string_value(v);
-        if (rc != PICL_OK || json_object_get(have, t))
-            continue;
-        json_object_set_new(have, t, json_integer(0)); /* a tag listed twice */
-        int64_t folder = 0;
-        char guid[PLACES_GUID_LEN + 1];
-        rc = q1(p, &folder, "SELECT id FROM moz_bookmarks WHERE parent = ? AND type = 2 AND title = ?", "it",
-                p->tags_id, t);
-        if (rc == PICL_OK && !folder && (rc = picl__places_new_guid(p, guid)) == PICL_OK) {
-            rc = q(p, "INSERT INTO moz_bookmarks(type, parent, position, title, dateAdded, lastModified, guid, "
-                      "syncStatus, syncChangeCounter) VALUES (2, ?1, (SELECT count(*) FROM moz_bookmarks "
-                      "WHERE parent = ?1), ?2, ?3, ?3, ?4, 2, 0)", "itit", p->tags_id, t, now, guid);
-            folder = sqlite3_last_insert_rowid(p->db);
-        }
-        if (rc == PICL_OK)
-            rc = picl__places_new_guid(p, guid);
-        if (rc == PICL_OK)
-            rc = q(p, "INSERT INTO moz_bookmarks(type, fk, parent, position, dateAdded, lastModified, guid, "
-                      "syncStatus, syncChangeCounter) VALUES (1, ?1, ?2, (SELECT count(*) FROM moz_bookmarks "
-                      "WHERE parent = ?2), ?3, ?3, ?4, 2, 0)", "iiit", place, folder, now, guid);
-    }
-    json_decref(have);
-    if (rc == PICL_OK)
-        rc = picl__places_touch(p, place);
-    return rc;
-}
-
-/* After bookmarks of a URL went away: a URL nobody bookmarks keeps no tags
- * and no keyword (as Firefox's Bookmarks.remove does). */
-static picl_status drop_orphan_url(places *p, int64_t place)
-{
-    int64_t n = 0;
-    picl_status rc = q1(p, &n, "SELECT count(*) FROM moz_bookmarks b JOIN moz_bookmarks par ON par.id = b.parent "
-                               "WHERE b.fk = ? AND par.parent != ?", "ii", place, p->tags_id);
-    if (rc == PICL_OK && n == 0)
-        rc = set_tags(p, place, NULL, 0);
-    if (rc == PICL_OK && n == 0)
-        rc = set_keyword(p, place, NULL);
-    if (rc == PICL_OK)
-        rc = picl__places_touch(p, place);
-    return rc;
-}
-
 /* Is `anc` the item `id` or one of its ancestors? */
 static picl_status is_ancestor(places *p, int64_t anc, int64_t id, int *yes)
 {
     int64_t n = 0;
-    picl_status rc = q1(p, &n, "WITH RECURSIVE up(id) AS (SELECT ?2 UNION ALL SELECT b.parent FROM moz_bookmarks b "
+    picl_status rc = picl__places_q1(p, &n, "WITH RECURSIVE up(id) AS (SELECT ?2 UNION ALL SELECT b.parent FROM moz_bookmarks b "
                                "JOIN up ON b.id = up.id WHERE b.parent IS NOT NULL AND b.parent != 0) "
                                "SELECT count(*) FROM up WHERE id = ?1", "ii", anc, id);
     *yes = n > 0;
@@ -568,26 +428,26 @@ static picl_status apply_delete(places *p, const bm_in *b, json_t *parents, int6
     int64_t id, type, fk, parent;
     picl_status rc = syncable_item(p, b->guid, &id, &type, &fk, &parent);
     if (rc == PICL_OK)
-        rc = q(p, "DELETE FROM moz_bookmarks_deleted WHERE guid = ?", "t", b->guid);
+        rc = picl__places_q(p, "DELETE FROM moz_bookmarks_deleted WHERE guid = ?", "t", b->guid);
     if (rc != PICL_OK || !id)
         return rc;
     if (type == 2) { /* surviving children go to unfiled (records.md: parent gone), a local change */
-        rc = q(p, "UPDATE moz_bookmarks SET parent = ?1, position = ?2 + position, lastModified = ?3, "
+        rc = picl__places_q(p, "UPDATE moz_bookmarks SET parent = ?1, position = ?2 + position, lastModified = ?3, "
                   "syncChangeCounter = syncChangeCounter + 1 WHERE parent = ?4", "iiii", p->unfiled_id,
                (int64_t)BM_NEW_POSITION, now, id);
         if (rc == PICL_OK)
-            rc = q(p, "UPDATE moz_bookmarks SET syncChangeCounter = syncChangeCounter + 1 WHERE id = ?1 AND "
+            rc = picl__places_q(p, "UPDATE moz_bookmarks SET syncChangeCounter = syncChangeCounter + 1 WHERE id = ?1 AND "
                       "EXISTS (SELECT 1 FROM moz_bookmarks WHERE parent = ?1 AND position >= ?2)", "ii",
                    p->unfiled_id, (int64_t)BM_NEW_POSITION);
         if (rc == PICL_OK)
             rc = mark_parent(p, parents, p->unfiled_id);
     }
     if (rc == PICL_OK)
-        rc = q(p, "DELETE FROM moz_bookmarks WHERE id = ?", "i", id);
+        rc = picl__places_q(p, "DELETE FROM moz_bookmarks WHERE id = ?", "i", id);
     if (rc == PICL_OK)
         rc = mark_parent(p, parents, parent);
     if (rc == PICL_OK && fk)
-        rc = drop_orphan_url(p, fk);
+        rc = picl__places_drop_orphan_url(p, fk);
     return rc;
 }
 
@@ -597,7 +457,7 @@ static picl_status apply_upsert(places *p, const bm_in *b, size_t i, json_t *par
     int64_t id, type, fk, parent, place = 0;
     picl_status rc = syncable_item(p, b->guid, &id, &type, &fk, &parent);
     if (rc == PICL_OK)
-        rc = q(p, "DELETE FROM moz_bookmarks_deleted WHERE guid = ?", "t", b->guid);
+        rc = picl__places_q(p, "DELETE FROM moz_bookmarks_deleted WHERE guid = ?", "t", b->guid);
     if (rc != PICL_OK)
         return rc;
     if (b->root)
@@ -612,21 +472,21 @@ static picl_status apply_upsert(places *p, const bm_in *b, size_t i, json_t *par
     if (b->type == 1 && (rc = picl__places_page(p, b->url, NULL, &place)) != PICL_OK)
         return rc;
     if (type == 2 && b->type != 2) { /* a folder became something else: keep its children */
-        rc = q(p, "UPDATE moz_bookmarks SET parent = ?1, position = ?2 + position WHERE parent = ?3", "iii",
+        rc = picl__places_q(p, "UPDATE moz_bookmarks SET parent = ?1, position = ?2 + position WHERE parent = ?3", "iii",
                p->unfiled_id, (int64_t)BM_NEW_POSITION, id);
         if (rc == PICL_OK)
             rc = mark_parent(p, parents, p->unfiled_id);
     }
     int64_t added = b->date_added ? b->date_added : now;
     if (rc == PICL_OK && id) {
-        rc = q(p, "UPDATE moz_bookmarks SET type = ?1, fk = ?2, title = ?3, dateAdded = min(dateAdded, ?4), "
+        rc = picl__places_q(p, "UPDATE moz_bookmarks SET type = ?1, fk = ?2, title = ?3, dateAdded = min(dateAdded, ?4), "
                   "lastModified = max(?5, min(dateAdded, ?4)), syncStatus = 2, syncChangeCounter = 0 WHERE id = ?6",
                "intiii",
                (int64_t)b->type, place, b->type == 3 ? NULL : (b->title ? b->title : ""), added, now, id);
         if (rc == PICL_OK && fk && fk != place)
-            rc = drop_orphan_url(p, fk);
+            rc = picl__places_drop_orphan_url(p, fk);
     } else if (rc == PICL_OK) {
-        rc = q(p, "INSERT INTO moz_bookmarks(type, fk, parent, position, title, dateAdded, lastModified, guid, "
+        rc = picl__places_q(p, "INSERT INTO moz_bookmarks(type, fk, parent, position, title, dateAdded, lastModified, guid, "
                   "syncStatus, syncChangeCounter) VALUES (?1, ?2, ?3, ?4, ?5, ?6, max(?6, ?7), ?8, 2, 0)", "iniitiit",
                (int64_t)b->type, place, p->unfiled_id, (int64_t)BM_NEW_POSITION + (int64_t)i,
                b->type == 3 ? NULL : (b->title ? b->title : ""), added, now, b->guid);
@@ -634,9 +494,9 @@ static picl_status apply_upsert(places *p, const bm_in *b, size_t i, json_t *par
             rc = mark_parent(p, parents, p->unfiled_id);
     }
     if (rc == PICL_OK && place) {
-        rc = set_tags(p, place, b->tags, now);
+        rc = picl__places_set_tags(p, place, b->tags, now);
         if (rc == PICL_OK)
-            rc = set_keyword(p, place, b->keyword);
+            rc = picl__places_set_keyword(p, place, b->keyword);
     }
     if (rc == PICL_OK && parent)
         rc = mark_parent(p, parents, parent);
@@ -661,14 +521,14 @@ static picl_status place_item(places *p, const char *guid, const char *want, siz
     if (!target) {
         /* not where the server says: a local change, so the server learns it */
         target = p->unfiled_id;
-        rc = q(p, "UPDATE moz_bookmarks SET syncChangeCounter = syncChangeCounter + 1 WHERE id IN (?1, ?2)", "ii",
+        rc = picl__places_q(p, "UPDATE moz_bookmarks SET syncChangeCounter = syncChangeCounter + 1 WHERE id IN (?1, ?2)", "ii",
                id, target);
         if (rc != PICL_OK)
             return rc;
     }
     if (target == parent)
         return PICL_OK;
-    rc = q(p, "UPDATE moz_bookmarks SET parent = ?1, position = ?2 WHERE id = ?3", "iii", target,
+    rc = picl__places_q(p, "UPDATE moz_bookmarks SET parent = ?1, position = ?2 WHERE id = ?3", "iii", target,
            (int64_t)BM_NEW_POSITION + (int64_t)i, id);
     if (rc == PICL_OK)
         rc = mark_parent(p, parents, target);
@@ -690,7 +550,7 @@ static picl_status order_children(places *p, const bm_in *b, json_t *parents)
     json_array_foreach(b->children, k, v) {
         if (rc != PICL_OK)
             break;
-        rc = q(p, "UPDATE moz_bookmarks SET position = ?1 WHERE guid = ?2 AND parent = ?3", "iti",
+        rc = picl__places_q(p, "UPDATE moz_bookmarks SET position = ?1 WHERE guid = ?2 AND parent = ?3", "iti",
                (int64_t)k - BM_MAX_CHILDREN - 1, to_guid(json_string_value(v), buf), folder);
     }
     return rc;
@@ -748,12 +608,12 @@ static picl_status bm_apply(picl_store *s, const json_t *records)
             int64_t pid = strtoll(key, NULL, 10);
             rc = renumber(p, pid);
             if (rc == PICL_OK)
-                rc = q(p, "UPDATE moz_bookmarks SET lastModified = max(lastModified, ?1) WHERE id = ?2", "ii",
+                rc = picl__places_q(p, "UPDATE moz_bookmarks SET lastModified = max(lastModified, ?1) WHERE id = ?2", "ii",
                        now, pid);
         }
         /* tag folders left empty go, and the tags root is renumbered */
         if (rc == PICL_OK)
-            rc = q(p, "DELETE FROM moz_bookmarks WHERE parent = ?1 AND type = 2 AND NOT EXISTS "
+            rc = picl__places_q(p, "DELETE FROM moz_bookmarks WHERE parent = ?1 AND type = 2 AND NOT EXISTS "
                       "(SELECT 1 FROM moz_bookmarks c WHERE c.parent = moz_bookmarks.id)", "i", p->tags_id);
         if (rc == PICL_OK) {
             sqlite3_stmt *st = NULL;
@@ -795,9 +655,9 @@ static picl_status bm_mark_synced(picl_store *s, const json_t *records)
         if (!c || rc != PICL_OK)
             continue;
         if (json_integer_value(c) == 0)
-            rc = q(p, "DELETE FROM moz_bookmarks_deleted WHERE guid = ?", "t", g);
+            rc = picl__places_q(p, "DELETE FROM moz_bookmarks_deleted WHERE guid = ?", "t", g);
         else /* a change made since changes() keeps its share of the counter */
-            rc = q(p, "UPDATE moz_bookmarks SET syncChangeCounter = max(syncChangeCounter - ?1, 0), syncStatus = 2 "
+            rc = picl__places_q(p, "UPDATE moz_bookmarks SET syncChangeCounter = max(syncChangeCounter - ?1, 0), syncStatus = 2 "
                       "WHERE guid = ?2", "it", (int64_t)json_integer_value(c), g);
         json_object_del(p->reported, g);
     }
@@ -809,10 +669,10 @@ static picl_status bm_reset(picl_store *s)
     places *p = (places *)s;
     picl_status rc = picl__places_begin(p);
     if (rc == PICL_OK)
-        rc = q(p, SYNCABLE "UPDATE moz_bookmarks SET syncChangeCounter = 1, syncStatus = 0 "
+        rc = picl__places_q(p, SYNCABLE "UPDATE moz_bookmarks SET syncChangeCounter = 1, syncStatus = 0 "
                            "WHERE id IN syncable", "");
     if (rc == PICL_OK)
-        rc = q(p, "DELETE FROM moz_bookmarks_deleted", "");
+        rc = picl__places_q(p, "DELETE FROM moz_bookmarks_deleted", "");
     json_decref(p->reported);
     p->reported = NULL;
     return picl__places_end(p, rc);
@@ -824,15 +684,15 @@ static picl_status bm_wipe(picl_store *s)
     places *p = (places *)s;
     picl_status rc = picl__places_begin(p);
     if (rc == PICL_OK)
-        rc = q(p, "INSERT OR IGNORE INTO temp.picl_touched(place_id) SELECT fk FROM moz_bookmarks WHERE fk IS NOT NULL "
+        rc = picl__places_q(p, "INSERT OR IGNORE INTO temp.picl_touched(place_id) SELECT fk FROM moz_bookmarks WHERE fk IS NOT NULL "
                   "UNION SELECT place_id FROM moz_keywords", "");
     if (rc == PICL_OK)
-        rc = q(p, "DELETE FROM moz_bookmarks WHERE guid NOT IN ('root________', 'menu________', 'toolbar_____', "
+        rc = picl__places_q(p, "DELETE FROM moz_bookmarks WHERE guid NOT IN ('root________', 'menu________', 'toolbar_____', "
                   "'unfiled_____', 'mobile______', 'tags________')", "");
     if (rc == PICL_OK)
-        rc = q(p, "DELETE FROM moz_keywords", "");
+        rc = picl__places_q(p, "DELETE FROM moz_keywords", "");
     if (rc == PICL_OK)
-        rc = q(p, "UPDATE moz_bookmarks SET lastModified = ?1 WHERE guid != 'root________'", "i",
+        rc = picl__places_q(p, "UPDATE moz_bookmarks SET lastModified = ?1 WHERE guid != 'root________'", "i",
                picl__places_now_us());
     if (rc == PICL_OK)
         rc = picl__places_fix_touched(p);

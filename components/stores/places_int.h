@@ -27,11 +27,19 @@ typedef struct places {
 /* SQLite helpers: every failure sets the store error and returns
  * PICL_ERROR_DATABASE. */
 picl_status picl__places_exec(places *p, const char *sql);
+/* Sets "places.sqlite: <what>: <sqlite message>" and returns PICL_ERROR_DATABASE. */
+picl_status picl__places_dberr(places *p, const char *what);
 picl_status picl__places_prep(places *p, sqlite3_stmt **st, const char *sql);
 /* sqlite3_step expecting SQLITE_DONE. */
 picl_status picl__places_done(places *p, sqlite3_stmt *st);
 picl_status picl__places_begin(places *p);
 picl_status picl__places_end(places *p, picl_status rc); /* COMMIT if rc OK, else ROLLBACK */
+
+/* Runs sql with parameters bound by `types` ('i' int64, 'n' int64 with 0 as
+ * NULL, 't' text or NULL); q1 also gives the first column of the first row
+ * (0 when none). */
+picl_status picl__places_q(places *p, const char *sql, const char *types, ...);
+picl_status picl__places_q1(places *p, int64_t *out, const char *sql, const char *types, ...);
 
 /* A fresh Places GUID (12 characters of base64url). */
 picl_status picl__places_new_guid(places *p, char out[PLACES_GUID_LEN + 1]);
@@ -53,6 +61,16 @@ int64_t picl__places_now_us(void);
 
 /* Closes either store (the close op of both). */
 void picl__places_close(picl_store *s);
+
+/* places_tags.c: url's keyword becomes kw (NULL: none; a keyword names one
+ * URL); url's tags become exactly `tags` (array of strings, NULL: none);
+ * a URL no bookmark points at any more loses its tags and keyword. */
+picl_status picl__places_set_keyword(places *p, int64_t place, const char *kw);
+picl_status picl__places_set_tags(places *p, int64_t place, const json_t *tags, int64_t now);
+picl_status picl__places_drop_orphan_url(places *p, int64_t place);
+
+/* places_history.c */
+extern const picl_store_ops picl__places_history_ops;
 
 /* places_bookmarks.c */
 extern const picl_store_ops picl__places_bookmark_ops;
