@@ -96,8 +96,14 @@ void ks_error_retry(picl_http_response *resp, int code, int errnum, int64_t retr
     picl_http_set_header(resp, "Retry-After", v);
 }
 
-void ks_error_internal(picl_http_response *resp)
+/* The last internal error of this thread's request, for the log line. */
+static __thread const char *internal_func;
+static __thread int internal_line;
+
+void ks_error_internal_(picl_http_response *resp, const char *func, int line)
 {
+    internal_func = func;
+    internal_line = line;
     ks_error(resp, 500, KS_ERR_UNEXPECTED, "unexpected error");
 }
 
@@ -384,11 +390,15 @@ static void hook_finish(picl_http_request *req, picl_http_response *resp, void *
     snprintf(v, sizeof v, "%lld", (long long)ks_now(s));
     picl_http_set_header(resp, "Timestamp", v);
     if (s->log) {
-        char line[512];
-        snprintf(line, sizeof line, "keyserver %s %.300s %d", req->method ? req->method : "-",
-                 req->target ? req->target : "-", resp->failed ? 500 : resp->status);
+        char line[600], why[100] = "";
+        if (internal_func)
+            snprintf(why, sizeof why, " (internal error in %.60s:%d)", internal_func,
+                     internal_line);
+        snprintf(line, sizeof line, "keyserver %s %.300s %d%s", req->method ? req->method : "-",
+                 req->target ? req->target : "-", resp->failed ? 500 : resp->status, why);
         s->log(s->hook_ctx, line);
     }
+    internal_func = NULL;
 }
 
 /* ---- lifecycle -------------------------------------------------------- */

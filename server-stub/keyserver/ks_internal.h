@@ -49,8 +49,11 @@ void ks_error(picl_http_response *resp, int code, int errnum, const char *messag
 void ks_error_retry(picl_http_response *resp, int code, int errnum, int64_t retry_after);
 /* The errno answer for a parse result (107 / 108 / 106) or a status. */
 void ks_error_parse(picl_http_response *resp, picl_status rc);
-/* 500/999 for an unexpected status. */
-void ks_error_internal(picl_http_response *resp);
+/* 500/999 for an unexpected status.  Where it happened (function, line)
+ * is remembered for this thread and added to the request's log line, never
+ * to the answer. */
+void ks_error_internal_(picl_http_response *resp, const char *func, int line);
+#define ks_error_internal(resp) ks_error_internal_((resp), __func__, __LINE__)
 /* Answers json (stolen reference; NULL = out of memory) with 200. */
 void ks_reply(picl_http_response *resp, json_t *json);
 

@@ -175,10 +175,21 @@ START_TEST(smtp_delivery)
 }
 END_TEST
 
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static char log_text[8192];
+
+static void log_hook(void *ctx, const char *line)
+{
+    pthread_mutex_lock(&log_mu);
+    strncat(log_text, line, sizeof log_text - strlen(log_text) - 2);
+    strncat(log_text, "\n", sizeof log_text - strlen(log_text) - 1);
+    pthread_mutex_unlock(&log_mu);
+}
+
 START_TEST(smtp_unreachable_is_an_error_not_an_account)
 {
     tu_nss_setup();
-    ks_config cfg = {.smtp_url = "smtp://127.0.0.1:1"};
+    ks_config cfg = {.smtp_url = "smtp://127.0.0.1:1", .log = log_hook};
     tuks_srv srv;
     tuks_start(&srv, &cfg);
     picl_ks_client *c;
@@ -191,6 +202,12 @@ START_TEST(smtp_unreachable_is_an_error_not_an_account)
     ck_assert_int_eq(picl__ksc_auth_start(c, "erin@example.org", 16, &st),
                      PICL_ERROR_UNKNOWN_ACCOUNT);
     picl__ksc_free(c);
+    /* the log says where the 500 came from; the answer did not */
+    pthread_mutex_lock(&log_mu);
+    ck_assert_ptr_nonnull(strstr(log_text, "POST /v1/account/create 500 (internal error in "
+                                           "h_account_create:"));
+    ck_assert_ptr_nonnull(strstr(log_text, "POST /v1/auth/start 400\n"));
+    pthread_mutex_unlock(&log_mu);
     tuks_stop(&srv);
     tu_nss_teardown();
 }
