@@ -302,6 +302,7 @@ static picl_status exchange(picl_stc *c, const char *method, const char *rel, co
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 300L);
+    c->requests++;
     CURLcode cc = curl_easy_perform(h);
     if (cc != CURLE_OK) {
         st = r->too_large ? PICL_ERROR_TOO_LARGE : PICL_ERROR_NETWORK;
@@ -651,3 +652,8 @@ picl_status picl__stc_get_item(picl_stc *c, const char *coll, const char *id, js
     return st;
 }
 
+
+uint64_t picl__stc_request_count(const picl_stc *c)
+{
+    return c ? c->requests : 0;
+}

@@ -70,6 +70,8 @@ const picl_stc_result *picl__stc_last(const picl_stc *c);
  * X-Weave-Timestamp; settable for tests or from another server's clock). */
 int64_t picl__stc_clock_offset(const picl_stc *c);
 void picl__stc_set_clock_offset(picl_stc *c, int64_t offset);
+/* HTTP requests sent so far by this client (every retry counts). */
+uint64_t picl__stc_request_count(const picl_stc *c);
 /* Forgets a remembered backoff (tests, or a user's "sync now"). */
 void picl__stc_clear_backoff(picl_stc *c);
 

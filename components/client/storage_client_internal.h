@@ -22,6 +22,7 @@ struct picl_stc {
     int have_limits;
     picl_stc_limits limits;
     picl_stc_result last;
+    uint64_t requests;    /* HTTP exchanges made (benchmarks, tests) */
 };
 
 typedef struct stc_reply {
