@@ -35,6 +35,11 @@ async function selfTest(cfg) {
     r.signInUnknown = await attempt(() => browser.picl.signIn("nobody-" + Date.now() + "@example.com",
                                                                "not the password"));
     r.syncSignedOut = await attempt(() => browser.picl.sync([]));
+    if (cfg.email) {
+      r.create = await attempt(() => browser.picl.createAccount(cfg.email, "extension test password"));
+      r.stateCreated = await attempt(() => browser.picl.getState());
+      r.syncUnverified = await attempt(() => browser.picl.sync([]));
+    }
   }
   r.stateAfter = await attempt(() => browser.picl.getState());
   await browser.picl.testReport(JSON.stringify(r));

@@ -36,15 +36,16 @@ PREFS
 report="$work/ext-report.json"
 rm -f "$report"
 cfg="{}"
-[ -n "$PICL_KEYSERVER" ] && cfg="{\"keyserver\": \"$PICL_KEYSERVER\"}"
+email="ext-$(date +%s)-$$@example.com"
+[ -n "$PICL_KEYSERVER" ] && cfg="{\"keyserver\": \"$PICL_KEYSERVER\", \"email\": \"$email\"}"
 t0=$(date +%s)
 PICL_EXT_TEST="$cfg" PICL_EXT_REPORT="$report" MOZ_CRASHREPORTER_DISABLE=1 PICL_LIB= \
     timeout -k 5 90 "$ff" --headless --no-remote --profile "$prof" about:blank > "$work/ext-firefox.log" 2>&1
 rc=$?
 echo "extension: firefox exited $rc after $(( $(date +%s) - t0 )) s"
-python3 - "$report" "$PICL_LIB" "$cfg" <<'PY'
-import json, sys
-report, lib, cfg = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+python3 - "$report" "$PICL_LIB" "$cfg" "$PICL_KEYSERVER_DATA" <<'PY'
+import glob, json, os, sys
+report, lib, cfg, ksdata = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
 passed = failed = 0
 def check(ok, what):
     global passed, failed
@@ -82,6 +83,15 @@ if r is not None:
                   "signIn of an unknown account rejects with UNKNOWN_ACCOUNT (21): %s" % x)
             x = r.get("syncSignedOut", {})
             check(x.get("ok") is False and x.get("result") == 29, "sync signed out rejects with STATE (29): %s" % x)
+            check(r.get("create", {}).get("ok"), "createAccount through the Experiment: %s" % r.get("create"))
+            st = r.get("stateCreated", {}).get("value") or {}
+            check(st.get("signedInEmail") == cfg["email"] and st.get("verified") is False,
+                  "signed in, unverified, after createAccount: %s" % st)
+            x = r.get("syncUnverified", {})
+            check(x.get("ok") is False and x.get("result") == 19, "sync unverified rejects with UNVERIFIED (19): %s" % x)
+            mails = [f for f in glob.glob(os.path.join(ksdata, "mail", "new", "*"))
+                     if cfg["email"] in open(f, errors="replace").read()]
+            check(len(mails) == 1, "the keyserver mailed a verification code to %s (%d mails)" % (cfg["email"], len(mails)))
         else:
             print("extension: libpicl has no service yet (%s): account calls not checked" % v.get("missing"))
 print("extension: %d passed, %d failed" % (passed, failed))
