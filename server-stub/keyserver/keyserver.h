@@ -36,6 +36,11 @@
  *    the account's integer row id; fxa_uid = hex uid; fxa_kid = the request's
  *    X-KeyID header (printable ASCII, <= 128) or ""; hashed_fxa_uid =
  *    hex(HMAC-SHA256(HKDF(secret, "picl/keyserver/hashed-uid"), hex uid)[0:16]).
+ *  - /password/forgot/resend_code answers {ttl, codeLength, tries} (the
+ *    remaining ones) without forgotPasswordToken: the server never keeps a
+ *    raw token, and the caller holds it already.  A wrong reset code is
+ *    400/105 with the tries left in "tries"; a right one also marks the
+ *    email verified (it proved the mailbox).
  *  - glue errors: 404 and 405 are errno 999 with the same code, 411/112,
  *    413/113, 400/107 (bad path), 500/999.
  *  - rate limits: failed /auth/finish proofs per account (login_max per
