@@ -278,10 +278,37 @@ static picl_status repair_after_reset(picl_engine *e, uint64_t server_version)
     return PICL_OK;
 }
 
+/* This device signed in again after a password reset (its kB changed since it
+ * accepted a map): the server lost class B, so every local class-B record
+ * goes up again (a full merge, nothing deleted locally). */
+static void reupload_if_kb_changed(picl_engine *e, const char *prev_fp)
+{
+    char fp[33];
+    if (!*prev_fp || !e->st->has_kb || picl__key_fingerprint(fp, e->st->kb) != PICL_OK || !strcmp(fp, prev_fp))
+        return;
+    for (size_t i = 0; i < e->map.n; i++)
+        if (e->map.items[i].e.cls == 'B')
+            mark_reset(e, e->map.items[i].name);
+}
+
+static picl_status ensure_map_once(picl_engine *e);
+
 static picl_status ensure_map(picl_engine *e)
 {
     if (e->have_map)
         return PICL_OK;
+    char prev_fp[33] = "";
+    picl_classmap prev;
+    if (*e->st->classmap_payload && picl__classmap_parse_trusted(&prev, e->st->classmap_payload) == PICL_OK)
+        snprintf(prev_fp, sizeof prev_fp, "%s", prev.kb_fp);
+    picl_status st = ensure_map_once(e);
+    if (st == PICL_OK)
+        reupload_if_kb_changed(e, prev_fp);
+    return st;
+}
+
+static picl_status ensure_map_once(picl_engine *e)
+{
     for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         json_t *bso = NULL;
         picl_status st = picl__stc_get_item(e->stc, "meta", "classes", &bso);

@@ -467,6 +467,22 @@ START_TEST(test_password_reset_elsewhere)
     sync_ok(&d3);
     assert_same_store(d2.pw, d3.pw);
     assert_same_store(d2.bm, d3.bm);
+    /* d1 signs in again (new kB): it keeps its class-A and its own class-B
+     * data, and the server's class B is re-established from it */
+    memcpy(d1.st->kb, kb2, 32);
+    sync_ok(&d1);
+    old = get(d1.pw, "{pw-1}");
+    ck_assert_ptr_nonnull(old);
+    json_decref(old);
+    p = server_payload("passwords", "{pw-1}");
+    ck_assert_ptr_nonnull(p);
+    ck_assert_str_eq(json_string_value(json_object_get(p, "kid")), "B:1");
+    json_decref(p);
+    sync_ok(&d3);
+    sync_ok(&d2);
+    assert_same_store(d1.pw, d3.pw);
+    assert_same_store(d2.pw, d3.pw);
+    assert_same_store(d1.bm, d2.bm);
     dev_close(&d1);
     dev_close(&d2);
     dev_close(&d3);
@@ -498,6 +514,120 @@ START_TEST(test_strict_mode_locks_class_b)
 }
 END_TEST
 
+
+/* Swapped, forged, truncated and non-JSON records: each reported and
+ * skipped, the rest applied. */
+START_TEST(test_malicious_records)
+{
+    device d1, d2;
+    dev_open(&d1, KB);
+    dev_open(&d2, KB);
+    const char *ids[6] = {"{r1}", "{r2}", "{r3}", "{r4}", "{r5}", "{r6}"};
+    for (int i = 0; i < 6; i++) {
+        char rec[256];
+        snprintf(rec, sizeof rec, "{\"id\":\"%s\",\"hostname\":\"https://%d.example\",\"password\":\"p%d\","
+                                  "\"timePasswordChanged\":%d}", ids[i], i, i, i + 1);
+        put(d1.pw, rec);
+    }
+    sync_ok(&d1);
+    json_t *p1 = server_payload("passwords", "{r1}"), *p2 = server_payload("passwords", "{r2}");
+    char *t1 = json_dumps(p1, JSON_COMPACT), *t2 = json_dumps(p2, JSON_COMPACT);
+    server_put("passwords", "{r1}", t2); /* a server swapping two records */
+    server_put("passwords", "{r2}", t1);
+    free(t1);
+    free(t2);
+    json_decref(p1);
+    json_decref(p2);
+    json_t *p3 = server_payload("passwords", "{r3}");
+    json_object_set_new(p3, "hmac", json_string("0000000000000000000000000000000000000000000000000000000000000000"));
+    char *t3 = json_dumps(p3, JSON_COMPACT);
+    server_put("passwords", "{r3}", t3); /* a bad HMAC */
+    t3[strlen(t3) / 2] = 0;
+    server_put("passwords", "{r4}", t3); /* truncated */
+    server_put("passwords", "{r5}", "not JSON at all");
+    free(t3);
+    json_decref(p3);
+    json_t *sum;
+    char err[256];
+    ck_assert_int_eq(dev_sync(&d2, &sum, err), PICL_OK);
+    json_t *ps = json_object_get(sum, "passwords");
+    ck_assert_int_eq(json_integer_value(json_object_get(ps, "failed")), 5);
+    ck_assert_int_eq(json_integer_value(json_object_get(ps, "applied")), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(ps, "status")), "partial");
+    json_decref(sum);
+    json_t *all;
+    ck_assert_int_eq(picl__store_all(d2.pw, &all), PICL_OK);
+    ck_assert_uint_eq(json_array_size(all), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(all, 0), "id")), "{r6}");
+    json_decref(all);
+    dev_close(&d1);
+    dev_close(&d2);
+}
+END_TEST
+
+/* 1000 random edits, deletions and syncs on two devices (fixed seed): the
+ * devices end identical, with no lost and no duplicated record. */
+START_TEST(test_random_interleavings)
+{
+    device d[2];
+    dev_open(&d[0], KB);
+    dev_open(&d[1], KB);
+    unsigned seed = 20131203;
+    int clock = 1;
+    for (int step = 0; step < 1000; step++) {
+        device *x = &d[rand_r(&seed) % 2];
+        int op = (int)(rand_r(&seed) % 10), k = (int)(rand_r(&seed) % 12);
+        char id[32], rec[512];
+        picl_store *s = (op & 1) ? x->pw : (op & 2) ? x->hi : x->bm;
+        if (op < 3) {
+            sync_ok(x);
+            continue;
+        }
+        snprintf(id, sizeof id, "rec%09d", k);
+        if (op == 3) {
+            json_t *have = get(s, id);
+            if (have)
+                ck_assert_int_eq(picl__memstore_delete(s, id), PICL_OK);
+            json_decref(have);
+            continue;
+        }
+        clock++;
+        if (s == x->pw)
+            snprintf(rec, sizeof rec, "{\"id\":\"%s\",\"hostname\":\"https://h%d\",\"password\":\"v%d\","
+                                      "\"timePasswordChanged\":%d}", id, k, clock, clock);
+        else if (s == x->hi)
+            snprintf(rec, sizeof rec, "{\"id\":\"%s\",\"histUri\":\"https://h%d/\",\"title\":\"t\","
+                                      "\"visits\":[{\"date\":%d,\"type\":1}]}", id, k, clock * 1000);
+        else
+            snprintf(rec, sizeof rec, "{\"id\":\"%s\",\"type\":\"bookmark\",\"parentid\":\"menu\","
+                                      "\"title\":\"v%d\"}", id, clock);
+        put(s, rec);
+    }
+    for (int i = 0; i < 3; i++) {
+        sync_ok(&d[0]);
+        sync_ok(&d[1]);
+    }
+    assert_same_store(d[0].bm, d[1].bm);
+    assert_same_store(d[0].pw, d[1].pw);
+    assert_same_store(d[0].hi, d[1].hi);
+    /* and the server holds exactly the live records (tombstones aside) */
+    json_t *all;
+    ck_assert_int_eq(picl__store_all(d[0].pw, &all), PICL_OK);
+    size_t live = json_array_size(all);
+    json_decref(all);
+    device fresh;
+    dev_open(&fresh, KB);
+    sync_ok(&fresh);
+    ck_assert_int_eq(picl__store_all(fresh.pw, &all), PICL_OK);
+    ck_assert_uint_eq(json_array_size(all), live);
+    json_decref(all);
+    assert_same_store(d[0].hi, fresh.hi);
+    dev_close(&fresh);
+    dev_close(&d[0]);
+    dev_close(&d[1]);
+}
+END_TEST
+
 START_TEST(test_timestamps)
 {
     ck_assert_int_eq(picl__ts_parse("123.45"), 12345);
@@ -525,6 +655,8 @@ int main(void)
     tcase_add_test(tc, test_move_and_resume);
     tcase_add_test(tc, test_password_reset_elsewhere);
     tcase_add_test(tc, test_strict_mode_locks_class_b);
+    tcase_add_test(tc, test_malicious_records);
+    tcase_add_test(tc, test_random_interleavings);
     tcase_add_test(tc, test_timestamps);
     suite_add_tcase(s, tc);
     return tu_run(s);
