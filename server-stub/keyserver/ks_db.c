@@ -581,8 +581,14 @@ picl_status ks_db_srp_put(ks_db *db, const uint8_t key[32], int64_t account, con
         return PICL_ERROR_INVALID_ARGUMENT;
     lock(db);
     sqlite3_stmt *st = NULL;
-    picl_status rc = prep(db, &st, "INSERT INTO srp_sessions (key, account, b, expires)"
-                                   " VALUES (?,?,?,?)");
+    /* one transaction (one WAL sync) for the insert and the cleanup */
+    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    if (rc != PICL_OK) {
+        unlock(db);
+        return rc;
+    }
+    rc = prep(db, &st, "INSERT INTO srp_sessions (key, account, b, expires)"
+                       " VALUES (?,?,?,?)");
     if (rc == PICL_OK) {
         sqlite3_bind_blob(st, 1, key, 32, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, account);
@@ -601,6 +607,10 @@ picl_status ks_db_srp_put(ks_db *db, const uint8_t key[32], int64_t account, con
         }
         sqlite3_finalize(del);
     }
+    if (rc == PICL_OK)
+        rc = exec(db, "COMMIT");
+    if (rc != PICL_OK)
+        exec(db, "ROLLBACK");
     unlock(db);
     return rc;
 }
