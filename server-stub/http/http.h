@@ -33,6 +33,13 @@
  * (in order).  A decoded segment containing NUL is refused (400 via hook).
  * Routes are tried in the order added; when a path matches a pattern but no
  * route has the method, the answer is 405 with an Allow header.
+ *
+ * Bodies: a Content-Length over the route's cap (hooks.max_body, else
+ * cfg.max_body) is answered 413 from the headers alone: the body is never
+ * read (and "Expect: 100-continue" clients never send it).  Without
+ * Content-Length, POST/PUT/PATCH get 411 when cfg.require_content_length is
+ * set; otherwise a chunked body streams in and the connection is dropped
+ * once it passes the cap.
  */
 
 typedef struct picl_http_server picl_http_server;
