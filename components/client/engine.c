@@ -5,6 +5,7 @@
 #include "crypto/hash.h"
 #include "crypto/util.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -586,7 +587,7 @@ static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summar
         }
         /* 2. download what is newer than lastSync */
         json_t *incoming = json_object();
-        int64_t coll_modified = srv;
+        int64_t coll_modified = srv, undecryptable = 0;
         if (srv > last) {
             json_t *bsos = NULL;
             picl_stc_query q = {0};
@@ -609,7 +610,9 @@ static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summar
                 coll_modified = picl__stc_last(e->stc)->last_modified;
             downloaded += (int64_t)json_array_size(bsos);
             notify(e, "download", c, downloaded, downloaded, NULL);
+            int64_t before = failed;
             decrypt_all(e, c, &entry, bsos, incoming, &failed);
+            undecryptable = failed - before;
             json_decref(bsos);
         }
         /* 3. reconcile */
@@ -694,6 +697,10 @@ static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summar
             st = fail(e, st, "%s: %s", c, picl__store_error(s));
             break;
         }
+        /* a record we could not read (corrupt, forged, or a move another
+         * device has not finished) is fetched again next time, not skipped */
+        if (undecryptable > 0)
+            new_last = last;
         char ts[24];
         picl__ts_format(ts, new_last);
         picl__state_set_last_sync(e->st, c, ts);
@@ -715,6 +722,15 @@ static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summar
 }
 
 /* ---- moves ------------------------------------------------------------------ */
+
+/* Fault injection for the crash tests: PICL_TEST_CRASH_AT=<point> kills the
+ * process (SIGKILL, nothing flushed) when the move reaches that point. */
+static void crash_point(const char *point)
+{
+    const char *t = getenv("PICL_TEST_CRASH_AT");
+    if (t && !strcmp(t, point))
+        raise(SIGKILL);
+}
 
 static picl_status finish_move(picl_engine *e, const char *c, const picl_class_entry *to)
 {
@@ -767,6 +783,7 @@ static picl_status finish_move(picl_engine *e, const char *c, const picl_class_e
             continue;
         if (st != PICL_OK)
             return fail(e, st, "%s: uploading the re-encrypted records failed", c);
+        crash_point("move-uploaded");
         break;
     }
     if (st != PICL_OK)
@@ -780,6 +797,8 @@ static picl_status finish_move(picl_engine *e, const char *c, const picl_class_e
             return st;
         e->map.version++;
         st = write_map(e, e->map_modified);
+        if (st == PICL_OK)
+            crash_point("move-map");
         if (st != PICL_ERROR_CONFLICT)
             return st == PICL_OK ? PICL_OK : fail(e, st, "cannot write the class map");
         e->have_map = 0;
@@ -836,6 +855,7 @@ picl_status picl__engine_set_class(picl_engine *e, const char *c, char cls)
     json_object_set_new(cs, "move", json_pack("{s:s, s:i}", "class", cl, "generation", (int)to.generation));
     if ((st = picl__state_save(e->st)) != PICL_OK)
         return fail(e, st, "cannot save the local state");
+    crash_point("move-intent");
     if ((st = finish_move(e, c, &to)) != PICL_OK)
         return st;
     json_object_del(cs, "move");

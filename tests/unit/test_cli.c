@@ -189,6 +189,55 @@ START_TEST(test_story)
 }
 END_TEST
 
+
+/* Kinds of the bookmarks on the server: "A:n"/"B:n" kid prefixes, e.g. "A" when all are class A. */
+static void server_kids(char *out, size_t cap)
+{
+    run(out, cap, "sqlite3 data/storage.db \"SELECT payload FROM bsos WHERE coll='bookmarks'\" | "
+                  "python3 -c 'import json,sys; print(\"\".join(sorted(set(json.loads(l)[\"kid\"][0] for l in sys.stdin))))'");
+    out[strcspn(out, "\n")] = 0;
+}
+
+/* A move killed (SIGKILL) at each of its steps, both directions: the next
+ * sync finishes it and every record is readable under the right class. */
+START_TEST(test_move_killed_at_each_step)
+{
+    char out[8192], code[128];
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=pw %s --state s1 --quiet account create --server %s --email k@x.org",
+                         picl, url), 0);
+    mail_code("k@x.org", "X-Verify-Code", code, sizeof code);
+    ck_assert_int_eq(run(NULL, 0, "%s --state s1 account verify --code %s", picl, code), 0);
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=pw %s --state s1 -q login --email k@x.org", picl), 0);
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=pw %s --state s2 -q login --server %s --email k@x.org", picl, url), 0);
+    ck_assert_int_eq(run(NULL, 0, "mkdir f1 f2 && python3 -c 'import json; print(json.dumps([{\"id\": \"bm%%09d\" %% i, "
+                                  "\"type\": \"bookmark\", \"parentid\": \"menu\", \"title\": str(i)} "
+                                  "for i in range(30)]))' > f1/bookmarks.json"), 0);
+    ck_assert_int_eq(run(NULL, 0, "%s --state s1 -q sync --store-dir f1 --collections bookmarks", picl), 0);
+    ck_assert_int_eq(run(NULL, 0, "%s --state s2 -q sync --store-dir f2 --collections bookmarks", picl), 0);
+    server_kids(out, sizeof out);
+    ck_assert_str_eq(out, "A");
+    const char *points[] = {"move-intent", "move-uploaded", "move-map"};
+    const char *to = "B";
+    for (int round = 0; round < 6; round++, to = strcmp(to, "A") ? "A" : "B") {
+        const char *pt = points[round % 3];
+        int rc = run(NULL, 0, "PICL_TEST_CRASH_AT=%s %s --state s1 -q class set bookmarks %s", pt, picl, to);
+        ck_assert_msg(rc == 128 + SIGKILL, "%s: the process was not killed (exit %d)", pt, rc);
+        /* the next sync of the killed device finishes the move */
+        ck_assert_int_eq(run(NULL, 0, "%s --state s1 -q sync --store-dir f1 --collections bookmarks", picl), 0);
+        server_kids(out, sizeof out);
+        ck_assert_msg(!strcmp(out, to), "after %s to %s the server holds classes %s", pt, to, out);
+        ck_assert_int_eq(run(out, sizeof out, "%s --state s2 class get bookmarks", picl), 0);
+        ck_assert_msg(!strncmp(out, to, 1), "device 2 sees class %s, want %s", out, to);
+        /* the other device reads every record */
+        ck_assert_int_eq(run(NULL, 0, "echo '[]' > f2/bookmarks.json && rm -f f2/.picl-bookmarks.synced"), 0);
+        ck_assert_int_eq(run(NULL, 0, "%s --state s2 -q sync --store-dir f2 --collections bookmarks", picl), 0);
+        ck_assert_int_eq(run(out, sizeof out, "python3 -c 'import json; print(len(json.load(open(\"f2/bookmarks.json\"))))'"),
+                         0);
+        ck_assert_msg(strtol(out, NULL, 10) == 30, "round %d: device 2 has %s records", round, out);
+    }
+}
+END_TEST
+
 START_TEST(test_usage)
 {
     char out[8192];
@@ -221,6 +270,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_story);
     tcase_add_test(tc, test_usage);
+    tcase_add_test(tc, test_move_killed_at_each_step);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
