@@ -7,6 +7,8 @@
 #include "storage/storage.h"
 #include "stores/fileutil.h"
 #include "crypto/nss.h"
+#include "client/records.h"
+#include <sqlite3.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -273,6 +275,95 @@ START_TEST(test_errors_and_interfaces)
 }
 END_TEST
 
+
+/* Scans a file (and its -wal) for a byte string. */
+static int file_contains(const char *path, const char *needle)
+{
+    char p[600];
+    for (int w = 0; w < 2; w++) {
+        snprintf(p, sizeof p, "%s%s", path, w ? "-wal" : "");
+        char *data;
+        size_t len;
+        if (picl__read_file(p, 256u << 20, &data, &len) != PICL_OK)
+            continue;
+        int found = memmem(data, len, needle, strlen(needle)) != NULL;
+        free(data);
+        if (found)
+            return 1;
+    }
+    return 0;
+}
+
+/* What stealing the databases gives: the storage database alone holds no
+ * plaintext; with kA from the keyserver database class A decrypts and class
+ * B does not. */
+START_TEST(test_compromise)
+{
+    picl_service *d = device("c1");
+    ck_assert_int_eq(picl_service_create_account(d, EMAIL, "pw"), PICL_OK);
+    char code[128];
+    ck_assert(tuks_take_mail(&ks, EMAIL, "X-Verify-Code", code, sizeof code));
+    ck_assert_int_eq(picl_service_verify_email(d, code), PICL_OK);
+    ck_assert_int_eq(picl_service_sign_in(d, EMAIL, "pw"), PICL_OK);
+    write_store("c1", "bookmarks", "[{\"id\":\"bmMarker0001\",\"type\":\"bookmark\",\"parentid\":\"menu\","
+                                   "\"title\":\"PLAINTEXT-BOOKMARK-MARKER\",\"bmkUri\":\"https://marker.example/\"}]");
+    write_store("c1", "passwords", "[{\"id\":\"{pwMarker}\",\"hostname\":\"https://marker.example\","
+                                   "\"password\":\"PLAINTEXT-PASSWORD-MARKER\",\"timePasswordChanged\":1}]");
+    sync_ok(d);
+    char sdb[256], kdb[600];
+    snprintf(sdb, sizeof sdb, "%s/storage/storage.db", tmp);
+    snprintf(kdb, sizeof kdb, "%s/keyserver.db", ks.dir);
+    ck_assert(file_contains(sdb, "bookmarks")); /* control: the scan sees what is stored */
+    ck_assert(!file_contains(sdb, "PLAINTEXT-BOOKMARK-MARKER"));
+    ck_assert(!file_contains(sdb, "PLAINTEXT-PASSWORD-MARKER"));
+    ck_assert(!file_contains(sdb, "marker.example"));
+    ck_assert(!file_contains(kdb, "PLAINTEXT"));
+    /* the attacker reads kA from the keyserver database */
+    sqlite3 *k, *st;
+    ck_assert_int_eq(sqlite3_open_v2(kdb, &k, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *q;
+    ck_assert_int_eq(sqlite3_prepare_v2(k, "SELECT ka FROM accounts", -1, &q, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    ck_assert_int_eq(sqlite3_column_bytes(q, 0), 32);
+    uint8_t ka[32];
+    memcpy(ka, sqlite3_column_blob(q, 0), 32);
+    sqlite3_finalize(q);
+    sqlite3_close(k);
+    ck_assert_int_eq(sqlite3_open_v2(sdb, &st, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    const char *colls[2] = {"bookmarks", "passwords"};
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(sqlite3_prepare_v2(st, "SELECT id, payload FROM bsos WHERE coll = ?", -1, &q, NULL), SQLITE_OK);
+        sqlite3_bind_text(q, 1, colls[i], -1, SQLITE_STATIC);
+        ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+        const char *id = (const char *)sqlite3_column_text(q, 0), *payload = (const char *)sqlite3_column_text(q, 1);
+        picl_class_entry kid;
+        ck_assert_int_eq(picl__record_kid(payload, &kid), PICL_OK);
+        /* with kA, whatever the kid claims, try the class-A key of generation 1 */
+        picl_keypair keys;
+        ck_assert_int_eq(picl__collection_keys(&keys, ka, colls[i], 1), PICL_OK);
+        picl_class_entry as_a = {'A', 1};
+        json_t *clear = NULL;
+        picl_status rs = picl__record_decrypt(&clear, payload, id, &keys, &as_a, 1);
+        if (i == 0) {
+            ck_assert(kid.cls == 'A');
+            ck_assert_int_eq(rs, PICL_OK);
+            ck_assert_str_eq(json_string_value(json_object_get(clear, "title")), "PLAINTEXT-BOOKMARK-MARKER");
+        } else {
+            ck_assert(kid.cls == 'B');
+            ck_assert_int_eq(rs, PICL_ERROR_DECRYPT);
+            ck_assert_ptr_null(clear);
+            /* nor by pretending the record is class A under the kA keys */
+            picl_class_entry as_b = {'B', 1};
+            ck_assert_int_eq(picl__record_decrypt(&clear, payload, id, &keys, &as_b, 0), PICL_ERROR_DECRYPT);
+        }
+        json_decref(clear);
+        sqlite3_finalize(q);
+    }
+    sqlite3_close(st);
+    picl_service_release(d);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("service");
@@ -281,6 +372,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_account_sync_move_reset);
     tcase_add_test(tc, test_errors_and_interfaces);
+    tcase_add_test(tc, test_compromise);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
