@@ -42,6 +42,7 @@
  */
 
 import { PiCLStores, COLLECTIONS } from "./PiCLStores.sys.mjs";
+import { AsyncShutdown } from "resource://gre/modules/AsyncShutdown.sys.mjs";
 
 /* picl_status codes used here (components/picl.h; numbers are ABI). */
 export const PICL_STATUS = Object.freeze({
@@ -103,6 +104,7 @@ class Service {
     this._state = { keyserverURL: "", email: "", verified: false, classes: {} };
     this._config = {};
     this._initPromise = null;
+    this._blocker = null;
   }
 
   /* ---- nsIPiCLService ------------------------------------------------- */
@@ -251,6 +253,13 @@ class Service {
           e.preventDefault();
           this._failAll(piclError(PICL_STATUS.INTERNAL, "PiCL worker error: " + e.message));
         };
+        if (!this._blocker) {
+          /* at quit: let the running operation finish, save the tracker and
+           * release the C object before the profile goes away */
+          this._blocker = () => this._shutdown(true);
+          AsyncShutdown.profileBeforeChange.addBlocker("PiCL: finish the running operation, release libpicl",
+                                                       this._blocker);
+        }
         let { keyserverURL, storageURL, persistKeys, floor } = this._config;
         await this._post("init", { libPath: libraryPath(), stateDir, keyserverURL, storageURL, persistKeys, floor });
       })();
@@ -267,7 +276,11 @@ class Service {
   }
 
   /* Stops the worker and releases the C object (tests, shutdown). */
-  async _shutdown() {
+  async _shutdown(fromBlocker = false) {
+    if (this._blocker && !fromBlocker) {
+      AsyncShutdown.profileBeforeChange.removeBlocker(this._blocker);
+    }
+    this._blocker = null;
     await this._queue.catch(() => {});
     if (this._worker) {
       try {

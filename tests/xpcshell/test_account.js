@@ -62,6 +62,16 @@ add_task(async function test_network_error() {
   Assert.equal(PiCLService.signedInEmail, EMAIL);
 });
 
+add_task(async function test_storage_unreachable() {
+  await PiCLService._configure({ storageURL: "http://127.0.0.1:9/1.5/1" });
+  try {
+    await Assert.rejects(PiCLService.sync([]), { result: S.NETWORK }, "sync with the storage server down");
+  } finally {
+    await PiCLService._configure({ storageURL: "" });
+  }
+  Assert.equal(JSON.parse(await PiCLService.sync([])).status, "ok", "syncs again once it is back");
+});
+
 add_task(async function test_change_password() {
   await Assert.rejects(PiCLService.changePassword("not it", PW2), { result: S.WRONG_PASSWORD });
   await PiCLService.changePassword(PW, PW2);
@@ -71,7 +81,10 @@ add_task(async function test_change_password() {
   Assert.equal(PiCLService.signedInEmail, EMAIL);
 });
 
-add_task(async function test_sync_empty_and_observer() {
+add_task(async function test_sync_and_observer() {
+  const { PlacesUtils } = ChromeUtils.importESModule("resource://gre/modules/PlacesUtils.sys.mjs");
+  await PlacesUtils.bookmarks.insert({ parentGuid: PlacesUtils.bookmarks.menuGuid, url: "https://obs.example/",
+                                       title: "something to upload" });
   let events = [];
   let obs = (phase, collection, done, total, message) => events.push([phase, collection]);
   PiCLService.addObserver(obs);

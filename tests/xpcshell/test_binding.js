@@ -100,3 +100,17 @@ add_task(async function test_defaults_without_an_account() {
   PiCLService._notify("status", "", 0, -1, "gone");
   Assert.deepEqual(calls, [["status", "", 0, -1, "hello"]], "observer called until removed");
 });
+
+add_task(async function test_service_starts_and_is_released_at_shutdown() {
+  /* no _shutdown() here: the AsyncShutdown blocker must release the worker
+   * and libpicl at profile-before-change, or this process does not exit 0 */
+  let st = JSON.parse(await PiCLService._status());
+  Assert.ok(st && typeof st == "object", "status JSON from libpicl: " + JSON.stringify(st));
+  Assert.ok(!st.email, "signed out");
+  Assert.equal(PiCLService.signedInEmail, "");
+  Assert.ok(await IOUtils.exists(PathUtils.join(PathUtils.profileDir, "picl", "state")),
+            "the service's state lives in <profile>/picl/state");
+  let started = picl_now();
+  Assert.equal(PiCLService.getCollectionClass("passwords"), "B", "answered from the cache");
+  Assert.less(picl_now() - started, 5, "without blocking");
+});

@@ -241,12 +241,28 @@ add_task(async function test_passwords() {
   Assert.equal((await Services.logins.getAllLogins()).length, 0, "nothing added");
 });
 
+add_task(async function test_passwords_http_auth_login() {
+  let ps = PiCLStores.get("passwords");
+  await ps.markSynced(await ps.changes());
+  let rec = { id: "{guid-auth-1}", hostname: "https://auth.example", httpRealm: "Members only",
+              username: "dave", password: "pw-d", usernameField: "", passwordField: "",
+              timeCreated: T0, timePasswordChanged: T0 + 1, timeLastUsed: T0 + 2, timesUsed: 7 };
+  await ps.apply([rec]);
+  let [l] = await Services.logins.searchLoginsAsync({ guid: "{guid-auth-1}" });
+  Assert.equal(l.httpRealm, "Members only", "an HTTP auth login");
+  Assert.equal(l.formActionOrigin, null, "without a form action");
+  let back = (await ps.all()).find(r => r.id == "{guid-auth-1}");
+  Assert.deepEqual(back, rec, "round-trips field for field");
+  Assert.deepEqual(await ps.changes(), [], "not a local change");
+  await ps.apply([{ id: "{guid-auth-1}", deleted: true }]);
+});
+
 add_task(async function test_tracker_persists() {
   await Services.logins.addLoginAsync(newLogin("https://p.example", "carol", "pw", "{guid-login-5}"));
   await PiCLStores.shutdown();
   await PiCLStores.init();
   let ch = await PiCLStores.get("passwords").changes();
-  Assert.deepEqual(ids(ch), ["{guid-login-2}", "{guid-login-5}"], "pending changes survive a restart");
+  Assert.deepEqual(ids(ch), ["{guid-login-5}"], "pending changes survive a restart");
   let tracker = PathUtils.join(PathUtils.profileDir, "picl", "tracker.json");
   Assert.ok(await IOUtils.exists(tracker), "tracker file in <profile>/picl");
 });
