@@ -16,6 +16,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* system() for exit hooks, where Check's asserts may no longer be used. */
+static void quiet_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void quiet_sh(const char *fmt, ...)
+{
+    char cmd[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    if (n > 0 && (size_t)n < sizeof cmd && system(cmd) == -1)
+        return;
+}
+
 static char tmp_slots[8][64];
 static unsigned tmp_next;
 
@@ -28,7 +41,7 @@ static void tmp_cleanup(void)
         return;
     for (unsigned i = 0; i < tmp_next && i < 8; i++)
         if (strncmp(tmp_slots[i], "/tmp/picl-prof-", 15) == 0 && !strchr(tmp_slots[i], '\''))
-            tup_sh("rm -rf '%s' '%s'.*", tmp_slots[i], tmp_slots[i]);
+            quiet_sh("rm -rf '%s' '%s'.*", tmp_slots[i], tmp_slots[i]);
 }
 
 const char *tup_tmpdir(void)
@@ -74,7 +87,69 @@ int tup_sh(const char *fmt, ...)
     return WEXITSTATUS(r);
 }
 
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+/* One real profile per primary password is made per test binary and copied:
+ * the browser runs once, not once per test.  The copies are removed by the
+ * main process at exit (forked test processes inherit, but skip, the hook). */
+static pid_t main_pid;
+
+static void templates_cleanup(void)
+{
+    const char *keep = getenv("PICL_KEEP_TMP");
+    if (getpid() != main_pid || (keep && *keep && strcmp(keep, "0") != 0))
+        return;
+    quiet_sh("rm -rf /tmp/picl-tpl-%ld-*", (long)main_pid);
+}
+
+__attribute__((constructor)) static void templates_init(void)
+{
+    main_pid = getpid();
+    atexit(templates_cleanup);
+}
+
+static int dir_is_empty(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    int empty = 1;
+    while (d && (de = readdir(d)))
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+            empty = 0;
+    if (d)
+        closedir(d);
+    return empty;
+}
+
+static void make_profile_now(const char *dir, const char *primary);
+
 void tup_make_profile(const char *dir, const char *primary)
+{
+    if (!dir_is_empty(dir) || (primary && strchr(primary, '\''))) {
+        make_profile_now(dir, primary); /* Firefox on an existing profile */
+        return;
+    }
+    char tpl[PATH_MAX], done[PATH_MAX + 8];
+    uint64_t tag = fnv(0xcbf29ce484222325ULL, primary ? primary : "", primary ? strlen(primary) + 1 : 0);
+    snprintf(tpl, sizeof tpl, "/tmp/picl-tpl-%ld-%016llx", (long)main_pid, (unsigned long long)tag);
+    snprintf(done, sizeof done, "%s.done", tpl);
+    if (access(done, F_OK) != 0) {
+        tup_sh("rm -rf '%s' && mkdir -p '%s'", tpl, tpl);
+        make_profile_now(tpl, primary);
+        ck_assert_int_eq(tup_sh("touch '%s'", done), 0);
+    }
+    ck_assert_int_eq(tup_sh("cp -a '%s/.' '%s/'", tpl, dir), 0);
+}
+
+static void make_profile_now(const char *dir, const char *primary)
 {
     int r = tup_sh("'%s/tests/make-profile.sh' '%s' %s%s%s >'%s.log' 2>&1", srcdir(), dir,
                    primary ? "'" : "", primary ? primary : "", primary ? "'" : "", dir);
@@ -101,16 +176,6 @@ json_t *tup_dump_profile_pw(const char *dir, const char *pw)
     json_t *j = json_load_file(out, 0, &e);
     ck_assert_msg(j != NULL, "dump %s: %s", out, e.text);
     return j;
-}
-
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
 }
 
 static int cmpstr(const void *a, const void *b)
