@@ -551,7 +551,32 @@ int main(int argc, char **argv)
     }
     const char *cmd = w[0];
     if (!strcmp(cmd, "help")) {
-        fputs(USAGE, stdout);
+        if (nw < 2) {
+            fputs(USAGE, stdout);
+            return CLI_OK;
+        }
+        /* picl help COMMAND: that command's lines of the usage text */
+        int found = 0, in = 0;
+        const char *line = USAGE;
+        while (*line) {
+            const char *end = strchr(line, '\n');
+            size_t len = end ? (size_t)(end - line) : strlen(line);
+            size_t wl = strlen(w[1]);
+            int starts = len > 2 + wl && !strncmp(line, "  ", 2) && !strncmp(line + 2, w[1], wl) &&
+                         (line[2 + wl] == ' ' || line[2 + wl] == '\n');
+            int cont = len > 10 && !strncmp(line, "          ", 10);
+            in = starts || (in && cont);
+            if (in) {
+                printf("%.*s\n", (int)len, line);
+                found = 1;
+            }
+            line += len + (end ? 1 : 0);
+        }
+        if (!found) {
+            fprintf(stderr, "picl: no command '%s' (see picl --help)\n", w[1]);
+            return CLI_USAGE;
+        }
+        printf("\nSee picl(1) for details.\n");
         return CLI_OK;
     }
     if (!strcmp(cmd, "server"))

@@ -244,6 +244,10 @@ START_TEST(test_usage)
     ck_assert_int_eq(run(out, sizeof out, "%s --help", picl), 0);
     ck_assert_ptr_nonnull(strstr(out, "usage: picl"));
     ck_assert_ptr_nonnull(strstr(out, "exit codes"));
+    ck_assert_int_eq(run(out, sizeof out, "%s help sync", picl), 0);
+    ck_assert_ptr_nonnull(strstr(out, "--store-dir"));
+    ck_assert_ptr_null(strstr(out, "account create"));
+    ck_assert_int_eq(run(NULL, 0, "%s help nosuch 2>/dev/null", picl), 2);
     ck_assert_int_eq(run(NULL, 0, "%s 2>/dev/null", picl), 2);
     ck_assert_int_eq(run(NULL, 0, "%s frobnicate 2>/dev/null", picl), 2);
     ck_assert_int_eq(run(NULL, 0, "%s --bogus status 2>/dev/null", picl), 2);
