@@ -71,6 +71,7 @@ static void setup(void)
     ck_assert_int_eq(picl_http_route(H, "POST", "/a/*/b/*", echo, "ab-post", NULL), PICL_OK);
     ck_assert_int_eq(picl_http_route(H, "GET", "/", echo, "root", NULL), PICL_OK);
     ck_assert_int_eq(picl_http_route(H, "PUT", "/x", echo, "x", NULL), PICL_OK);
+    ck_assert_int_eq(picl_http_route(H, "DELETE", "/del", echo, "del", NULL), PICL_OK);
     static const picl_http_hooks small = {on_error, on_finish, NULL, 10};
     ck_assert_int_eq(picl_http_route(H, "POST", "/small", echo, "small", &small), PICL_OK);
     ck_assert_int_eq(picl_http_route(H, "GET", "/*/*/*/*/*", echo, "five", NULL),
@@ -178,6 +179,25 @@ START_TEST(test_glue_errors)
     j = get_json("PUT", "/x", &ch, 411);
     ck_assert_int_eq(json_integer_value(json_object_get(j, "why")), PICL_HTTP_ERR_LENGTH_REQUIRED);
     json_decref(j);
+}
+END_TEST
+
+/* A chunked body (no Content-Length, on a method that does not need one)
+ * streams in up to the cap; past it the connection is dropped. */
+START_TEST(test_chunked_cap)
+{
+    static const char *const chunked[] = {"Transfer-Encoding: chunked", NULL};
+    char body[2001];
+    memset(body, 'c', sizeof body);
+    tu_req ok = {.ctype = "text/plain", .body = body, .len = 900, .headers = chunked};
+    json_t *j = get_json("DELETE", "/del", &ok, 200);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "body_len")), 900);
+    json_decref(j);
+    tu_req big = {.ctype = "text/plain", .body = body, .len = 2001, .headers = chunked};
+    tu_resp r;
+    int rc = tu_http(&r, "DELETE", base, "/del", &big);
+    ck_assert_msg(rc != 0 || r.status != 200, "a chunked body over the cap was accepted");
+    tu_resp_free(&r);
 }
 END_TEST
 
@@ -426,6 +446,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_glue_errors);
     tcase_add_test(tc, test_refused_before_body);
     tcase_add_test(tc, test_keepalive);
+    tcase_add_test(tc, test_chunked_cap);
     tcase_add_test(tc, test_server_config_errors);
     suite_add_tcase(s, tc);
     TCase *p = tcase_create("parsers");
