@@ -48,7 +48,10 @@
  * page deletions are not reported (Firefox keeps no history tombstones).  An
  * incoming page known locally by URL takes the incoming GUID; one whose GUID
  * names another URL locally is skipped.  A page left without bookmark, keyword
- * or visit is removed, as Places' expiration would.
+ * or visit is removed, as Places' expiration would.  Unknown fields of a page
+ * or a visit are kept as Firefox's history sync keeps them (moz_places_extra /
+ * moz_historyvisits_extra sync_json {"unknown_sync_fields": "<JSON>"}) and
+ * given back on read; unknown fields of bookmark records are not kept.
  *
  * Bad incoming records (wrong id form, unknown type, missing or over-long URL,
  * malformed tags/children/visits) reject the whole batch with

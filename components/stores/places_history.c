@@ -8,6 +8,55 @@
 #define HISTORY_MAX_IN_VISITS 1000     /* an incoming record with more is malformed */
 #define HISTORY_CURSOR_KEY "picl/history/lastSync"
 
+/* Fields records.md gives a page and a visit; any other is kept as Firefox
+ * keeps it: moz_places_extra / moz_historyvisits_extra.sync_json =
+ * {"unknown_sync_fields": "<JSON text of the unknown fields>"}. */
+static const char *const page_fields[] = {"id", "histUri", "title", "visits", "deleted"};
+static const char *const visit_fields[] = {"date", "type"};
+
+static int known(const char *k, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(k, list[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Adds the fields of JSON object text `unknown` that rec lacks. */
+static void merge_unknown(json_t *rec, const char *unknown, const char *const *list, size_t n)
+{
+    json_t *o = unknown ? json_loads(unknown, 0, NULL) : NULL;
+    const char *k;
+    json_t *v;
+    if (json_is_object(o) && rec)
+        json_object_foreach(o, k, v) if (!known(k, list, n) && !json_object_get(rec, k)) json_object_set(rec, k, v);
+    json_decref(o);
+}
+
+/* The unknown fields of obj as compact JSON text (malloc()ed), NULL if none. */
+static char *unknown_text(const json_t *obj, const char *const *list, size_t n)
+{
+    json_t *u = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)obj, k, v) if (!known(k, list, n)) json_object_set(u, k, v);
+    char *t = json_object_size(u) ? json_dumps(u, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(u);
+    return t;
+}
+
+/* Stores unknown-field text for a page (place_id) or a visit (visit_id). */
+static picl_status put_unknown(places *p, int page, int64_t id, const char *text)
+{
+    return picl__places_q(p, page ? "INSERT INTO moz_places_extra(place_id, sync_json) VALUES (?1, "
+                                    "json_object('unknown_sync_fields', ?2)) ON CONFLICT(place_id) DO UPDATE SET "
+                                    "sync_json = json_patch(sync_json, json_object('unknown_sync_fields', ?2))"
+                                  : "INSERT INTO moz_historyvisits_extra(visit_id, sync_json) VALUES (?1, "
+                                    "json_object('unknown_sync_fields', ?2)) ON CONFLICT(visit_id) DO UPDATE SET "
+                                    "sync_json = json_patch(sync_json, json_object('unknown_sync_fields', ?2))",
+                          "it", id, text);
+}
+
 /* The history record of page place_id (guid, url, title given), or NULL in
  * *out when it has no visits. */
 static picl_status history_record(places *p, int64_t place_id, const char *guid, const char *url,
@@ -16,24 +65,39 @@ static picl_status history_record(places *p, int64_t place_id, const char *guid,
     sqlite3_stmt *st = NULL;
     *out = NULL;
     picl_status rc = picl__places_prep(p, &st,
-        "SELECT visit_date, visit_type FROM moz_historyvisits WHERE place_id = ? "
-        "AND visit_type BETWEEN 1 AND 9 ORDER BY visit_date DESC, id DESC LIMIT 20");
+        "SELECT v.visit_date, v.visit_type, json_extract(e.sync_json, '$.unknown_sync_fields') "
+        "FROM moz_historyvisits v LEFT JOIN moz_historyvisits_extra e ON e.visit_id = v.id WHERE v.place_id = ? "
+        "AND v.visit_type BETWEEN 1 AND 9 ORDER BY v.visit_date DESC, v.id DESC LIMIT 20");
     if (rc != PICL_OK)
         return rc;
     sqlite3_bind_int64(st, 1, place_id);
     json_t *visits = json_array();
     int r;
-    while ((r = sqlite3_step(st)) == SQLITE_ROW)
-        json_array_append_new(visits, json_pack("{s:I, s:i}", "date", (json_int_t)sqlite3_column_int64(st, 0),
-                                                "type", sqlite3_column_int(st, 1)));
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        json_t *v = json_pack("{s:I, s:i}", "date", (json_int_t)sqlite3_column_int64(st, 0), "type",
+                              sqlite3_column_int(st, 1));
+        merge_unknown(v, (const char *)sqlite3_column_text(st, 2), visit_fields, 2);
+        json_array_append_new(visits, v);
+    }
     if (r != SQLITE_DONE)
         rc = picl__places_dberr(p, "visits");
     sqlite3_finalize(st);
-    if (rc == PICL_OK && json_array_size(visits) > 0)
+    size_t nvisits = json_array_size(visits);
+    if (rc == PICL_OK && nvisits > 0)
         *out = json_pack("{s:s, s:s, s:s?, s:O}", "id", guid, "histUri", url, "title", title, "visits", visits);
     json_decref(visits);
-    if (rc == PICL_OK && json_array_size(visits) > 0 && !*out)
+    if (rc == PICL_OK && nvisits > 0 && !*out)
         rc = picl__store_fail(&p->base, PICL_ERROR_NO_MEMORY, "out of memory");
+    if (*out) { /* fields of the record we did not know, kept by apply() */
+        st = NULL;
+        if (picl__places_prep(p, &st, "SELECT json_extract(sync_json, '$.unknown_sync_fields') FROM "
+                                      "moz_places_extra WHERE place_id = ?") == PICL_OK) {
+            sqlite3_bind_int64(st, 1, place_id);
+            if (sqlite3_step(st) == SQLITE_ROW)
+                merge_unknown(*out, (const char *)sqlite3_column_text(st, 0), page_fields, 5);
+        }
+        sqlite3_finalize(st);
+    }
     return rc;
 }
 
@@ -144,6 +208,7 @@ static picl_status hist_get(picl_store *s, const char *id, json_t **out)
 
 /* One incoming history record, checked (the one parser of history input). */
 typedef struct hist_in {
+    const json_t *rec;
     const char *id;
     int deleted;
     const char *url;
@@ -154,6 +219,7 @@ typedef struct hist_in {
 static picl_status parse_history(places *p, const json_t *r, size_t i, hist_in *h)
 {
     memset(h, 0, sizeof *h);
+    h->rec = r;
     if (!json_is_object(r))
         return picl__store_fail(&p->base, PICL_ERROR_ENCODING, "history record %zu is not an object", i);
     h->id = json_string_value(json_object_get(r, "id"));
@@ -258,6 +324,12 @@ static picl_status history_put(places *p, const hist_in *h)
     }
     if ((rc = picl__places_touch(p, pid)) != PICL_OK)
         return rc;
+    char *pu = unknown_text(h->rec, page_fields, 5);
+    if (pu)
+        rc = put_unknown(p, 1, pid, pu);
+    free(pu);
+    if (rc != PICL_OK)
+        return rc;
     if (h->title) {
         if ((rc = picl__places_prep(p, &st, "UPDATE moz_places SET title = ?1 WHERE id = ?2")) != PICL_OK)
             return rc;
@@ -288,6 +360,10 @@ static picl_status history_put(places *p, const hist_in *h)
         sqlite3_bind_int64(st, 2, json_integer_value(json_object_get(v, "date")));
         sqlite3_bind_int(st, 3, type);
         rc = picl__places_done(p, st);
+        char *vu = rc == PICL_OK && sqlite3_changes(p->db) == 1 ? unknown_text(v, visit_fields, 2) : NULL;
+        if (vu)
+            rc = put_unknown(p, 0, sqlite3_last_insert_rowid(p->db), vu);
+        free(vu);
     }
     sqlite3_finalize(st);
     st = NULL;

@@ -628,7 +628,9 @@ START_TEST(test_history_apply_read_back_by_firefox)
     char *batch = NULL;
     ck_assert(asprintf(&batch,
         "[{\"id\":\"newPage00001\",\"histUri\":\"https://sync.example.net/p?x=1\",\"title\":\"Synced page\","
-        "  \"visits\":[{\"date\":1705000000000000,\"type\":1},{\"date\":1705000100000000,\"type\":2},"
+        "  \"futurePage\":{\"a\":[1,2]},"
+        "  \"visits\":[{\"date\":1705000000000000,\"type\":1,\"futureVisit\":\"v\"},"
+        "              {\"date\":1705000100000000,\"type\":2},"
         "              {\"date\":1705000200000000,\"type\":4},{\"date\":1705000300000000,\"type\":9}]},"
         " {\"id\":\"framedPage01\",\"histUri\":\"https://frame.example.net/\",\"title\":null,"
         "  \"visits\":[{\"date\":1705000000000000,\"type\":8}]},"
@@ -644,6 +646,10 @@ START_TEST(test_history_apply_read_back_by_firefox)
     json_t *np = NULL;
     ck_assert_int_eq(picl__store_get(s, "newPage00001", &np), PICL_OK);
     ck_assert_int_eq(json_array_size(json_object_get(np, "visits")), 3); /* EMBED not stored */
+    /* unknown fields come back, page and visit */
+    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(json_object_get(np, "futurePage"), "a"), 1)), 2);
+    ck_assert_str_eq(str(json_array_get(json_object_get(np, "visits"), 2), "futureVisit"), "v");
+    ck_assert_ptr_null(json_object_get(json_array_get(json_object_get(np, "visits"), 0), "futureVisit"));
     json_decref(np);
     picl__store_close(s);
 
@@ -657,6 +663,12 @@ START_TEST(test_history_apply_read_back_by_firefox)
     ck_assert_int_eq(json_integer_value(json_object_get(p, "visit_count")), 2); /* RELOAD does not count */
     ck_assert_int_eq(json_integer_value(json_object_get(p, "last_visit_date")), 1705000300000000LL);
     ck_assert_int_eq(json_integer_value(json_object_get(p, "hidden")), 0);
+    /* Firefox's own history sync would upload them too */
+    json_t *suf = json_object_get(p, "syncUnknownFields");
+    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(json_object_get(suf, "futurePage"), "a"), 0)), 1);
+    json_t *sv = json_object_get(p, "syncVisits");
+    ck_assert_int_eq(json_array_size(sv), 3);
+    ck_assert_str_eq(str(json_array_get(sv, 2), "futureVisit"), "v");
     json_t *fr = tup_find(hist, "guid", "framedPage01");
     ck_assert_ptr_nonnull(fr);
     ck_assert_int_eq(json_integer_value(json_object_get(fr, "hidden")), 1);

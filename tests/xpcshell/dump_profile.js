@@ -17,6 +17,7 @@ const out = arguments[1];
 const primary = arguments.length > 2 ? arguments[2] : null;
 
 const TYPES = { 1: "bookmark", 2: "folder", 3: "separator" };
+const { PlacesSyncUtils } = ChromeUtils.importESModule("resource://gre/modules/PlacesSyncUtils.sys.mjs");
 
 /* Flattens the tree under root________ (tags folder excluded, as Sync does). */
 async function dumpBookmarks() {
@@ -71,10 +72,15 @@ async function dumpHistory() {
       continue;
     }
     let byUrl = await PU.history.fetch(info.url.href);
+    /* what Firefox's own history sync would upload (keeps unknown fields) */
+    let syncInfo = await PlacesSyncUtils.history.fetchURLInfoForGuid(info.guid);
+    let syncVisits = await PlacesSyncUtils.history.fetchVisitsForURL(info.url.href);
     list.push({
       guid: info.guid,
       url: info.url.href,
       byUrl: !!byUrl && byUrl.guid == info.guid,
+      syncUnknownFields: syncInfo && syncInfo.unknownFields ? JSON.parse(syncInfo.unknownFields) : null,
+      syncVisits,
       title: info.title,
       frecency: info.frecency,
       visits: (info.visits || []).map(v => ({ date: v.date.getTime(), transition: v.transition })),
