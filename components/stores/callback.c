@@ -41,14 +41,16 @@ static picl_status cb_changes(picl_store *s, json_t **out)
 {
     cbstore *c = (cbstore *)s;
     char *text = NULL;
-    return take_json(s, c->cb.changes(c->ctx, &text), text, out, 1);
+    picl_status st = c->cb.changes(c->ctx, &text); /* before text is read */
+    return take_json(s, st, text, out, 1);
 }
 
 static picl_status cb_all(picl_store *s, json_t **out)
 {
     cbstore *c = (cbstore *)s;
     char *text = NULL;
-    return take_json(s, c->cb.all(c->ctx, &text), text, out, 1);
+    picl_status st = c->cb.all(c->ctx, &text);
+    return take_json(s, st, text, out, 1);
 }
 
 static picl_status cb_get(picl_store *s, const char *id, json_t **out)
@@ -59,7 +61,8 @@ static picl_status cb_get(picl_store *s, const char *id, json_t **out)
         *out = NULL;
         return PICL_OK;
     }
-    return take_json(s, c->cb.get(c->ctx, id, &text), text, out, 0);
+    picl_status st = c->cb.get(c->ctx, id, &text);
+    return take_json(s, st, text, out, 0);
 }
 
 static picl_status pass_json(picl_store *s, picl_status (*fn)(void *, const char *), void *ctx, const json_t *j)

@@ -196,6 +196,81 @@ START_TEST(test_filestore_malformed)
 }
 END_TEST
 
+
+/* A store implemented through picl_store_callbacks (what the browser binding uses). */
+typedef struct cbctx {
+    int applied;
+    char last_apply[256];
+} cbctx;
+
+static picl_status cb_changes(void *ctx, char **out)
+{
+    *out = picl_alloc_string("[{\"id\":\"aaaaaaaaaaaa\",\"title\":\"A\"}]");
+    return PICL_OK;
+}
+static picl_status cb_all(void *ctx, char **out)
+{
+    *out = picl_alloc_string("[]");
+    return PICL_OK;
+}
+static picl_status cb_get(void *ctx, const char *id, char **out)
+{
+    *out = picl_alloc_string(strcmp(id, "known") ? "null" : "{\"id\":\"known\"}");
+    return PICL_OK;
+}
+static picl_status cb_apply(void *ctx, const char *json)
+{
+    cbctx *c = ctx;
+    c->applied++;
+    snprintf(c->last_apply, sizeof c->last_apply, "%s", json);
+    return PICL_OK;
+}
+static picl_status cb_fail(void *ctx, const char *json)
+{
+    return PICL_ERROR_DATABASE;
+}
+static picl_status cb_bad(void *ctx, char **out)
+{
+    *out = picl_alloc_string("{not an array");
+    return PICL_OK;
+}
+
+START_TEST(test_callback_store)
+{
+    cbctx ctx = {0};
+    picl_store_callbacks cb = {cb_changes, cb_all, cb_get, cb_apply, cb_apply, NULL, NULL};
+    picl_store *s;
+    ck_assert_int_eq(picl__cbstore_open(&s, "bookmarks", &cb, &ctx), PICL_OK);
+    json_t *ch;
+    ck_assert_int_eq(picl__store_changes(s, &ch), PICL_OK);
+    ck_assert_uint_eq(json_array_size(ch), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(ch, 0), "title")), "A");
+    json_t *r;
+    ck_assert_int_eq(picl__store_get(s, "known", &r), PICL_OK);
+    ck_assert_ptr_nonnull(r);
+    json_decref(r);
+    ck_assert_int_eq(picl__store_get(s, "other", &r), PICL_OK);
+    ck_assert_ptr_null(r);
+    ck_assert_int_eq(picl__store_apply(s, ch), PICL_OK);
+    ck_assert_int_eq(ctx.applied, 1);
+    ck_assert_str_eq(ctx.last_apply, "[{\"id\":\"aaaaaaaaaaaa\",\"title\":\"A\"}]");
+    ck_assert_int_eq(picl__store_reset(s), PICL_OK); /* NULL reset is a no-op */
+    json_decref(ch);
+    picl__store_close(s);
+    /* failures come back with the collection named */
+    picl_store_callbacks bad = {cb_bad, cb_all, NULL, cb_fail, cb_apply, NULL, NULL};
+    ck_assert_int_eq(picl__cbstore_open(&s, "passwords", &bad, &ctx), PICL_OK);
+    ck_assert_int_eq(picl__store_changes(s, &ch), PICL_ERROR_PROTOCOL);
+    ck_assert_ptr_nonnull(strstr(picl__store_error(s), "passwords"));
+    json_t *empty = json_array();
+    ck_assert_int_eq(picl__store_apply(s, empty), PICL_ERROR_DATABASE);
+    json_decref(empty);
+    picl__store_close(s);
+    picl_store_callbacks missing = {NULL, cb_all, NULL, cb_apply, cb_apply, NULL, NULL};
+    ck_assert_int_eq(picl__cbstore_open(&s, "x", &missing, &ctx), PICL_ERROR_INVALID_ARGUMENT);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stores_basic");
@@ -204,6 +279,7 @@ int main(void)
     tcase_add_test(tc, test_memstore);
     tcase_add_test(tc, test_filestore_tracking);
     tcase_add_test(tc, test_filestore_malformed);
+    tcase_add_test(tc, test_callback_store);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
