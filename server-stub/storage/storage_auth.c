@@ -116,8 +116,7 @@ void storage_auth_free(storage_auth *a)
     free(a);
 }
 
-/* Splits a Host header into host and port (default 80). */
-static int split_host(const char *hosthdr, char *host, size_t cap, unsigned *port)
+int storage__split_host(const char *hosthdr, char *host, size_t cap, unsigned *port)
 {
     const char *end = hosthdr + strlen(hosthdr);
     const char *colon = NULL;
@@ -167,7 +166,7 @@ picl_status storage_auth_check(storage_auth *a, const picl_http_request *req, co
     const char *hosthdr = picl_http_header(req, "Host");
     char host[PICL_HAWK_MAX_HOST + 1];
     unsigned port;
-    if (!hdr || !hosthdr || !split_host(hosthdr, host, sizeof host, &port))
+    if (!hdr || !hosthdr || !storage__split_host(hosthdr, host, sizeof host, &port))
         goto done;
     auth = malloc(sizeof *auth);
     p = malloc(sizeof *p);

@@ -29,4 +29,10 @@ void storage_auth_free(storage_auth *a);
 picl_status storage_auth_check(storage_auth *a, const picl_http_request *req, const char *node,
                                int64_t path_uid, int64_t grace_s, int64_t now_s);
 
+/* THE parser of the Host header: "host", "host:port", "[v6]", "[v6]:port"
+ * into host (cap bytes, NUL-terminated, brackets kept for IPv6 as Hawk
+ * clients send them) and port (80 when absent).  0 when malformed: empty
+ * host, port not 1..5 digits or over 65535, junk after ']'. */
+int storage__split_host(const char *hosthdr, char *host, size_t cap, unsigned *port);
+
 #endif

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "http/http.h"
+#include "storage/storage_auth.h"
 #include "storage/storage_internal.h"
 #include "testutil.h"
 #include "testutil_http.h"
@@ -419,6 +420,33 @@ START_TEST(test_parse_bsos_bad_cases)
 }
 END_TEST
 
+START_TEST(test_split_host)
+{
+    struct {
+        const char *in;
+        const char *host; /* NULL = refused */
+        unsigned port;
+    } v[] = {{"example.org", "example.org", 80}, {"127.0.0.1:8000", "127.0.0.1", 8000},
+             {"[::1]:443", "[::1]", 443}, {"[::1]", "[::1]", 80}, {"h:65535", "h", 65535},
+             {"", NULL, 0}, {":80", NULL, 0}, {"h:", NULL, 0}, {"h:65536", NULL, 0},
+             {"h:123456", NULL, 0}, {"h:8o", NULL, 0}, {"h:-1", NULL, 0}, {"[::1", NULL, 0},
+             {"[::1]x", NULL, 0}, {"[::1]:", NULL, 0}, {"a:b:c", NULL, 0}};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        char host[64] = "unchanged";
+        unsigned port = 1;
+        int ok = storage__split_host(v[i].in, host, sizeof host, &port);
+        ck_assert_msg(ok == (v[i].host != NULL), "'%s'", v[i].in);
+        if (ok) {
+            ck_assert_str_eq(host, v[i].host);
+            ck_assert_uint_eq(port, v[i].port);
+        }
+    }
+    char tiny[4];
+    unsigned port;
+    ck_assert_int_eq(storage__split_host("abcd:80", tiny, sizeof tiny, &port), 0);
+}
+END_TEST
+
 START_TEST(test_valid_names)
 {
     ck_assert(storage__valid_coll("bookmarks"));
@@ -455,6 +483,7 @@ static Suite *suite(void)
     tcase_add_test(p, test_parse_bso_bad_cases);
     tcase_add_test(p, test_parse_bsos_bad_cases);
     tcase_add_test(p, test_valid_names);
+    tcase_add_test(p, test_split_host);
     suite_add_tcase(s, p);
     return s;
 }
