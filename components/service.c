@@ -276,6 +276,8 @@ static picl_status svc_verify(picl_service *self, const char *code)
         return done(s, PICL_ERROR_STATE, "no account: create one or sign in first");
     if (!code || !*code)
         return done(s, PICL_ERROR_INVALID_ARGUMENT, "the verification code is missing");
+    if (strlen(code) != 64 || strspn(code, "0123456789abcdefABCDEF") != 64)
+        return done(s, PICL_ERROR_INVALID_CODE, "verifying the email failed: the code is wrong (64 hex characters)");
     picl_ks_client *c;
     picl_status st = ks_open(s, &c);
     if (st != PICL_OK)
@@ -376,6 +378,8 @@ static picl_status svc_reset(picl_service *self, const char *code, const char *n
         return done(s, PICL_ERROR_STATE, "ask for a reset code first (forgotPassword)");
     if (!code || !*code || !new_pw || !*new_pw)
         return done(s, PICL_ERROR_INVALID_ARGUMENT, "the code and a new password are needed");
+    if (strlen(code) != 8 || strspn(code, "0123456789") != 8)
+        return done(s, PICL_ERROR_INVALID_CODE, "resetting the password failed: the code is wrong (8 digits)");
     picl_ks_client *c;
     picl_status st = ks_open(s, &c);
     if (st != PICL_OK)
