@@ -261,6 +261,7 @@ typedef struct bm_in {
     char parent[PLACES_GUID_LEN + 1];
     int deleted, root, type; /* type: 1 bookmark/query, 2 folder/livemark, 3 separator */
     const char *title, *url, *keyword;
+    char kwbuf[BM_MAX_KEYWORD_LEN + 1]; /* the keyword, lowercased as Firefox stores it */
     const json_t *tags, *children;
     int64_t date_added; /* µs, 0 = not given */
 } bm_in;
@@ -342,6 +343,13 @@ static picl_status parse_bookmark(places *p, const json_t *r, size_t i, bm_in *b
             if (!b->keyword || !*b->keyword || strlen(b->keyword) > BM_MAX_KEYWORD_LEN ||
                 strpbrk(b->keyword, " \t\r\n"))
                 return bad(p, i, "bad keyword");
+            size_t k = 0;
+            for (; b->keyword[k]; k++) {
+                char c = b->keyword[k];
+                b->kwbuf[k] = (c >= 'A' && c <= 'Z') ? (char)(c + 32) : c;
+            }
+            b->kwbuf[k] = '\0';
+            b->keyword = b->kwbuf;
         }
     }
     json_t *kids = json_object_get(r, "children");

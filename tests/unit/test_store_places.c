@@ -369,7 +369,7 @@ static const char *INCOMING_BOOKMARKS =
     " \"title\":\"From Sync\",\"children\":[\"newBookmk002\",\"newSeparat01\",\"newBookmk001\"],"
     " \"dateAdded\":1700000000000},"
     "{\"id\":\"newBookmk001\",\"type\":\"bookmark\",\"parentid\":\"newFolder001\",\"title\":\"Rust\","
-    " \"bmkUri\":\"https://www.rust-lang.org/learn\",\"tags\":[\"lang\",\"sample\"],\"keyword\":\"rs\","
+    " \"bmkUri\":\"https://www.rust-lang.org/learn\",\"tags\":[\"lang\",\"sample\"],\"keyword\":\"RS\","
     " \"dateAdded\":1700000001000},"
     "{\"id\":\"newBookmk002\",\"type\":\"bookmark\",\"parentid\":\"newFolder001\",\"title\":\"Example again\","
     " \"bmkUri\":\"https://example.com/\",\"tags\":[\"sample\",\"test\"],\"keyword\":\"ex\"},"
