@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include "client/storage_client.h"
+#include "http/http.h"
 #include "storage_fixture.h"
 #include "testutil.h"
 
@@ -378,6 +379,98 @@ START_TEST(test_conflict_409)
 }
 END_TEST
 
+/* ---- a malformed server ------------------------------------------------ */
+
+static void bad_answer(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    const char *what = ctx;
+    if (!strcmp(what, "config1"))
+        picl_http_respond(resp, 200, "application/json", "{\"max_post_records\":\"x\"}", 25);
+    else if (!strcmp(what, "config2")) {
+        static const char cfg[] =
+            "{\"max_request_bytes\":1000,\"max_post_records\":10,\"max_post_bytes\":1000,"
+            "\"max_total_records\":10,\"max_total_bytes\":1000,\"max_record_payload_bytes\":100}";
+        picl_http_respond(resp, 200, "application/json", cfg, sizeof cfg - 1);
+    }
+    else if (!strcmp(what, "notjson"))
+        picl_http_respond(resp, 200, "application/json", "not json", 8);
+    else if (!strcmp(what, "object")) {
+        picl_http_respond(resp, 200, "application/json", "{\"a\":1}", 7);
+        picl_http_add_header(resp, "X-Last-Modified", "abc");
+        picl_http_add_header(resp, "X-Weave-Records", "-5");
+    } else if (!strcmp(what, "array"))
+        picl_http_respond(resp, 200, "application/json", "[1]", 3);
+    else if (!strcmp(what, "nosuccess"))
+        picl_http_respond(resp, 200, "application/json", "{\"modified\":1}", 14);
+    else if (!strcmp(what, "500"))
+        picl_http_respond(resp, 500, "text/plain", "oops", 4);
+    else if (!strcmp(what, "418"))
+        picl_http_respond(resp, 418, "text/plain", "teapot", 6);
+    else
+        picl_http_respond(resp, 429, "text/plain", "slow down", 9);
+}
+
+START_TEST(test_malformed_server)
+{
+    picl_http_server *h;
+    picl_http_config hc = {.listen = "127.0.0.1:0"};
+    ck_assert_int_eq(picl_http_server_new(&h, &hc), PICL_OK);
+    struct {
+        const char *m, *p, *what;
+    } routes[] = {{"GET", "/1.5/1/info/configuration", "config1"},
+                  {"GET", "/1.5/1/info/collections", "notjson"},
+                  {"GET", "/1.5/1/storage/c", "object"},
+                  {"GET", "/1.5/1/storage/c/i", "array"},
+                  {"GET", "/1.5/1/storage/e500", "500"},
+                  {"GET", "/1.5/1/storage/e418", "418"},
+                  {"GET", "/1.5/1/storage/e429", "429"},
+                  {"GET", "/1.5/2/info/configuration", "config2"},
+                  {"POST", "/1.5/2/storage/c", "nosuccess"}};
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+        ck_assert_int_eq(picl_http_route(h, routes[i].m, routes[i].p, bad_answer,
+                                         (void *)routes[i].what, NULL), PICL_OK);
+    ck_assert_int_eq(picl_http_server_start(h), PICL_OK);
+    char ep[96];
+    snprintf(ep, sizeof ep, "http://127.0.0.1:%u/1.5/1", picl_http_server_port(h));
+    picl_stc *c;
+    ck_assert_int_eq(picl__stc_new(&c, ep, "id", "key"), PICL_OK);
+    picl_stc_limits lim;
+    ck_assert_int_eq(picl__stc_limits(c, &lim), PICL_ERROR_PROTOCOL);
+    json_t *j = (json_t *)1;
+    ck_assert_int_eq(picl__stc_info(c, "collections", -1, &j), PICL_ERROR_PROTOCOL);
+    ck_assert_ptr_null(j);
+    j = (json_t *)1;
+    ck_assert_int_eq(picl__stc_get(c, "c", NULL, &j, NULL), PICL_ERROR_PROTOCOL);
+    ck_assert_ptr_null(j);
+    ck_assert_int_eq(picl__stc_last(c)->last_modified, -1);
+    ck_assert_int_eq(picl__stc_get_item(c, "c", "i", &j), PICL_ERROR_PROTOCOL);
+    ck_assert_int_eq(picl__stc_get(c, "e500", NULL, &j, NULL), PICL_ERROR_SERVER);
+    ck_assert_int_eq(picl__stc_get(c, "e418", NULL, &j, NULL), PICL_ERROR_PROTOCOL);
+    ck_assert_int_eq(picl__stc_get(c, "e429", NULL, &j, NULL), PICL_ERROR_BACKOFF);
+    ck_assert_int_eq(picl__stc_last(c)->backoff_s, 60); /* no Retry-After: a default */
+    picl__stc_free(c);
+
+    snprintf(ep, sizeof ep, "http://127.0.0.1:%u/1.5/2", picl_http_server_port(h));
+    ck_assert_int_eq(picl__stc_new(&c, ep, "id", "key"), PICL_OK);
+    json_t *list = json_array();
+    json_array_append_new(list, bso("a", "x", 1));
+    picl_stc_post_result pr;
+    ck_assert_int_eq(picl__stc_post(c, "c", list, -1, &pr), PICL_ERROR_PROTOCOL);
+    ck_assert_ptr_null(pr.success);
+    ck_assert_int_eq(picl__stc_limits(c, &lim), PICL_OK);
+    ck_assert_int_eq(lim.max_record_payload_bytes, 100);
+    /* over the advertised limits: refused before sending */
+    char big[200];
+    memset(big, 'p', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    json_array_append_new(list, bso("b", big, 1));
+    ck_assert_int_eq(picl__stc_post(c, "c", list, -1, &pr), PICL_ERROR_TOO_LARGE);
+    json_decref(list);
+    picl__stc_free(c);
+    picl_http_server_free(h);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("storage_client");
@@ -398,6 +491,11 @@ static Suite *suite(void)
     tcase_set_timeout(busy, 60);
     tcase_add_test(busy, test_conflict_409);
     suite_add_tcase(s, busy);
+    TCase *bad = tcase_create("malformed");
+    tcase_add_checked_fixture(bad, client_setup, client_teardown);
+    tcase_set_timeout(bad, 60);
+    tcase_add_test(bad, test_malformed_server);
+    suite_add_tcase(s, bad);
     TCase *sm = tcase_create("small");
     tcase_add_checked_fixture(sm, small_setup, client_teardown);
     tcase_set_timeout(sm, 60);
