@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <curl/curl.h>
 #include <jansson.h>
@@ -122,6 +123,15 @@ static void *run(void *p)
     return NULL;
 }
 
+/* CPU seconds (user + system) of the whole process so far. */
+static double cpu_now(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec / 1e6;
+}
+
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
     return remove(path);
@@ -217,7 +227,7 @@ int bench_keyserver(int argc, char **argv)
     for (int phase = 0; phase < 2; phase++) {
         double len = phase ? seconds : 0.5;
         sh->until = bench_now() + len;
-        double t0 = bench_now();
+        double t0 = bench_now(), c0 = cpu_now();
         for (int i = 0; i < clients; i++) {
             ws[i].sh = sh;
             ws[i].logins = ws[i].failures = 0;
@@ -229,13 +239,17 @@ int bench_keyserver(int argc, char **argv)
             logins += ws[i].logins;
             failures += ws[i].failures;
         }
-        double el = bench_now() - t0;
+        double el = bench_now() - t0, cpu = cpu_now() - c0;
         if (phase) {
             printf("keyserver: %.1f logins/s (auth/start + auth/finish, server-side SRP and "
                    "SQLite; %d concurrent clients, precomputed; %ld logins in %.2f s, %ld "
                    "failures; %.2f ms per login per client)\n",
                    logins / el, clients, logins, el, failures,
                    logins ? 1000.0 * el * clients / logins : 0.0);
+            printf("keyserver: %.2f ms CPU per login (server and the clients' HTTP together), "
+                   "%.0f%% of one core used: %.0f logins per CPU-second\n",
+                   logins ? 1000.0 * cpu / logins : 0.0, 100.0 * cpu / el,
+                   cpu > 0 ? logins / cpu : 0.0);
             rc = failures == 0 && logins > 0 ? 0 : 1;
         }
     }
