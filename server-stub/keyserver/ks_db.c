@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "crypto/util.h"
+#include "protocol/tokens.h"
 
 struct ks_db {
     sqlite3 *h;
@@ -503,11 +504,12 @@ picl_status ks_db_sessions(ks_db *db, int64_t account, int64_t now,
 {
     lock(db);
     sqlite3_stmt *st = NULL;
-    picl_status rc = prep(db, &st, TOKEN_COLS "WHERE account = ? AND type = 1 AND"
+    picl_status rc = prep(db, &st, TOKEN_COLS "WHERE account = ? AND type = ? AND"
                                               " (expires = 0 OR expires >= ?) ORDER BY rowid");
     if (rc == PICL_OK) {
         sqlite3_bind_int64(st, 1, account);
-        sqlite3_bind_int64(st, 2, now);
+        sqlite3_bind_int(st, 2, PICL_TOKEN_SESSION);
+        sqlite3_bind_int64(st, 3, now);
         int s;
         while ((s = sqlite3_step(st)) == SQLITE_ROW) {
             ks_token t;
@@ -534,7 +536,7 @@ picl_status ks_db_forgot_guess(ks_db *db, const uint8_t id[32], const char code[
     picl_status rc = exec(db, "BEGIN IMMEDIATE");
     if (rc != PICL_OK)
         goto out;
-    rc = token_get_locked(db, id, 4 /* PICL_TOKEN_FORGOT_PASSWORD */, now, &t);
+    rc = token_get_locked(db, id, PICL_TOKEN_FORGOT_PASSWORD, now, &t);
     if (rc == PICL_OK) {
         int right = strlen(t.code) == 8 && picl__memeq_ct(t.code, code, 8);
         if (right || t.tries <= 1) {
