@@ -432,6 +432,8 @@ picl_status ks_server_new(ks_server **out, const ks_config *cfg)
     s->srp_ttl = cfg->srp_token_ttl_s > 0 ? cfg->srp_token_ttl_s : 60;
     s->login_max = cfg->login_max > 0 ? cfg->login_max : 10;
     s->login_window = cfg->login_window_s > 0 ? cfg->login_window_s : 900;
+    s->addr_login_max = cfg->addr_login_max > 0 ? cfg->addr_login_max : 4 * s->login_max;
+    s->limit_loopback = cfg->limit_loopback;
     s->reset_max = cfg->reset_max > 0 ? cfg->reset_max : 3;
     s->reset_window = cfg->reset_window_s > 0 ? cfg->reset_window_s : 3600;
     s->threads = cfg->threads;

@@ -44,8 +44,9 @@
  *  - glue errors: 404 and 405 are errno 999 with the same code, 411/112,
  *    413/113, 400/107 (bad path), 500/999.
  *  - rate limits: failed /auth/finish proofs per account (login_max per
- *    login_window_s) and per client address (4 x login_max), checked at
- *    /auth/start and /auth/finish;
+ *    login_window_s) and per client address (addr_login_max; loopback
+ *    addresses are exempt unless limit_loopback, since behind a local proxy
+ *    one address is every user), checked at /auth/start and /auth/finish;
  *    /password/forgot/send_code and resend_code per account (reset_max per
  *    reset_window_s); reset code guesses: 3 per forgotPasswordToken, after
  *    which it is deleted.  A throttled request is 429/114 with Retry-After.
@@ -64,6 +65,8 @@ typedef struct ks_config {
     int64_t srp_token_ttl_s;   /* 0 = 60 */
     int64_t login_max;         /* failed logins per account per window; 0 = 10 */
     int64_t login_window_s;    /* 0 = 900 */
+    int64_t addr_login_max;    /* failed logins per client address; 0 = 4 x login_max */
+    int limit_loopback;        /* 1: limit 127.0.0.0/8 and ::1 too (tests) */
     int64_t reset_max;         /* reset mails per account per window; 0 = 3 */
     int64_t reset_window_s;    /* 0 = 3600 */
     unsigned threads;          /* HTTP thread pool, 0 = 4 */

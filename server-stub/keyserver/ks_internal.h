@@ -18,6 +18,8 @@ struct ks_server {
     size_t secret_len;
     uint8_t hashed_uid_key[32];
     int64_t skew, srp_ttl, login_max, login_window, reset_max, reset_window;
+    int64_t addr_login_max;
+    int limit_loopback;
     unsigned threads, timeout_s;
     void (*log)(void *ctx, const char *line);
     int64_t (*now_hook)(void *ctx);

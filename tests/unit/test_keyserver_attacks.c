@@ -34,7 +34,7 @@ static tuks_srv srv;
 static void setup(void)
 {
     tu_nss_setup();
-    ks_config cfg = {.login_max = 3};
+    ks_config cfg = {.login_max = 3, .limit_loopback = 1};
     tuks_start(&srv, &cfg);
 }
 
@@ -326,6 +326,38 @@ START_TEST(brute_force_per_address)
 }
 END_TEST
 
+START_TEST(loopback_exempt_by_default)
+{
+    tuks_stop(&srv);
+    ks_config cfg = {.login_max = 1};
+    tuks_start(&srv, &cfg);
+    picl_ks_client *c;
+    ck_assert_int_eq(picl__ksc_new(&c, srv.base), PICL_OK);
+    picl_account a;
+    char email[64];
+    /* 6 accounts with one failure each from 127.0.0.1: over 4 x login_max,
+     * yet a seventh account still signs in */
+    for (int i = 0; i < 7; i++) {
+        snprintf(email, sizeof email, "u%d@example.org", i);
+        tuks_account(&srv, email, PW, 1, NULL);
+        if (i < 6)
+            ck_assert_int_eq(picl__account_login(c, email, strlen(email), "x", 1, tuks_params(),
+                                                 &a),
+                             PICL_ERROR_WRONG_PASSWORD);
+    }
+    ck_assert_int_eq(picl__account_login(c, email, strlen(email), PW, strlen(PW), tuks_params(),
+                                         &a),
+                     PICL_OK);
+    picl__account_wipe(&a);
+    /* the per-account limit still holds */
+    snprintf(email, sizeof email, "u0@example.org");
+    ck_assert_int_eq(picl__account_login(c, email, strlen(email), PW, strlen(PW), tuks_params(),
+                                         &a),
+                     PICL_ERROR_BACKOFF);
+    picl__ksc_free(c);
+}
+END_TEST
+
 START_TEST(malformed_bodies)
 {
     tuks_account(&srv, EMAIL, PW, 1, NULL);
@@ -428,6 +460,7 @@ static Suite *suite(void)
     tcase_add_test(tc, single_use_under_concurrency);
     tcase_add_test(tc, brute_force_rate_limit);
     tcase_add_test(tc, brute_force_per_address);
+    tcase_add_test(tc, loopback_exempt_by_default);
     tcase_add_test(tc, malformed_bodies);
     tcase_add_test(tc, huge_body_refused_before_reading);
     tcase_add_test(tc, unfinished_requests_do_not_block_others);
