@@ -22,10 +22,11 @@ static const struct {
     {"mobile", "mobile______"},
 };
 
-/* Items that are records: the four roots and everything under them. */
+/* Items that are records: the four roots and everything under them (UNION,
+ * not UNION ALL: a corrupt parent cycle must not loop forever). */
 #define SYNCABLE                                                                                  \
     "WITH RECURSIVE syncable(id) AS (SELECT id FROM moz_bookmarks WHERE guid IN ('menu________', " \
-    "'toolbar_____', 'unfiled_____', 'mobile______') UNION ALL SELECT b.id FROM moz_bookmarks b "  \
+    "'toolbar_____', 'unfiled_____', 'mobile______') UNION SELECT b.id FROM moz_bookmarks b "  \
     "JOIN syncable s ON b.parent = s.id) "
 
 /* Sync id -> Places GUID (into buf); NULL when it is neither a root name nor a GUID. */
@@ -404,7 +405,7 @@ static picl_status mark_parent(places *p, json_t *parents, int64_t id)
 static picl_status is_ancestor(places *p, int64_t anc, int64_t id, int *yes)
 {
     int64_t n = 0;
-    picl_status rc = picl__places_q1(p, &n, "WITH RECURSIVE up(id) AS (SELECT ?2 UNION ALL SELECT b.parent FROM moz_bookmarks b "
+    picl_status rc = picl__places_q1(p, &n, "WITH RECURSIVE up(id) AS (SELECT ?2 UNION SELECT b.parent FROM moz_bookmarks b "
                                "JOIN up ON b.id = up.id WHERE b.parent IS NOT NULL AND b.parent != 0) "
                                "SELECT count(*) FROM up WHERE id = ?1", "ii", anc, id);
     *yes = n > 0;
