@@ -84,7 +84,8 @@ static picl_status history_record(places *p, int64_t place_id, const char *guid,
     sqlite3_finalize(st);
     size_t nvisits = json_array_size(visits);
     if (rc == PICL_OK && nvisits > 0)
-        *out = json_pack("{s:s, s:s, s:s?, s:O}", "id", guid, "histUri", url, "title", title, "visits", visits);
+        *out = json_pack("{s:s, s:s, s:s, s:O}", "id", guid, "histUri", url, "title", title ? title : "", "visits",
+                         visits); /* no title = "", as Firefox's history sync sends it */
     json_decref(visits);
     if (rc == PICL_OK && nvisits > 0 && !*out)
         rc = picl__store_fail(&p->base, PICL_ERROR_NO_MEMORY, "out of memory");
