@@ -240,6 +240,8 @@ static picl_status parse_history(places *p, const json_t *r, size_t i, hist_in *
     if (t && !json_is_null(t) && !json_is_string(t))
         return picl__store_fail(&p->base, PICL_ERROR_ENCODING, "history record %s: bad title", h->id);
     h->title = json_string_value(t);
+    if (h->title && !*h->title)
+        h->title = NULL; /* "" is no title: a known page keeps its own */
     if (h->title && strlen(h->title) > PLACES_MAX_TITLE)
         return picl__store_fail(&p->base, PICL_ERROR_ENCODING, "history record %s: title too long", h->id);
     h->visits = json_object_get(r, "visits");
