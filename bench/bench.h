@@ -14,5 +14,7 @@ int bench_stretch(int argc, char **argv);
 int bench_srp(int argc, char **argv);
 int bench_keyserver(int argc, char **argv);
 int bench_storage(int argc, char **argv);
+int bench_sync(int argc, char **argv);
+int bench_profile(int argc, char **argv);
 
 #endif

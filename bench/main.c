@@ -12,6 +12,8 @@ __attribute__((weak)) int bench_stretch(int argc, char **argv);
 __attribute__((weak)) int bench_srp(int argc, char **argv);
 __attribute__((weak)) int bench_keyserver(int argc, char **argv);
 __attribute__((weak)) int bench_storage(int argc, char **argv);
+__attribute__((weak)) int bench_sync(int argc, char **argv);
+__attribute__((weak)) int bench_profile(int argc, char **argv);
 
 double bench_now(void)
 {
@@ -47,6 +49,8 @@ int main(int argc, char **argv)
         {"srp", bench_srp, "one SRP login, constant-time vs plain mpz_powm"},
         {"keyserver", bench_keyserver, "SRP logins/s a keyserver sustains, 2 clients"},
         {"storage", bench_storage, "storage server under wrk vs nginx static files (ceiling)"},
+        {"sync", bench_sync, "engine: first sync 10k bookmarks + 50k history, 2nd device, incremental"},
+        {"profile", bench_profile, "Firefox profile (5k bookmarks, 1k logins, 100k visits) up and down"},
     };
     size_t n = sizeof all / sizeof all[0];
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
