@@ -729,12 +729,15 @@ static picl_status do_sync(service *s, const char *const *colls, size_t n, char 
     if (!stores)
         return PICL_ERROR_NO_MEMORY;
     picl_status st = PICL_OK;
-    for (size_t i = 0; i < count && st == PICL_OK; i++) {
+    for (size_t i = 0; i < count && st == PICL_OK; i++)
         if (!picl__collection_name_ok(list[i]))
             st = done(s, PICL_ERROR_INVALID_ARGUMENT, "invalid collection name \"%s\"", list[i]);
-        else
-            st = open_store(s, list[i], &stores[i]);
-    }
+    /* passwords first: logins.json and key4.db are checked before places.sqlite
+     * is opened at all, so a refused profile is left exactly as it was */
+    for (int pass = 0; pass < 2 && st == PICL_OK; pass++)
+        for (size_t i = 0; i < count && st == PICL_OK; i++)
+            if ((pass == 0) == !strcmp(list[i], "passwords"))
+                st = open_store(s, list[i], &stores[i]);
     conn c;
     memset(&c, 0, sizeof c);
     if (st == PICL_OK)

@@ -7,6 +7,7 @@
 #                                            (PW: the primary password, which
 #                                            Firefox then REMOVES from DIR)
 #   make-profile.sh --maintain DIR           Firefox's Places maintenance on DIR
+#   make-profile.sh --edit DIR [ROUND]       a user's edits between two syncs (1 or 2)
 # Each run is bounded by a timeout; exit 0 on success, 127 without firefox-esr.
 here=$(cd "$(dirname "$0")" && pwd)
 ff=${FIREFOX:-firefox-esr}
@@ -17,6 +18,11 @@ if [ "$1" = "--dump" ]; then
     [ $# -eq 3 ] || [ $# -eq 4 ] || { echo "usage: $0 --dump DIR OUT.json [PRIMARY_PASSWORD]" >&2; exit 2; }
     shift
     exec timeout 60 "$ff" --xpcshell -g "$gre" -a "$gre/browser" "$here/xpcshell/dump_profile.js" "$@"
+fi
+if [ "$1" = "--edit" ]; then
+    [ $# -eq 2 ] || [ $# -eq 3 ] || { echo "usage: $0 --edit DIR [ROUND]" >&2; exit 2; }
+    shift
+    exec timeout 60 "$ff" --xpcshell -g "$gre" -a "$gre/browser" "$here/xpcshell/edit_profile.js" "$@"
 fi
 if [ "$1" = "--maintain" ]; then
     [ $# -eq 2 ] || { echo "usage: $0 --maintain DIR" >&2; exit 2; }

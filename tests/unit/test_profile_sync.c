@@ -1,0 +1,198 @@
+/* test_profile_sync.c -- real Firefox profiles (made, edited and read back by
+ * firefox-esr itself) synced with `picl sync --profile` through picl server:
+ * profile 1 -> server -> empty profile 2 equal as Firefox sees them, edits
+ * travel both ways, and every bad profile is a clear error with no byte of it
+ * changed. */
+#include "testutil.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char dir[64], url[128], picl[512], src[512];
+static pid_t server;
+
+static int run(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int run(char *out, size_t cap, const char *fmt, ...)
+{
+    char cmd[4096], full[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    snprintf(full, sizeof full,
+             "cd %s && export PICL_TEST_STRETCH_FLOOR=cheap PICL_PASSWORD=pw MKP=%s/tests/make-profile.sh "
+             "CMP=%s/tests/compare_profiles.py P=%s && %s",
+             dir, src, src, picl, cmd);
+    FILE *p = popen(full, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = 0, r;
+    char buf[4096];
+    while ((r = fread(buf, 1, sizeof buf, p)) > 0)
+        if (out && n + r < cap) {
+            memcpy(out + n, buf, r);
+            n += r;
+        }
+    if (out)
+        out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void setup(void)
+{
+    const char *b = getenv("PICL_BUILD"), *s = getenv("PICL_SRCDIR");
+    snprintf(picl, sizeof picl, "%s/picl", b && *b ? b : "build");
+    snprintf(src, sizeof src, "%s", s && *s ? s : ".");
+    snprintf(dir, sizeof dir, "/tmp/picl-prof-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char outf[600], data[600];
+    snprintf(outf, sizeof outf, "%s/server.out", dir);
+    snprintf(data, sizeof data, "%s/data", dir);
+    server = fork();
+    if (server == 0) {
+        if (!freopen(outf, "w", stdout) || !freopen("/dev/null", "w", stderr))
+            _exit(126);
+        execl(picl, "picl", "server", "--data", data, "--listen", "127.0.0.1:0", (char *)NULL);
+        _exit(127);
+    }
+    url[0] = 0;
+    for (int i = 0; i < 100 && !*url; i++) {
+        usleep(100000);
+        FILE *f = fopen(outf, "r");
+        char line[512];
+        if (f && fgets(line, sizeof line, f) && strstr(line, "http://"))
+            sscanf(strstr(line, "http://"), "%127[^ ]", url);
+        if (f)
+            fclose(f);
+    }
+    ck_assert_msg(*url, "picl server did not start");
+    /* the browser must be here: bootstrap installs it */
+    ck_assert_msg(run(NULL, 0, "command -v firefox-esr >/dev/null") == 0, "firefox-esr is missing");
+}
+
+static void teardown(void)
+{
+    kill(server, SIGTERM);
+    int st;
+    waitpid(server, &st, 0);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static void account(const char *email)
+{
+    char code[256];
+    ck_assert_int_eq(run(NULL, 0, "$P --state s1 -q account create --server %s --email %s", url, email), 0);
+    ck_assert_int_eq(run(code, sizeof code, "grep -h '^X-Verify-Code:' data/mail/new/* | tr -d '\\r' | cut -d' ' -f2"),
+                     0);
+    code[strcspn(code, "\n")] = 0;
+    ck_assert_int_eq(run(NULL, 0, "$P --state s1 -q account verify --code %s", code), 0);
+    ck_assert_int_eq(run(NULL, 0, "$P --state s1 -q login --email %s", email), 0);
+    ck_assert_int_eq(run(NULL, 0, "$P --state s2 -q login --server %s --email %s", url, email), 0);
+}
+
+START_TEST(test_profile_to_profile_and_back)
+{
+    char out[16384];
+    account("p@x.org");
+    ck_assert_int_eq(run(NULL, 0, "$MKP $PWD/p1 >/dev/null 2>&1"), 0);
+    ck_assert_int_eq(run(NULL, 0, "$MKP --dump $PWD/p2 $PWD/empty.json >/dev/null 2>&1"), 0); /* a new, empty profile */
+    ck_assert_int_eq(run(out, sizeof out, "$P --state s1 sync --profile p1 --json"), 0);
+    json_t *sum = json_loads(out, 0, NULL);
+    ck_assert_ptr_nonnull(sum);
+    json_t *cols = json_object_get(sum, "collections");
+    ck_assert_int_gt(json_integer_value(json_object_get(json_object_get(cols, "bookmarks"), "uploaded")), 5);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(cols, "passwords"), "uploaded")), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(cols, "history"), "uploaded")), 3);
+    json_decref(sum);
+    ck_assert_int_eq(run(NULL, 0, "$P --state s2 -q sync --profile p2"), 0);
+    /* Firefox opens profile 2 and sees what it saw in profile 1 */
+    ck_assert_int_eq(run(NULL, 0, "$MKP --dump $PWD/p1 $PWD/d1.json >/dev/null 2>&1 && $MKP --dump $PWD/p2 $PWD/d2.json >/dev/null 2>&1"),
+                     0);
+    int rc = run(out, sizeof out, "python3 $CMP d1.json d2.json");
+    ck_assert_msg(rc == 0, "profiles differ after the first sync:\n%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "0 differences"));
+    ck_assert_ptr_null(strstr(out, " 0 logins"));
+    /* edits in the browser on profile 2 travel to profile 1 */
+    ck_assert_int_eq(run(NULL, 0, "$MKP --edit $PWD/p2 >/dev/null 2>&1"), 0);
+    ck_assert_int_eq(run(NULL, 0, "$P --state s2 -q sync --profile p2 && $P --state s1 -q sync --profile p1"), 0);
+    ck_assert_int_eq(run(NULL, 0, "$MKP --dump $PWD/p1 $PWD/d1.json >/dev/null 2>&1 && $MKP --dump $PWD/p2 $PWD/d2.json >/dev/null 2>&1"),
+                     0);
+    rc = run(out, sizeof out, "python3 $CMP d1.json d2.json");
+    ck_assert_msg(rc == 0, "profiles differ after the edits on profile 2:\n%s", out);
+    ck_assert_int_eq(run(out, sizeof out, "grep -c 'new-hunter3\\|Added later\\|New page' d1.json"), 0);
+    ck_assert_int_eq(strtol(out, NULL, 10), 3);
+    ck_assert_int_eq(run(NULL, 0, "! grep -q bmkToolbar01 d1.json"), 0); /* the deletion too */
+    /* and the other way: edits on profile 1 reach profile 2 */
+    ck_assert_int_eq(run(NULL, 0, "$MKP --edit $PWD/p1 2 >/dev/null 2>&1"), 0);
+    ck_assert_int_eq(run(NULL, 0, "$P --state s1 -q sync --profile p1 && $P --state s2 -q sync --profile p2"), 0);
+    ck_assert_int_eq(run(NULL, 0, "$MKP --dump $PWD/p1 $PWD/d1.json >/dev/null 2>&1 && $MKP --dump $PWD/p2 $PWD/d2.json >/dev/null 2>&1"),
+                     0);
+    rc = run(out, sizeof out, "python3 $CMP d1.json d2.json");
+    ck_assert_msg(rc == 0, "profiles differ after the edits on profile 1:\n%s", out);
+    ck_assert_int_eq(run(out, sizeof out, "grep -c 'changed-again\\|Added on the other device\\|New page 2' d2.json"), 0);
+    ck_assert_int_eq(strtol(out, NULL, 10), 3);
+    ck_assert_int_eq(run(NULL, 0, "! grep -q bmkUnfiled01 d2.json"), 0);
+}
+END_TEST
+
+/* sha256 of every file of a profile (sorted), to prove nothing changed */
+#define HASH "find %s -type f | sort | xargs sha256sum | sha256sum"
+
+static void expect_refused(const char *what, const char *profile, int want_rc, const char *want_msg)
+{
+    char before[256], after[256], out[4096];
+    ck_assert_int_eq(run(before, sizeof before, HASH, profile), 0);
+    int rc = run(out, sizeof out, "$P --state s1 sync --profile %s 2>&1", profile);
+    ck_assert_msg(rc == want_rc, "%s: exit %d, want %d (%s)", what, rc, want_rc, out);
+    ck_assert_msg(strstr(out, want_msg) != NULL, "%s: message '%s' lacks '%s'", what, out, want_msg);
+    ck_assert_int_eq(run(after, sizeof after, HASH, profile), 0);
+    ck_assert_msg(!strcmp(before, after), "%s: the profile was changed", what);
+}
+
+START_TEST(test_bad_profiles)
+{
+    char out[4096];
+    account("bad@x.org");
+    ck_assert_int_eq(run(out, sizeof out, "$P --state s1 sync --profile nonexistent 2>&1"), 6);
+    ck_assert_ptr_nonnull(strstr(out, "not a directory"));
+    ck_assert_int_eq(run(NULL, 0, "mkdir notprofile && echo hello > notprofile/readme.txt"), 0);
+    expect_refused("not a profile", "notprofile", 2, "profile");
+    ck_assert_int_eq(run(NULL, 0, "$MKP $PWD/good >/dev/null 2>&1"), 0);
+    /* a running Firefox holds the fcntl lock on .parentlock */
+    ck_assert_int_eq(run(NULL, 0, "(python3 -c 'import fcntl,time,sys; f=open(\"good/.parentlock\",\"a\"); "
+                                  "fcntl.lockf(f, fcntl.LOCK_EX); print(\"locked\", flush=True); time.sleep(20)' "
+                                  "> lock.out & echo $! > lock.pid) && for i in $(seq 50); do grep -q locked lock.out && break; "
+                                  "sleep 0.1; done; grep -q locked lock.out"),
+                     0);
+    expect_refused("locked", "good", 6, "running");
+    ck_assert_int_eq(run(NULL, 0, "kill $(cat lock.pid) && sleep 0.3"), 0);
+    /* corrupt logins.json */
+    ck_assert_int_eq(run(NULL, 0, "cp -a good corrupt && printf '{\"logins\": [' > corrupt/logins.json"), 0);
+    expect_refused("corrupt logins.json", "corrupt", 6, "logins.json");
+    /* places.sqlite of an unknown schema version */
+    ck_assert_int_eq(run(NULL, 0, "cp -a good schema && sqlite3 schema/places.sqlite 'PRAGMA user_version = 999'"), 0);
+    expect_refused("unknown schema", "schema", 6, "schema");
+    /* a primary password set and not given */
+    ck_assert_int_eq(run(NULL, 0, "$MKP $PWD/primary 'my primary' >/dev/null 2>&1"), 0);
+    expect_refused("primary password", "primary", 3, "primary password");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("profile_sync");
+    TCase *tc = tcase_create("profile_sync");
+    tcase_set_timeout(tc, 240);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_profile_to_profile_and_back);
+    tcase_add_test(tc, test_bad_profiles);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
