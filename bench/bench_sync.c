@@ -6,10 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-#include <nss.h>
 
 #include "bench.h"
 #include "bench_util.h"
@@ -94,42 +91,12 @@ static size_t store_count(picl_store *s)
     return n;
 }
 
-/* Under `picl-bench all` an earlier benchmark may have NSS up without our
- * key database (SDR needs it as the internal slot): run in a fresh process. */
-static int rerun_fresh(int argc, char **argv)
-{
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
-        return 1;
-    exe[n] = 0;
-    char *args[16];
-    int k = 0;
-    args[k++] = "picl-bench";
-    args[k++] = "sync"; /* argv[0] may be "all" */
-    for (int i = 1; i < argc && k < 15; i++)
-        args[k++] = argv[i];
-    args[k] = NULL;
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0)
-        return 1;
-    if (pid == 0) {
-        execv(exe, args);
-        _exit(127);
-    }
-    int ws;
-    if (waitpid(pid, &ws, 0) != pid)
-        return 1;
-    return WIFEXITED(ws) ? WEXITSTATUS(ws) : 1;
-}
-
 int bench_sync(int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "--serve"))
         return bu_server_main(argc - 2, argv + 2);
-    if (NSS_IsInitialized())
-        return rerun_fresh(argc, argv);
+    if (bu_nss_is_up())
+        return bu_rerun_fresh("sync", argc, argv);
     int quick = bu_has_flag(argc, argv, "--quick");
     int default_limits = bu_has_flag(argc, argv, "--default-limits");
     size_t nbm = quick ? 1000 : 10000, nhi = quick ? 5000 : 50000;

@@ -40,6 +40,13 @@ void bu_server_stop(bu_server *s);
 /* The body of the child: `--serve DIR MAX` (argv after "--serve"). */
 int bu_server_main(int argc, char **argv);
 
+/* Under `picl-bench all` an earlier benchmark may have NSS up without our key
+ * database (SDR needs one as the internal slot): then the benchmark re-runs
+ * itself as `picl-bench NAME ARGS...` in a fresh process and returns its exit
+ * status.  bu_nss_is_up() says whether that is needed. */
+int bu_nss_is_up(void);
+int bu_rerun_fresh(const char *name, int argc, char **argv);
+
 /* Credentials for user uid on s (needs NSS).  *token and *key are malloc()ed;
  * the caller frees them (key with picl__zfree).  PICL_OK or the mint error. */
 picl_status bu_mint(const bu_server *s, int64_t uid, char **token, char **key);
