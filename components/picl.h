@@ -176,6 +176,11 @@ typedef struct picl_service_vtbl {
 
     /* the message of the last failure ("" after a success); owned by the object */
     const char *(*GetLastError)(picl_service *self);
+
+    /* The primary password of the Firefox profile given to UseProfile (its
+     * key4.db), kept in memory only and wiped on Release; NULL forgets it.
+     * Without it such a profile's passwords cannot be read (PICL_ERROR_STATE). */
+    picl_status (*SetPrimaryPassword)(picl_service *self, const char *password);
 } picl_service_vtbl;
 
 struct picl_service {
@@ -217,6 +222,7 @@ PICL_EXPORT picl_status picl_service_set_collection_class(picl_service *s, const
 PICL_EXPORT picl_status picl_service_get_collections_json(picl_service *s, char **json);
 PICL_EXPORT picl_status picl_service_use_profile(picl_service *s, const char *profile_dir);
 PICL_EXPORT picl_status picl_service_use_store_dir(picl_service *s, const char *dir);
+PICL_EXPORT picl_status picl_service_set_primary_password(picl_service *s, const char *password);
 PICL_EXPORT picl_status picl_service_set_store(picl_service *s, const char *collection,
                                               const picl_store_callbacks *cb, void *ctx);
 /* collections_csv: "bookmarks,passwords" or "" for all (easier over FFI) */

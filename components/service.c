@@ -47,6 +47,7 @@ typedef struct service {
     char *store_dir;
     custom_store custom[MAX_CUSTOM];
     size_t ncustom;
+    char *primary; /* the profile's primary password, wiped on release */
 } service;
 
 #define SVC(self) ((service *)(self))
@@ -171,6 +172,8 @@ static uint32_t svc_release(picl_service *self)
     if (--s->refs > 0)
         return s->refs;
     picl__state_free(s->st);
+    if (s->primary)
+        picl__zfree(s->primary, strlen(s->primary));
     free(s->profile_dir);
     free(s->store_dir);
     picl__wipe(s, sizeof *s);
@@ -659,6 +662,27 @@ static picl_status svc_use_profile(picl_service *self, const char *dir)
     return done(s, PICL_OK, NULL);
 }
 
+static picl_status svc_set_primary(picl_service *self, const char *pw)
+{
+    service *s = SVC(self);
+    if (s->primary)
+        picl__zfree(s->primary, strlen(s->primary));
+    s->primary = pw ? strdup(pw) : NULL;
+    return done(s, pw && !s->primary ? PICL_ERROR_NO_MEMORY : PICL_OK, NULL);
+}
+
+/* The logins store asks for the primary password only when key4.db has one. */
+static picl_status ask_primary(void *arg, char *buf, size_t cap)
+{
+    service *s = arg;
+    if (!s->primary)
+        return PICL_ERROR_STATE;
+    if (strlen(s->primary) >= cap)
+        return PICL_ERROR_TOO_LARGE;
+    snprintf(buf, cap, "%s", s->primary);
+    return PICL_OK;
+}
+
 static picl_status svc_use_store_dir(picl_service *self, const char *dir)
 {
     service *s = SVC(self);
@@ -705,7 +729,7 @@ static picl_status open_store(service *s, const char *coll, picl_store **out)
         if (!strcmp(coll, "bookmarks") || !strcmp(coll, "history"))
             st = picl__places_open(out, s->profile_dir, coll, err, sizeof err);
         else if (!strcmp(coll, "passwords"))
-            st = picl__logins_open(out, s->profile_dir, s->st->dir, NULL, NULL, err, sizeof err);
+            st = picl__logins_open(out, s->profile_dir, s->st->dir, ask_primary, s, err, sizeof err);
         else
             return done(s, PICL_ERROR_UNSUPPORTED, "a Firefox profile has no %s store", coll);
         return st == PICL_OK ? st : done(s, st, "%s: %s", coll, *err ? err : picl_strerror(st));
@@ -832,7 +856,7 @@ static const picl_service_vtbl vtbl = {
     svc_set_floor, svc_create, svc_verify, svc_sign_in, svc_sign_out, svc_change_password, svc_forgot, svc_reset,
     svc_destroy, svc_get_email, svc_get_verified, svc_get_uid, svc_status, svc_get_class, svc_set_class,
     svc_collections, svc_use_profile, svc_use_store_dir, svc_set_store, svc_sync, svc_wipe, svc_reset_local,
-    svc_add_obs, svc_remove_obs, svc_last_error,
+    svc_add_obs, svc_remove_obs, svc_last_error, svc_set_primary,
 };
 
 /* ---- creation and the flat FFI forms --------------------------------------------- */
@@ -914,6 +938,7 @@ picl_status picl_service_set_collection_class(picl_service *s, const char *c, co
 picl_status picl_service_get_collections_json(picl_service *s, char **j) { return CALL(s, GetCollectionsJSON, j); }
 picl_status picl_service_use_profile(picl_service *s, const char *d) { return CALL(s, UseProfile, d); }
 picl_status picl_service_use_store_dir(picl_service *s, const char *d) { return CALL(s, UseStoreDir, d); }
+picl_status picl_service_set_primary_password(picl_service *s, const char *p) { return CALL(s, SetPrimaryPassword, p); }
 picl_status picl_service_set_store(picl_service *s, const char *c, const picl_store_callbacks *cb, void *ctx)
 {
     return CALL(s, SetStore, c, cb, ctx);

@@ -23,6 +23,7 @@ typedef struct cli_opts {
     const char *code;          /* --code C */
     const char *password_file; /* --password-file F */
     const char *new_password_file;
+    const char *primary_password_file; /* --primary-password-file F */
     const char *profile;       /* --profile DIR */
     const char *store_dir;     /* --store-dir DIR */
     const char *collections;   /* --collections a,b */

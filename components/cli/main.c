@@ -46,6 +46,8 @@ static const char *USAGE =
     "  --password-file F     read the password from F (first line); also PICL_PASSWORD.\n"
     "  --new-password-file F the new password; also PICL_NEW_PASSWORD.  Otherwise\n"
     "                        passwords are asked for without echo, never taken from argv.\n"
+    "  --primary-password-file F  the Firefox profile's primary password (also\n"
+    "                        PICL_PRIMARY_PASSWORD), when it has one\n"
     "  --strict              keep kB in memory only (class B syncs after a password entry)\n"
     "  --version, --help\n"
     "\n"
@@ -394,6 +396,15 @@ static int cmd_sync(const cli_opts *o, picl_service *svc)
             return CLI_LOCAL;
         }
         st = picl_service_use_profile(svc, o->profile);
+        /* a primary password on the profile: from PICL_PRIMARY_PASSWORD or
+         * --primary-password-file only (never asked when there is none) */
+        if (st == PICL_OK && (o->primary_password_file || getenv("PICL_PRIMARY_PASSWORD"))) {
+            char pp[1024];
+            if (cli_read_secret(o->primary_password_file, "PICL_PRIMARY_PASSWORD", "", pp, sizeof pp) != 0)
+                return CLI_USAGE;
+            st = picl_service_set_primary_password(svc, pp);
+            explicit_bzero(pp, sizeof pp);
+        }
     } else if (o->store_dir) {
         st = picl_service_use_store_dir(svc, o->store_dir);
     } else {
@@ -446,6 +457,7 @@ static int parse(int argc, char **argv, cli_opts *o, const char **words, int *nw
         {"--code", offsetof(cli_opts, code)},
         {"--password-file", offsetof(cli_opts, password_file)},
         {"--new-password-file", offsetof(cli_opts, new_password_file)},
+        {"--primary-password-file", offsetof(cli_opts, primary_password_file)},
         {"--profile", offsetof(cli_opts, profile)},
         {"--store-dir", offsetof(cli_opts, store_dir)},
         {"--collections", offsetof(cli_opts, collections)},

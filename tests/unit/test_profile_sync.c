@@ -182,6 +182,16 @@ START_TEST(test_bad_profiles)
     /* a primary password set and not given */
     ck_assert_int_eq(run(NULL, 0, "$MKP $PWD/primary 'my primary' >/dev/null 2>&1"), 0);
     expect_refused("primary password", "primary", 3, "primary password");
+    char out2[4096];
+    ck_assert_int_eq(run(out2, sizeof out2, "PICL_PRIMARY_PASSWORD=wrong $P --state s1 sync --profile primary 2>&1"), 3);
+    /* with the right one, the logins are read and uploaded */
+    ck_assert_int_eq(run(out2, sizeof out2, "echo 'my primary' > pp && $P --state s1 sync --profile primary "
+                                           "--primary-password-file pp --json"), 0);
+    json_t *sum = json_loads(out2, 0, NULL);
+    ck_assert_ptr_nonnull(sum);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(json_object_get(sum, "collections"),
+                                                                        "passwords"), "uploaded")), 2);
+    json_decref(sum);
 }
 END_TEST
 
