@@ -227,7 +227,8 @@ static int firefox_check(const char *script, const char *dir, const char *tmp, c
 }
 
 /* One measured engine run over a profile's three stores. */
-static int measured_sync(const char *name, const char *dir, const bu_server *srv, bu_phase *p, char state_dir[64])
+static int measured_sync(const char *name, const char *dir, const bu_server *srv, bu_phase *p, char state_dir[64],
+                         double store_s[3])
 {
     picl_state *st = NULL;
     picl_stc *stc = NULL;
@@ -246,7 +247,15 @@ static int measured_sync(const char *name, const char *dir, const bu_server *srv
     bu_phase_begin(p, name, srv, stc);
     if (open_stores(stores, dir, state_dir) != PICL_OK)
         goto done;
+    for (int i = 0; i < 3; i++) {
+        picl_store *w = NULL;
+        if (bu_timed_store(stores[i], &w) != PICL_OK)
+            goto done;
+        stores[i] = w;
+    }
     s = bu_sync(stc, st, stores, 3, &moved, &failed, err, sizeof err);
+    for (int i = 0; i < 3; i++)
+        store_s[i] = bu_timed_secs(stores[i]);
     close_stores(stores);
     bu_phase_end(p, srv, stc);
     p->records = moved;
@@ -262,9 +271,12 @@ done:
     return rc;
 }
 
-static int apply_to(picl_store *s, const json_t *records, const char *what)
+/* apply() of records to s, its wall time added to *secs. */
+static int apply_to(picl_store *s, const json_t *records, const char *what, double *secs)
 {
+    double t = bench_now();
     picl_status st = picl__store_apply(s, records);
+    *secs = bench_now() - t;
     if (st != PICL_OK)
         fprintf(stderr, "profile: filling %s: %s (%s)\n", what, picl_strerror(st), picl__store_error(s));
     return st == PICL_OK ? 0 : -1;
@@ -344,9 +356,11 @@ int bench_profile(int argc, char **argv)
                max_total, json_array_size(hi));
 
     /* fill profile 1 through our stores (one transaction each) */
+    double tf[3] = {0, 0, 0};
     t0 = bench_now();
     if (bu_tmpdir(sd1, "state") != 0 || open_stores(fill, p1, sd1) != PICL_OK ||
-        apply_to(fill[0], bm, "bookmarks") || apply_to(fill[1], lg, "logins") || apply_to(fill[2], hi, "history"))
+        apply_to(fill[0], bm, "bookmarks", &tf[0]) || apply_to(fill[1], lg, "logins", &tf[1]) ||
+        apply_to(fill[2], hi, "history", &tf[2]))
         goto done;
     /* what apply() wrote counts as already synced: make it the profile's own
      * unsynced content (bookmarks: the store's reset, all changed; logins: the
@@ -361,9 +375,10 @@ int bench_profile(int argc, char **argv)
     bu_rmtree(sd1);
     sd1[0] = 0;
     printf("  profile 1 filled through our stores in %.2f s: %zu bookmark records (%zu folders), %zu logins,\n"
-           "  %zu pages with %zu visits; then marked unsynced (bookmarks store reset, visits source 0,\n"
-           "  no login sync state)\n",
-           bench_now() - t0, json_array_size(bm), nbm / 100, json_array_size(lg), json_array_size(hi), nvisits);
+           "  %zu pages with %zu visits (apply: bookmarks %.2f s, logins %.2f s, history %.2f s);\n"
+           "  then marked unsynced (bookmarks store reset, visits source 0, no login sync state)\n",
+           bench_now() - t0, json_array_size(bm), nbm / 100, json_array_size(lg), json_array_size(hi), nvisits,
+           tf[0], tf[1], tf[2]);
     counts c1, c2, want = {(long)(nbm - nbm / 100), (long)(nbm / 100), (long)json_array_size(hi), (long)nvisits,
                            (long)nlg};
     count_profile(p1, &c1);
@@ -375,14 +390,21 @@ int bench_profile(int argc, char **argv)
     }
 
     bu_phase up, down;
-    if (measured_sync("sync profile 1 up", p1, &srv, &up, sd1) != 0)
+    double sup[3] = {0, 0, 0}, sdown[3] = {0, 0, 0};
+    if (measured_sync("sync profile 1 up", p1, &srv, &up, sd1, sup) != 0)
         goto done;
     bu_phase_print(&up, 1);
-    if (measured_sync("sync into empty profile 2", p2, &srv, &down, sd2) != 0)
+    if (measured_sync("sync into empty profile 2", p2, &srv, &down, sd2, sdown) != 0)
         goto done;
     bu_phase_print(&down, 0);
-    printf("  (records = uploaded + applied; client memory = peak RSS in the phase from /proc VmHWM\n"
-           "   reset per phase, delta = over RSS at its start; each phase opens and closes the stores)\n");
+    printf("  (records = uploaded + applied; CPU = user + system seconds of the client / the server\n"
+           "   process; memory = peak RSS in the phase from /proc VmHWM reset per phase, delta = over\n"
+           "   RSS at its start; each phase opens and closes the stores)\n");
+    for (int w = 0; w < 2; w++) {
+        double *v = w ? sdown : sup;
+        printf("  wall time inside the stores, %s: bookmarks %.2f s, passwords %.2f s, history %.2f s\n",
+               w ? "down" : "up  ", v[0], v[1], v[2]);
+    }
     count_profile(p2, &c2);
     print_counts("profile 1 (files)", &c1);
     print_counts("profile 2 after sync (files)", &c2);

@@ -178,10 +178,13 @@ int bench_sync(int argc, char **argv)
     bu_phase med[2];
     for (int w = 0; w < 2; w++) {
         bu_phase *v = w ? idown : iup;
-        double t[INCR_REPS], pk[INCR_REPS], dl[INCR_REPS], sp[INCR_REPS], sd[INCR_REPS];
+        double t[INCR_REPS], pk[INCR_REPS], dl[INCR_REPS], sp[INCR_REPS], sd[INCR_REPS], cc[INCR_REPS],
+            sc[INCR_REPS];
         med[w] = v[0];
         for (int r = 0; r < INCR_REPS; r++) {
             t[r] = v[r].secs;
+            cc[r] = v[r].cpu_s;
+            sc[r] = v[r].srv_cpu_s;
             pk[r] = (double)v[r].peak_kb;
             dl[r] = (double)(v[r].peak_kb - v[r].rss_before_kb);
             sp[r] = (double)v[r].srv_peak_kb;
@@ -190,6 +193,8 @@ int bench_sync(int argc, char **argv)
                 med[w].requests = v[r].requests;
         }
         med[w].secs = bench_median(t, INCR_REPS);
+        med[w].cpu_s = bench_median(cc, INCR_REPS);
+        med[w].srv_cpu_s = bench_median(sc, INCR_REPS);
         med[w].peak_kb = v[0].peak_kb < 0 ? -1 : (long)bench_median(pk, INCR_REPS);
         med[w].rss_before_kb = med[w].peak_kb < 0 ? -1 : med[w].peak_kb - (long)bench_median(dl, INCR_REPS);
         med[w].srv_peak_kb = v[0].srv_peak_kb < 0 ? -1 : (long)bench_median(sp, INCR_REPS);
@@ -197,8 +202,10 @@ int bench_sync(int argc, char **argv)
             med[w].srv_peak_kb < 0 ? -1 : med[w].srv_peak_kb - (long)bench_median(sd, INCR_REPS);
         bu_phase_print(&med[w], 0);
     }
-    printf("  (incremental rows: medians of %d runs, requests = the largest count; memory = peak RSS\n"
-           "   in the phase from /proc VmHWM reset per phase, delta = over RSS at its start)\n",
+    printf("  (incremental rows: medians of %d runs, requests = the largest count; CPU = user + system\n"
+           "   seconds of the client / the server process; memory = peak RSS in the phase from /proc\n"
+           "   VmHWM reset per phase, delta = over RSS at its start; the client's RSS holds the\n"
+           "   generated records and both devices' memory stores)\n",
            INCR_REPS);
     for (int w = 0; w < 2; w++) {
         int ok = med[w].requests <= TARGET_REQUESTS && med[w].secs * 1000.0 < TARGET_MS;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -297,6 +298,43 @@ int bu_peak_reset(pid_t pid)
     return w == 1 ? 0 : -1;
 }
 
+/* user + system CPU seconds of pid (0 = this process, all threads). */
+static double cpu_secs(pid_t pid)
+{
+    if (pid <= 0) {
+        struct rusage ru;
+        if (getrusage(RUSAGE_SELF, &ru) != 0)
+            return -1;
+        return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+               (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+    }
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    /* fields after "(comm)": state is field 3, utime 14, stime 15 */
+    char *q = strrchr(buf, ')');
+    if (!q)
+        return -1;
+    q++;
+    unsigned long long ut = 0, st = 0;
+    for (int field = 3; field <= 15 && q && *q; field++) {
+        while (*q == ' ')
+            q++;
+        if (field == 14)
+            ut = strtoull(q, NULL, 10);
+        if (field == 15)
+            st = strtoull(q, NULL, 10);
+        q = strchr(q, ' ');
+    }
+    long hz = sysconf(_SC_CLK_TCK);
+    return hz > 0 ? (double)(ut + st) / (double)hz : -1;
+}
+
 static uint64_t reqs(const picl_stc *stc)
 {
     return stc ? picl__stc_request_count(stc) : 0;
@@ -315,6 +353,8 @@ void bu_phase_begin(bu_phase *p, const char *name, const bu_server *s, const pic
     if (s && s->pid > 0 && bu_peak_reset(s->pid) == 0)
         p->srv_rss_before_kb = bu_mem_kb(s->pid, "VmRSS");
     p->requests = reqs(stc);
+    p->cpu_s = cpu_secs(0);
+    p->srv_cpu_s = s && s->pid > 0 ? cpu_secs(s->pid) : -1;
     p->secs = bench_now();
 }
 
@@ -322,6 +362,8 @@ void bu_phase_end(bu_phase *p, const bu_server *s, const picl_stc *stc)
 {
     p->secs = bench_now() - p->secs;
     p->requests = reqs(stc) - p->requests;
+    p->cpu_s = p->cpu_s >= 0 ? cpu_secs(0) - p->cpu_s : -1;
+    p->srv_cpu_s = p->srv_cpu_s >= 0 ? cpu_secs(s->pid) - p->srv_cpu_s : -1;
     p->peak_kb = p->rss_before_kb >= 0 ? bu_mem_kb(0, "VmHWM") : -1;
     p->srv_peak_kb = p->srv_rss_before_kb >= 0 ? bu_mem_kb(s->pid, "VmHWM") : -1;
 }
@@ -337,15 +379,16 @@ static void mib(char *out, size_t cap, long kb)
 void bu_phase_print(const bu_phase *p, int print_header)
 {
     if (print_header)
-        printf("  %-28s %8s %9s %10s %8s %10s %9s %10s %8s\n", "phase", "records", "wall s", "records/s",
-               "requests", "client MiB", "(+delta)", "server MiB", "(+delta)");
+        printf("  %-28s %7s %8s %9s %8s %8s %8s %10s %8s %10s %8s\n", "phase", "records", "wall s",
+               "records/s", "requests", "cli CPU", "srv CPU", "client MiB", "(+delta)", "server MiB", "(+delta)");
     char cp[16], cd[16], sp[16], sd[16];
     mib(cp, sizeof cp, p->peak_kb);
     mib(cd, sizeof cd, p->peak_kb >= 0 ? p->peak_kb - p->rss_before_kb : -1);
     mib(sp, sizeof sp, p->srv_peak_kb);
     mib(sd, sizeof sd, p->srv_peak_kb >= 0 ? p->srv_peak_kb - p->srv_rss_before_kb : -1);
-    printf("  %-28s %8zu %9.3f %10.0f %8" PRIu64 " %10s %9s %10s %8s\n", p->name, p->records, p->secs,
-           p->secs > 0 ? (double)p->records / p->secs : 0.0, p->requests, cp, cd, sp, sd);
+    printf("  %-28s %7zu %8.3f %9.0f %8" PRIu64 " %8.3f %8.3f %10s %8s %10s %8s\n", p->name, p->records,
+           p->secs, p->secs > 0 ? (double)p->records / p->secs : 0.0, p->requests, p->cpu_s, p->srv_cpu_s, cp,
+           cd, sp, sd);
     fflush(stdout);
 }
 
@@ -486,4 +529,105 @@ json_t *bu_gen_history(size_t max_pages, size_t max_visits, size_t *visits)
     if (visits)
         *visits = total;
     return out;
+}
+
+/* ---- the timing store wrapper ------------------------------------------- */
+
+typedef struct timed {
+    picl_store base;
+    picl_store *inner;
+    double secs;
+} timed;
+
+static const picl_store_ops timed_ops;
+
+/* Ends one forwarded call: time added, the inner message carried over. */
+static picl_status timed_end(timed *t, double t0, picl_status st)
+{
+    t->secs += bench_now() - t0;
+    snprintf(t->base.error, sizeof t->base.error, "%s", t->inner->error);
+    return st;
+}
+
+static picl_status timed_changes(picl_store *s, json_t **r)
+{
+    timed *t = (timed *)s;
+    double t0 = bench_now();
+    return timed_end(t, t0, picl__store_changes(t->inner, r));
+}
+
+static picl_status timed_all(picl_store *s, json_t **r)
+{
+    timed *t = (timed *)s;
+    double t0 = bench_now();
+    return timed_end(t, t0, picl__store_all(t->inner, r));
+}
+
+static picl_status timed_get(picl_store *s, const char *id, json_t **r)
+{
+    timed *t = (timed *)s;
+    double t0 = bench_now();
+    return timed_end(t, t0, picl__store_get(t->inner, id, r));
+}
+
+static picl_status timed_apply(picl_store *s, const json_t *r)
+{
+    timed *t = (timed *)s;
+    double t0 = bench_now();
+    return timed_end(t, t0, picl__store_apply(t->inner, r));
+}
+
+static picl_status timed_mark_synced(picl_store *s, const json_t *r)
+{
+    timed *t = (timed *)s;
+    double t0 = bench_now();
+    return timed_end(t, t0, picl__store_mark_synced(t->inner, r));
+}
+
+static picl_status timed_reset(picl_store *s)
+{
+    timed *t = (timed *)s;
+    double t0 = bench_now();
+    return timed_end(t, t0, picl__store_reset(t->inner));
+}
+
+static picl_status timed_wipe(picl_store *s)
+{
+    timed *t = (timed *)s;
+    double t0 = bench_now();
+    return timed_end(t, t0, picl__store_wipe(t->inner));
+}
+
+static void timed_close(picl_store *s)
+{
+    timed *t = (timed *)s;
+    picl__store_close(t->inner);
+    free(t);
+}
+
+static const picl_store_ops timed_ops = {timed_changes, timed_all,   timed_get,  timed_apply,
+                                         timed_mark_synced, timed_reset, timed_wipe, timed_close};
+
+picl_status bu_timed_store(picl_store *inner, picl_store **out)
+{
+    *out = NULL;
+    timed *t = calloc(1, sizeof *t);
+    if (!t)
+        return PICL_ERROR_NO_MEMORY;
+    t->base.ops = &timed_ops;
+    snprintf(t->base.collection, sizeof t->base.collection, "%s", inner->collection);
+    t->inner = inner;
+    *out = &t->base;
+    return PICL_OK;
+}
+
+double bu_timed_secs(const picl_store *s)
+{
+    return s && s->ops == &timed_ops ? ((const timed *)s)->secs : 0;
+}
+
+void bu_timed_reset(picl_store *s)
+{
+    if (s && s->ops == &timed_ops)
+        ((timed *)s)->secs = 0;
 }

@@ -73,6 +73,7 @@ typedef struct bu_phase {
     long rss_before_kb, peak_kb;              /* client */
     long srv_rss_before_kb, srv_peak_kb;      /* server (-1 unknown) */
     uint64_t requests;
+    double cpu_s, srv_cpu_s;                  /* user + system CPU (-1 unknown) */
 } bu_phase;
 
 /* Starts a phase: resets peaks, notes RSS and the request count of stc
@@ -90,6 +91,18 @@ void bu_phase_print(const bu_phase *p, int print_header);
  */
 picl_status bu_sync(picl_stc *stc, picl_state *st, picl_store *const *stores, size_t n,
                     size_t *moved, size_t *failed, char *err, size_t errlen);
+
+/*
+ * A store that forwards every operation to inner and adds up the wall time
+ * spent in it (what the profile's database costs, apart from the engine's
+ * crypto, HTTP and the server).  *out owns inner: closing it closes inner.
+ * On failure inner is left open and *out is NULL.
+ */
+picl_status bu_timed_store(picl_store *inner, picl_store **out);
+/* Seconds spent in the wrapped store so far (0 for another store). */
+double bu_timed_secs(const picl_store *s);
+/* Resets that sum. */
+void bu_timed_reset(picl_store *s);
 
 /* mkdtemp of "/tmp/picl-bench-<tag>-XXXXXX" into buf (64 bytes); 0 or -1. */
 int bu_tmpdir(char buf[64], const char *tag);
