@@ -292,6 +292,7 @@ int bench_profile(int argc, char **argv)
 {
     if (bu_nss_is_up())
         return bu_rerun_fresh("profile", argc, argv);
+    setvbuf(stdout, NULL, _IOLBF, 0); /* figures and errors in order when piped */
     int quick = bu_has_flag(argc, argv, "--quick");
     int ffcheck = bu_has_flag(argc, argv, "--firefox-check");
     size_t nbm = quick ? 500 : 5000, nlg = quick ? 100 : 1000, nvis = quick ? 10000 : 100000;

@@ -97,6 +97,7 @@ int bench_sync(int argc, char **argv)
         return bu_server_main(argc - 2, argv + 2);
     if (bu_nss_is_up())
         return bu_rerun_fresh("sync", argc, argv);
+    setvbuf(stdout, NULL, _IOLBF, 0); /* figures and errors in order when piped */
     int quick = bu_has_flag(argc, argv, "--quick");
     int default_limits = bu_has_flag(argc, argv, "--default-limits");
     size_t nbm = quick ? 1000 : 10000, nhi = quick ? 5000 : 50000;
