@@ -59,6 +59,11 @@ int bu_nss_is_up(void)
 
 int bu_rerun_fresh(const char *name, int argc, char **argv)
 {
+    /* a re-run that finds NSS up again would recurse forever */
+    if (getenv("PICL_BENCH_FRESH")) {
+        fprintf(stderr, "%s: NSS is up at start even in a fresh process\n", name);
+        return 1;
+    }
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0)
@@ -76,6 +81,7 @@ int bu_rerun_fresh(const char *name, int argc, char **argv)
     if (pid < 0)
         return 1;
     if (pid == 0) {
+        setenv("PICL_BENCH_FRESH", "1", 1);
         execv(exe, args);
         _exit(127);
     }
