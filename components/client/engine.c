@@ -119,9 +119,23 @@ static picl_status put_meta(picl_engine *e, const char *id, const char *payload,
     json_t *bso = json_pack("{s:s, s:s}", "id", id, "payload", payload);
     if (!bso)
         return PICL_ERROR_NO_MEMORY;
-    picl_status st = picl__stc_put(e->stc, "meta", id, bso, ius, modified);
+    int64_t m = -1;
+    picl_status st = picl__stc_put(e->stc, "meta", id, bso, ius, &m);
     json_decref(bso);
+    if (st == PICL_OK && m > e->meta_written)
+        e->meta_written = m; /* meta's timestamp is now ours */
+    if (modified)
+        *modified = m;
     return st;
+}
+
+/* meta unchanged on the server since this device last read it? */
+static int meta_unchanged(picl_engine *e)
+{
+    int64_t seen = picl__ts_parse(picl__state_last_sync(e->st, "meta"));
+    json_t *v = json_object_get(e->info, "meta");
+    int64_t now = json_is_number(v) ? (int64_t)(json_number_value(v) * 100 + 0.5) : 0;
+    return e->info && seen > 0 && now == seen;
 }
 
 /* ---- meta/global ------------------------------------------------------------ */
@@ -137,6 +151,13 @@ static void mark_reset(picl_engine *e, const char *c)
 
 static picl_status ensure_global(picl_engine *e, picl_store *const *stores, size_t n)
 {
+    if (meta_unchanged(e) && *e->st->global_sync_id) {
+        size_t known = 0;
+        for (size_t i = 0; i < n; i++)
+            known += json_object_get(json_object_get(e->st->collections, stores[i]->collection), "syncID") != NULL;
+        if (known == n)
+            return PICL_OK; /* nothing to read: our copy is current */
+    }
     for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         json_t *bso = NULL, *g = NULL;
         picl_status st = picl__stc_get_item(e->stc, "meta", "global", &bso);
@@ -192,7 +213,9 @@ static picl_status ensure_global(picl_engine *e, picl_store *const *stores, size
                 changed = 1;
             }
             const char *theirs = json_string_value(json_object_get(eng, "syncID"));
-            if (mine && strcmp(mine, theirs))
+            /* never synced here (a new device, or a profile that another
+             * program synced), or reset elsewhere: a full merge */
+            if (!mine || strcmp(mine, theirs))
                 mark_reset(e, c);
             json_object_set_new(cs, "syncID", json_string(theirs));
         }
@@ -226,9 +249,23 @@ static picl_status accept_map(picl_engine *e, const char *payload)
     return PICL_OK;
 }
 
-/* Signs e->map and writes it with X-If-Unmodified-Since ius. */
+/* Signs e->map and writes it with X-If-Unmodified-Since ius (-1: the
+ * map's last-modified is unknown, so read it first). */
 static picl_status write_map(picl_engine *e, int64_t ius)
 {
+    if (ius < 0) {
+        json_t *bso = NULL;
+        picl_status rs = picl__stc_get_item(e->stc, "meta", "classes", &bso);
+        if (rs == PICL_ERROR_NOT_FOUND) {
+            ius = 0;
+        } else if (rs != PICL_OK) {
+            return rs;
+        } else {
+            json_t *mod = json_object_get(bso, "modified");
+            ius = json_is_number(mod) ? (int64_t)(json_number_value(mod) * 100 + 0.5) : 0;
+            json_decref(bso);
+        }
+    }
     char *payload;
     picl_status st = picl__classmap_sign(&payload, &e->map, e->st->kb);
     if (st != PICL_OK)
@@ -298,6 +335,19 @@ static picl_status ensure_map(picl_engine *e)
 {
     if (e->have_map)
         return PICL_OK;
+    /* meta unchanged since we accepted our copy (under this very kB): no read */
+    if (meta_unchanged(e) && *e->st->classmap_payload && e->st->has_kb) {
+        picl_classmap m;
+        char fp[33];
+        if (picl__classmap_parse_trusted(&m, e->st->classmap_payload) == PICL_OK &&
+            picl__key_fingerprint(fp, e->st->kb) == PICL_OK && !strcmp(fp, m.kb_fp) &&
+            m.version == e->st->classmap_version) {
+            e->map = m;
+            e->have_map = 1;
+            e->map_modified = -1; /* unknown: a write re-reads the map first */
+            return PICL_OK;
+        }
+    }
     char prev_fp[33] = "";
     picl_classmap prev;
     if (*e->st->classmap_payload && picl__classmap_parse_trusted(&prev, e->st->classmap_payload) == PICL_OK)
@@ -929,13 +979,14 @@ picl_status picl__engine_sync(picl_engine *e, picl_store *const *stores, size_t 
         if (st == PICL_ERROR_TOKEN || st == PICL_ERROR_NETWORK || st == PICL_ERROR_BACKOFF)
             break; /* the others would fail the same way */
     }
-    /* remember the meta timestamp only when every write of ours is in */
-    json_t *fresh = NULL;
-    if (first == PICL_OK && picl__stc_info(e->stc, "collections", -1, &fresh) == PICL_OK && fresh) {
+    /* remember meta's timestamp as read -- unless we wrote meta ourselves:
+     * another device may have written it too meanwhile, so the next sync
+     * reads it once more rather than trust our own write */
+    if (first == PICL_OK && e->meta_written == 0) {
+        json_t *v = json_object_get(e->info, "meta");
+        int64_t m = json_is_number(v) ? (int64_t)(json_number_value(v) * 100 + 0.5) : 0;
         char ts[24];
-        json_decref(e->info);
-        e->info = fresh;
-        picl__ts_format(ts, info_ts(e, "meta"));
+        picl__ts_format(ts, m);
         picl__state_set_last_sync(e->st, "meta", ts);
         picl__state_save(e->st);
     }

@@ -210,6 +210,25 @@ START_TEST(test_two_and_three_devices_converge)
     json_t *two = get(d1.bm, "bm2_________");
     ck_assert_ptr_nonnull(two);
     json_decref(two);
+    /* an incremental sync with one change: at most 3 requests each way */
+    sync_ok(&d1);
+    sync_ok(&d2);
+    sync_ok(&d1); /* settle meta (written by the syncs above) */
+    sync_ok(&d2);
+    put(d1.bm, "{\"id\":\"bm2_________\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"title\":\"Two!\"}");
+    uint64_t r0 = picl__stc_request_count(d1.stc);
+    sync_ok(&d1);
+    ck_assert_uint_le(picl__stc_request_count(d1.stc) - r0, 3);
+    r0 = picl__stc_request_count(d2.stc);
+    sync_ok(&d2);
+    ck_assert_uint_le(picl__stc_request_count(d2.stc) - r0, 3);
+    json_t *two2 = get(d2.bm, "bm2_________");
+    ck_assert_str_eq(json_string_value(json_object_get(two2, "title")), "Two!");
+    json_decref(two2);
+    /* nothing changed: the next sync is one request */
+    r0 = picl__stc_request_count(d1.stc);
+    sync_ok(&d1);
+    ck_assert_uint_eq(picl__stc_request_count(d1.stc) - r0, 1);
     /* nothing changed: the next sync is a no-op */
     ck_assert_int_eq(dev_sync(&d1, &sum, NULL), PICL_OK);
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(sum, "bookmarks"), "status")), "unchanged");
