@@ -83,6 +83,8 @@ void picl__engine_done(picl_engine *e)
 {
     json_decref(e->info);
     e->info = NULL;
+    json_decref(e->meta_cache);
+    e->meta_cache = NULL;
 }
 
 static json_t *coll_state(picl_engine *e, const char *c)
@@ -114,12 +116,15 @@ static picl_status keys_for(picl_engine *e, const char *coll, const picl_class_e
     return picl__collection_keys(out, kid->cls == 'A' ? e->st->ka : e->st->kb, coll, kid->generation);
 }
 
+static void meta_forget(picl_engine *e);
+
 static picl_status put_meta(picl_engine *e, const char *id, const char *payload, int64_t ius, int64_t *modified)
 {
     json_t *bso = json_pack("{s:s, s:s}", "id", id, "payload", payload);
     if (!bso)
         return PICL_ERROR_NO_MEMORY;
     int64_t m = -1;
+    meta_forget(e);
     picl_status st = picl__stc_put(e->stc, "meta", id, bso, ius, &m);
     json_decref(bso);
     if (st == PICL_OK && m > e->meta_written)
@@ -127,6 +132,46 @@ static picl_status put_meta(picl_engine *e, const char *id, const char *payload,
     if (modified)
         *modified = m;
     return st;
+}
+
+/* One BSO of meta.  Both items (global, classes) come in one listing, kept
+ * until the next write, so reading them both costs one request. */
+static picl_status meta_get(picl_engine *e, const char *id, json_t **bso)
+{
+    *bso = NULL;
+    if (!e->meta_cache) {
+        json_t *items = NULL;
+        picl_stc_query q = {0};
+        q.newer = q.older = -1;
+        q.full = 1;
+        q.if_modified_since = q.if_unmodified_since = -1;
+        picl_status st = picl__stc_get(e->stc, "meta", &q, &items, NULL);
+        if (st == PICL_ERROR_NOT_FOUND) {
+            items = json_array();
+        } else if (st != PICL_OK) {
+            return st;
+        }
+        e->meta_cache = json_object();
+        size_t i;
+        json_t *b;
+        json_array_foreach(items, i, b) {
+            const char *bid = json_string_value(json_object_get(b, "id"));
+            if (bid)
+                json_object_set(e->meta_cache, bid, b);
+        }
+        json_decref(items);
+    }
+    json_t *b = json_object_get(e->meta_cache, id);
+    if (!b)
+        return PICL_ERROR_NOT_FOUND;
+    *bso = json_incref(b);
+    return PICL_OK;
+}
+
+static void meta_forget(picl_engine *e)
+{
+    json_decref(e->meta_cache);
+    e->meta_cache = NULL;
 }
 
 /* meta unchanged on the server since this device last read it? */
@@ -160,7 +205,7 @@ static picl_status ensure_global(picl_engine *e, picl_store *const *stores, size
     }
     for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         json_t *bso = NULL, *g = NULL;
-        picl_status st = picl__stc_get_item(e->stc, "meta", "global", &bso);
+        picl_status st = meta_get(e, "global", &bso);
         int64_t modified = 0;
         if (st == PICL_ERROR_NOT_FOUND) {
             char sid[13];
@@ -234,6 +279,7 @@ static picl_status ensure_global(picl_engine *e, picl_store *const *stores, size
         if (st != PICL_ERROR_CONFLICT)
             return fail(e, st, "cannot write meta/global");
         /* someone else wrote it first: read theirs */
+        meta_forget(e);
     }
     return fail(e, PICL_ERROR_CONFLICT, "meta/global keeps changing on the server");
 }
@@ -255,7 +301,8 @@ static picl_status write_map(picl_engine *e, int64_t ius)
 {
     if (ius < 0) {
         json_t *bso = NULL;
-        picl_status rs = picl__stc_get_item(e->stc, "meta", "classes", &bso);
+        meta_forget(e); /* a fresh read: the write is conditional on it */
+        picl_status rs = meta_get(e, "classes", &bso);
         if (rs == PICL_ERROR_NOT_FOUND) {
             ius = 0;
         } else if (rs != PICL_OK) {
@@ -362,7 +409,7 @@ static picl_status ensure_map_once(picl_engine *e)
 {
     for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         json_t *bso = NULL;
-        picl_status st = picl__stc_get_item(e->stc, "meta", "classes", &bso);
+        picl_status st = meta_get(e, "classes", &bso);
         if (st == PICL_ERROR_NOT_FOUND) {
             if (!e->st->has_kb) {
                 if (*e->st->classmap_payload &&

@@ -28,6 +28,7 @@ typedef struct picl_engine {
     int64_t map_modified;     /* meta/classes last-modified, -1 unknown */
     int keys_changed;         /* a password reset elsewhere was repaired */
     json_t *info;             /* /info/collections of this run */
+    json_t *meta_cache;       /* meta's BSOs as last listed, id -> BSO */
     int64_t meta_written;     /* last-modified of our last meta write, 0 none */
 } picl_engine;
 
