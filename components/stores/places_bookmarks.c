@@ -29,6 +29,9 @@ static const struct {
     "'toolbar_____', 'unfiled_____', 'mobile______') UNION SELECT b.id FROM moz_bookmarks b "  \
     "JOIN syncable s ON b.parent = s.id) "
 
+static picl_status syncable_item(places *p, const char *guid, int64_t *id, int64_t *type, int64_t *fk,
+                                 int64_t *parent);
+
 /* Sync id -> Places GUID (into buf); NULL when it is neither a root name nor a GUID. */
 static const char *to_guid(const char *id, char buf[PLACES_GUID_LEN + 1])
 {
@@ -244,14 +247,10 @@ static picl_status bm_get(picl_store *s, const char *id, json_t **out)
     *out = NULL;
     if (!g)
         return PICL_OK;
-    sqlite3_stmt *st = NULL;
-    picl_status rc = picl__places_prep(p, &st, SYNCABLE "SELECT b.id FROM moz_bookmarks b WHERE b.guid = ? "
-                                                        "AND b.id IN syncable");
+    int64_t item, type, fk, parent;
+    picl_status rc = syncable_item(p, g, &item, &type, &fk, &parent);
     if (rc != PICL_OK)
         return rc;
-    sqlite3_bind_text(st, 1, g, -1, SQLITE_STATIC);
-    int64_t item = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-    sqlite3_finalize(st);
     return item ? bookmark_record(p, item, out) : PICL_OK;
 }
 
@@ -415,18 +414,39 @@ static picl_status is_ancestor(places *p, int64_t anc, int64_t id, int *yes)
 static picl_status syncable_item(places *p, const char *guid, int64_t *id, int64_t *type, int64_t *fk,
                                  int64_t *parent)
 {
+    /* The item, then a walk UP its parents to one of the four roots: the
+     * cost is the item's depth, not the size of the tree (applying n records
+     * stays linear).  The depth cap keeps a corrupt parent cycle finite. */
     sqlite3_stmt *st = NULL;
     *id = *type = *fk = *parent = 0;
-    picl_status rc = picl__places_prep(p, &st, SYNCABLE "SELECT b.id, b.type, b.fk, b.parent FROM moz_bookmarks b "
-                                                        "WHERE b.guid = ? AND b.id IN syncable");
+    int64_t i = 0, t = 0, f = 0, par = 0;
+    picl_status rc = picl__places_prep(p, &st, "SELECT id, type, fk, parent FROM moz_bookmarks WHERE guid = ?");
     if (rc != PICL_OK)
         return rc;
     sqlite3_bind_text(st, 1, guid, -1, SQLITE_STATIC);
     if (sqlite3_step(st) == SQLITE_ROW) {
-        *id = sqlite3_column_int64(st, 0);
-        *type = sqlite3_column_int64(st, 1);
-        *fk = sqlite3_column_int64(st, 2);
-        *parent = sqlite3_column_int64(st, 3);
+        i = sqlite3_column_int64(st, 0);
+        t = sqlite3_column_int64(st, 1);
+        f = sqlite3_column_int64(st, 2);
+        par = sqlite3_column_int64(st, 3);
+    }
+    sqlite3_finalize(st);
+    if (!i)
+        return PICL_OK;
+    rc = picl__places_prep(p, &st,
+                           "WITH RECURSIVE up(id, depth) AS (SELECT ?1, 0 UNION ALL "
+                           "SELECT m.parent, up.depth + 1 FROM moz_bookmarks m JOIN up ON m.id = up.id "
+                           "WHERE up.depth < 512 AND m.parent IS NOT NULL) "
+                           "SELECT 1 FROM up JOIN moz_bookmarks r ON r.id = up.id WHERE r.guid IN "
+                           "('menu________', 'toolbar_____', 'unfiled_____', 'mobile______') LIMIT 1");
+    if (rc != PICL_OK)
+        return rc;
+    sqlite3_bind_int64(st, 1, i);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        *id = i;
+        *type = t;
+        *fk = f;
+        *parent = par;
     }
     sqlite3_finalize(st);
     return PICL_OK;
