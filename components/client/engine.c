@@ -631,6 +631,53 @@ static json_t *synced_subset(json_t *changes, const picl_stc_post_result *pr)
     return out;
 }
 
+/* Uploads bsos, in one atomic batch when the server's limits allow it, else
+ * in as few batches as they allow, each conditional on the one before, so a
+ * concurrent writer still makes the whole upload fail with a conflict.  The
+ * results are merged into *out (modified = the last commit's timestamp). */
+static picl_status post_all(picl_engine *e, const char *c, json_t *bsos, int64_t ius, picl_stc_post_result *out)
+{
+    memset(out, 0, sizeof *out);
+    picl_stc_limits lim;
+    picl_status st = picl__stc_limits(e->stc, &lim);
+    if (st != PICL_OK)
+        return st;
+    size_t n = json_array_size(bsos), per = (size_t)(lim.max_total_records > 0 ? lim.max_total_records : 10000);
+    int64_t byte_cap = lim.max_total_bytes > 0 ? lim.max_total_bytes * 9 / 10 : INT64_MAX;
+    out->success = json_array();
+    out->failed = json_object();
+    for (size_t from = 0; from < n;) {
+        json_t *part = json_array();
+        int64_t bytes = 0;
+        size_t to = from;
+        while (to < n && to - from < per) {
+            json_t *b = json_array_get(bsos, to);
+            int64_t len = (int64_t)strlen(json_string_value(json_object_get(b, "payload")));
+            if (to > from && bytes + len > byte_cap)
+                break;
+            bytes += len;
+            json_array_append(part, b);
+            to++;
+        }
+        picl_stc_post_result pr = {0};
+        st = picl__stc_post(e->stc, c, part, ius, &pr);
+        json_decref(part);
+        if (st != PICL_OK) {
+            picl__stc_post_result_clear(&pr);
+            break;
+        }
+        json_array_extend(out->success, pr.success);
+        json_object_update(out->failed, pr.failed);
+        out->modified = pr.modified;
+        ius = pr.modified; /* the next part only if nobody wrote in between */
+        picl__stc_post_result_clear(&pr);
+        from = to;
+    }
+    if (st != PICL_OK)
+        picl__stc_post_result_clear(out);
+    return st;
+}
+
 static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summary)
 {
     const char *c = s->collection;
@@ -761,7 +808,7 @@ static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summar
             st = encrypt_bsos(e, c, &entry, upload, &bsos);
             if (st == PICL_OK) {
                 notify(e, "upload", c, 0, (int64_t)json_array_size(bsos), NULL);
-                st = picl__stc_post(e->stc, c, bsos, coll_modified > 0 ? coll_modified : 0, &pr);
+                st = post_all(e, c, bsos, coll_modified > 0 ? coll_modified : 0, &pr);
             }
             json_decref(bsos);
             if (st == PICL_ERROR_CONFLICT) {
@@ -872,7 +919,7 @@ static picl_status finish_move(picl_engine *e, const char *c, const picl_class_e
         picl_stc_post_result pr = {0};
         if (json_array_size(out)) {
             notify(e, "upload", c, 0, (int64_t)json_array_size(out), "re-encrypting for the new class");
-            st = picl__stc_post(e->stc, c, out, coll_modified > 0 ? coll_modified : 0, &pr);
+            st = post_all(e, c, out, coll_modified > 0 ? coll_modified : 0, &pr);
         }
         json_decref(out);
         picl__stc_post_result_clear(&pr);
