@@ -1,0 +1,73 @@
+/* service_int.h -- what the files of the service object share (service.c:
+ * the object, configuration, classes, stores and sync; service_account.c: the
+ * account methods).  Not part of the public API: see picl.h. */
+#ifndef PICL_SERVICE_INT_H
+#define PICL_SERVICE_INT_H
+
+#include "picl.h"
+#include "client/account.h"
+#include "client/keyserver_client.h"
+#include "client/state.h"
+#include "protocol/stretch.h"
+
+#define MAX_OBSERVERS 16
+#define MAX_CUSTOM 16
+static const char *const DEFAULT_COLLECTIONS[] = {"bookmarks", "history", "passwords"};
+
+typedef struct observer {
+    picl_observer_fn fn;
+    void *ctx;
+} observer;
+
+typedef struct custom_store {
+    char collection[33];
+    picl_store_callbacks cb;
+    void *ctx;
+} custom_store;
+
+typedef struct service {
+    picl_service base;
+    uint32_t refs;
+    picl_state *st;
+    char error[512];
+    picl_stretch_params floor;
+    int floor_set;
+    observer obs[MAX_OBSERVERS];
+    size_t nobs;
+    char *profile_dir;
+    char *store_dir;
+    custom_store custom[MAX_CUSTOM];
+    size_t ncustom;
+    char *primary; /* the profile's primary password, wiped on release */
+} service;
+
+#define SVC(self) ((service *)(self))
+
+/* Records the outcome: "" after a success, else the message (printf-style;
+ * NULL/"" = picl_strerror(st)).  Returns st. */
+picl_status picl__svc_done(service *s, picl_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A malloc()ed copy of v ("" for NULL). */
+char *picl__svc_dup_out(const char *v);
+/* Passes a notification to every observer (a picl_observer_fn). */
+void picl__svc_fanout(void *ctx, const char *phase, const char *coll, int64_t d, int64_t t, const char *msg);
+/* A keyserver client for the configured URL, or a message saying what is missing. */
+picl_status picl__svc_ks_open(service *s, picl_ks_client **c);
+/* A message for a failed account flow ("what: reason"); returns st. */
+picl_status picl__svc_flow_fail(service *s, picl_status st, const char *what);
+const picl_stretch_params *picl__svc_floor_of(service *s);
+
+/* the account methods of the vtable (service_account.c) */
+picl_status picl__svc_create(picl_service *self, const char *email, const char *password);
+picl_status picl__svc_verify(picl_service *self, const char *code);
+picl_status picl__svc_sign_in(picl_service *self, const char *email, const char *password);
+picl_status picl__svc_sign_out(picl_service *self);
+picl_status picl__svc_change_password(picl_service *self, const char *old_pw, const char *new_pw);
+picl_status picl__svc_forgot(picl_service *self, const char *email);
+picl_status picl__svc_reset(picl_service *self, const char *code, const char *new_pw);
+picl_status picl__svc_destroy(picl_service *self, const char *password);
+picl_status picl__svc_get_email(picl_service *self, char **email);
+picl_status picl__svc_get_verified(picl_service *self, int *v);
+picl_status picl__svc_get_uid(picl_service *self, char **uid);
+picl_status picl__svc_status(picl_service *self, char **out);
+
+#endif
