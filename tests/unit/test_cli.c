@@ -3,6 +3,7 @@
  * fingerprints, a reset that changes kB_fp only, sync of JSON files, classes,
  * --help, usage errors and exit codes, passwords never from argv. */
 #include "testutil.h"
+#include "testutil_cli.h"
 
 #include <signal.h>
 #include <stdarg.h>
@@ -12,83 +13,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char dir[64], url[128], picl[512];
-static pid_t server;
+static tucli T;
+#define dir (T.dir)
+#define url (T.url)
+#define picl (T.picl)
 
-/* Runs a shell command line in the test directory; returns its exit code and
- * (when out) its stdout. */
-static int run(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int run(char *out, size_t cap, const char *fmt, ...)
-{
-    char cmd[4096], full[4400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    snprintf(full, sizeof full, "cd %s && export PICL_TEST_STRETCH_FLOOR=cheap && %s", dir, cmd);
-    FILE *p = popen(full, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t n = 0;
-    char buf[4096];
-    size_t r;
-    while ((r = fread(buf, 1, sizeof buf, p)) > 0) {
-        if (out && n + r < cap) {
-            memcpy(out + n, buf, r);
-            n += r;
-        }
-    }
-    if (out)
-        out[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
+#define run(out, cap, ...) tucli_run(&T, (out), (cap), "", __VA_ARGS__)
 
 static void setup(void)
 {
-    const char *b = getenv("PICL_BUILD");
-    snprintf(picl, sizeof picl, "%s/picl", b && *b ? b : "build");
-    snprintf(dir, sizeof dir, "/tmp/picl-cli-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s/server.out", dir);
-    server = fork();
-    if (server == 0) {
-        FILE *o = freopen(cmd, "w", stdout);
-        char log[600];
-        snprintf(log, sizeof log, "%s/server.log", dir);
-        FILE *e = freopen(log, "w", stderr);
-        (void)o;
-        (void)e;
-        char data[600];
-        snprintf(data, sizeof data, "%s/data", dir);
-        execl(picl, "picl", "server", "--data", data, "--listen", "127.0.0.1:0", (char *)NULL);
-        _exit(127);
-    }
-    /* wait for the line that says where it listens */
-    for (int i = 0; i < 100 && !*url; i++) {
-        usleep(100000);
-        FILE *f = fopen(cmd, "r");
-        char line[512];
-        if (f && fgets(line, sizeof line, f)) {
-            char *h = strstr(line, "http://");
-            if (h)
-                sscanf(h, "%127[^ ]", url);
-        }
-        if (f)
-            fclose(f);
-    }
-    ck_assert_msg(*url, "picl server did not start");
+    tucli_start(&T);
 }
 
 static void teardown(void)
 {
-    kill(server, SIGTERM);
-    int st;
-    waitpid(server, &st, 0);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
-    url[0] = 0;
+    tucli_stop(&T);
 }
 
 /* The newest code of a header mailed to `to`. */

@@ -4,6 +4,7 @@
  * travel both ways, and every bad profile is a clear error with no byte of it
  * changed. */
 #include "testutil.h"
+#include "testutil_cli.h"
 
 #include <signal.h>
 #include <stdarg.h>
@@ -13,76 +14,23 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char dir[64], url[128], picl[512], src[512];
-static pid_t server;
+static tucli T;
+#define dir (T.dir)
+#define url (T.url)
+#define picl (T.picl)
 
-static int run(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int run(char *out, size_t cap, const char *fmt, ...)
-{
-    char cmd[4096], full[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    snprintf(full, sizeof full,
-             "cd %s && export PICL_TEST_STRETCH_FLOOR=cheap PICL_PASSWORD=pw MKP=%s/tests/make-profile.sh "
-             "CMP=%s/tests/compare_profiles.py P=%s && %s",
-             dir, src, src, picl, cmd);
-    FILE *p = popen(full, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t n = 0, r;
-    char buf[4096];
-    while ((r = fread(buf, 1, sizeof buf, p)) > 0)
-        if (out && n + r < cap) {
-            memcpy(out + n, buf, r);
-            n += r;
-        }
-    if (out)
-        out[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
+#define run(out, cap, ...) tucli_run(&T, (out), (cap), "export PICL_PASSWORD=pw && ", __VA_ARGS__)
 
 static void setup(void)
 {
-    const char *b = getenv("PICL_BUILD"), *s = getenv("PICL_SRCDIR");
-    snprintf(picl, sizeof picl, "%s/picl", b && *b ? b : "build");
-    snprintf(src, sizeof src, "%s", s && *s ? s : ".");
-    snprintf(dir, sizeof dir, "/tmp/picl-prof-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    char outf[600], data[600];
-    snprintf(outf, sizeof outf, "%s/server.out", dir);
-    snprintf(data, sizeof data, "%s/data", dir);
-    server = fork();
-    if (server == 0) {
-        if (!freopen(outf, "w", stdout) || !freopen("/dev/null", "w", stderr))
-            _exit(126);
-        execl(picl, "picl", "server", "--data", data, "--listen", "127.0.0.1:0", (char *)NULL);
-        _exit(127);
-    }
-    url[0] = 0;
-    for (int i = 0; i < 100 && !*url; i++) {
-        usleep(100000);
-        FILE *f = fopen(outf, "r");
-        char line[512];
-        if (f && fgets(line, sizeof line, f) && strstr(line, "http://"))
-            sscanf(strstr(line, "http://"), "%127[^ ]", url);
-        if (f)
-            fclose(f);
-    }
-    ck_assert_msg(*url, "picl server did not start");
+    tucli_start(&T);
     /* the browser must be here: bootstrap installs it */
     ck_assert_msg(run(NULL, 0, "command -v firefox-esr >/dev/null") == 0, "firefox-esr is missing");
 }
 
 static void teardown(void)
 {
-    kill(server, SIGTERM);
-    int st;
-    waitpid(server, &st, 0);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    tucli_stop(&T);
 }
 
 static void account(const char *email)
