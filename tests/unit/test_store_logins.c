@@ -34,30 +34,6 @@ static picl_store *open_ok(const char *dir, const char *pw)
     return s;
 }
 
-static json_t *all(picl_store *s)
-{
-    json_t *a = NULL;
-    ck_assert_msg(picl__store_all(s, &a) == PICL_OK, "%s", picl__store_error(s));
-    return a;
-}
-
-static json_t *changes(picl_store *s)
-{
-    json_t *a = NULL;
-    ck_assert_msg(picl__store_changes(s, &a) == PICL_OK, "%s", picl__store_error(s));
-    return a;
-}
-
-static void apply_ok(picl_store *s, const char *json)
-{
-    json_error_t e;
-    json_t *r = json_loads(json, 0, &e);
-    ck_assert_msg(r != NULL, "test JSON: %s", e.text);
-    picl_status st = picl__store_apply(s, r);
-    ck_assert_msg(st == PICL_OK, "apply: %d %s", st, picl__store_error(s));
-    json_decref(r);
-}
-
 static const char *str(const json_t *o, const char *k)
 {
     const char *v = json_string_value(json_object_get(o, k));
@@ -92,7 +68,7 @@ START_TEST(test_read_firefox_profile)
     const char *d = tup_tmpdir();
     tup_make_profile(d, NULL);
     picl_store *s = open_ok(d, NULL);
-    json_t *a = all(s);
+    json_t *a = tup_all(s);
     ck_assert_int_eq(json_array_size(a), 2);
     json_t *alice = tup_find(a, "username", "alice@example.com");
     ck_assert_ptr_nonnull(alice);
@@ -118,16 +94,16 @@ START_TEST(test_read_firefox_profile)
     ck_assert_int_eq(picl__store_get(s, "{no-such-guid}", &one), PICL_OK);
     ck_assert_ptr_null(one);
     /* first sync: both are changes; then none, also for a new store */
-    json_t *c = changes(s);
+    json_t *c = tup_changes(s);
     ck_assert_int_eq(json_array_size(c), 2);
     ck_assert_int_eq(picl__store_mark_synced(s, c), PICL_OK);
     json_decref(c);
-    c = changes(s);
+    c = tup_changes(s);
     ck_assert_int_eq(json_array_size(c), 0);
     json_decref(c);
     picl__store_close(s);
     s = open_ok(d, NULL);
-    c = changes(s);
+    c = tup_changes(s);
     ck_assert_int_eq(json_array_size(c), 0);
     json_decref(c);
     /* Firefox-side edits: a changed password (new ciphertext + time), a removal */
@@ -140,7 +116,7 @@ START_TEST(test_read_firefox_profile)
     json_array_remove(list, 1);
     save_json(d, "logins.json", file);
     s = open_ok(d, NULL);
-    c = changes(s);
+    c = tup_changes(s);
     ck_assert_int_eq(json_array_size(c), 2);
     ck_assert_str_eq(str(tup_find(c, "username", "alice@example.com"), "password"), "hunter2");
     ck_assert(json_is_true(json_object_get(tup_find(c, "id", bob_guid), "deleted")));
@@ -148,22 +124,22 @@ START_TEST(test_read_firefox_profile)
     json_object_set_new(e0, "timePasswordChanged", json_integer(1800000000001LL));
     picl__store_close(s);
     s = open_ok(d, NULL);
-    json_t *c2 = changes(s);
+    json_t *c2 = tup_changes(s);
     picl__store_close(s);
     save_json(d, "logins.json", file);
     s = open_ok(d, NULL);
-    json_t *c3 = changes(s); /* sees ...001 */
+    json_t *c3 = tup_changes(s); /* sees ...001 */
     json_object_set_new(e0, "timePasswordChanged", json_integer(1800000000002LL));
     save_json(d, "logins.json", file);
     ck_assert_int_eq(picl__store_mark_synced(s, c3), PICL_OK); /* store's copy is ...001: synced */
     picl__store_close(s);
     s = open_ok(d, NULL);
-    json_t *c4 = changes(s);
+    json_t *c4 = tup_changes(s);
     ck_assert_int_eq(json_array_size(c4), 1); /* ...002 is new */
     ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(c4, 0), "timePasswordChanged")),
                      1800000000002LL);
     ck_assert_int_eq(picl__store_reset(s), PICL_OK);
-    json_t *c5 = changes(s);
+    json_t *c5 = tup_changes(s);
     ck_assert_int_eq(json_array_size(c5), 1); /* one live login left */
     free(bob_guid);
     json_decref(c);
@@ -184,7 +160,7 @@ START_TEST(test_apply_read_back_by_firefox)
     const char *d = tup_tmpdir();
     tup_make_profile(d, NULL);
     picl_store *s = open_ok(d, NULL);
-    json_t *a = all(s);
+    json_t *a = tup_all(s);
     char *alice = strdup(str(tup_find(a, "username", "alice@example.com"), "id"));
     char *bob = strdup(str(tup_find(a, "username", "bob"), "id"));
     json_decref(a);
@@ -199,9 +175,9 @@ START_TEST(test_apply_read_back_by_firefox)
         "  \"username\":\"alice@example.com\",\"password\":\"changed-remotely\",\"usernameField\":\"email\","
         "  \"passwordField\":\"pw\",\"timePasswordChanged\":1900000000000},"
         " {\"id\":\"%s\",\"deleted\":true}]", alice, bob) > 0);
-    apply_ok(s, batch);
+    tup_apply_ok(s, batch);
     free(batch);
-    json_t *c = changes(s);
+    json_t *c = tup_changes(s);
     ck_assert_msg(json_array_size(c) == 0, "applied logins reported as local: %s", json_dumps(c, 0));
     json_decref(c);
     json_t *carol = NULL;
@@ -272,10 +248,10 @@ START_TEST(test_profile_without_key4db)
     const char *d = tup_tmpdir();
     tup_sh("echo '// prefs' > '%s/prefs.js'", d);
     picl_store *s = open_ok(d, NULL);
-    json_t *a = all(s);
+    json_t *a = tup_all(s);
     ck_assert_int_eq(json_array_size(a), 0);
     json_decref(a);
-    apply_ok(s, "[{\"id\":\"{aaaaaaaa-0000-4000-8000-000000000001}\",\"hostname\":\"https://first.example\","
+    tup_apply_ok(s, "[{\"id\":\"{aaaaaaaa-0000-4000-8000-000000000001}\",\"hostname\":\"https://first.example\","
                 "\"formSubmitURL\":\"\",\"username\":\"\",\"password\":\"only-a-password\"}]");
     picl__store_close(s);
     char path[PATH_MAX];
@@ -335,13 +311,13 @@ START_TEST(test_old_3des_profile_then_firefox_adds_aes)
     const char *d = tup_tmpdir();
     make_old_profile(d);
     picl_store *s = open_ok(d, NULL);
-    json_t *a = all(s);
+    json_t *a = tup_all(s);
     ck_assert_int_eq(json_array_size(a), 1);
     ck_assert_str_eq(str(json_array_get(a, 0), "password"), "oldpass");
     ck_assert_str_eq(str(json_array_get(a, 0), "username"), "olduser");
     json_decref(a);
     /* a profile with only the 3DES key keeps using it */
-    apply_ok(s, "[{\"id\":\"{0ld00000-0000-4000-8000-000000000002}\",\"hostname\":\"https://old2.example\","
+    tup_apply_ok(s, "[{\"id\":\"{0ld00000-0000-4000-8000-000000000002}\",\"hostname\":\"https://old2.example\","
                 "\"httpRealm\":\"r\",\"username\":\"u2\",\"password\":\"p2\"}]");
     picl__store_close(s);
     json_t *file = load_json(d, "logins.json");
@@ -356,14 +332,14 @@ START_TEST(test_old_3des_profile_then_firefox_adds_aes)
     ck_assert(blob_has(str(json_array_get(list, 2), "encryptedPassword"), OID_AES256, sizeof OID_AES256));
     json_decref(file);
     s = open_ok(d, NULL);
-    a = all(s);
+    a = tup_all(s);
     ck_assert_int_eq(json_array_size(a), 4); /* both key types, chosen by type */
     ck_assert_str_eq(str(tup_find(a, "username", "olduser"), "password"), "oldpass");
     ck_assert_str_eq(str(tup_find(a, "username", "u2"), "password"), "p2");
     ck_assert_str_eq(str(tup_find(a, "username", "bob"), "password"), "hunter2");
     json_decref(a);
     /* now new blobs use the AES key */
-    apply_ok(s, "[{\"id\":\"{0ld00000-0000-4000-8000-000000000003}\",\"hostname\":\"https://old3.example\","
+    tup_apply_ok(s, "[{\"id\":\"{0ld00000-0000-4000-8000-000000000003}\",\"hostname\":\"https://old3.example\","
                 "\"httpRealm\":\"r\",\"username\":\"u3\",\"password\":\"p3\"}]");
     picl__store_close(s);
     file = load_json(d, "logins.json");
@@ -399,11 +375,11 @@ START_TEST(test_primary_password)
     ck_assert_ptr_null(s);
     ck_assert(tup_dir_digest(d) == before);
     s = open_ok(d, "pw-123");
-    json_t *a = all(s);
+    json_t *a = tup_all(s);
     ck_assert_int_eq(json_array_size(a), 2);
     ck_assert_str_eq(str(tup_find(a, "username", "bob"), "password"), "hunter2");
     json_decref(a);
-    apply_ok(s, "[{\"id\":\"{pppppppp-0000-4000-8000-000000000001}\",\"hostname\":\"https://pp.example\","
+    tup_apply_ok(s, "[{\"id\":\"{pppppppp-0000-4000-8000-000000000001}\",\"hostname\":\"https://pp.example\","
                 "\"httpRealm\":\"r\",\"username\":\"pu\",\"password\":\"pp\"}]");
     picl__store_close(s);
     s = open_ok(d, "pw-123");
@@ -445,9 +421,9 @@ START_TEST(test_primary_password_old_scheme)
     ck_assert_int_eq(picl__logins_open(&s, d, state_dir, NULL, NULL, err, sizeof err), PICL_ERROR_STATE);
     ck_assert(tup_dir_digest(d) == before);
     s = open_ok(d, "old-nss-pw");
-    apply_ok(s, "[{\"id\":\"{oooooooo-0000-4000-8000-000000000001}\",\"hostname\":\"https://o.example\","
+    tup_apply_ok(s, "[{\"id\":\"{oooooooo-0000-4000-8000-000000000001}\",\"hostname\":\"https://o.example\","
                 "\"httpRealm\":\"r\",\"username\":\"ou\",\"password\":\"op\"}]");
-    json_t *a = all(s);
+    json_t *a = tup_all(s);
     ck_assert_int_eq(json_array_size(a), 3);
     json_decref(a);
     picl__store_close(s);
@@ -505,7 +481,7 @@ START_TEST(test_bad_records_change_nothing)
     const char *d = tup_tmpdir();
     tup_make_profile(d, NULL);
     picl_store *s = open_ok(d, NULL);
-    json_t *c = changes(s);
+    json_t *c = tup_changes(s);
     ck_assert_int_eq(picl__store_mark_synced(s, c), PICL_OK);
     json_decref(c);
     picl__store_close(s);
@@ -540,7 +516,7 @@ START_TEST(test_bad_records_change_nothing)
     json_t *notarray = json_object();
     ck_assert_int_eq(picl__store_apply(s, notarray), PICL_ERROR_INVALID_ARGUMENT);
     json_decref(notarray);
-    c = changes(s);
+    c = tup_changes(s);
     ck_assert_int_eq(json_array_size(c), 0);
     json_decref(c);
     picl__store_close(s);
@@ -555,7 +531,7 @@ START_TEST(test_wipe)
     tup_make_profile(d, NULL);
     picl_store *s = open_ok(d, NULL);
     ck_assert_int_eq(picl__store_wipe(s), PICL_OK);
-    json_t *a = all(s);
+    json_t *a = tup_all(s);
     ck_assert_int_eq(json_array_size(a), 0);
     json_decref(a);
     picl__store_close(s);

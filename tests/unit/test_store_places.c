@@ -29,30 +29,6 @@ static picl_store *open_ok(const char *dir, const char *coll)
     return s;
 }
 
-static json_t *all(picl_store *s)
-{
-    json_t *a = NULL;
-    ck_assert_int_eq(picl__store_all(s, &a), PICL_OK);
-    return a;
-}
-
-static json_t *changes(picl_store *s)
-{
-    json_t *a = NULL;
-    ck_assert_msg(picl__store_changes(s, &a) == PICL_OK, "%s", picl__store_error(s));
-    return a;
-}
-
-static void apply_ok(picl_store *s, const char *json)
-{
-    json_error_t e;
-    json_t *r = json_loads(json, 0, &e);
-    ck_assert_msg(r != NULL, "test JSON: %s", e.text);
-    picl_status st = picl__store_apply(s, r);
-    ck_assert_msg(st == PICL_OK, "apply: %d %s", st, picl__store_error(s));
-    json_decref(r);
-}
-
 static picl_status apply_status(picl_store *s, const char *json)
 {
     json_t *r = json_loads(json, 0, NULL);
@@ -253,7 +229,7 @@ START_TEST(test_bookmarks_read_firefox_profile)
     const char *d = fresh_profile();
     picl_store *s = open_ok(d, "bookmarks");
     ck_assert_str_eq(s->collection, "bookmarks");
-    json_t *a = all(s);
+    json_t *a = tup_all(s);
     ck_assert_int_eq(json_array_size(a), 13); /* 4 roots + 9 items, no root________ or tags */
     ck_assert_ptr_null(tup_find(a, "id", "places"));
     ck_assert_ptr_null(tup_find(a, "id", "tags________"));
@@ -291,11 +267,11 @@ START_TEST(test_bookmarks_read_firefox_profile)
     ck_assert_ptr_null(one);
 
     /* a fresh profile: everything is a local change; mark_synced clears it */
-    json_t *c = changes(s);
+    json_t *c = tup_changes(s);
     ck_assert_int_eq(json_array_size(c), 13);
     ck_assert_int_eq(picl__store_mark_synced(s, c), PICL_OK);
     json_decref(c);
-    c = changes(s);
+    c = tup_changes(s);
     ck_assert_int_eq(json_array_size(c), 0);
     json_decref(c);
     json_decref(a);
@@ -316,22 +292,22 @@ START_TEST(test_bookmarks_change_tracking)
 {
     const char *d = fresh_profile();
     picl_store *s = open_ok(d, "bookmarks");
-    json_t *c = changes(s);
+    json_t *c = tup_changes(s);
     ck_assert_int_eq(picl__store_mark_synced(s, c), PICL_OK);
     json_decref(c);
     picl__store_close(s);
     firefox_like_edit(d);
     s = open_ok(d, "bookmarks");
-    c = changes(s);
+    c = tup_changes(s);
     ck_assert_int_eq(json_array_size(c), 2);
     ck_assert_str_eq(str(tup_find(c, "id", "bmkToolbar01"), "title"), "HN!");
     ck_assert(json_is_true(json_object_get(tup_find(c, "id", "gonegone0001"), "deleted")));
-    /* an edit between changes() and mark_synced() stays a change */
+    /* an edit between tup_changes() and mark_synced() stays a change */
     picl__store_close(s);
     ck_assert_int_eq(sql_int(d, "UPDATE moz_bookmarks SET syncChangeCounter = syncChangeCounter + 1 "
                                 "WHERE guid = 'bmkToolbar01' RETURNING 1"), 1);
     s = open_ok(d, "bookmarks");
-    json_t *c2 = changes(s);
+    json_t *c2 = tup_changes(s);
     ck_assert_int_eq(json_array_size(c2), 2);
     json_decref(c2);
     picl__store_close(s);
@@ -339,12 +315,12 @@ START_TEST(test_bookmarks_change_tracking)
                                 "WHERE guid = 'bmkToolbar01' RETURNING 1"), 1);
     s = open_ok(d, "bookmarks");
     /* the store forgot what it reported on close: report again, then edit */
-    c2 = changes(s);
+    c2 = tup_changes(s);
     ck_assert_int_eq(sql_int(d, "UPDATE moz_bookmarks SET syncChangeCounter = syncChangeCounter + 1 "
                                 "WHERE guid = 'bmkToolbar01' RETURNING 1"), 1);
     ck_assert_int_eq(picl__store_mark_synced(s, c2), PICL_OK);
     json_decref(c2);
-    c2 = changes(s);
+    c2 = tup_changes(s);
     ck_assert_int_eq(json_array_size(c2), 1);
     ck_assert_str_eq(str(json_array_get(c2, 0), "id"), "bmkToolbar01");
     ck_assert_int_eq(sql_int(d, "SELECT count(*) FROM moz_bookmarks_deleted"), 0);
@@ -352,7 +328,7 @@ START_TEST(test_bookmarks_change_tracking)
     json_decref(c);
     /* reset: every live item is a change again, tombstones forgotten */
     ck_assert_int_eq(picl__store_reset(s), PICL_OK);
-    c = changes(s);
+    c = tup_changes(s);
     ck_assert_int_eq(json_array_size(c), 13);
     json_decref(c);
     picl__store_close(s);
@@ -387,18 +363,18 @@ START_TEST(test_bookmarks_apply_read_back_by_firefox)
 {
     const char *d = fresh_profile();
     picl_store *s = open_ok(d, "bookmarks");
-    json_t *c = changes(s);
+    json_t *c = tup_changes(s);
     ck_assert_int_eq(picl__store_mark_synced(s, c), PICL_OK);
     json_decref(c);
-    apply_ok(s, INCOMING_BOOKMARKS);
+    tup_apply_ok(s, INCOMING_BOOKMARKS);
     /* what we applied is not a local change; only the orphan we had to put in
      * unfiled (and unfiled itself) are, so the server learns where it went */
-    c = changes(s);
+    c = tup_changes(s);
     ck_assert_msg(json_array_size(c) == 2, "%s", json_dumps(c, 0));
     ck_assert_str_eq(str(tup_find(c, "id", "orphanItem01"), "parentid"), "unfiled");
     ck_assert_str_eq(kids(tup_find(c, "id", "unfiled")), "orphanItem01");
     json_decref(c);
-    json_t *a = all(s);
+    json_t *a = tup_all(s);
     ck_assert_str_eq(kids(tup_find(a, "id", "toolbar")), "newFolder001,bmkFirefox01,bmkToolbar01");
     ck_assert_str_eq(kids(tup_find(a, "id", "newFolder001")), "newBookmk002,newSeparat01,newBookmk001");
     ck_assert_str_eq(kids(tup_find(a, "id", "fldrSample01")), "bmkExample01,sepSample001");
@@ -471,7 +447,7 @@ START_TEST(test_bookmarks_reorder_only)
 {
     const char *d = fresh_profile();
     picl_store *s = open_ok(d, "bookmarks");
-    apply_ok(s, "[{\"id\":\"fldrSample01\",\"type\":\"folder\",\"parentid\":\"menu\",\"title\":\"Sample Folder\","
+    tup_apply_ok(s, "[{\"id\":\"fldrSample01\",\"type\":\"folder\",\"parentid\":\"menu\",\"title\":\"Sample Folder\","
                 "\"children\":[\"bmkFirefox01\",\"fldrNested01\",\"bmkExample01\"]}]");
     json_t *r = NULL;
     ck_assert_int_eq(picl__store_get(s, "fldrSample01", &r), PICL_OK);
@@ -537,7 +513,7 @@ START_TEST(test_bookmarks_wipe)
     const char *d = fresh_profile();
     picl_store *s = open_ok(d, "bookmarks");
     ck_assert_int_eq(picl__store_wipe(s), PICL_OK);
-    json_t *a = all(s);
+    json_t *a = tup_all(s);
     ck_assert_int_eq(json_array_size(a), 4);
     ck_assert_str_eq(kids(tup_find(a, "id", "menu")), "");
     json_decref(a);
@@ -556,7 +532,7 @@ START_TEST(test_history_read_firefox_profile)
 {
     const char *d = fresh_profile();
     picl_store *s = open_ok(d, "history");
-    json_t *a = all(s);
+    json_t *a = tup_all(s);
     ck_assert_int_eq(json_array_size(a), 3); /* pages with visits only */
     json_t *h = NULL;
     size_t i;
@@ -578,17 +554,17 @@ START_TEST(test_history_read_firefox_profile)
     /* a bookmarked page never visited is not a history record */
     ck_assert_int_eq(picl__store_get(s, "nosuchguid01", &one), PICL_OK);
     ck_assert_ptr_null(one);
-    json_t *c = changes(s);
+    json_t *c = tup_changes(s);
     ck_assert_int_eq(json_array_size(c), 3);
     ck_assert_int_eq(picl__store_mark_synced(s, c), PICL_OK);
     json_decref(c);
-    c = changes(s);
+    c = tup_changes(s);
     ck_assert_int_eq(json_array_size(c), 0);
     json_decref(c);
     /* the cursor lives in places.sqlite: a new store agrees */
     picl__store_close(s);
     s = open_ok(d, "history");
-    c = changes(s);
+    c = tup_changes(s);
     ck_assert_int_eq(json_array_size(c), 0);
     json_decref(c);
     /* a new local visit (as Firefox writes it) is a change */
@@ -597,12 +573,12 @@ START_TEST(test_history_read_firefox_profile)
                                 "source) SELECT 0, id, 1800000000000000, 1, 0, 0 FROM moz_places WHERE url = "
                                 "'https://example.com/' RETURNING 1"), 1);
     s = open_ok(d, "history");
-    c = changes(s);
+    c = tup_changes(s);
     ck_assert_int_eq(json_array_size(c), 1);
     ck_assert_str_eq(str(json_array_get(c, 0), "histUri"), "https://example.com/");
     json_decref(c);
     ck_assert_int_eq(picl__store_reset(s), PICL_OK);
-    c = changes(s);
+    c = tup_changes(s);
     ck_assert_int_eq(json_array_size(c), 3);
     json_decref(c);
     json_decref(a);
@@ -614,12 +590,12 @@ START_TEST(test_history_apply_read_back_by_firefox)
 {
     const char *d = fresh_profile();
     picl_store *s = open_ok(d, "history");
-    json_t *c = changes(s);
+    json_t *c = tup_changes(s);
     ck_assert_int_eq(picl__store_mark_synced(s, c), PICL_OK);
     json_decref(c);
     char guid_hist[16];
     snprintf(guid_hist, sizeof guid_hist, "%s", "");
-    json_t *a = all(s);
+    json_t *a = tup_all(s);
     size_t i;
     json_t *r;
     json_array_foreach(a, i, r) if (strcmp(str(r, "histUri"), "https://history-only.example.org/a/b") == 0)
@@ -637,10 +613,10 @@ START_TEST(test_history_apply_read_back_by_firefox)
         " {\"id\":\"otherGuid001\",\"histUri\":\"https://example.com/\",\"title\":\"Example (remote)\","
         "  \"visits\":[{\"date\":1705318200000000,\"type\":1},{\"date\":1705400000000000,\"type\":1}]},"
         " {\"id\":\"%s\",\"deleted\":true}]", guid_hist) > 0);
-    apply_ok(s, batch);
-    apply_ok(s, batch); /* idempotent: no duplicate visits */
+    tup_apply_ok(s, batch);
+    tup_apply_ok(s, batch); /* idempotent: no duplicate visits */
     free(batch);
-    c = changes(s);
+    c = tup_changes(s);
     ck_assert_msg(json_array_size(c) == 0, "applied visits reported as local: %s", json_dumps(c, 0));
     json_decref(c);
     json_t *np = NULL;
@@ -753,7 +729,7 @@ START_TEST(test_history_wipe)
     const char *d = fresh_profile();
     picl_store *s = open_ok(d, "history");
     ck_assert_int_eq(picl__store_wipe(s), PICL_OK);
-    json_t *a = all(s);
+    json_t *a = tup_all(s);
     ck_assert_int_eq(json_array_size(a), 0);
     json_decref(a);
     picl__store_close(s);
@@ -775,10 +751,10 @@ START_TEST(test_firefox_maintenance_finds_nothing_to_fix)
     /* first settle what Firefox itself left (the fixture's explicit old dates) */
     ck_assert_int_eq(tup_sh("'%s/tests/make-profile.sh' --maintain '%s' >'%s.maintlog' 2>&1", src, d, d), 0);
     picl_store *s = open_ok(d, "bookmarks");
-    apply_ok(s, INCOMING_BOOKMARKS);
+    tup_apply_ok(s, INCOMING_BOOKMARKS);
     picl__store_close(s);
     s = open_ok(d, "history");
-    apply_ok(s, "[{\"id\":\"newPage00001\",\"histUri\":\"https://sync.example.net/p?x=1\",\"title\":\"S\","
+    tup_apply_ok(s, "[{\"id\":\"newPage00001\",\"histUri\":\"https://sync.example.net/p?x=1\",\"title\":\"S\","
                 "\"visits\":[{\"date\":1705000000000000,\"type\":1},{\"date\":1705000300000000,\"type\":9}]},"
                 "{\"id\":\"framedPage01\",\"histUri\":\"https://frame.example.net/\","
                 "\"visits\":[{\"date\":1705000000000000,\"type\":8}]}]");

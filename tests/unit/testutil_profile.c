@@ -264,3 +264,27 @@ json_t *tup_find(const json_t *a, const char *k, const char *v)
     }
     return NULL;
 }
+
+json_t *tup_all(picl_store *s)
+{
+    json_t *a = NULL;
+    ck_assert_msg(picl__store_all(s, &a) == PICL_OK, "%s", picl__store_error(s));
+    return a;
+}
+
+json_t *tup_changes(picl_store *s)
+{
+    json_t *a = NULL;
+    ck_assert_msg(picl__store_changes(s, &a) == PICL_OK, "%s", picl__store_error(s));
+    return a;
+}
+
+void tup_apply_ok(picl_store *s, const char *json)
+{
+    json_error_t e;
+    json_t *r = json_loads(json, 0, &e);
+    ck_assert_msg(r != NULL, "test JSON: %s", e.text);
+    picl_status st = picl__store_apply(s, r);
+    ck_assert_msg(st == PICL_OK, "apply: %d %s", st, picl__store_error(s));
+    json_decref(r);
+}

@@ -40,4 +40,12 @@ int tup_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The element of array a whose key k equals string v, or NULL (borrowed). */
 json_t *tup_find(const json_t *a, const char *k, const char *v);
 
+/* Store calls that must succeed (the store's message on failure):
+ * every live record / the local changes (new references), and applying a
+ * JSON text of records. */
+#include "stores/store.h"
+json_t *tup_all(picl_store *s);
+json_t *tup_changes(picl_store *s);
+void tup_apply_ok(picl_store *s, const char *json);
+
 #endif
