@@ -597,28 +597,31 @@ picl_status sdb_info_collections(sqlite3 *c, int64_t uid, picl_buf *out)
     return render_map(q, out, 0);
 }
 
-picl_status sdb_info_counts(sqlite3 *c, int64_t uid, int64_t now, picl_buf *out)
+/* A {collection: aggregate} map over the user's live BSOs (mode as render_map). */
+static picl_status info_per_coll(sqlite3 *c, int64_t uid, int64_t now, const char *sql, int mode, picl_buf *out)
 {
     sqlite3_stmt *q;
-    picl_status st = sdb__prep(c, "SELECT coll, count(*) FROM bsos WHERE uid=?1 AND expiry>?2"
-                             " GROUP BY coll ORDER BY coll", &q);
+    picl_status st = sdb__prep(c, sql, &q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_int64(q, 1, uid);
     sqlite3_bind_int64(q, 2, now);
-    return render_map(q, out, 1);
+    return render_map(q, out, mode);
+}
+
+picl_status sdb_info_counts(sqlite3 *c, int64_t uid, int64_t now, picl_buf *out)
+{
+    return info_per_coll(c, uid, now,
+                         "SELECT coll, count(*) FROM bsos WHERE uid=?1 AND expiry>?2 GROUP BY coll ORDER BY coll", 1,
+                         out);
 }
 
 picl_status sdb_info_usage(sqlite3 *c, int64_t uid, int64_t now, picl_buf *out)
 {
-    sqlite3_stmt *q;
-    picl_status st = sdb__prep(c, "SELECT coll, SUM(payload_size) FROM bsos WHERE uid=?1 AND expiry>?2"
-                             " GROUP BY coll ORDER BY coll", &q);
-    if (st != PICL_OK)
-        return st;
-    sqlite3_bind_int64(q, 1, uid);
-    sqlite3_bind_int64(q, 2, now);
-    return render_map(q, out, 2);
+    return info_per_coll(c, uid, now,
+                         "SELECT coll, SUM(payload_size) FROM bsos WHERE uid=?1 AND expiry>?2"
+                         " GROUP BY coll ORDER BY coll",
+                         2, out);
 }
 
 /* Offset tokens: <mode char><sort key>_<hex of id>, mode one of d n o i. */
