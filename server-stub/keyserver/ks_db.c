@@ -52,6 +52,17 @@ static picl_status exec(ks_db *db, const char *sql)
     return sqlite3_exec(db->h, sql, NULL, NULL, NULL) == SQLITE_OK ? PICL_OK : PICL_ERROR_DATABASE;
 }
 
+/* Ends a transaction: COMMIT when rc is PICL_OK, else (or when COMMIT fails)
+ * ROLLBACK, so no transaction is ever left open.  Returns the outcome. */
+static picl_status end_tx(ks_db *db, picl_status rc)
+{
+    if (rc == PICL_OK)
+        rc = exec(db, "COMMIT");
+    if (rc != PICL_OK)
+        exec(db, "ROLLBACK");
+    return rc;
+}
+
 static picl_status prep(ks_db *db, sqlite3_stmt **st, const char *sql)
 {
     return sqlite3_prepare_v2(db->h, sql, -1, st, NULL) == SQLITE_OK ? PICL_OK
@@ -100,10 +111,7 @@ static picl_status migrate(ks_db *db)
             rc = exec(db, "INSERT OR REPLACE INTO meta VALUES ('schema_version', 1)");
     }
     /* Later versions add "if (version < 2) ..." steps here. */
-    if (rc == PICL_OK)
-        rc = exec(db, "COMMIT");
-    if (rc != PICL_OK)
-        exec(db, "ROLLBACK");
+    rc = end_tx(db, rc);
     return rc;
 }
 
@@ -338,10 +346,7 @@ picl_status ks_db_account_reset(ks_db *db, int64_t id, const uint8_t verifier[KS
         rc = change_by_id(db, "DELETE FROM tokens WHERE account = ?", id, NULL);
     if (rc == PICL_OK)
         rc = change_by_id(db, "DELETE FROM srp_sessions WHERE account = ?", id, NULL);
-    if (rc == PICL_OK)
-        rc = exec(db, "COMMIT");
-    if (rc != PICL_OK)
-        exec(db, "ROLLBACK");
+    rc = end_tx(db, rc);
 out:
     unlock(db);
     return rc;
@@ -360,10 +365,7 @@ picl_status ks_db_account_delete(ks_db *db, int64_t id)
         rc = change_by_id(db, "DELETE FROM accounts WHERE id = ?", id, &n);
     if (rc == PICL_OK && n == 0)
         rc = PICL_ERROR_NOT_FOUND;
-    if (rc == PICL_OK)
-        rc = exec(db, "COMMIT");
-    if (rc != PICL_OK)
-        exec(db, "ROLLBACK");
+    rc = end_tx(db, rc);
     unlock(db);
     return rc;
 }
@@ -473,10 +475,7 @@ picl_status ks_db_token_consume(ks_db *db, const uint8_t id[32])
             rc = PICL_ERROR_TOKEN;
     }
     sqlite3_finalize(st);
-    if (rc == PICL_OK)
-        rc = exec(db, "COMMIT");
-    else
-        exec(db, "ROLLBACK");
+    rc = end_tx(db, rc);
     unlock(db);
     return rc;
 }
@@ -562,10 +561,7 @@ picl_status ks_db_forgot_guess(ks_db *db, const uint8_t id[32], const char code[
         }
         *ok = rc == PICL_OK && right;
     }
-    if (rc == PICL_OK)
-        rc = exec(db, "COMMIT");
-    else
-        exec(db, "ROLLBACK");
+    rc = end_tx(db, rc);
     if (rc != PICL_OK)
         *ok = 0;
 out:
@@ -609,10 +605,7 @@ picl_status ks_db_srp_put(ks_db *db, const uint8_t key[32], int64_t account, con
         }
         sqlite3_finalize(del);
     }
-    if (rc == PICL_OK)
-        rc = exec(db, "COMMIT");
-    if (rc != PICL_OK)
-        exec(db, "ROLLBACK");
+    rc = end_tx(db, rc);
     unlock(db);
     return rc;
 }
@@ -658,10 +651,7 @@ picl_status ks_db_srp_take(ks_db *db, const uint8_t key[32], int64_t now, int64_
             rc = PICL_ERROR_TOKEN;
     }
     sqlite3_finalize(st);
-    if (rc == PICL_OK)
-        rc = exec(db, "COMMIT");
-    else
-        exec(db, "ROLLBACK");
+    rc = end_tx(db, rc);
     /* An expired session is deleted all the same, and refused. */
     if (rc == PICL_OK && now > expires)
         rc = PICL_ERROR_TOKEN;
