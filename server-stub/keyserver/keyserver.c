@@ -137,6 +137,25 @@ json_t *ks_body(picl_http_request *req, picl_http_response *resp)
     return j;
 }
 
+picl_status ks_body_account(ks_server *s, picl_http_request *req, picl_http_response *resp, json_t **body,
+                            ks_account *a)
+{
+    *body = ks_body(req, resp);
+    if (!*body)
+        return PICL_ERROR_ENCODING;
+    picl_status rc = ks_parse_email(*body, "email", a->email, &a->email_len);
+    if (rc != PICL_OK) {
+        ks_error_parse(resp, rc);
+        return rc;
+    }
+    rc = ks_db_account_by_email(s->db, a->email, a->email_len, a);
+    if (rc == PICL_ERROR_NOT_FOUND)
+        ks_error(resp, 400, KS_ERR_UNKNOWN, "unknown account");
+    else if (rc != PICL_OK)
+        ks_error_internal(resp);
+    return rc;
+}
+
 /* ---- Hawk ------------------------------------------------------------- */
 
 /* Splits a Host header into host (lowercase later by Hawk) and port. */

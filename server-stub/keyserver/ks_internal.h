@@ -67,6 +67,13 @@ int ks_hawk_auth(ks_server *s, picl_http_request *req, picl_http_response *resp,
 /* Parses the body as a JSON object, answering 400/106 when it is not. */
 json_t *ks_body(picl_http_request *req, picl_http_response *resp);
 
+/* A request that names an account by "email": its body (into *body, which
+ * the caller decrefs, NULL when it did not parse) and that account (into a).
+ * On failure the answer is set (413/106, 400/107-108, 400/102, 500/999) and
+ * the status returned. */
+picl_status ks_body_account(ks_server *s, picl_http_request *req, picl_http_response *resp, json_t **body,
+                            ks_account *a);
+
 /* Makes, derives and stores a token of `type` for account; writes the raw
  * token to raw (caller wipes).  device fields may be NULL. */
 picl_status ks_token_issue(ks_server *s, int type, int64_t account, uint8_t raw[32],

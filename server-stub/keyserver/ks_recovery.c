@@ -133,27 +133,16 @@ void ks_h_forgot_send(picl_http_request *req, picl_http_response *resp, void *ct
     uint8_t token[32];
     char code[9] = "";
     memset(token, 0, sizeof token);
-    json_t *body = a ? ks_body(req, resp) : NULL;
-    if (!a)
+    json_t *body = NULL;
+    if (!a) {
         ks_error_internal(resp);
-    if (!body)
-        goto done;
-    picl_status rc = ks_parse_email(body, "email", a->email, &a->email_len);
-    if (rc != PICL_OK) {
-        ks_error_parse(resp, rc);
         goto done;
     }
-    rc = ks_db_account_by_email(s->db, a->email, a->email_len, a);
-    if (rc == PICL_ERROR_NOT_FOUND) {
-        ks_error(resp, 400, KS_ERR_UNKNOWN, "unknown account");
+    picl_status rc = ks_body_account(s, req, resp, &body, a);
+    if (rc != PICL_OK)
         goto done;
-    }
     char rkey[64];
     snprintf(rkey, sizeof rkey, "reset:%lld", (long long)a->id);
-    if (rc != PICL_OK) {
-        ks_error_internal(resp);
-        goto done;
-    }
     if (ks_throttled(s, resp, rkey, s->reset_max, s->reset_window))
         goto done;
     int64_t now = ks_now(s);

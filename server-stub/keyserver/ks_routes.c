@@ -170,26 +170,15 @@ static void h_auth_start(picl_http_request *req, picl_http_response *resp, void 
     ks_account *a = calloc(1, sizeof *a);
     picl_srp_server *srp = NULL;
     uint8_t b[256], B[256], token[32], key[32];
-    json_t *body = a ? ks_body(req, resp) : NULL;
-    if (!a)
+    json_t *body = NULL;
+    if (!a) {
         ks_error_internal(resp);
-    if (!body)
-        goto done;
-    picl_status rc = ks_parse_email(body, "email", a->email, &a->email_len);
-    if (rc != PICL_OK) {
-        ks_error_parse(resp, rc);
         goto done;
     }
-    rc = ks_db_account_by_email(s->db, a->email, a->email_len, a);
-    if (rc == PICL_ERROR_NOT_FOUND) {
-        ks_error(resp, 400, KS_ERR_UNKNOWN, "unknown account");
+    picl_status rc = ks_body_account(s, req, resp, &body, a);
+    if (rc != PICL_OK)
         goto done;
-    }
     char rkey[64], ikey[80];
-    if (rc != PICL_OK) {
-        ks_error_internal(resp);
-        goto done;
-    }
     if (login_throttled(s, req, resp, a->id, rkey, ikey))
         goto done;
     const picl_srp_group *g = picl__srp_group_picl();
