@@ -299,18 +299,29 @@ picl_status sdb_coll_modified(sqlite3 *c, int64_t uid, const char *coll, int64_t
     return one_int(q, modified);
 }
 
+/* Prepares sql and binds ?1 uid, ?2 collection, ?3 BSO id, ?4 now: the
+ * shape of every query on one live BSO. */
+static picl_status prep_live_item(sqlite3 *c, const char *sql, int64_t uid, const char *coll, const char *id,
+                                  int64_t now, sqlite3_stmt **q)
+{
+    picl_status st = sdb__prep(c, sql, q);
+    if (st != PICL_OK)
+        return st;
+    sqlite3_bind_int64(*q, 1, uid);
+    sqlite3_bind_text(*q, 2, coll, -1, SQLITE_STATIC);
+    sqlite3_bind_text(*q, 3, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(*q, 4, now);
+    return PICL_OK;
+}
+
 picl_status sdb_item_modified(sqlite3 *c, int64_t uid, const char *coll, const char *id,
                               int64_t now, int64_t *modified)
 {
     sqlite3_stmt *q;
-    picl_status st = sdb__prep(c, "SELECT modified FROM bsos WHERE uid=?1 AND coll=?2 AND id=?3"
-                             " AND expiry>?4", &q);
+    picl_status st = prep_live_item(c, "SELECT modified FROM bsos WHERE uid=?1 AND coll=?2 AND id=?3"
+                                       " AND expiry>?4", uid, coll, id, now, &q);
     if (st != PICL_OK)
         return st;
-    sqlite3_bind_int64(q, 1, uid);
-    sqlite3_bind_text(q, 2, coll, -1, SQLITE_STATIC);
-    sqlite3_bind_text(q, 3, id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(q, 4, now);
     return one_int(q, modified);
 }
 
@@ -536,14 +547,11 @@ picl_status sdb_get_item(sqlite3 *c, int64_t uid, const char *coll, const char *
                          picl_buf *out, int64_t *modified)
 {
     sqlite3_stmt *q;
-    picl_status st = sdb__prep(c, "SELECT id, modified, payload, sortindex FROM bsos"
-                             " WHERE uid=?1 AND coll=?2 AND id=?3 AND expiry>?4", &q);
+    picl_status st = prep_live_item(c, "SELECT id, modified, payload, sortindex FROM bsos"
+                                       " WHERE uid=?1 AND coll=?2 AND id=?3 AND expiry>?4",
+                                    uid, coll, id, now, &q);
     if (st != PICL_OK)
         return st;
-    sqlite3_bind_int64(q, 1, uid);
-    sqlite3_bind_text(q, 2, coll, -1, SQLITE_STATIC);
-    sqlite3_bind_text(q, 3, id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(q, 4, now);
     int rc = sqlite3_step(q);
     if (rc == SQLITE_ROW) {
         *modified = sqlite3_column_int64(q, 1);
