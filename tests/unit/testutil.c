@@ -8,7 +8,7 @@
 #include <string.h>
 
 #ifndef PICL_VECTORS
-#define PICL_VECTORS "../shared/vectors"
+#define PICL_VECTORS "tests/vectors"
 #endif
 
 const char *tu_vector_path(const char *name)

@@ -9,7 +9,7 @@
  *   PICL_XPC_PROFILE  the fresh profile directory of this test file
  *   PICL_SRCDIR       the source tree; PICL_LIB the libpicl.so to load
  *   PICL_KEYSERVER / PICL_STORAGE  server URLs when the servers run
- * See /work/shared/notes/firefox-profile.md for why things are done this way. */
+ * See tests/xpcshell/README for why things are done this way. */
 "use strict";
 
 const _tasks = [];

@@ -1,6 +1,6 @@
 /* profile_env.js -- shared by make_profile.js and dump_profile.js: points
  * xpcshell at a profile directory and shuts Firefox's services down cleanly
- * (see /work/shared/notes/firefox-profile.md, "xpcshell mode"). */
+ * (see tests/xpcshell/README, "xpcshell mode"). */
 "use strict";
 
 /* Registers ProfD/ProfLD/TmpD = dir and announces the profile. */
