@@ -4,10 +4,16 @@
 moz.build is Python syntax.  Every file it names (in SOURCES, XPIDL_SOURCES,
 EXTRA_JS_MODULES, XPCSHELL_TESTS_MANIFESTS, LOCAL_INCLUDES), in any branch,
 must exist, and every .c file under components/ must be named in SOURCES.
+Every list literal is sorted the way mozbuild's StrictOrderingOnAppendList
+demands (case-insensitively), or Gecko's reader raises.
+tests/xpcshell/xpcshell.toml must be valid TOML (tomllib) with Gecko's keys:
+a [DEFAULT] table with head = "head.js", one ["test_x.js"] table per test,
+each naming a file that exists.
 Prints one line per check and "mozbuild: P passed, F failed"."""
 import ast
 import os
 import sys
+import tomllib
 
 FILE_VARS = {"SOURCES", "XPIDL_SOURCES", "EXTRA_JS_MODULES",
              "XPCSHELL_TESTS_MANIFESTS", "LOCAL_INCLUDES", "UNIFIED_SOURCES"}
@@ -35,6 +41,31 @@ def names_in(tree):
                 yield target.id, sub.value
 
 
+def check_manifest(src, check):
+    """xpcshell.toml: valid TOML, Gecko's [DEFAULT] keys, one table per test
+    file named exactly as the file (a bare [test_x.js] header would parse
+    as the table "test_x" holding a key "js")."""
+    here = os.path.join(src, "tests", "xpcshell")
+    path = os.path.join(here, "xpcshell.toml")
+    try:
+        with open(path, "rb") as fh:
+            doc = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        check(False, "cannot parse %s: %s" % (path, e))
+        return
+    default = doc.get("DEFAULT", {})
+    check(default.get("head") == "head.js", "xpcshell.toml: [DEFAULT] head is not head.js")
+    check(default.get("firefox-appdir") == "browser",
+          "xpcshell.toml: [DEFAULT] firefox-appdir is not browser")
+    tests = [k for k in doc if k != "DEFAULT"]
+    check(bool(tests), "xpcshell.toml lists no test")
+    for name in tests:
+        check(name.startswith("test_") and name.endswith(".js") and isinstance(doc[name], dict),
+              "xpcshell.toml: %r is not a [\"test_x.js\"] table" % name)
+        check(os.path.exists(os.path.join(here, name)), "xpcshell.toml names %s, which does not exist" % name)
+    check(tests == sorted(tests), "xpcshell.toml: tests are not sorted")
+
+
 def main():
     src, out = sys.argv[1], sys.argv[2]
     passed = failed = 0
@@ -59,6 +90,13 @@ def main():
             named.setdefault(var, set()).add(name.lstrip("/"))
             check(os.path.exists(os.path.join(src, name.lstrip("/"))),
                   "%s names %s, which does not exist" % (var, name))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.List):
+                items = [e.value for e in node.elts
+                         if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+                check(items == sorted(items, key=str.lower),
+                      "list at line %d is not sorted: %s" % (node.lineno, items))
+    check_manifest(src, check)
     sources = named.get("SOURCES", set()) | named.get("UNIFIED_SOURCES", set())
     for root, _, files in os.walk(os.path.join(src, "components")):
         for f in sorted(files):

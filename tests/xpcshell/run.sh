@@ -94,7 +94,10 @@ if [ -x "$build/picl-keyserver" ]; then
 fi
 
 # ---- the test files ------------------------------------------------------
-tests=${XPC_TESTS:-$(sed -n 's/^\[\(test_[A-Za-z0-9_]*\.js\)\]$/\1/p' "$here/xpcshell.toml")}
+# The manifest is read as TOML (Python's tomllib): each ["test_x.js"] table is a test.
+tests=${XPC_TESTS:-$(python3 -c 'import sys, tomllib
+print(" ".join(k for k in tomllib.load(open(sys.argv[1], "rb")) if k != "DEFAULT"))' "$here/xpcshell.toml")}
+[ -n "$tests" ] || { echo "FAIL xpcshell: no test listed in $here/xpcshell.toml"; fail=$((fail + 1)); }
 for t in $tests; do
     [ "$t" = extension ] && continue
     prof="$work/profile-${t%.js}"
