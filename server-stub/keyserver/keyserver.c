@@ -44,6 +44,7 @@ static const char *reason(int code)
     case 401: return "Unauthorized";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
     case 411: return "Length Required";
     case 413: return "Request Entity Too Large";
     case 429: return "Too Many Requests";
@@ -288,7 +289,7 @@ done:
 
 picl_status ks_token_issue(ks_server *s, int type, int64_t account, uint8_t raw[32],
                            const char *device_name, const char *device_type, const char *code,
-                           int tries, int64_t expires, ks_token *out)
+                           int tries, int mailbox, int64_t expires, ks_token *out)
 {
     picl_token_keys k;
     ks_token t;
@@ -305,6 +306,7 @@ picl_status ks_token_issue(ks_server *s, int type, int64_t account, uint8_t raw[
         t.created = ks_now(s);
         t.expires = expires;
         t.tries = tries;
+        t.mailbox = mailbox;
         if (code)
             snprintf(t.code, sizeof t.code, "%s", code);
         if (type == PICL_TOKEN_SESSION) {

@@ -39,8 +39,14 @@
  *  - /password/forgot/resend_code answers {ttl, codeLength, tries} (the
  *    remaining ones) without forgotPasswordToken: the server never keeps a
  *    raw token, and the caller holds it already.  A wrong reset code is
- *    400/105 with the tries left in "tries"; a right one also marks the
- *    email verified (it proved the mailbox).
+ *    400/105 with the tries left in "tries"; a right one does NOT mark the
+ *    email verified: the /account/reset its accountResetToken allows does
+ *    (section 9, pre-hijacking), and for an account never verified before
+ *    that reset also draws a fresh kA and wrapKb (epoch + 1).
+ *  - section 9 class map anchor: GET/POST /v1/account/classmap; hmac is 32
+ *    bytes of hex (answered lowercase), version an integer 1..2^53-1 (400/107
+ *    otherwise); the epoch goes up by one when a reset draws a fresh wrapKb
+ *    (zero wrapKb asked, or never-verified account), never otherwise.
  *  - glue errors: 404 and 405 are errno 999 with the same code, 411/112,
  *    413/113, 400/107 (bad path), 500/999.
  *  - rate limits: failed /auth/finish proofs per account (login_max per

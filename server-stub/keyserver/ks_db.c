@@ -45,6 +45,18 @@ static const char *const schema_v1 =
     "CREATE TABLE IF NOT EXISTS rate_events (key TEXT NOT NULL, t INTEGER NOT NULL);"
     "CREATE INDEX IF NOT EXISTS rate_key ON rate_events(key, t);";
 
+/* v2 (keyserver.md section 9): the key epoch, the class map anchor, and
+ * whether an accountResetToken came from a reset code (it proved the
+ * mailbox).  Existing accounts start in epoch 1 without an anchor. */
+static const char *const schema_v2 =
+    "ALTER TABLE accounts ADD COLUMN epoch INTEGER NOT NULL DEFAULT 1;"
+    "ALTER TABLE accounts ADD COLUMN cm_version INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE accounts ADD COLUMN cm_hmac BLOB;"
+    "ALTER TABLE accounts ADD COLUMN cm_epoch INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE tokens ADD COLUMN mailbox INTEGER NOT NULL DEFAULT 0;"
+    "CREATE INDEX IF NOT EXISTS tokens_expires ON tokens(expires);"
+    "CREATE INDEX IF NOT EXISTS accounts_unverified ON accounts(verified, created);";
+
 /* ---- small helpers ------------------------------------------------------ */
 
 static picl_status exec(ks_db *db, const char *sql)
@@ -110,7 +122,12 @@ static picl_status migrate(ks_db *db)
         if (rc == PICL_OK)
             rc = exec(db, "INSERT OR REPLACE INTO meta VALUES ('schema_version', 1)");
     }
-    /* Later versions add "if (version < 2) ..." steps here. */
+    if (rc == PICL_OK && version < 2) {
+        rc = exec(db, schema_v2);
+        if (rc == PICL_OK)
+            rc = exec(db, "INSERT OR REPLACE INTO meta VALUES ('schema_version', 2)");
+    }
+    /* Later versions add "if (version < 3) ..." steps here. */
     rc = end_tx(db, rc);
     return rc;
 }
@@ -207,7 +224,7 @@ picl_status ks_db_account_create(ks_db *db, ks_account *a)
 
 #define ACCOUNT_COLS                                                                          \
     "SELECT id, uid, email, verified, verify_code, ka, wrap_kb, verifier, srp_salt, main_salt," \
-    " pbkdf2_rounds_1, scrypt_n, scrypt_r, scrypt_p, pbkdf2_rounds_2 FROM accounts "
+    " pbkdf2_rounds_1, scrypt_n, scrypt_r, scrypt_p, pbkdf2_rounds_2, epoch FROM accounts "
 
 /* Runs a prepared account query (one bound key) and reads the row. */
 static picl_status account_row(sqlite3_stmt *st, ks_account *a)
@@ -244,6 +261,7 @@ static picl_status account_row(sqlite3_stmt *st, ks_account *a)
     a->params.scrypt_r = (uint32_t)sqlite3_column_int64(st, 12);
     a->params.scrypt_p = (uint32_t)sqlite3_column_int64(st, 13);
     a->params.pbkdf2_rounds_2 = (uint32_t)sqlite3_column_int64(st, 14);
+    a->epoch = sqlite3_column_int64(st, 15);
     if (rc != PICL_OK)
         picl__wipe(a, sizeof *a);
     return rc;
@@ -311,34 +329,57 @@ picl_status ks_db_account_set_verified(ks_db *db, int64_t id)
     return rc == PICL_OK && n == 0 ? PICL_ERROR_NOT_FOUND : rc;
 }
 
-picl_status ks_db_account_reset(ks_db *db, int64_t id, const uint8_t verifier[KS_VERIFIER_BYTES],
-                                const uint8_t srp_salt[32], const uint8_t main_salt[32],
-                                const picl_stretch_params *p, const uint8_t wrap_kb[32])
+picl_status ks_db_account_reset(ks_db *db, int64_t id, const ks_reset *r)
 {
     lock(db);
     sqlite3_stmt *st = NULL;
-    int n = 0;
+    int verified = 0;
     picl_status rc = exec(db, "BEGIN IMMEDIATE");
     if (rc != PICL_OK)
         goto out;
-    rc = prep(db, &st,
-              "UPDATE accounts SET verifier = ?, srp_salt = ?, main_salt = ?, wrap_kb = ?,"
-              " pbkdf2_rounds_1 = ?, scrypt_n = ?, scrypt_r = ?, scrypt_p = ?,"
-              " pbkdf2_rounds_2 = ? WHERE id = ?");
+    /* decided inside the transaction: nobody can verify in between */
+    rc = prep(db, &st, "SELECT verified FROM accounts WHERE id = ?");
     if (rc == PICL_OK) {
-        sqlite3_bind_blob(st, 1, verifier, KS_VERIFIER_BYTES, SQLITE_STATIC);
-        sqlite3_bind_blob(st, 2, srp_salt, 32, SQLITE_STATIC);
-        sqlite3_bind_blob(st, 3, main_salt, 32, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 1, id);
+        int s = sqlite3_step(st);
+        if (s == SQLITE_ROW)
+            verified = sqlite3_column_int(st, 0);
+        else
+            rc = s == SQLITE_DONE ? PICL_ERROR_NOT_FOUND : PICL_ERROR_DATABASE;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    /* never verified: whoever held it before learns nothing of what follows */
+    const uint8_t *ka = verified ? NULL : r->fresh_keys;
+    const uint8_t *wrap_kb = verified ? r->wrap_kb : r->fresh_keys + 32;
+    int bump = !verified || r->kb_changed;
+    if (rc == PICL_OK)
+        rc = prep(db, &st,
+                  "UPDATE accounts SET verifier = ?, srp_salt = ?, main_salt = ?, wrap_kb = ?,"
+                  " pbkdf2_rounds_1 = ?, scrypt_n = ?, scrypt_r = ?, scrypt_p = ?,"
+                  " pbkdf2_rounds_2 = ?, ka = coalesce(?, ka), epoch = epoch + ?,"
+                  " verified = max(verified, ?) WHERE id = ?");
+    if (rc == PICL_OK) {
+        const picl_stretch_params *p = r->params;
+        sqlite3_bind_blob(st, 1, r->verifier, KS_VERIFIER_BYTES, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 2, r->srp_salt, 32, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 3, r->main_salt, 32, SQLITE_STATIC);
         sqlite3_bind_blob(st, 4, wrap_kb, 32, SQLITE_STATIC);
         sqlite3_bind_int64(st, 5, p->pbkdf2_rounds_1);
         sqlite3_bind_int64(st, 6, (int64_t)p->scrypt_n);
         sqlite3_bind_int64(st, 7, p->scrypt_r);
         sqlite3_bind_int64(st, 8, p->scrypt_p);
         sqlite3_bind_int64(st, 9, p->pbkdf2_rounds_2);
-        sqlite3_bind_int64(st, 10, id);
+        if (ka)
+            sqlite3_bind_blob(st, 10, ka, 32, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(st, 10);
+        sqlite3_bind_int(st, 11, bump);
+        sqlite3_bind_int(st, 12, r->mailbox ? 1 : 0);
+        sqlite3_bind_int64(st, 13, id);
         if (sqlite3_step(st) != SQLITE_DONE)
             rc = PICL_ERROR_DATABASE;
-        else if ((n = sqlite3_changes(db->h)) == 0)
+        else if (sqlite3_changes(db->h) == 0)
             rc = PICL_ERROR_NOT_FOUND;
     }
     sqlite3_finalize(st);
@@ -346,6 +387,85 @@ picl_status ks_db_account_reset(ks_db *db, int64_t id, const uint8_t verifier[KS
         rc = change_by_id(db, "DELETE FROM tokens WHERE account = ?", id, NULL);
     if (rc == PICL_OK)
         rc = change_by_id(db, "DELETE FROM srp_sessions WHERE account = ?", id, NULL);
+    rc = end_tx(db, rc);
+out:
+    unlock(db);
+    return rc;
+}
+
+picl_status ks_db_classmap_get(ks_db *db, int64_t account, ks_classmap *out)
+{
+    memset(out, 0, sizeof *out);
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    picl_status rc = prep(db, &st,
+                          "SELECT cm_version, cm_hmac, cm_epoch, epoch FROM accounts WHERE id = ?");
+    if (rc == PICL_OK) {
+        sqlite3_bind_int64(st, 1, account);
+        int s = sqlite3_step(st);
+        if (s == SQLITE_DONE)
+            rc = PICL_ERROR_NOT_FOUND;
+        else if (s != SQLITE_ROW)
+            rc = PICL_ERROR_DATABASE;
+        else {
+            out->version = sqlite3_column_int64(st, 0);
+            out->epoch = sqlite3_column_int64(st, 2);
+            out->current_epoch = sqlite3_column_int64(st, 3);
+            if (out->version > 0) {
+                rc = col_blob(st, 1, out->hmac, sizeof out->hmac);
+                out->has_hmac = rc == PICL_OK;
+            }
+        }
+    }
+    sqlite3_finalize(st);
+    unlock(db);
+    return rc;
+}
+
+picl_status ks_db_classmap_put(ks_db *db, int64_t account, int64_t version,
+                               const uint8_t hmac[32])
+{
+    if (version < 1)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    int64_t have = 0;
+    uint8_t old[32];
+    int has_old = 0;
+    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    if (rc != PICL_OK)
+        goto out;
+    rc = prep(db, &st, "SELECT cm_version, cm_hmac FROM accounts WHERE id = ?");
+    if (rc == PICL_OK) {
+        sqlite3_bind_int64(st, 1, account);
+        int s = sqlite3_step(st);
+        if (s == SQLITE_DONE)
+            rc = PICL_ERROR_NOT_FOUND;
+        else if (s != SQLITE_ROW)
+            rc = PICL_ERROR_DATABASE;
+        else {
+            have = sqlite3_column_int64(st, 0);
+            if (have > 0 && (rc = col_blob(st, 1, old, sizeof old)) == PICL_OK)
+                has_old = 1;
+        }
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (rc == PICL_OK && version < have)
+        rc = PICL_ERROR_CONFLICT;
+    if (rc == PICL_OK && version == have && !(has_old && picl__memeq_ct(old, hmac, 32)))
+        rc = PICL_ERROR_CONFLICT;
+    if (rc == PICL_OK && version > have)
+        rc = prep(db, &st, "UPDATE accounts SET cm_version = ?, cm_hmac = ?, cm_epoch = epoch"
+                           " WHERE id = ?");
+    if (rc == PICL_OK && st) {
+        sqlite3_bind_int64(st, 1, version);
+        sqlite3_bind_blob(st, 2, hmac, 32, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, account);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = PICL_ERROR_DATABASE;
+    }
+    sqlite3_finalize(st);
     rc = end_tx(db, rc);
 out:
     unlock(db);
@@ -378,8 +498,8 @@ picl_status ks_db_token_put(ks_db *db, const ks_token *t)
     sqlite3_stmt *st = NULL;
     picl_status rc = prep(db, &st,
                           "INSERT INTO tokens (id, type, account, hmac_key, request_key, created,"
-                          " expires, device_id, device_name, device_type, code, tries)"
-                          " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+                          " expires, device_id, device_name, device_type, code, tries, mailbox)"
+                          " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
     if (rc == PICL_OK) {
         sqlite3_bind_blob(st, 1, t->id, 32, SQLITE_STATIC);
         sqlite3_bind_int(st, 2, t->type);
@@ -393,6 +513,7 @@ picl_status ks_db_token_put(ks_db *db, const ks_token *t)
         sqlite3_bind_text(st, 10, t->device_type, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 11, t->code, -1, SQLITE_STATIC);
         sqlite3_bind_int(st, 12, t->tries);
+        sqlite3_bind_int(st, 13, t->mailbox);
         if (sqlite3_step(st) != SQLITE_DONE)
             rc = PICL_ERROR_DATABASE;
     }
@@ -403,7 +524,7 @@ picl_status ks_db_token_put(ks_db *db, const ks_token *t)
 
 #define TOKEN_COLS                                                                     \
     "SELECT id, type, account, hmac_key, request_key, created, expires, device_id,"   \
-    " device_name, device_type, code, tries FROM tokens "
+    " device_name, device_type, code, tries, mailbox FROM tokens "
 
 static picl_status token_row(sqlite3_stmt *st, ks_token *t)
 {
@@ -422,6 +543,7 @@ static picl_status token_row(sqlite3_stmt *st, ks_token *t)
     col_text(st, 9, t->device_type, sizeof t->device_type);
     col_text(st, 10, t->code, sizeof t->code);
     t->tries = sqlite3_column_int(st, 11);
+    t->mailbox = sqlite3_column_int(st, 12);
     if (rc != PICL_OK)
         picl__wipe(t, sizeof *t);
     return rc;

@@ -26,7 +26,7 @@
 #define KS_EMAIL_MAX 255
 #define KS_UID_BYTES 16
 #define KS_VERIFIER_BYTES 256
-#define KS_SCHEMA_VERSION 1
+#define KS_SCHEMA_VERSION 2
 
 typedef struct ks_db ks_db;
 
@@ -43,6 +43,7 @@ typedef struct ks_account {
     uint8_t srp_salt[32];
     uint8_t main_salt[32];
     picl_stretch_params params;
+    int64_t epoch;                /* key epoch: 1 at creation, +1 per change of kB */
 } ks_account;
 
 typedef struct ks_token {
@@ -58,7 +59,30 @@ typedef struct ks_token {
     char device_type[65];
     char code[9];                 /* forgotPasswordToken: 8 digits, else "" */
     int tries;
+    int mailbox;                  /* accountResetToken from a reset code: it proved
+                                     the mailbox (its reset verifies the email) */
 } ks_token;
+
+/* The class map anchor of an account (keyserver.md section 9). */
+typedef struct ks_classmap {
+    int64_t version;              /* 0 = none registered */
+    uint8_t hmac[32];
+    int has_hmac;
+    int64_t epoch;                /* the epoch it was registered in (0 = none) */
+    int64_t current_epoch;        /* the account's epoch now */
+} ks_classmap;
+
+/* What a completed /account/reset writes (every pointer the caller's). */
+typedef struct ks_reset {
+    const uint8_t *verifier;      /* KS_VERIFIER_BYTES */
+    const uint8_t *srp_salt, *main_salt; /* 32 each */
+    const picl_stretch_params *params;
+    const uint8_t *wrap_kb;       /* 32: the new wrapKb */
+    int kb_changed;               /* wrap_kb is fresh (kB changes): epoch + 1 */
+    const uint8_t *fresh_keys;    /* 64 random bytes kA || wrapKb, used instead of
+                                     (kA, wrap_kb) when the account was never verified */
+    int mailbox;                  /* the token proved the mailbox: mark verified */
+} ks_reset;
 
 /* Opens (creating/migrating) the database at path.  Caller closes. */
 picl_status ks_db_open(ks_db **out, const char *path);
@@ -72,11 +96,21 @@ picl_status ks_db_account_by_email(ks_db *db, const char *email, size_t len, ks_
 picl_status ks_db_account_by_id(ks_db *db, int64_t id, ks_account *a);
 picl_status ks_db_account_by_uid(ks_db *db, const uint8_t uid[KS_UID_BYTES], ks_account *a);
 picl_status ks_db_account_set_verified(ks_db *db, int64_t id);
-/* Replaces verifier, salts, parameters and wrapKb and deletes every token
- * and SRP session of the account, in one transaction. */
-picl_status ks_db_account_reset(ks_db *db, int64_t id, const uint8_t verifier[KS_VERIFIER_BYTES],
-                                const uint8_t srp_salt[32], const uint8_t main_salt[32],
-                                const picl_stretch_params *params, const uint8_t wrap_kb[32]);
+/* A completed reset, in one transaction: replaces verifier, salts,
+ * parameters and wrapKb (epoch + 1 when r->kb_changed); an account that was
+ * never verified instead gets r->fresh_keys as kA and wrapKb and epoch + 1,
+ * so no earlier holder of its tokens or keys learns the new ones; with
+ * r->mailbox the account becomes verified.  Deletes every token and SRP
+ * session of the account.  Keeps the class map anchor. */
+picl_status ks_db_account_reset(ks_db *db, int64_t id, const ks_reset *r);
+/* The anchor; NOT_FOUND without the account. */
+picl_status ks_db_classmap_get(ks_db *db, int64_t account, ks_classmap *out);
+/* Registers (version, hmac) in one transaction: PICL_OK when version is
+ * above the stored one (stored with the current epoch) or equal with the
+ * same hmac (compared in constant time; nothing changes); CONFLICT
+ * otherwise; INVALID_ARGUMENT for version < 1; NOT_FOUND. */
+picl_status ks_db_classmap_put(ks_db *db, int64_t account, int64_t version,
+                               const uint8_t hmac[32]);
 /* Deletes the account and everything it owns.  NOT_FOUND when absent. */
 picl_status ks_db_account_delete(ks_db *db, int64_t id);
 

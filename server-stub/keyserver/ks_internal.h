@@ -37,13 +37,17 @@ enum {
     KS_ERR_EXISTS = 101, KS_ERR_UNKNOWN = 102, KS_ERR_PASSWORD = 103, KS_ERR_UNVERIFIED = 104,
     KS_ERR_CODE = 105, KS_ERR_JSON = 106, KS_ERR_PARAM = 107, KS_ERR_MISSING = 108,
     KS_ERR_SIGNATURE = 109, KS_ERR_TOKEN = 110, KS_ERR_SKEW = 111, KS_ERR_LENGTH = 112,
-    KS_ERR_TOO_LARGE = 113, KS_ERR_THROTTLED = 114, KS_ERR_NONCE = 115, KS_ERR_OVERLOADED = 201,
+    KS_ERR_TOO_LARGE = 113, KS_ERR_THROTTLED = 114, KS_ERR_NONCE = 115,
+    KS_ERR_STALE_CLASSMAP = 123, KS_ERR_OVERLOADED = 201,
     KS_ERR_UNEXPECTED = 999
 };
 
 int64_t ks_now(const ks_server *s);
 /* Random bytes for `what` (the test hook first, else NSS). */
 picl_status ks_random(const ks_server *s, const char *what, uint8_t *out, size_t len);
+
+/* Class map versions are JSON integers 1 .. 2^53 - 1 (exact in a double). */
+#define KS_CLASSMAP_MAX_VERSION 9007199254740991LL
 
 /* Sets resp to the JSON error {code, errno, error, message}. */
 void ks_error(picl_http_response *resp, int code, int errnum, const char *message);
@@ -75,10 +79,11 @@ picl_status ks_body_account(ks_server *s, picl_http_request *req, picl_http_resp
                             ks_account *a);
 
 /* Makes, derives and stores a token of `type` for account; writes the raw
- * token to raw (caller wipes).  device fields may be NULL. */
+ * token to raw (caller wipes).  device fields may be NULL.  mailbox marks
+ * an accountResetToken that a reset code earned. */
 picl_status ks_token_issue(ks_server *s, int type, int64_t account, uint8_t raw[32],
                            const char *device_name, const char *device_type, const char *code,
-                           int tries, int64_t expires, ks_token *out);
+                           int tries, int mailbox, int64_t expires, ks_token *out);
 
 /* Mails a verification (recovery = 0) or reset code (recovery = 1). */
 picl_status ks_send_code(ks_server *s, const ks_account *a, int recovery, const char *code);

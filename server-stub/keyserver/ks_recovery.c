@@ -151,7 +151,7 @@ void ks_h_forgot_send(picl_http_request *req, picl_http_response *resp, void *ct
         rc = reset_code(s, code);
     if (rc == PICL_OK)
         rc = ks_token_issue(s, PICL_TOKEN_FORGOT_PASSWORD, a->id, token, NULL, NULL, code,
-                            RESET_CODE_TRIES, now + RESET_CODE_TTL, NULL);
+                            RESET_CODE_TRIES, 0, now + RESET_CODE_TTL, NULL);
     if (rc == PICL_OK)
         rc = ks_db_rate_add(s->db, rkey, now);
     if (rc == PICL_OK)
@@ -250,11 +250,11 @@ void ks_h_forgot_verify(picl_http_request *req, picl_http_response *resp, void *
         }
         goto done;
     }
-    /* The code proved the mailbox: the email is verified too. */
-    rc = ks_db_account_set_verified(s->db, t.account);
-    if (rc == PICL_OK)
-        rc = ks_token_issue(s, PICL_TOKEN_ACCOUNT_RESET, t.account, reset, NULL, NULL, NULL, 0,
-                            ks_now(s) + RESET_CODE_TTL, NULL);
+    /* The code proved the mailbox, but the email becomes verified only when
+     * the reset completes (keyserver.md 9, pre-hijacking): until then an
+     * account someone else registered keeps its keys out of reach. */
+    rc = ks_token_issue(s, PICL_TOKEN_ACCOUNT_RESET, t.account, reset, NULL, NULL, NULL, 0, 1,
+                        ks_now(s) + RESET_CODE_TTL, NULL);
     json_t *j = rc == PICL_OK ? json_object() : NULL;
     if (!j || ks_set_hex(j, "accountResetToken", reset, 32)) {
         json_decref(j);

@@ -293,7 +293,7 @@ static void h_auth_finish(picl_http_request *req, picl_http_response *resp, void
         goto done;
     }
     if (rc == PICL_OK)
-        rc = ks_token_issue(s, PICL_TOKEN_AUTH, a->id, auth, NULL, NULL, NULL, 0, 0, NULL);
+        rc = ks_token_issue(s, PICL_TOKEN_AUTH, a->id, auth, NULL, NULL, NULL, 0, 0, 0, NULL);
     if (rc != PICL_OK) {
         ks_error_internal(resp);
         goto done;
@@ -342,9 +342,9 @@ static void two_tokens(ks_server *s, picl_http_request *req, picl_http_response 
     if (!ks_token_account(s, resp, &t, a) || !ks_consume(s, resp, &t))
         goto done;
     picl_status rc = ks_token_issue(s, PICL_TOKEN_KEY_FETCH, a->id, pair, NULL, NULL, NULL, 0,
-                                    0, NULL);
+                                    0, 0, NULL);
     if (rc == PICL_OK)
-        rc = ks_token_issue(s, second_type, a->id, pair + 32, name, type, NULL, 0, 0, NULL);
+        rc = ks_token_issue(s, second_type, a->id, pair + 32, name, type, NULL, 0, 0, 0, NULL);
     if (rc != PICL_OK) {
         ks_error_internal(resp);
         goto done;
@@ -452,9 +452,10 @@ static void h_account_reset(picl_http_request *req, picl_http_response *resp, vo
     ks_server *s = ctx;
     ks_token t;
     json_t *body = NULL;
-    uint8_t srp_salt[32], main_salt[32], payload[288];
+    uint8_t srp_salt[32], main_salt[32], payload[288], fresh[64];
     picl_stretch_params p;
     memset(payload, 0, sizeof payload);
+    memset(fresh, 0, sizeof fresh);
     if (!ks_hawk_auth(s, req, resp, PICL_TOKEN_ACCOUNT_RESET, &t))
         return;
     if (!(body = ks_body(req, resp)) || !ks_consume(s, resp, &t))
@@ -480,11 +481,26 @@ static void h_account_reset(picl_http_request *req, picl_http_response *resp, vo
         goto done;
     }
     /* An all-zero wrapKb asks for a fresh one: kB changes (forgotten password). */
-    if (picl__iszero_ct(payload, 32))
+    int kb_changed = picl__iszero_ct(payload, 32);
+    if (kb_changed)
         rc = ks_random(s, "wrapKb", payload, 32);
+    /* drawn always, used only when the account was never verified */
     if (rc == PICL_OK)
-        rc = ks_db_account_reset(s->db, t.account, payload + 32, srp_salt, main_salt, &p,
-                                 payload);
+        rc = ks_random(s, "kA", fresh, 32);
+    if (rc == PICL_OK)
+        rc = ks_random(s, "wrapKb", fresh + 32, 32);
+    ks_reset r = {
+        .verifier = payload + 32,
+        .srp_salt = srp_salt,
+        .main_salt = main_salt,
+        .params = &p,
+        .wrap_kb = payload,
+        .kb_changed = kb_changed,
+        .fresh_keys = fresh,
+        .mailbox = t.mailbox,
+    };
+    if (rc == PICL_OK)
+        rc = ks_db_account_reset(s->db, t.account, &r);
     if (rc == PICL_ERROR_NOT_FOUND)
         ks_error(resp, 401, KS_ERR_TOKEN, "invalid or expired token");
     else if (rc != PICL_OK)
@@ -493,6 +509,7 @@ static void h_account_reset(picl_http_request *req, picl_http_response *resp, vo
         ks_reply(resp, json_object());
 done:
     picl__wipe(payload, sizeof payload);
+    picl__wipe(fresh, sizeof fresh);
     picl__wipe(&t, sizeof t);
     json_decref(body);
 }
@@ -613,6 +630,82 @@ done:
     free(p);
 }
 
+/* ---- GET/POST /v1/account/classmap (keyserver.md section 9) ------------ */
+
+static void h_classmap_get(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    ks_server *s = ctx;
+    ks_token t;
+    ks_classmap cm;
+    memset(&cm, 0, sizeof cm);
+    if (!ks_hawk_auth(s, req, resp, PICL_TOKEN_SESSION, &t))
+        return;
+    picl_status rc = ks_db_classmap_get(s->db, t.account, &cm);
+    json_t *j = NULL;
+    if (rc == PICL_OK)
+        j = json_pack("{s:I, s:I, s:I}", "version", (json_int_t)cm.version, "epoch",
+                      (json_int_t)cm.epoch, "currentEpoch", (json_int_t)cm.current_epoch);
+    if (j && (cm.has_hmac ? ks_set_hex(j, "hmac", cm.hmac, sizeof cm.hmac)
+                          : json_object_set_new(j, "hmac", json_null()))) {
+        json_decref(j);
+        j = NULL;
+    }
+    if (rc == PICL_ERROR_NOT_FOUND)
+        ks_error(resp, 401, KS_ERR_TOKEN, "invalid or expired token");
+    else if (!j)
+        ks_error_internal(resp);
+    else
+        ks_reply(resp, j);
+    picl__wipe(&t, sizeof t);
+}
+
+static void h_classmap_post(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    ks_server *s = ctx;
+    ks_token t;
+    ks_account *a = calloc(1, sizeof *a);
+    json_t *body = NULL;
+    uint8_t hmac[32];
+    if (!a) {
+        ks_error_internal(resp);
+        return;
+    }
+    if (!ks_hawk_auth(s, req, resp, PICL_TOKEN_SESSION, &t) || !(body = ks_body(req, resp)))
+        goto done;
+    json_t *v = json_object_get(body, "version");
+    picl_status rc = PICL_OK;
+    if (!v || json_is_null(v))
+        rc = PICL_ERROR_NOT_FOUND;
+    else if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+             json_integer_value(v) > KS_CLASSMAP_MAX_VERSION)
+        rc = PICL_ERROR_INVALID_ARGUMENT;
+    if (rc == PICL_OK)
+        rc = ks_parse_hex(body, "hmac", hmac, sizeof hmac);
+    if (rc != PICL_OK) {
+        ks_error_parse(resp, rc);
+        goto done;
+    }
+    if (!ks_token_account(s, resp, &t, a))
+        goto done;
+    if (!a->verified) {
+        ks_error(resp, 400, KS_ERR_UNVERIFIED, "unverified account");
+        goto done;
+    }
+    rc = ks_db_classmap_put(s->db, a->id, (int64_t)json_integer_value(v), hmac);
+    if (rc == PICL_OK)
+        ks_reply(resp, json_object());
+    else if (rc == PICL_ERROR_CONFLICT)
+        ks_error(resp, 409, KS_ERR_STALE_CLASSMAP, "stale class map");
+    else if (rc == PICL_ERROR_NOT_FOUND)
+        ks_error(resp, 401, KS_ERR_TOKEN, "invalid or expired token");
+    else
+        ks_error_internal(resp);
+done:
+    json_decref(body);
+    picl__wipe(&t, sizeof t);
+    picl__zfree(a, sizeof *a);
+}
+
 /* ---- routing ----------------------------------------------------------- */
 
 picl_status ks_routes_mount(ks_server *s, picl_http_server *http, int skip_heartbeat)
@@ -639,6 +732,8 @@ picl_status ks_routes_mount(ks_server *s, picl_http_server *http, int skip_heart
         {"POST", "/v1/password/forgot/verify_code", ks_h_forgot_verify},
         {"POST", "/v1/get_random_bytes", h_random},
         {"GET", "/v1/storage/token", h_storage_token},
+        {"GET", "/v1/account/classmap", h_classmap_get},
+        {"POST", "/v1/account/classmap", h_classmap_post},
     };
     picl_status rc = PICL_OK;
     for (size_t i = 0; rc == PICL_OK && i < sizeof routes / sizeof routes[0]; i++)
