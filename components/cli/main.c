@@ -618,9 +618,11 @@ int main(int argc, char **argv)
     if (o.strict)
         picl_service_set_persist_keys(svc, 0);
     picl_service_add_observer(svc, on_progress, &o);
-    const char *floor = getenv("PICL_TEST_STRETCH_FLOOR"); /* tests and the demo only */
+#ifdef PICL_TEST_HOOKS /* test builds only (Makefile.in: TEST_HOOKS): cheap stretching */
+    const char *floor = getenv("PICL_TEST_STRETCH_FLOOR");
     if (floor && !strcmp(floor, "cheap"))
         picl_service_set_stretching_floor(svc, 1000, 1024, 8, 1, 1000);
+#endif
     int rc;
     if (!strcmp(cmd, "account"))
         rc = cmd_account(&o, svc, w[1]);

@@ -1,5 +1,6 @@
 /* main.c -- the picl-keyserver program: keyserver.md on SQLite, one process. */
 #include <errno.h>
+#include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,7 +15,8 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: picl-keyserver --listen 127.0.0.1:PORT --data DIR [--storage-node URL]\n"
-               "                      [--secret-file FILE] [--smtp URL]\n");
+               "                      [--secret-file FILE] [--smtp URL]\n"
+               "       picl-keyserver --help | --version\n");
 }
 
 static void log_line(void *ctx, const char *line)
@@ -50,28 +52,50 @@ static int mkdirs(const char *path)
 int main(int argc, char **argv)
 {
     const char *listen = NULL, *data = NULL, *node = NULL, *secret_file = NULL, *smtp = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char **dst = NULL;
-        if (!strcmp(argv[i], "--listen"))
-            dst = &listen;
-        else if (!strcmp(argv[i], "--data"))
-            dst = &data;
-        else if (!strcmp(argv[i], "--storage-node"))
-            dst = &node;
-        else if (!strcmp(argv[i], "--secret-file"))
-            dst = &secret_file;
-        else if (!strcmp(argv[i], "--smtp"))
-            dst = &smtp;
-        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+    static const struct option opts[] = {
+        {"listen", required_argument, NULL, 'l'},
+        {"data", required_argument, NULL, 'd'},
+        {"storage-node", required_argument, NULL, 'n'},
+        {"secret-file", required_argument, NULL, 's'},
+        {"smtp", required_argument, NULL, 'm'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        /* "--data --listen X": an option is never the value of another */
+        if (optarg && optarg == argv[optind - 1] && !strncmp(optarg, "--", 2)) {
+            fprintf(stderr, "picl-keyserver: %s needs a value, not the option %s\n", argv[optind - 2], optarg);
+            return 2;
+        }
+        switch (ch) {
+        case 'l': listen = optarg; break;
+        case 'd': data = optarg; break;
+        case 'n': node = optarg; break;
+        case 's': secret_file = optarg; break;
+        case 'm': smtp = optarg; break;
+        case 'h':
             usage(stdout);
             return 0;
-        }
-        if (!dst || i + 1 >= argc) {
-            fprintf(stderr, "picl-keyserver: unknown or incomplete option %s\n", argv[i]);
+        case 'V':
+            printf("picl-keyserver 0.1.0\n");
+            return 0;
+        case ':':
+            fprintf(stderr, "picl-keyserver: %s needs a value\n", argv[optind - 1]);
+            usage(stderr);
+            return 2;
+        default:
+            fprintf(stderr, "picl-keyserver: unknown option %s\n", argv[optind - 1]);
             usage(stderr);
             return 2;
         }
-        *dst = argv[++i];
+    }
+    if (optind < argc) {
+        fprintf(stderr, "picl-keyserver: unexpected argument %s\n", argv[optind]);
+        usage(stderr);
+        return 2;
     }
     if (!listen || !data) {
         usage(stderr);

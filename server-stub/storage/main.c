@@ -1,5 +1,6 @@
 /* main.c -- picl-storage: the SyncStorage 1.5 storage server program. */
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@ static void usage(FILE *f)
             "                    [--quota-kb N]\n"
             "       picl-storage --listen HOST:PORT --secret-file FILE [--node URL]\n"
             "                    --mint-token UID [--hawk METHOD URL]\n"
+            "       picl-storage --help | --version\n"
             "\n"
             "  --node URL        the node tokens must name (default http://HOST:PORT)\n"
             "  --quota-kb N      per-user quota in KiB (default: none)\n"
@@ -138,38 +140,69 @@ int main(int argc, char **argv)
     const char *listen = NULL, *data = NULL, *secret_file = NULL, *node = NULL;
     const char *hawk_method = NULL, *hawk_url = NULL;
     int64_t quota = 0, mint_uid = -1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+    static const struct option opts[] = {
+        {"listen", required_argument, NULL, 'l'},
+        {"data", required_argument, NULL, 'd'},
+        {"secret-file", required_argument, NULL, 's'},
+        {"node", required_argument, NULL, 'n'},
+        {"quota-kb", required_argument, NULL, 'q'},
+        {"mint-token", required_argument, NULL, 'm'},
+        {"hawk", required_argument, NULL, 'w'}, /* METHOD, then URL as the next word */
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    opterr = 0;
+    int ch;
+    /* "+": no reordering, so --hawk can take the word after its value */
+    while ((ch = getopt_long(argc, argv, "+:h", opts, NULL)) != -1) {
+        /* "--data --listen X": an option is never the value of another */
+        if (optarg && optarg == argv[optind - 1] && !strncmp(optarg, "--", 2)) {
+            fprintf(stderr, "picl-storage: %s needs a value, not the option %s\n", argv[optind - 2], optarg);
+            return 2;
+        }
+        switch (ch) {
+        case 'l': listen = optarg; break;
+        case 'd': data = optarg; break;
+        case 's': secret_file = optarg; break;
+        case 'n': node = optarg; break;
+        case 'q':
+            if (parse_int(optarg, &quota) != 0) {
+                fprintf(stderr, "picl-storage: --quota-kb takes a number of KiB, not %s\n", optarg);
+                return 2;
+            }
+            break;
+        case 'm':
+            if (parse_int(optarg, &mint_uid) != 0) {
+                fprintf(stderr, "picl-storage: --mint-token takes a numeric uid, not %s\n", optarg);
+                return 2;
+            }
+            break;
+        case 'w':
+            if (optind >= argc) {
+                fprintf(stderr, "picl-storage: --hawk needs METHOD URL\n");
+                return 2;
+            }
+            hawk_method = optarg;
+            hawk_url = argv[optind++];
+            break;
+        case 'h':
             usage(stdout);
             return 0;
+        case 'V':
+            printf("picl-storage 0.1.0\n");
+            return 0;
+        case ':':
+            fprintf(stderr, "picl-storage: %s needs a value\n", argv[optind - 1]);
+            goto bad;
+        default:
+            fprintf(stderr, "picl-storage: unknown option %s\n", argv[optind - 1]);
+            goto bad;
         }
-        if (!v)
-            goto bad;
-        if (!strcmp(a, "--listen"))
-            listen = v;
-        else if (!strcmp(a, "--data"))
-            data = v;
-        else if (!strcmp(a, "--secret-file"))
-            secret_file = v;
-        else if (!strcmp(a, "--node"))
-            node = v;
-        else if (!strcmp(a, "--quota-kb")) {
-            if (parse_int(v, &quota) != 0)
-                goto bad;
-        } else if (!strcmp(a, "--mint-token")) {
-            if (parse_int(v, &mint_uid) != 0)
-                goto bad;
-        } else if (!strcmp(a, "--hawk")) {
-            if (i + 2 >= argc)
-                goto bad;
-            hawk_method = v;
-            hawk_url = argv[i + 2];
-            i++;
-        } else
-            goto bad;
-        i++;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "picl-storage: unexpected argument %s\n", argv[optind]);
+        goto bad;
     }
     if (!listen || !secret_file || (mint_uid < 0 && !data) || (hawk_method && mint_uid < 0))
         goto bad;
