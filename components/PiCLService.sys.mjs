@@ -32,7 +32,9 @@
  * back after every operation, so no method blocks the main thread.
  *
  * Library: $PICL_LIB, else the pref services.picl.libraryPath, else
- * libpicl.so beside this module.  Inside Firefox the library finds NSS
+ * libpicl.so beside this module; when it cannot be loaded, calls reject with
+ * PICL_ERROR_UNSUPPORTED and a message naming the path tried, the setting
+ * that chose it, and both settings.  Inside Firefox the library finds NSS
  * already initialised by the browser and uses it (never initialising or
  * shutting it down).  The service's state lives in <profile>/picl/state.
  *
@@ -75,14 +77,50 @@ function piclError(result, message) {
 
 /* The library to load: PICL_LIB, the pref, or libpicl.so beside us. */
 export function libraryPath() {
+  return librarySource().path;
+}
+
+/* Where libraryPath() comes from: {path, from}, from saying which setting
+ * chose it ("set by the environment variable PICL_LIB", ...). */
+export function librarySource() {
   let p = Services.env.get("PICL_LIB");
   if (p) {
-    return p;
+    return { path: p, from: "set by the environment variable PICL_LIB" };
   }
   p = Services.prefs.getStringPref("services.picl.libraryPath", "");
   if (p) {
-    return p;
+    return { path: p, from: "set by the pref services.picl.libraryPath; PICL_LIB is not set" };
   }
+  return { path: defaultLibraryPath(),
+           from: "beside PiCLService.sys.mjs; neither PICL_LIB nor the pref services.picl.libraryPath is set" };
+}
+
+/* A failed load of libpicl as an error that says what was tried and how to
+ * point PiCL at the library (PICL_ERROR_UNSUPPORTED). */
+function libraryError(detail) {
+  let { path, from } = librarySource();
+  /* js-ctypes says "couldn't open library P: P: <dlerror>" */
+  detail = detail.replace(/^couldn't open library .*?: /, "");
+  if (detail.startsWith(path + ": ")) {
+    detail = detail.slice(path.length + 2);
+  }
+  return piclError(PICL_STATUS.UNSUPPORTED,
+                   "PiCL cannot load libpicl, its C library. Tried " + path + " (" + from + "): " + detail +
+                   ". Set the pref services.picl.libraryPath (about:config) or the environment variable" +
+                   " PICL_LIB (it wins over the pref) to the full path of libpicl.so.");
+}
+
+/* The worker's "cannot load libpicl from P: why" as libraryError(why). */
+function loadFailure(e) {
+  let m = e && e.result == PICL_STATUS.UNSUPPORTED && /^cannot load libpicl from .*?: (.*)$/s.exec(e.message);
+  return m ? libraryError(m[1]) : e;
+}
+
+/* Last successful sync, ms since the epoch, as Firefox Sync keeps
+ * services.sync.lastSync: a pref of the profile. */
+const LAST_SYNC_PREF = "services.picl.lastSync";
+
+function defaultLibraryPath() {
   let uri = Services.io.newURI(new URL("libpicl.so", import.meta.url).href);
   if (uri.schemeIs("resource")) {
     let res = Services.io.getProtocolHandler("resource").QueryInterface(Ci.nsIResProtocolHandler);
@@ -145,7 +183,10 @@ class Service {
   }
 
   signOut() {
-    return this._run(() => this._call("signOut", {}));
+    return this._run(async () => {
+      await this._call("signOut", {});
+      Services.prefs.clearUserPref(LAST_SYNC_PREF);
+    });
   }
 
   changePassword(oldPassword, newPassword) {
@@ -166,7 +207,10 @@ class Service {
   }
 
   destroyAccount(password) {
-    return this._account("destroyAccount", { password: String(password) }, "destroyAccount: password");
+    return this._account("destroyAccount", { password: String(password) }, "destroyAccount: password").then(v => {
+      Services.prefs.clearUserPref(LAST_SYNC_PREF);
+      return v;
+    });
   }
 
   getCollectionClass(collection) {
@@ -210,6 +254,7 @@ class Service {
         this._notify("status", "", 0, -1, "sync failed: " + e.message);
         throw e;
       }
+      Services.prefs.setStringPref(LAST_SYNC_PREF, String(Date.now()));
       this._notify("status", "", 1, 1, "sync finished");
       return r;
     });
@@ -228,13 +273,14 @@ class Service {
 
   /* ---- private ---------------------------------------------------------- */
 
-  /* Options before the first call (tests, the extension): storageURL,
-   * persistKeys, floor [r1, N, r, p, r2], stateDir. */
+  /* Options (tests, the extension): storageURL, persistKeys, stateDir
+   * (before the first call).  No stretching floor: lowering it is a test
+   * switch of the C library's test build, never reachable from here. */
   _configure(opts) {
-    Object.assign(this._config, opts || {});
+    let { storageURL, persistKeys, stateDir } = opts || {};
+    Object.assign(this._config, JSON.parse(JSON.stringify({ storageURL, persistKeys, stateDir })));
     if (this._initPromise) {
-      let { storageURL, persistKeys, floor } = this._config;
-      return this._enqueue("init", { storageURL, persistKeys, floor });
+      return this._enqueue("init", { storageURL: this._config.storageURL, persistKeys: this._config.persistKeys });
     }
     return Promise.resolve();
   }
@@ -260,8 +306,11 @@ class Service {
           AsyncShutdown.profileBeforeChange.addBlocker("PiCL: finish the running operation, release libpicl",
                                                        this._blocker);
         }
-        let { keyserverURL, storageURL, persistKeys, floor } = this._config;
-        await this._post("init", { libPath: libraryPath(), stateDir, keyserverURL, storageURL, persistKeys, floor });
+        let { keyserverURL, storageURL, persistKeys } = this._config;
+        await this._post("init", { libPath: libraryPath(), stateDir, keyserverURL, storageURL, persistKeys })
+          .catch(e => {
+            throw loadFailure(e);
+          });
       })();
       this._initPromise.catch(() => {
         /* a failed start can be retried (e.g. the library appears later) */
@@ -309,12 +358,19 @@ class Service {
         w.postMessage({ id: 0, op: "probe", args: { libPath: libraryPath(), codes } });
       });
       if (!reply.ok) {
-        throw piclError(reply.result, reply.message);
+        throw loadFailure(piclError(reply.result, reply.message));
       }
       return reply.value;
     } finally {
       w.terminate();
     }
+  }
+
+  /* When the last sync of this profile's account succeeded (ms since the
+   * epoch, 0 never; cleared at sign-out), for the extension's status view. */
+  get _lastSyncTime() {
+    let t = Number(Services.prefs.getStringPref(LAST_SYNC_PREF, "0"));
+    return Number.isFinite(t) && t > 0 ? t : 0;
   }
 
   /* The service's status JSON (signed-in account, fingerprints, endpoints). */

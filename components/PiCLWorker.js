@@ -91,8 +91,6 @@ function open(path) {
   declare("picl_service_get_keyserver_url", st, svcp, cpp);
   declare("picl_service_set_storage_url", st, svcp, cp);
   declare("picl_service_set_persist_keys", st, svcp, ctypes.int);
-  declare("picl_service_set_stretching_floor", st, svcp, ctypes.uint32_t, ctypes.uint64_t,
-          ctypes.uint32_t, ctypes.uint32_t, ctypes.uint32_t);
   declare("picl_service_create_account", st, svcp, cp, cp);
   declare("picl_service_verify_email", st, svcp, cp);
   declare("picl_service_sign_in", st, svcp, cp, cp);
@@ -372,7 +370,7 @@ const ops = {
       l.close();
     }
   },
-  init({ libPath, stateDir, keyserverURL, storageURL, floor, persistKeys }) {
+  init({ libPath, stateDir, keyserverURL, storageURL, persistKeys }) {
     if (!svc) {
       try {
         open(libPath);
@@ -408,9 +406,6 @@ const ops = {
     }
     if (typeof persistKeys == "boolean") {
       call("picl_service_set_persist_keys", persistKeys ? 1 : 0);
-    }
-    if (floor) {
-      call("picl_service_set_stretching_floor", floor[0], ctypes.uint64_t(floor[1]), floor[2], floor[3], floor[4]);
     }
     return { value: true };
   },

@@ -1,5 +1,5 @@
 /* api.js -- the parent side of the browser.picl Experiment: browser.picl.* on top of PiCLService.sys.mjs. */
-/* global ExtensionAPI, ExtensionCommon, ExtensionUtils, Services, ChromeUtils, IOUtils */
+/* global ExtensionAPI, ExtensionCommon, ExtensionUtils, Services, ChromeUtils */
 "use strict";
 
 /* The modules ship inside the extension (modules/, see build-xpi.py) and
@@ -20,7 +20,7 @@ function wrap(e) {
 
 this.picl = class extends ExtensionAPI {
   getAPI(context) {
-    const { PiCLService, libraryPath } = loadService(context.extension);
+    const { PiCLService, librarySource } = loadService(context.extension);
     const call = async f => {
       try {
         return await f();
@@ -30,16 +30,23 @@ this.picl = class extends ExtensionAPI {
     };
     return {
       picl: {
-        getState: () => call(async () => ({
-          signedInEmail: PiCLService.signedInEmail,
-          verified: PiCLService.verified,
-          keyserverURL: PiCLService.keyserverURL,
-          classes: {
-            bookmarks: PiCLService.getCollectionClass("bookmarks"),
-            history: PiCLService.getCollectionClass("history"),
-            passwords: PiCLService.getCollectionClass("passwords"),
-          },
-        })),
+        /* loads libpicl first (the attributes answer from the state the
+         * service read), so a library that cannot load is an error that
+         * names services.picl.libraryPath and PICL_LIB, never "signed out" */
+        getState: () => call(async () => {
+          await PiCLService._init();
+          return {
+            signedInEmail: PiCLService.signedInEmail,
+            verified: PiCLService.verified,
+            keyserverURL: PiCLService.keyserverURL,
+            classes: {
+              bookmarks: PiCLService.getCollectionClass("bookmarks"),
+              history: PiCLService.getCollectionClass("history"),
+              passwords: PiCLService.getCollectionClass("passwords"),
+            },
+            lastSyncTime: PiCLService._lastSyncTime,
+          };
+        }),
         setKeyserverURL: url => call(async () => {
           PiCLService.keyserverURL = url;
         }),
@@ -54,19 +61,7 @@ this.picl = class extends ExtensionAPI {
         getCollectionClass: c => call(async () => PiCLService.getCollectionClass(c)),
         setCollectionClass: (c, cls) => call(() => PiCLService.setCollectionClass(c, cls)),
         sync: collections => call(async () => JSON.parse(await PiCLService.sync(collections))),
-        libraryInfo: () => call(async () => Object.assign({ path: libraryPath() }, await PiCLService._probe([0, 18, 21]))),
-        testConfig: () => call(async () => {
-          let t = Services.env.get("PICL_EXT_TEST");
-          return t ? JSON.parse(t) : null;
-        }),
-        testReport: report => call(async () => {
-          let path = Services.env.get("PICL_EXT_REPORT");
-          if (!path) {
-            throw new Error("testReport: PICL_EXT_REPORT is not set");
-          }
-          await IOUtils.writeUTF8(path, report, { tmpPath: path + ".tmp" });
-          Services.tm.dispatchToMainThread(() => Services.startup.quit(Ci.nsIAppStartup.eAttemptQuit));
-        }),
+        libraryInfo: () => call(async () => Object.assign(librarySource(), await PiCLService._probe([0, 18, 21]))),
         onProgress: new ExtensionCommon.EventManager({
           context,
           name: "picl.onProgress",

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """build-xpi.py OUT.xpi -- packs the PiCL extension: this directory's
-manifest, schema, parent script, background and popup, plus the binding
+manifest, schema, parent script, background, popup and icon, plus the binding
 modules from ../components (PiCLService.sys.mjs, PiCLStores.sys.mjs,
 PiCLWorker.js) under modules/.  libpicl.so is not packed (dlopen needs a
 real file): set the pref services.picl.libraryPath, or install it where the
@@ -11,7 +11,7 @@ import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FILES = ["manifest.json", "schema.json", "api.js", "background.js",
-         "popup.html", "popup.js", "popup.css"]
+         "popup.html", "popup.js", "popup.css", "icons/picl.svg"]
 MODULES = ["PiCLService.sys.mjs", "PiCLStores.sys.mjs", "PiCLWorker.js"]
 
 

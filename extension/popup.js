@@ -1,34 +1,124 @@
-/* popup.js -- the PiCL popup: sign in / create / verify, status, class per collection, sync now. */
+/* popup.js -- the PiCL popup: sign in / create / verify, forgot and change password, status and last sync, class per collection (a move is confirmed first), sync now. */
 "use strict";
 
 const $ = id => document.getElementById(id);
 const COLLECTIONS = ["bookmarks", "history", "passwords"];
+const LOCALE = browser.i18n.getUILanguage();
 
-function say(text) {
-  $("message").textContent = text || "";
+let state = null;          /* the last browser.picl.getState() */
+let forgotOpen = false;    /* the forgot-password form replaces the sign-in form */
+let pendingMove = null;    /* {collection, cls, select} waiting for confirmation */
+
+/* One message line, a polite live region; kind "error", "success" or "info"
+ * (popup.css styles them apart).  An API error's "(picl N)" suffix moves
+ * to data-code. */
+function say(text, kind = "info") {
+  let m = $("message");
+  let code = /\s*\(picl (\d+)\)$/.exec(text || "");
+  m.textContent = code ? text.slice(0, code.index) : text || "";
+  m.className = text ? kind : "";
+  if (code) {
+    m.dataset.code = code[1];
+  } else {
+    delete m.dataset.code;
+  }
 }
 
+/* Runs an action; f resolves to the success text (or nothing).  The page
+ * is aria-busy until the action and the re-render are done. */
 async function run(f) {
+  document.body.setAttribute("aria-busy", "true");
   say("");
+  let ok = false;
   try {
-    await f();
+    let text = await f();
+    if (text) {
+      say(text, "success");
+    }
+    ok = true;
   } catch (e) {
-    say(e.message);
+    say(e.message, "error");
   }
-  await render();
+  try {
+    await render();
+  } finally {
+    document.body.removeAttribute("aria-busy");
+  }
+  return ok;
+}
+
+/* "just now", "3 minutes ago", "yesterday", ... */
+function relativeTime(then, now) {
+  let s = Math.round((now - then) / 1000);
+  if (Math.abs(s) < 45) {
+    return "just now";
+  }
+  let rtf = new Intl.RelativeTimeFormat(LOCALE, { numeric: "auto" });
+  const units = [["year", 365 * 86400], ["month", 30 * 86400], ["week", 7 * 86400], ["day", 86400],
+                 ["hour", 3600], ["minute", 60]];
+  for (let [unit, n] of units) {
+    if (Math.abs(s) >= n) {
+      return rtf.format(-Math.round(s / n), unit);
+    }
+  }
+  return rtf.format(s > 0 ? -1 : 1, "minute");
+}
+
+function showLastSync() {
+  let el = $("lastsync");
+  if (!state || !state.signedInEmail) {
+    el.hidden = true;
+    return;
+  }
+  el.hidden = false;
+  if (state.lastSyncTime > 0) {
+    el.textContent = "Last synced: " + relativeTime(state.lastSyncTime, Date.now());
+    el.title = new Date(state.lastSyncTime).toLocaleString(LOCALE);
+  } else {
+    el.textContent = "Not synced yet";
+    el.title = "";
+  }
+}
+
+/* libpicl cannot be loaded (or the service cannot start): say so and why,
+ * and offer nothing that needs it. */
+function showUnavailable(e) {
+  state = null;
+  let st = $("status");
+  st.className = "error";
+  let msg = String(e && e.message || e).replace(/\s*\(picl \d+\)$/, "");
+  st.textContent = /^PiCL /.test(msg) ? msg : "PiCL cannot start: " + msg;
+  for (let id of ["signin", "forgot", "verify", "account", "lastsync"]) {
+    $(id).hidden = true;
+  }
 }
 
 async function render() {
-  let st = await browser.picl.getState();
-  $("status").textContent = st.signedInEmail
+  let st;
+  try {
+    st = await browser.picl.getState();
+  } catch (e) {
+    showUnavailable(e);
+    return;
+  }
+  state = st;
+  let signedIn = !!st.signedInEmail;
+  $("status").className = "";
+  $("status").textContent = signedIn
     ? "Signed in as " + st.signedInEmail + (st.verified ? "" : " (not verified)")
     : "Signed out" + (st.keyserverURL ? " — keyserver " + st.keyserverURL : "");
-  $("signin").hidden = !!st.signedInEmail;
+  if (signedIn) {
+    forgotOpen = false;
+  }
+  $("signin").hidden = signedIn || forgotOpen;
+  $("forgot").hidden = signedIn || !forgotOpen;
   if (!$("keyserver").value) {
     $("keyserver").value = st.keyserverURL || "";
   }
-  $("verify").hidden = !st.signedInEmail || st.verified;
-  $("account").hidden = !st.signedInEmail;
+  $("verify").hidden = !signedIn || st.verified;
+  $("account").hidden = !signedIn;
+  showLastSync();
+  hideMove();
   let table = $("classes");
   while (table.rows.length > 1) {
     table.deleteRow(1);
@@ -37,6 +127,8 @@ async function render() {
     let row = table.insertRow();
     row.insertCell().textContent = c;
     let sel = document.createElement("select");
+    sel.id = "class-" + c;
+    sel.setAttribute("aria-label", "security class of " + c);
     for (let cls of ["A", "B"]) {
       let o = document.createElement("option");
       o.value = cls;
@@ -44,10 +136,67 @@ async function render() {
       sel.append(o);
     }
     sel.value = st.classes[c];
-    sel.addEventListener("change", () => run(() => browser.picl.setCollectionClass(c, sel.value)));
+    sel.addEventListener("change", () => askMove(c, sel));
     row.insertCell().append(sel);
   }
 }
+
+/* ---- moving a collection between classes: confirmed first ---------------- */
+
+function moveExplanation(c, cls) {
+  if (cls == "B") {
+    return "Class B is encrypted with a key made from your password that never leaves your devices, " +
+      "so the keyserver cannot read it. If you forget your password, the " + c + " collection on the " +
+      "server is lost for good, unless you have created a recovery key (this device keeps its own " +
+      "copy). Every " + c + " record is encrypted again and uploaded.";
+  }
+  return "Class A is encrypted with a key the keyserver keeps for you: the " + c + " collection " +
+    "survives a forgotten password (a reset), but whoever runs the keyserver could read it together " +
+    "with the storage server. Every " + c + " record is encrypted again and uploaded.";
+}
+
+function askMove(c, sel) {
+  let from = state && state.classes[c];
+  if (!from || sel.value == from) {
+    hideMove();
+    return;
+  }
+  if (pendingMove && pendingMove.select != sel) {
+    pendingMove.select.value = state.classes[pendingMove.collection];
+  }
+  pendingMove = { collection: c, cls: sel.value, select: sel };
+  $("confirm-title").textContent = "Move " + c + " from class " + from + " to class " + sel.value + "?";
+  $("confirm-text").textContent = moveExplanation(c, sel.value);
+  $("confirm-yes").textContent = "Move " + c + " to class " + sel.value;
+  $("confirm-move").hidden = false;
+  $("confirm-no").focus();
+}
+
+function hideMove() {
+  pendingMove = null;
+  $("confirm-move").hidden = true;
+}
+
+$("confirm-no").addEventListener("click", () => {
+  let p = pendingMove;
+  hideMove();
+  if (p) {
+    p.select.value = state.classes[p.collection];
+    say("Nothing was changed: " + p.collection + " stay in class " + p.select.value + ".", "info");
+  }
+});
+$("confirm-yes").addEventListener("click", () => {
+  let p = pendingMove;
+  hideMove();
+  if (p) {
+    run(async () => {
+      await browser.picl.setCollectionClass(p.collection, p.cls);
+      return p.collection + " moved to class " + p.cls + ".";
+    });
+  }
+});
+
+/* ---- account ------------------------------------------------------------- */
 
 /* The keyserver typed in the form, before an account call. */
 async function useKeyserver() {
@@ -61,34 +210,129 @@ $("signin").addEventListener("submit", ev => {
   run(async () => {
     await useKeyserver();
     await browser.picl.signIn($("email").value, $("password").value);
+    return "Signed in as " + $("email").value + ".";
   });
 });
 $("do-create").addEventListener("click", () => run(async () => {
   await useKeyserver();
   await browser.picl.createAccount($("email").value, $("password").value);
+  return "Account created. Enter the code mailed to " + $("email").value + ".";
 }));
 $("verify").addEventListener("submit", ev => {
   ev.preventDefault();
   run(async () => {
     await browser.picl.verifyEmail($("code").value);
+    $("code").value = "";
     /* the keys are fetched at a sign-in of a verified account */
     let st = await browser.picl.getState();
     if ($("password").value) {
       await browser.picl.signIn(st.signedInEmail, $("password").value);
-    } else {
-      say("Verified. Sign out and sign in again to fetch the keys.");
+      return "Email verified; signed in.";
     }
+    return "Email verified. Sign out and sign in again to fetch the keys.";
   });
 });
-$("signout").addEventListener("click", () => run(() => browser.picl.signOut()));
+$("signout").addEventListener("click", () => run(async () => {
+  await browser.picl.signOut();
+  return "Signed out.";
+}));
 $("sync").addEventListener("click", () => run(async () => {
   let summary = await browser.picl.sync([]);
-  say("Synced: " + Object.entries(summary.collections || {})
-    .map(([c, s]) => c + " ↓" + (s.downloaded || 0) + " ↑" + (s.uploaded || 0)).join(", "));
+  return "Synced: " + Object.entries(summary.collections || {})
+    .map(([c, s]) => c + " ↓" + (s.downloaded || 0) + " ↑" + (s.uploaded || 0)).join(", ");
 }));
+
+/* Two new-password fields must agree; returns the error text or "". */
+function newPasswordProblem(a, b) {
+  if (!a) {
+    return "Enter a new password.";
+  }
+  if (a != b) {
+    return "The two new passwords differ; nothing was changed.";
+  }
+  return "";
+}
+
+/* change password: current + new twice */
+$("show-change").addEventListener("click", () => {
+  $("change").hidden = false;
+  $("old-password").focus();
+});
+$("change-cancel").addEventListener("click", () => {
+  $("change").hidden = true;
+  for (let id of ["old-password", "new-password", "new-password2"]) {
+    $(id).value = "";
+  }
+});
+$("change").addEventListener("submit", ev => {
+  ev.preventDefault();
+  let old = $("old-password").value;
+  let problem = old ? newPasswordProblem($("new-password").value, $("new-password2").value)
+                    : "Enter your current password.";
+  if (problem) {
+    say(problem, "error");
+    return;
+  }
+  run(async () => {
+    await browser.picl.changePassword(old, $("new-password").value);
+    for (let id of ["old-password", "new-password", "new-password2"]) {
+      $(id).value = "";
+    }
+    $("change").hidden = true;
+    return "Password changed. Your data stays readable with the new password.";
+  });
+});
+
+/* forgot password: send a code, then the code + the new password twice */
+$("show-forgot").addEventListener("click", () => {
+  forgotOpen = true;
+  $("forgot-email").value = $("email").value;
+  say("");
+  render();
+});
+$("forgot-cancel").addEventListener("click", () => {
+  forgotOpen = false;
+  for (let id of ["reset-code", "reset-password", "reset-password2"]) {
+    $(id).value = "";
+  }
+  render();
+});
+$("send-code").addEventListener("click", () => {
+  let email = $("forgot-email").value.trim();
+  if (!email) {
+    say("Enter the account's email.", "error");
+    return;
+  }
+  run(async () => {
+    await useKeyserver();
+    await browser.picl.forgotPassword(email);
+    return "A code was sent to " + email + ". Enter it below with a new password (twice).";
+  });
+});
+$("forgot").addEventListener("submit", ev => {
+  ev.preventDefault();
+  let code = $("reset-code").value.trim();
+  let problem = code ? newPasswordProblem($("reset-password").value, $("reset-password2").value)
+                     : "Enter the code from the email (Send code first).";
+  if (problem) {
+    say(problem, "error");
+    return;
+  }
+  run(async () => {
+    await browser.picl.completePasswordReset(code, $("reset-password").value);
+    for (let id of ["reset-code", "reset-password", "reset-password2"]) {
+      $(id).value = "";
+    }
+    forgotOpen = false;
+    return "Password reset; you are signed in. Class A data is kept; class B data on the server was " +
+      "lost and is uploaded again from this device at the next sync.";
+  });
+});
+
 browser.picl.onProgress.addListener((phase, collection, done, total) => {
-  if (phase != "status") {
+  if (phase != "status" && state) {
     $("status").textContent = phase + " " + collection + " " + done + (total >= 0 ? "/" + total : "");
   }
 });
-render().catch(e => say(e.message));
+setInterval(showLastSync, 30000);
+render().catch(e => say(e.message, "error"));
