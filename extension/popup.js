@@ -8,6 +8,7 @@ const LOCALE = browser.i18n.getUILanguage();
 let state = null;          /* the last browser.picl.getState() */
 let forgotOpen = false;    /* the forgot-password form replaces the sign-in form */
 let pendingMove = null;    /* {collection, cls, select} waiting for confirmation */
+let unavailable = false;   /* the message line shows why PiCL cannot start */
 
 /* One message line, a polite live region; kind "error", "success" or "info"
  * (popup.css styles them apart).  An API error's "(picl N)" suffix moves
@@ -80,14 +81,15 @@ function showLastSync() {
   }
 }
 
-/* libpicl cannot be loaded (or the service cannot start): say so and why,
- * and offer nothing that needs it. */
+/* libpicl cannot be loaded (or the service cannot start): say so and why
+ * (in the live message line), and offer nothing that needs it. */
 function showUnavailable(e) {
   state = null;
-  let st = $("status");
-  st.className = "error";
-  let msg = String(e && e.message || e).replace(/\s*\(picl \d+\)$/, "");
-  st.textContent = /^PiCL /.test(msg) ? msg : "PiCL cannot start: " + msg;
+  unavailable = true;
+  let msg = String(e && e.message || e);
+  $("status").className = "error";
+  $("status").textContent = "PiCL cannot start.";
+  say(/^PiCL /.test(msg) ? msg : "PiCL cannot start: " + msg, "error");
   for (let id of ["signin", "forgot", "verify", "account", "lastsync"]) {
     $(id).hidden = true;
   }
@@ -102,6 +104,10 @@ async function render() {
     return;
   }
   state = st;
+  if (unavailable) {
+    unavailable = false;
+    say("");
+  }
   let signedIn = !!st.signedInEmail;
   $("status").className = "";
   $("status").textContent = signedIn

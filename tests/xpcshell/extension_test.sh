@@ -101,14 +101,15 @@ if r is not None:
     check(x.get("ok") is False and cfg["badLib"] in x.get("message", "") and "PICL_LIB" in x.get("message", ""),
           "libraryInfo without libpicl: %s" % x)
     p = r.get("nolibPopup") or {}
-    check(p.get("statusClass") == "error" and "services.picl.libraryPath" in p.get("status", "")
-          and "PICL_LIB" in p.get("status", "") and cfg["badLib"] in p.get("status", ""),
-          "the popup shows the library error: %s" % p.get("status"))
+    check(p.get("statusClass") == "error" and p.get("status") == "PiCL cannot start."
+          and p.get("messageClass") == "error" and "services.picl.libraryPath" in p.get("message", "")
+          and "PICL_LIB" in p.get("message", "") and cfg["badLib"] in p.get("message", ""),
+          "the popup shows the library error: %s / %s" % (p.get("status"), p.get("message")))
     check("Signed out" not in p.get("status", ""), "the popup does not say Signed out without libpicl")
     check(all((p.get("hidden") or {}).get(k) for k in ("signin", "forgot", "verify", "account")),
           "no form without libpicl: %s" % p.get("hidden"))
     p = r.get("libPopup") or {}
-    check(p.get("status", "").startswith("Signed out") and p.get("statusClass") == "" and
+    check(p.get("status", "").startswith("Signed out") and p.get("statusClass") == "" and p.get("message") == "" and
           (p.get("hidden") or {}).get("signin") is False,
           "once the pref is right the popup offers sign-in: %s" % p)
 
