@@ -8,6 +8,7 @@
 #                                            Firefox then REMOVES from DIR)
 #   make-profile.sh --maintain DIR           Firefox's Places maintenance on DIR
 #   make-profile.sh --edit DIR [ROUND]       a user's edits between two syncs (1 or 2)
+#   make-profile.sh --edit DIR remove-login USER   the user deletes USER's saved logins
 # Each run is bounded by a timeout; exit 0 on success, 127 without firefox-esr.
 here=$(cd "$(dirname "$0")" && pwd)
 ff=${FIREFOX:-firefox-esr}
@@ -20,7 +21,7 @@ if [ "$1" = "--dump" ]; then
     exec timeout 60 "$ff" --xpcshell -g "$gre" -a "$gre/browser" "$here/xpcshell/dump_profile.js" "$@"
 fi
 if [ "$1" = "--edit" ]; then
-    [ $# -eq 2 ] || [ $# -eq 3 ] || { echo "usage: $0 --edit DIR [ROUND]" >&2; exit 2; }
+    [ $# -ge 2 ] && [ $# -le 4 ] || { echo "usage: $0 --edit DIR [ROUND | remove-login USERNAME]" >&2; exit 2; }
     shift
     exec timeout 60 "$ff" --xpcshell -g "$gre" -a "$gre/browser" "$here/xpcshell/edit_profile.js" "$@"
 fi

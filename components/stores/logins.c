@@ -66,11 +66,49 @@ static json_t *copy_or_null(const json_t *e, const char *k)
     return v ? json_deep_copy(v) : json_null();
 }
 
+static json_int_t int_or(const json_t *r, const char *k, json_int_t dflt)
+{
+    json_t *v = json_object_get(r, k);
+    return json_is_integer(v) ? json_integer_value(v) : dflt;
+}
+
+/* Firefox keeps a login that was ever synced, once deleted, as a tombstone
+ * entry {id, guid, timePasswordChanged, timeLastBreachAlertDismissed,
+ * syncCounter, everSynced, deleted: true} without encrypted fields. */
+static int is_tombstone(const json_t *e)
+{
+    return json_is_true(json_object_get(e, "deleted"));
+}
+
+/* What Firefox's removeLoginAsync(login, fromSync) makes of an entry: every
+ * field but the id, the GUID and the sync and breach fields goes. */
+static void make_tombstone(json_t *e)
+{
+    static const char *const gone[] = {"hostname", "httpRealm", "formSubmitURL", "usernameField",
+                                       "passwordField", "encryptedUsername", "encryptedPassword", "encType",
+                                       "timeCreated", "timeLastUsed", "timesUsed", "encryptedUnknownFields"};
+    for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
+        json_object_del(e, gone[i]);
+    json_object_set_new(e, "deleted", json_true());
+}
+
+/* Firefox's resetSyncCounter(guid, counter) after an upload: the changes
+ * counted when the record was read are done; returns 1 if e changed. */
+static int reset_sync_counter(json_t *e, json_int_t counter)
+{
+    json_int_t now = int_or(e, "syncCounter", 0);
+    if (now <= 0)
+        return 0;
+    json_object_set_new(e, "syncCounter", json_integer(now > counter ? now - counter : 0));
+    json_object_set_new(e, "everSynced", json_true());
+    return 1;
+}
+
 /* The record of a logins.json entry, or NULL when it cannot be decrypted. */
 static json_t *entry_record(logins *l, const json_t *e)
 {
     const char *guid = json_string_value(json_object_get(e, "guid"));
-    if (!guid)
+    if (!guid || is_tombstone(e))
         return NULL;
     json_t *user = decrypted_string(l, json_string_value(json_object_get(e, "encryptedUsername")));
     json_t *pass = decrypted_string(l, json_string_value(json_object_get(e, "encryptedPassword")));
@@ -187,6 +225,8 @@ static picl_status save_doc(logins *l, const json_t *doc)
     return rc == PICL_OK ? rc : picl__logins_fail(l, rc, "cannot write logins.json");
 }
 
+static picl_status load_doc(logins *l, json_t **out);
+
 /* ---- store operations ---------------------------------------------------- */
 
 static picl_status lg_all(picl_store *s, json_t **out)
@@ -199,10 +239,15 @@ static picl_status lg_all(picl_store *s, json_t **out)
     json_t *a = json_array();
     size_t i;
     json_t *e;
+    l->unreadable = 0;
     json_array_foreach(entries(l), i, e) {
+        if (is_tombstone(e))
+            continue;
         json_t *r = entry_record(l, e);
         if (r)
             json_array_append_new(a, r);
+        else
+            l->unreadable++;
     }
     picl__logins_slot_close(l);
     *out = a;
@@ -214,7 +259,7 @@ static picl_status lg_get(picl_store *s, const char *id, json_t **out)
     logins *l = (logins *)s;
     *out = NULL;
     json_t *e = id ? entry_by_guid(l, id, NULL) : NULL;
-    if (!e)
+    if (!e || is_tombstone(e))
         return PICL_OK;
     picl_status rc = read_begin(l);
     if (rc == PICL_OK)
@@ -233,26 +278,41 @@ static picl_status lg_changes(picl_store *s, json_t **out)
     json_t *a = json_array(), *rep = json_object();
     size_t i;
     json_t *e;
+    l->unreadable = 0;
     json_array_foreach(entries(l), i, e) {
         const char *guid = json_string_value(json_object_get(e, "guid"));
+        json_int_t counter = int_or(e, "syncCounter", 0);
         char d[33];
-        if (!guid || json_object_get(rep, guid) || (rc = entry_digest(e, d)) != PICL_OK)
+        if (!guid || json_object_get(rep, guid))
+            continue;
+        if (is_tombstone(e)) {
+            /* deleted in Firefox: news when we had synced it or Firefox
+             * counts it as not yet uploaded */
+            if (counter > 0 || json_object_get(l->synced, guid)) {
+                json_array_append_new(a, json_pack("{s:s, s:b}", "id", guid, "deleted", 1));
+                json_object_set_new(rep, guid, json_pack("{s:n, s:I}", "digest", "counter", counter));
+            }
+            continue;
+        }
+        if ((rc = entry_digest(e, d)) != PICL_OK)
             continue;
         const char *was = json_string_value(json_object_get(l->synced, guid));
         if (was && strcmp(was, d) == 0)
             continue;
         json_t *r = entry_record(l, e);
-        if (!r)
-            continue; /* undecryptable: not ours to report */
+        if (!r) {
+            l->unreadable++; /* kept as it is: never uploaded, never deleted */
+            continue;
+        }
         json_array_append_new(a, r);
-        json_object_set_new(rep, guid, json_string(d));
+        json_object_set_new(rep, guid, json_pack("{s:s, s:I}", "digest", d, "counter", counter));
     }
     const char *guid;
     json_t *v;
     json_object_foreach(l->synced, guid, v) {
-        if (!entry_by_guid(l, guid, NULL)) {
+        if (!entry_by_guid(l, guid, NULL)) { /* removed from the file (a login never marked everSynced) */
             json_array_append_new(a, json_pack("{s:s, s:b}", "id", guid, "deleted", 1));
-            json_object_set_new(rep, guid, json_null());
+            json_object_set_new(rep, guid, json_pack("{s:n, s:i}", "digest", "counter", 0));
         }
     }
     picl__logins_slot_close(l);
@@ -267,6 +327,40 @@ static picl_status lg_changes(picl_store *s, json_t **out)
     return PICL_OK;
 }
 
+/* What Firefox's sync does after an upload (resetSyncCounter), on
+ * logins.json as it is now: each entry still as it was reported (the same
+ * digest, or still a tombstone) has the counted changes taken off its
+ * syncCounter and everSynced set; a tombstone stays, as Firefox keeps it.
+ * resets: guid -> {"digest": reported digest or null, "counter": n}. */
+static picl_status reset_counters(logins *l, const json_t *resets)
+{
+    json_t *fresh = NULL;
+    picl_status rc = load_doc(l, &fresh);
+    if (rc != PICL_OK)
+        return rc;
+    int changed = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(fresh, "logins"), i, e) {
+        const char *guid = json_string_value(json_object_get(e, "guid"));
+        json_t *rep = guid ? json_object_get(resets, guid) : NULL;
+        if (!rep)
+            continue;
+        const char *was = json_string_value(json_object_get(rep, "digest"));
+        char d[33];
+        int same = was ? !is_tombstone(e) && entry_digest(e, d) == PICL_OK && strcmp(d, was) == 0 : is_tombstone(e);
+        if (same)
+            changed |= reset_sync_counter(e, int_or(rep, "counter", 0));
+    }
+    if (changed && (rc = save_doc(l, fresh)) == PICL_OK) {
+        json_decref(l->doc);
+        l->doc = fresh;
+        fresh = NULL;
+    }
+    json_decref(fresh);
+    return rc;
+}
+
 static picl_status lg_mark_synced(picl_store *s, const json_t *records)
 {
     logins *l = (logins *)s;
@@ -275,26 +369,37 @@ static picl_status lg_mark_synced(picl_store *s, const json_t *records)
     size_t i;
     json_t *r;
     int dirty = 0;
+    json_t *resets = json_object(); /* guid -> what was reported, for Firefox's counters */
     json_array_foreach(records, i, r) {
         const char *id = json_string_value(json_object_get(r, "id"));
         json_t *rep = id ? json_object_get(l->reported, id) : NULL;
         if (!rep)
             continue;
-        if (json_is_null(rep)) {
-            json_object_del(l->synced, id);
-            dirty = 1;
+        const char *was = json_string_value(json_object_get(rep, "digest"));
+        json_t *e = entry_by_guid(l, id, NULL);
+        if (!was) {
+            /* a deletion is on the server (unless apply() brought the login back) */
+            if (!e || is_tombstone(e)) {
+                json_object_del(l->synced, id);
+                dirty = 1;
+            }
         } else {
-            json_t *e = entry_by_guid(l, id, NULL);
             char d[33];
             /* only if unchanged since it was reported */
-            if (e && entry_digest(e, d) == PICL_OK && strcmp(d, json_string_value(rep)) == 0) {
+            if (e && !is_tombstone(e) && entry_digest(e, d) == PICL_OK && strcmp(d, was) == 0) {
                 json_object_set_new(l->synced, id, json_string(d));
                 dirty = 1;
             }
         }
+        if (int_or(rep, "counter", 0) > 0)
+            json_object_set(resets, id, rep);
         json_object_del(l->reported, id);
     }
-    return dirty ? save_state(l) : PICL_OK;
+    picl_status rc = json_object_size(resets) ? reset_counters(l, resets) : PICL_OK;
+    json_decref(resets);
+    if (rc == PICL_OK && dirty)
+        rc = save_state(l);
+    return rc;
 }
 
 static picl_status lg_reset(picl_store *s)
@@ -369,12 +474,6 @@ static picl_status parse_login(logins *l, const json_t *r, size_t i, login_in *i
     return PICL_OK;
 }
 
-static json_int_t int_or(const json_t *r, const char *k, json_int_t dflt)
-{
-    json_t *v = json_object_get(r, k);
-    return json_is_integer(v) ? json_integer_value(v) : dflt;
-}
-
 static json_t *text_or_null(const json_t *r, const char *k)
 {
     json_t *v = json_object_get(r, k);
@@ -401,10 +500,19 @@ static picl_status upsert(logins *l, json_t *doc, const json_t *r, const login_i
     json_t *e = NULL;
     size_t i;
     json_t *x;
+    size_t at = 0;
     json_array_foreach(list, i, x) {
         const char *g = json_string_value(json_object_get(x, "guid"));
-        if (g && strcmp(g, in->id) == 0)
+        if (g && strcmp(g, in->id) == 0) {
             e = x;
+            at = i;
+        }
+    }
+    if (e && is_tombstone(e)) {
+        /* a login deleted here comes back: as Firefox's addLogin does, the
+         * tombstone makes way for a new entry */
+        json_array_remove(list, at);
+        e = NULL;
     }
     int64_t now = now_ms();
     if (!e) {
@@ -469,26 +577,42 @@ static picl_status write_logins(logins *l, const json_t *records)
     picl_status rc = (!in || !doc || !synced) ? picl__logins_fail(l, PICL_ERROR_NO_MEMORY, "out of memory") : PICL_OK;
     for (size_t i = 0; rc == PICL_OK && i < n; i++)
         rc = parse_login(l, json_array_get(records, i), i, &in[i]);
-    int need_key = 0;
-    for (size_t i = 0; i < n; i++)
+    int need_key = 0, need_read = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *x = in[i].deleted && in[i].id ? entry_by_guid(l, in[i].id, NULL) : NULL;
         need_key |= !in[i].deleted;
+        need_read |= x && !is_tombstone(x);
+    }
+    struct stat kst;
     if (rc == PICL_OK && need_key && (l->direct || (rc = picl__logins_slot_open(l, 1)) == PICL_OK))
         rc = picl__logins_write_key(l, &key, &aes);
+    else if (rc == PICL_OK && need_read && !l->direct && stat(l->key_path, &kst) == 0)
+        rc = picl__logins_slot_open(l, 0); /* is the login to delete readable? */
     json_t *list = json_object_get(doc, "logins");
     if (rc == PICL_OK && !records) {
         json_array_clear(list);
         json_object_clear(synced);
     }
+    l->unreadable = 0;
     for (size_t i = 0; rc == PICL_OK && i < n; i++) {
         if (in[i].deleted) {
             size_t k;
             json_t *x;
             json_array_foreach(list, k, x) {
                 const char *g = json_string_value(json_object_get(x, "guid"));
-                if (g && strcmp(g, in[i].id) == 0) {
-                    json_array_remove(list, k);
+                if (!g || strcmp(g, in[i].id) != 0)
+                    continue;
+                json_t *r = is_tombstone(x) ? NULL : entry_record(l, x);
+                if (!is_tombstone(x) && !r) {
+                    l->unreadable++; /* a login we cannot read is never deleted */
                     break;
                 }
+                json_decref(r);
+                /* as Firefox's sync deletes a login: a tombstone, nothing left to upload */
+                make_tombstone(x);
+                json_object_set_new(x, "syncCounter", json_integer(0));
+                json_object_set_new(x, "everSynced", json_true());
+                break;
             }
             json_object_del(synced, in[i].id);
         } else {
@@ -567,38 +691,55 @@ static void lg_close(picl_store *s)
 static const picl_store_ops logins_ops = {lg_changes, lg_all, lg_get, lg_apply, lg_mark_synced,
                                           lg_reset, lg_wipe, lg_close};
 
+size_t picl__logins_unreadable(const picl_store *s)
+{
+    return s && s->ops == &logins_ops ? ((const logins *)s)->unreadable : 0;
+}
+
 /* ---- open ------------------------------------------------------------------ */
 
 /* Reads logins.json: the whole file must be Firefox's shape. */
-static picl_status load_doc(logins *l)
+static picl_status load_doc(logins *l, json_t **out)
 {
     char *text = NULL;
     size_t len = 0;
+    json_t *doc = NULL;
+    *out = NULL;
     picl_status rc = picl__read_file(l->json_path, LOGINS_MAX_FILE, &text, &len);
     if (rc == PICL_ERROR_NOT_FOUND) {
-        l->doc = json_pack("{s:i, s:[], s:[], s:{}, s:i}", "nextId", 1, "logins", "potentiallyVulnerablePasswords",
+        *out = json_pack("{s:i, s:[], s:[], s:{}, s:i}", "nextId", 1, "logins", "potentiallyVulnerablePasswords",
                            "dismissedBreachAlertsByLoginGUID", "version", 3);
-        return l->doc ? PICL_OK : picl__logins_fail(l, PICL_ERROR_NO_MEMORY, "out of memory");
+        return *out ? PICL_OK : picl__logins_fail(l, PICL_ERROR_NO_MEMORY, "out of memory");
     }
     if (rc != PICL_OK)
         return picl__logins_fail(l, rc, "cannot read logins.json");
     json_error_t je;
-    l->doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     free(text);
-    if (!json_is_object(l->doc))
-        return picl__logins_fail(l, PICL_ERROR_ENCODING, "logins.json is corrupt (line %d: %s)", je.line, je.text);
-    json_t *list = json_object_get(l->doc, "logins");
-    json_t *next = json_object_get(l->doc, "nextId");
-    if (!json_is_array(list) || (next && !json_is_integer(next)))
-        return picl__logins_fail(l, PICL_ERROR_ENCODING, "logins.json is corrupt (no logins array)");
+    if (!json_is_object(doc)) {
+        rc = picl__logins_fail(l, PICL_ERROR_ENCODING, "logins.json is corrupt (line %d: %s)", je.line, je.text);
+        goto done;
+    }
+    json_t *list = json_object_get(doc, "logins");
+    json_t *next = json_object_get(doc, "nextId");
+    if (!json_is_array(list) || (next && !json_is_integer(next))) {
+        rc = picl__logins_fail(l, PICL_ERROR_ENCODING, "logins.json is corrupt (no logins array)");
+        goto done;
+    }
     size_t i;
     json_t *e;
     json_array_foreach(list, i, e) {
         json_t *g = json_object_get(e, "guid");
-        if (!json_is_object(e) || (g && !json_is_string(g)) || !json_is_integer(json_object_get(e, "id")))
-            return picl__logins_fail(l, PICL_ERROR_ENCODING, "logins.json is corrupt (entry %zu)", i);
+        if (!json_is_object(e) || (g && !json_is_string(g)) || !json_is_integer(json_object_get(e, "id"))) {
+            rc = picl__logins_fail(l, PICL_ERROR_ENCODING, "logins.json is corrupt (entry %zu)", i);
+            goto done;
+        }
     }
-    return PICL_OK;
+    *out = doc;
+    doc = NULL;
+done:
+    json_decref(doc);
+    return rc;
 }
 
 static picl_status load_state(logins *l)
@@ -660,7 +801,7 @@ picl_status picl__logins_open(picl_store **out, const char *profile_dir, const c
         rc = picl__logins_fail(l, PICL_ERROR_TOO_LARGE, "path too long");
         goto fail_msg;
     }
-    if ((rc = load_doc(l)) != PICL_OK || (rc = load_state(l)) != PICL_OK)
+    if ((rc = load_doc(l, &l->doc)) != PICL_OK || (rc = load_state(l)) != PICL_OK)
         goto fail_msg;
     l->reported = json_object();
     /* a primary password is asked for now, so a wrong one fails before any work */

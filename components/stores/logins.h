@@ -26,7 +26,8 @@
  * first apply, made as Firefox makes it (empty password, AES-256 key with
  * id f8000000000000000000000000000001).  key4.db is opened read-only except
  * while apply()/wipe() write.  An entry that cannot be decrypted is skipped
- * and kept as it is.
+ * and kept as it is -- never uploaded, never deleted, not even by an incoming
+ * tombstone -- and counted (picl__logins_unreadable).
  *
  * Primary password: when key4.db has one, `ask(arg, buf, cap)` is called to
  * get it (a NUL-terminated string in buf); it is checked with
@@ -46,6 +47,20 @@
  * digest differs or that is new is a change; a synced GUID that disappeared
  * is a tombstone.  apply() records what it writes as synced.
  *
+ * Deletions, as Firefox (storage-json) keeps them: Firefox removes a login
+ * that was never synced (everSynced false) from the file, and turns one that
+ * was into a tombstone entry {id, guid, timePasswordChanged,
+ * timeLastBreachAlertDismissed, syncCounter, everSynced, deleted: true}
+ * (no encrypted fields; syncCounter > 0 = not uploaded yet).  Such an entry
+ * is a tombstone change when its GUID was synced by us or its syncCounter is
+ * above 0; it is never a record of all()/get().  mark_synced() does what
+ * Firefox's sync does after an upload (resetSyncCounter): syncCounter minus
+ * the count seen by changes(), everSynced true -- the tombstone stays in the
+ * file, as Firefox leaves it.  An incoming tombstone turns the login into
+ * such an entry (syncCounter 0, everSynced true: nothing left to upload), so
+ * Firefox sees it gone and does not upload it again; an incoming record for
+ * a tombstone's GUID replaces the tombstone with a new entry.
+ *
  * Every failure sets the store error / err.  The records returned hold
  * cleartext passwords: the caller should not keep them longer than needed.
  */
@@ -53,5 +68,10 @@ typedef picl_status (*picl_password_cb)(void *arg, char *buf, size_t cap);
 
 picl_status picl__logins_open(picl_store **out, const char *profile_dir, const char *state_dir,
                               picl_password_cb ask, void *ask_arg, char *err, size_t errlen);
+
+/* How many logins (tombstones aside) the store's last changes(), all() or
+ * apply() found and could not decrypt: they are kept as they are.  0 for a
+ * store that is not a logins store. */
+size_t picl__logins_unreadable(const picl_store *s);
 
 #endif

@@ -22,6 +22,7 @@ typedef struct logins {
     PK11SlotInfo *slot;    /* key4.db while an operation runs */
     int direct;            /* keys read by key4.c (Firefox 146+ primary password) */
     PK11SymKey *k_aes, *k_des3; /* those keys, as NSS session keys */
+    size_t unreadable;     /* live entries the last changes()/all()/apply() could not decrypt */
 } logins;
 
 /* Sets the store error (printf-style) and returns st. */

@@ -193,7 +193,9 @@ START_TEST(test_apply_read_back_by_firefox)
     ck_assert_int_eq(json_integer_value(json_object_get(file, "version")), 3);
     ck_assert_ptr_nonnull(json_object_get(file, "potentiallyVulnerablePasswords"));
     json_t *list = json_object_get(file, "logins");
-    ck_assert_int_eq(json_array_size(list), 2);
+    ck_assert_int_eq(json_array_size(list), 3); /* carol, alice and bob's tombstone */
+    ck_assert(json_is_true(json_object_get(tup_find(list, "guid", bob), "deleted")));
+    ck_assert_ptr_null(json_object_get(tup_find(list, "guid", bob), "encryptedPassword"));
     json_t *ne = tup_find(list, "guid", "{11111111-2222-4333-8444-555555555555}");
     ck_assert_int_eq(json_integer_value(json_object_get(ne, "id")), 3);
     ck_assert_int_eq(json_integer_value(json_object_get(ne, "encType")), 1);
@@ -226,6 +228,348 @@ START_TEST(test_apply_read_back_by_firefox)
     json_decref(dump);
     free(alice);
     free(bob);
+}
+END_TEST
+
+/* ---- deletions as Firefox keeps them (tombstone entries) ------------------ */
+
+/* The members of an entry, sorted, comma-separated: "a,b,c". */
+static char *keys_of(const json_t *e)
+{
+    json_t *names = json_array();
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)e, k, v) json_array_append_new(names, json_string(k));
+    size_t n = json_array_size(names);
+    for (size_t i = 0; i < n; i++) /* tiny: insertion sort */
+        for (size_t j = i; j > 0 && strcmp(json_string_value(json_array_get(names, j - 1)),
+                                           json_string_value(json_array_get(names, j))) > 0; j--) {
+            json_t *a = json_incref(json_array_get(names, j - 1));
+            json_array_set(names, j - 1, json_array_get(names, j));
+            json_array_set_new(names, j, a);
+        }
+    char *out = calloc(1, 1024);
+    size_t len = 0;
+    for (size_t i = 0; i < n && len < 1000; i++)
+        len += (size_t)snprintf(out + len, 1024 - len, "%s%s", i ? "," : "",
+                                json_string_value(json_array_get(names, i)));
+    json_decref(names);
+    return out;
+}
+
+static const char *TOMBSTONE_KEYS = "deleted,everSynced,guid,id,syncCounter,timeLastBreachAlertDismissed,"
+                                    "timePasswordChanged";
+
+static json_int_t ival(const json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    ck_assert_msg(json_is_integer(v), "%s is not an integer", k);
+    return json_integer_value(v);
+}
+
+/* Firefox's own password sync, reading the profile (dump_profile.js): the
+ * entry of guid, or NULL. */
+static json_t *ff_sync_view(json_t *dump, const char *guid)
+{
+    return tup_find(json_object_get(dump, "loginsSync"), "guid", guid);
+}
+
+/* A login deleted in Firefox after a sync: the browser's tombstone entry is
+ * uploaded as {id, deleted: true}, then kept with the counter reset, as
+ * Firefox's own sync leaves it. */
+START_TEST(test_browser_deletion_is_uploaded)
+{
+    const char *d = tup_tmpdir();
+    tup_make_profile(d, NULL);
+    picl_store *s = open_ok(d, NULL);
+    json_t *c = tup_changes(s);
+    ck_assert_int_eq(json_array_size(c), 2);
+    ck_assert_int_eq(picl__store_mark_synced(s, c), PICL_OK);
+    json_decref(c);
+    picl__store_close(s);
+    /* what Firefox's sync does after an upload: counters reset, everSynced */
+    json_t *file = load_json(d, "logins.json");
+    json_t *list = json_object_get(file, "logins");
+    ck_assert_int_eq(json_array_size(list), 2);
+    for (size_t i = 0; i < 2; i++) {
+        ck_assert_int_eq(ival(json_array_get(list, i), "syncCounter"), 0);
+        ck_assert(json_is_true(json_object_get(json_array_get(list, i), "everSynced")));
+    }
+    char *bob = strdup(str(json_array_get(list, 1), "guid"));
+    json_int_t bob_id = ival(json_array_get(list, 1), "id");
+    json_int_t bob_changed = ival(json_array_get(list, 1), "timePasswordChanged");
+    json_t *alice_before = json_deep_copy(json_array_get(list, 0));
+    json_decref(file);
+
+    /* the user deletes bob in the browser: Firefox writes a tombstone */
+    tup_remove_login(d, "bob");
+    file = load_json(d, "logins.json");
+    list = json_object_get(file, "logins");
+    ck_assert_int_eq(json_array_size(list), 2);
+    json_t *t = tup_find(list, "guid", bob);
+    char *keys = keys_of(t);
+    ck_assert_str_eq(keys, TOMBSTONE_KEYS);
+    free(keys);
+    ck_assert(json_is_true(json_object_get(t, "deleted")));
+    ck_assert_int_eq(ival(t, "syncCounter"), 1);
+    json_decref(file);
+
+    s = open_ok(d, NULL);
+    c = tup_changes(s);
+    ck_assert_msg(json_array_size(c) == 1, "changes: %s", json_dumps(c, 0));
+    ck_assert_str_eq(str(json_array_get(c, 0), "id"), bob);
+    ck_assert(json_is_true(json_object_get(json_array_get(c, 0), "deleted")));
+    ck_assert_int_eq(json_object_size(json_array_get(c, 0)), 2);
+    ck_assert_int_eq(picl__logins_unreadable(s), 0); /* a tombstone is not an unreadable login */
+    json_t *a = tup_all(s);
+    ck_assert_int_eq(json_array_size(a), 1);
+    ck_assert_str_eq(str(json_array_get(a, 0), "username"), "alice@example.com");
+    json_decref(a);
+    json_t *one = NULL;
+    ck_assert_int_eq(picl__store_get(s, bob, &one), PICL_OK);
+    ck_assert_ptr_null(one);
+    ck_assert_int_eq(picl__store_mark_synced(s, c), PICL_OK);
+    json_decref(c);
+    c = tup_changes(s);
+    ck_assert_int_eq(json_array_size(c), 0);
+    json_decref(c);
+    picl__store_close(s);
+
+    /* exactly Firefox's tombstone after its own upload: counter 0, rest as it was */
+    file = load_json(d, "logins.json");
+    list = json_object_get(file, "logins");
+    ck_assert_int_eq(json_array_size(list), 2);
+    ck_assert(json_equal(json_array_get(list, 0), alice_before));
+    t = tup_find(list, "guid", bob);
+    keys = keys_of(t);
+    ck_assert_str_eq(keys, TOMBSTONE_KEYS);
+    free(keys);
+    ck_assert_int_eq(ival(t, "id"), bob_id);
+    ck_assert_int_eq(ival(t, "syncCounter"), 0);
+    ck_assert_int_eq(ival(t, "timePasswordChanged"), bob_changed);
+    ck_assert_int_eq(ival(t, "timeLastBreachAlertDismissed"), 0);
+    ck_assert(json_is_true(json_object_get(t, "everSynced")));
+    ck_assert(json_is_true(json_object_get(t, "deleted")));
+    json_decref(file);
+
+    /* a new store, and one after reset(): the uploaded tombstone is no news */
+    s = open_ok(d, NULL);
+    c = tup_changes(s);
+    ck_assert_int_eq(json_array_size(c), 0);
+    json_decref(c);
+    ck_assert_int_eq(picl__store_reset(s), PICL_OK);
+    c = tup_changes(s);
+    ck_assert_int_eq(json_array_size(c), 1);
+    ck_assert_str_eq(str(json_array_get(c, 0), "username"), "alice@example.com");
+    json_decref(c);
+    picl__store_close(s);
+
+    /* Firefox sees bob gone, and its own sync has nothing left to upload */
+    json_t *dump = tup_dump_profile(d);
+    ck_assert_int_eq(json_array_size(json_object_get(dump, "logins")), 1);
+    ck_assert_ptr_null(tup_find(json_object_get(dump, "logins"), "guid", bob));
+    json_t *fs = ff_sync_view(dump, bob);
+    ck_assert_ptr_nonnull(fs);
+    ck_assert(json_is_true(json_object_get(fs, "deleted")));
+    ck_assert_int_eq(ival(fs, "syncCounter"), 0);
+    json_decref(dump);
+    json_decref(alice_before);
+    free(bob);
+}
+END_TEST
+
+/* A login added here by apply() (everSynced) and deleted in the browser:
+ * a tombstone change; a login the browser never synced and deleted is gone. */
+START_TEST(test_browser_deletion_of_applied_login)
+{
+    const char *d = tup_tmpdir();
+    tup_make_profile(d, NULL);
+    picl_store *s = open_ok(d, NULL);
+    tup_apply_ok(s, "[{\"id\":\"{dddddddd-0000-4000-8000-000000000001}\",\"hostname\":\"https://d.example\","
+                "\"formSubmitURL\":\"https://d.example\",\"username\":\"dora\",\"password\":\"dpw\"}]");
+    json_t *c = tup_changes(s); /* alice and bob: Firefox's, not yet synced */
+    ck_assert_int_eq(json_array_size(c), 2);
+    json_decref(c);
+    picl__store_close(s);
+    tup_remove_login(d, "dora");
+    tup_remove_login(d, "bob"); /* never synced: Firefox removes it outright */
+    json_t *file = load_json(d, "logins.json");
+    json_t *list = json_object_get(file, "logins");
+    ck_assert_int_eq(json_array_size(list), 2);
+    json_t *t = tup_find(list, "guid", "{dddddddd-0000-4000-8000-000000000001}");
+    ck_assert(json_is_true(json_object_get(t, "deleted")));
+    ck_assert_ptr_null(tup_find(list, "guid", "bob"));
+    json_decref(file);
+    s = open_ok(d, NULL);
+    c = tup_changes(s);
+    ck_assert_int_eq(json_array_size(c), 2);
+    json_t *dt = tup_find(c, "id", "{dddddddd-0000-4000-8000-000000000001}");
+    ck_assert_ptr_nonnull(dt);
+    ck_assert(json_is_true(json_object_get(dt, "deleted")));
+    ck_assert_ptr_nonnull(tup_find(c, "username", "alice@example.com"));
+    ck_assert_ptr_null(tup_find(c, "username", "bob"));
+    ck_assert_int_eq(picl__store_mark_synced(s, c), PICL_OK);
+    json_decref(c);
+    c = tup_changes(s);
+    ck_assert_int_eq(json_array_size(c), 0);
+    json_decref(c);
+    picl__store_close(s);
+}
+END_TEST
+
+/* An incoming tombstone: the login becomes Firefox's tombstone entry (as its
+ * sync makes it), so Firefox sees it gone and does not upload it; a record
+ * for that GUID later replaces the tombstone. */
+START_TEST(test_incoming_tombstone_as_firefox)
+{
+    const char *d = tup_tmpdir();
+    tup_make_profile(d, NULL);
+    picl_store *s = open_ok(d, NULL);
+    json_t *c = tup_changes(s);
+    ck_assert_int_eq(picl__store_mark_synced(s, c), PICL_OK);
+    json_decref(c);
+    json_t *before = load_json(d, "logins.json");
+    json_t *list = json_object_get(before, "logins");
+    const char *bob = str(json_array_get(list, 1), "guid");
+    char *batch = NULL;
+    ck_assert(asprintf(&batch, "[{\"id\":\"%s\",\"deleted\":true}]", bob) > 0);
+    tup_apply_ok(s, batch);
+    c = tup_changes(s);
+    ck_assert_msg(json_array_size(c) == 0, "an applied tombstone reported as local: %s", json_dumps(c, 0));
+    json_decref(c);
+    json_t *a = tup_all(s);
+    ck_assert_int_eq(json_array_size(a), 1);
+    json_decref(a);
+    picl__store_close(s);
+
+    /* the file: alice untouched, bob's entry is exactly the tombstone */
+    json_t *file = load_json(d, "logins.json");
+    json_t *want = json_deep_copy(before);
+    json_t *wt = json_array_get(json_object_get(want, "logins"), 1);
+    static const char *const gone[] = {"hostname", "httpRealm", "formSubmitURL", "usernameField",
+                                       "passwordField", "encryptedUsername", "encryptedPassword", "encType",
+                                       "timeCreated", "timeLastUsed", "timesUsed", "encryptedUnknownFields"};
+    for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
+        json_object_del(wt, gone[i]);
+    json_object_set_new(wt, "syncCounter", json_integer(0));
+    json_object_set_new(wt, "everSynced", json_true());
+    json_object_set_new(wt, "deleted", json_true());
+    ck_assert_msg(json_equal(file, want), "logins.json after the tombstone:\n%s\nwanted:\n%s",
+                  json_dumps(file, JSON_INDENT(1)), json_dumps(want, JSON_INDENT(1)));
+    char *keys = keys_of(json_array_get(json_object_get(file, "logins"), 1));
+    ck_assert_str_eq(keys, TOMBSTONE_KEYS);
+    free(keys);
+    json_decref(want);
+
+    /* Firefox: bob gone, nothing of it to upload */
+    json_t *dump = tup_dump_profile(d);
+    ck_assert_int_eq(json_array_size(json_object_get(dump, "logins")), 1);
+    ck_assert_str_eq(str(json_array_get(json_object_get(dump, "logins"), 0), "username"), "alice@example.com");
+    json_t *fs = ff_sync_view(dump, bob);
+    ck_assert(json_is_true(json_object_get(fs, "deleted")));
+    ck_assert_int_eq(ival(fs, "syncCounter"), 0);
+    json_decref(dump);
+
+    /* the same tombstone again, and one for a GUID we never had: no change */
+    s = open_ok(d, NULL);
+    free(batch);
+    ck_assert(asprintf(&batch, "[{\"id\":\"%s\",\"deleted\":true},{\"id\":\"{nope}\",\"deleted\":true}]", bob) > 0);
+    tup_apply_ok(s, batch);
+    json_t *again = load_json(d, "logins.json");
+    ck_assert(json_equal(again, file));
+    json_decref(again);
+    /* the login comes back from another device: a new entry replaces the tombstone */
+    free(batch);
+    ck_assert(asprintf(&batch, "[{\"id\":\"%s\",\"hostname\":\"https://back.example\",\"httpRealm\":\"R\","
+                               "\"username\":\"bob\",\"password\":\"back-again\"}]", bob) > 0);
+    tup_apply_ok(s, batch);
+    c = tup_changes(s);
+    ck_assert_int_eq(json_array_size(c), 0);
+    json_decref(c);
+    picl__store_close(s);
+    json_decref(file);
+    file = load_json(d, "logins.json");
+    list = json_object_get(file, "logins");
+    ck_assert_int_eq(json_array_size(list), 2);
+    json_t *back = tup_find(list, "guid", bob);
+    ck_assert_ptr_null(json_object_get(back, "deleted"));
+    ck_assert_int_eq(ival(back, "id"), 3); /* a new entry, as Firefox's addLogin makes it */
+    ck_assert_int_eq(ival(file, "nextId"), 4);
+    json_decref(file);
+    dump = tup_dump_profile(d);
+    ck_assert_str_eq(str(tup_find(json_object_get(dump, "logins"), "guid", bob), "password"), "back-again");
+    json_decref(dump);
+    json_decref(before);
+    free(batch);
+}
+END_TEST
+
+/* Entries that cannot be decrypted (and are not tombstones) are kept as they
+ * are on every save, counted, never uploaded and never deleted. */
+START_TEST(test_unreadable_entries_kept)
+{
+    const char *d = tup_tmpdir();
+    tup_make_profile(d, NULL);
+    picl_store *s = open_ok(d, NULL);
+    json_t *c = tup_changes(s);
+    ck_assert_int_eq(picl__store_mark_synced(s, c), PICL_OK);
+    json_decref(c);
+    picl__store_close(s);
+    /* alice's password under a key id this profile does not have, and a
+     * foreign entry whose username is no SDR blob at all */
+    json_t *file = load_json(d, "logins.json");
+    json_t *list = json_object_get(file, "logins");
+    json_t *alice = json_array_get(list, 0);
+    char *alice_guid = strdup(str(alice, "guid"));
+    uint8_t *der = NULL;
+    size_t derlen = 0;
+    const char *pw = str(alice, "encryptedPassword");
+    ck_assert_int_eq(picl__base64_decode_alloc(&der, &derlen, pw, strlen(pw)), PICL_OK);
+    ck_assert(derlen > 20 && der[4] == 0xf8 && der[19] == 0x01); /* SEQ { OCTET STRING f8 00 .. 01 */
+    der[19] = 0x02;
+    char *other_key = picl__base64_encode_alloc(der, derlen);
+    free(der);
+    json_object_set_new(alice, "encryptedPassword", json_string(other_key));
+    free(other_key);
+    json_t *junk = json_deep_copy(json_array_get(list, 1));
+    json_object_set_new(junk, "id", json_integer(7));
+    json_object_set_new(junk, "guid", json_string("{junk0000-0000-4000-8000-000000000001}"));
+    json_object_set_new(junk, "encryptedUsername", json_string("bm90IGFuIFNEUiBibG9i"));
+    json_object_set_new(junk, "futureMember", json_string("kept"));
+    json_array_append_new(list, junk);
+    save_json(d, "logins.json", file);
+
+    s = open_ok(d, NULL);
+    c = tup_changes(s);
+    ck_assert_msg(json_array_size(c) == 0, "unreadable entries reported: %s", json_dumps(c, 0));
+    json_decref(c);
+    ck_assert_int_eq(picl__logins_unreadable(s), 2);
+    json_t *a = tup_all(s);
+    ck_assert_int_eq(json_array_size(a), 1);
+    ck_assert_str_eq(str(json_array_get(a, 0), "username"), "bob");
+    json_decref(a);
+    ck_assert_int_eq(picl__logins_unreadable(s), 2);
+    /* a tombstone for the unreadable alice, and a new login: alice is kept */
+    char *batch = NULL;
+    ck_assert(asprintf(&batch, "[{\"id\":\"%s\",\"deleted\":true},"
+                               "{\"id\":\"{nnnnnnnn-0000-4000-8000-000000000001}\",\"hostname\":\"https://n.example\","
+                               "\"httpRealm\":\"r\",\"username\":\"n\",\"password\":\"np\"}]", alice_guid) > 0);
+    tup_apply_ok(s, batch);
+    free(batch);
+    ck_assert_int_eq(picl__logins_unreadable(s), 1);
+    c = tup_changes(s);
+    ck_assert_int_eq(json_array_size(c), 0);
+    json_decref(c);
+    picl__store_close(s);
+    json_t *after = load_json(d, "logins.json");
+    json_t *al = json_object_get(after, "logins");
+    ck_assert_int_eq(json_array_size(al), 4);
+    ck_assert(json_equal(json_array_get(al, 0), alice)); /* byte for byte */
+    ck_assert(json_equal(tup_find(al, "guid", "{junk0000-0000-4000-8000-000000000001}"), junk));
+    ck_assert_ptr_null(json_object_get(json_array_get(al, 0), "deleted"));
+    json_decref(after);
+    json_decref(file);
+    free(alice_guid);
 }
 END_TEST
 
@@ -560,6 +904,10 @@ static Suite *suite(void)
     tcase_add_test(t, test_refusals_change_nothing);
     tcase_add_test(t, test_bad_records_change_nothing);
     tcase_add_test(t, test_wipe);
+    tcase_add_test(t, test_browser_deletion_is_uploaded);
+    tcase_add_test(t, test_browser_deletion_of_applied_login);
+    tcase_add_test(t, test_incoming_tombstone_as_firefox);
+    tcase_add_test(t, test_unreadable_entries_kept);
     suite_add_tcase(s, t);
     return s;
 }

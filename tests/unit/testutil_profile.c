@@ -158,6 +158,16 @@ static void make_profile_now(const char *dir, const char *primary)
     ck_assert_msg(r == 0, "make-profile.sh %s failed (exit %d): is firefox-esr installed?", dir, r);
 }
 
+void tup_remove_login(const char *dir, const char *user)
+{
+    ck_assert_msg(!strchr(user, '\''), "no quotes in a user name");
+    int r = tup_sh("'%s/tests/make-profile.sh' --edit '%s' remove-login '%s' >'%s.editlog' 2>&1", srcdir(), dir, user,
+                   dir);
+    if (r != 0)
+        tup_sh("cat '%s.editlog' >&2", dir);
+    ck_assert_msg(r == 0, "make-profile.sh --edit %s remove-login %s failed (exit %d)", dir, user, r);
+}
+
 json_t *tup_dump_profile(const char *dir)
 {
     return tup_dump_profile_pw(dir, NULL);

@@ -25,6 +25,11 @@ json_t *tup_dump_profile(const char *dir);
  * changing it to "" -- the profile is left without its primary password. */
 json_t *tup_dump_profile_pw(const char *dir, const char *pw);
 
+/* The user deletes the saved logins of `user` in Firefox
+ * (Services.logins.removeLoginAsync, tests/xpcshell/edit_profile.js):
+ * ck_abort()s when the browser fails or there is no such login. */
+void tup_remove_login(const char *dir, const char *user);
+
 /* A fingerprint of every regular file directly in dir (name, size, mode and
  * a 64-bit FNV-1a of the content): equal fingerprints = nothing changed. */
 uint64_t tup_dir_digest(const char *dir);

@@ -137,6 +137,24 @@ async function dumpLogins() {
   });
 }
 
+/* What Firefox's own password sync sees in logins.json, tombstones included
+ * (its LoginManagerStorage, as services-sync's passwords engine reads it):
+ * [{guid, deleted, syncCounter, everSynced}], or null when locked. */
+async function dumpLoginsSync(logins) {
+  if (!Array.isArray(logins)) {
+    return null;
+  }
+  const { LoginManagerStorage } = ChromeUtils.importESModule("resource://passwordmgr/passwordstorage.sys.mjs");
+  let storage = LoginManagerStorage.create();
+  let out = [];
+  for (let l of await storage.getAllLogins(true)) {
+    l.QueryInterface(Ci.nsILoginMetaInfo);
+    out.push({ guid: l.guid, deleted: await storage.loginIsDeletedAsync(l.guid),
+               syncCounter: l.syncCounter, everSynced: l.everSynced });
+  }
+  return out;
+}
+
 let rc = pe_main(async () => {
   pe_useProfile(dir);
   let result = {
@@ -144,6 +162,7 @@ let rc = pe_main(async () => {
     history: await dumpHistory(),
     logins: await dumpLogins(),
   };
+  result.loginsSync = await dumpLoginsSync(result.logins);
   await IOUtils.writeUTF8(out, JSON.stringify(result, null, 1));
 }, 90);
 quit(rc);

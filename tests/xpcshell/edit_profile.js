@@ -3,7 +3,10 @@
  * a deleted one, a changed password, new visits.  ROUND (1 or 2) picks one of
  * two different sets of edits, so both devices can be edited in turn.
  * Run: firefox-esr --xpcshell -g GRE -a GRE/browser edit_profile.js DIR [ROUND]
- * (tests/make-profile.sh --edit DIR [ROUND]).  Exit 0 on success. */
+ * (tests/make-profile.sh --edit DIR [ROUND]).  Exit 0 on success.
+ * `edit_profile.js DIR remove-login USERNAME` instead only deletes the saved
+ * logins of USERNAME, as the user does in about:logins
+ * (Services.logins.removeLoginAsync); none found is a failure. */
 "use strict";
 {
   let env = __LOCATION__.parent;
@@ -21,7 +24,21 @@ const E = round == 1
       move: "bmkAdded0001", remove: "bmkUnfiled01", page: "https://second.example/y",
       user: "alice@example.com", pw: "changed-again" };
 
-let rc = pe_main(async () => {
+async function removeLogins(user) {
+  await Services.logins.initializationPromise;
+  let gone = (await Services.logins.getAllLogins()).filter(l => l.username == user);
+  if (!gone.length) {
+    throw new Error("no saved login of " + user);
+  }
+  for (let l of gone) {
+    await Services.logins.removeLoginAsync(l);
+  }
+}
+
+let rc = arguments[1] == "remove-login" ? pe_main(async () => {
+  pe_useProfile(dir);
+  await removeLogins(arguments[2]);
+}, 60) : pe_main(async () => {
   pe_useProfile(dir);
   const PU = PlacesUtils;
   await PU.bookmarks.insert({
