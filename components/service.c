@@ -119,7 +119,7 @@ static picl_status svc_set_storage(picl_service *self, const char *url)
 {
     service *s = SVC(self);
     picl__state_set_str(&s->st->storage_override, url);
-    json_decref(s->st->storage_token);
+    picl__json_zdecref(s->st->storage_token);
     s->st->storage_token = NULL;
     picl_status rc = picl__state_save(s->st);
     return picl__svc_done(s, rc, rc ? "cannot save the local state" : NULL);
@@ -171,7 +171,7 @@ static picl_status fetch_token(conn *c, int force)
         return picl__svc_flow_fail(c->s, rc, "getting a storage token failed");
     json_int_t duration = json_integer_value(json_object_get(creds, "duration"));
     json_object_set_new(creds, "expires", json_integer((json_int_t)time(NULL) + (duration > 0 ? duration : 300)));
-    json_decref(st->storage_token);
+    picl__json_zdecref(st->storage_token);
     st->storage_token = creds;
     picl__state_save(st);
     return PICL_OK;
@@ -231,6 +231,32 @@ static picl_status conn_open(service *s, conn *c)
     }
     picl__stc_set_refresh(c->stc, refresh_cb, c);
     return PICL_OK;
+}
+
+picl_status picl__svc_delete_storage(void *ctx)
+{
+    service *s = ctx;
+    conn c;
+    picl_status st = conn_open(s, &c);
+    if (st == PICL_ERROR_UNVERIFIED)
+        return picl__svc_done(s, PICL_OK, NULL); /* never verified: no token, no data */
+    if (st != PICL_OK)
+        return picl__svc_done(s, st, "cannot reach the storage server to delete the data there (%s): "
+                                     "the account was not destroyed", *s->error ? s->error : picl_strerror(st));
+    st = picl__stc_delete_user(c.stc, NULL);
+    int moved = st != PICL_OK && picl__stc_node_changed(c.stc);
+    conn_close(&c);
+    if (moved) { /* the account moved to another node: delete there */
+        if ((st = conn_open(s, &c)) == PICL_OK)
+            st = picl__stc_delete_user(c.stc, NULL);
+        conn_close(&c);
+    }
+    if (st != PICL_OK)
+        return picl__svc_done(s, st, "deleting the data on the storage server failed (%s): the account was not destroyed",
+                              picl_strerror(st));
+    picl__json_zdecref(s->st->storage_token);
+    s->st->storage_token = NULL;
+    return picl__svc_done(s, PICL_OK, NULL);
 }
 
 /* Before acting on a class map made under another kB: is ours current? */
@@ -439,18 +465,35 @@ static picl_status do_sync(service *s, const char *const *colls, size_t n, char 
                 st = open_store(s, list[i], &stores[i]);
     conn c;
     memset(&c, 0, sizeof c);
-    if (st == PICL_OK)
-        st = conn_open(s, &c);
     json_t *sum = json_object();
-    if (st == PICL_OK) {
-        picl_engine e;
-        engine_setup(s, &c, &e);
-        st = picl__engine_sync(&e, stores, count, sum);
-        if (st != PICL_OK)
-            picl__svc_done(s, st, "%s", *e.error ? e.error : picl_strerror(st));
-        picl__engine_done(&e);
+    /* Node reassignment (storage.md 6, client.md 7): when a 401's new token
+     * names another node the storage client aborts; the sync starts once
+     * more, from the top, against the new node.  A second 401 right after
+     * backs off with an error instead of looping. */
+    picl_status first = st;
+    for (int attempt = 0; first == PICL_OK && attempt < 2; attempt++) {
+        st = conn_open(s, &c);
+        int moved = 0, ran = st == PICL_OK;
+        if (ran) {
+            picl_engine e;
+            engine_setup(s, &c, &e);
+            st = picl__engine_sync(&e, stores, count, sum);
+            moved = st != PICL_OK && picl__stc_node_changed(c.stc);
+            if (st != PICL_OK)
+                picl__svc_done(s, st, "%s", *e.error ? e.error : picl_strerror(st));
+            picl__engine_done(&e);
+        }
+        conn_close(&c);
+        if (attempt == 1 && ran && (moved || st == PICL_ERROR_TOKEN)) {
+            st = picl__svc_done(s, PICL_ERROR_BACKOFF, "the storage server refused the new token right after "
+                                                       "moving this account to another node: try again later");
+            break;
+        }
+        if (!moved)
+            break;
+        json_object_clear(sum);
+        picl__svc_fanout(s, "status", "", 0, -1, "the account moved to another storage node: syncing again");
     }
-    conn_close(&c);
     for (size_t i = 0; i < count; i++)
         picl__store_close(stores[i]);
     free(stores);

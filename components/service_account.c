@@ -3,6 +3,7 @@
  * account flows of client/account.h. */
 #include "service_int.h"
 #include "client/records.h"
+#include "client/storage_client.h"
 #include "crypto/util.h"
 
 #include <stdio.h>
@@ -68,7 +69,7 @@ static picl_status adopt(service *s, picl_account *a)
         memcpy(st->kb, a->kb, 32);
         st->has_ka = st->has_kb = 1;
     }
-    json_decref(st->storage_token);
+    picl__json_zdecref(st->storage_token);
     st->storage_token = NULL;
     picl__account_wipe(a);
     picl_status rc = picl__state_save(st);
@@ -251,9 +252,15 @@ picl_status picl__svc_destroy(picl_service *self, const char *password)
     picl_status st = picl__svc_ks_open(s, &c);
     if (st != PICL_OK)
         return st;
-    st = picl__account_destroy(c, s->st->email, strlen(s->st->email), password ? password : "",
-                               password ? strlen(password) : 0, picl__svc_floor_of(s));
+    /* once the password is proven, the data on the storage server goes
+     * first (client.md 7): a failure there leaves the account in place */
+    s->error[0] = 0;
+    st = picl__account_destroy_with(c, s->st->email, strlen(s->st->email), password ? password : "",
+                                    password ? strlen(password) : 0, picl__svc_floor_of(s),
+                                    picl__svc_delete_storage, s);
     picl__ksc_free(c);
+    if (st != PICL_OK && *s->error)
+        return st; /* the storage step said what failed */
     if (st != PICL_OK)
         return picl__svc_flow_fail(s, st, "destroying the account failed");
     picl__state_sign_out(s->st);

@@ -55,6 +55,11 @@ picl_status picl__svc_ks_open(service *s, picl_ks_client **c);
 /* A message for a failed account flow ("what: reason"); returns st. */
 picl_status picl__svc_flow_fail(service *s, picl_status st, const char *what);
 const picl_stretch_params *picl__svc_floor_of(service *s);
+/* Deletes all of the signed-in user's data on the storage server (Hawk-signed
+ * DELETE <api_endpoint>); PICL_OK also when the account was never verified
+ * (no storage token, no data).  ctx is the service (a picl__account_destroy_with
+ * hook); on failure the message says the account was not destroyed. */
+picl_status picl__svc_delete_storage(void *ctx);
 
 /* the account methods of the vtable (service_account.c) */
 picl_status picl__svc_create(picl_service *self, const char *email, const char *password);

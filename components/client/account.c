@@ -273,10 +273,20 @@ picl_status picl__account_destroy(picl_ks_client *c, const char *email, size_t e
                                   const char *password, size_t pwlen,
                                   const picl_stretch_params *floor)
 {
+    return picl__account_destroy_with(c, email, emaillen, password, pwlen, floor, NULL, NULL);
+}
+
+picl_status picl__account_destroy_with(picl_ks_client *c, const char *email, size_t emaillen,
+                                       const char *password, size_t pwlen,
+                                       const picl_stretch_params *floor,
+                                       picl_status (*before)(void *ctx), void *ctx)
+{
     uint8_t auth[32], unwrap[32];
     if (!c || !email || !emaillen || !password)
         return PICL_ERROR_INVALID_ARGUMENT;
     picl_status rc = srp_auth(c, email, emaillen, password, pwlen, floor, auth, unwrap);
+    if (rc == PICL_OK && before)
+        rc = before(ctx);
     if (rc == PICL_OK)
         rc = picl__ksc_account_destroy(c, auth);
     picl__wipe(auth, sizeof auth);

@@ -91,5 +91,12 @@ picl_status picl__account_forgot_finish(picl_ks_client *c, const uint8_t forgot_
 picl_status picl__account_destroy(picl_ks_client *c, const char *email, size_t emaillen,
                                   const char *password, size_t pwlen,
                                   const picl_stretch_params *floor);
+/* The same, calling before(ctx) once the password is proven and before the
+ * account is destroyed (the storage data goes first, client.md 7); when
+ * before fails the account is left as it was and its status returned. */
+picl_status picl__account_destroy_with(picl_ks_client *c, const char *email, size_t emaillen,
+                                       const char *password, size_t pwlen,
+                                       const picl_stretch_params *floor,
+                                       picl_status (*before)(void *ctx), void *ctx);
 
 #endif

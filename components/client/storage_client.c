@@ -26,40 +26,43 @@ static double mono_now(void)
 
 /* ---- endpoint and credentials ----------------------------------------- */
 
+/* Splits the endpoint with libcurl's URL parser (IPv6 literals included):
+ * http(s) only, a host, a path below it, no user, query or fragment. */
 static picl_status set_endpoint(picl_stc *c, const char *endpoint)
 {
-    const char *p;
-    if (!strncmp(endpoint, "http://", 7))
-        p = endpoint + 7;
-    else if (!strncmp(endpoint, "https://", 8))
-        p = endpoint + 8;
-    else
-        return PICL_ERROR_INVALID_ARGUMENT;
-    const char *slash = strchr(p, '/');
-    if (!slash)
-        return PICL_ERROR_INVALID_ARGUMENT;
-    size_t auth_len = (size_t)(slash - p);
-    const char *colon = memchr(p, ':', auth_len);
-    size_t hl = colon ? (size_t)(colon - p) : auth_len;
-    if (!hl || hl >= sizeof c->host)
-        return PICL_ERROR_INVALID_ARGUMENT;
-    unsigned port = endpoint[4] == 's' ? 443 : 80;
-    if (colon) {
-        char *end;
-        unsigned long v = strtoul(colon + 1, &end, 10);
-        if (end != slash || v == 0 || v > 65535)
-            return PICL_ERROR_INVALID_ARGUMENT;
-        port = (unsigned)v;
-    }
-    char *origin = strndup(endpoint, (size_t)(slash - endpoint));
-    char *base = strdup(slash);
-    char *ep = strdup(endpoint);
-    if (!origin || !base || !ep) {
-        free(origin);
-        free(base);
-        free(ep);
+    picl_status st = PICL_ERROR_INVALID_ARGUMENT;
+    CURLU *u = curl_url();
+    char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL, *extra = NULL;
+    char *origin = NULL, *base = NULL, *ep = NULL;
+    if (!u)
         return PICL_ERROR_NO_MEMORY;
+    if (curl_url_set(u, CURLUPART_URL, endpoint, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+        (strcmp(scheme, "http") && strcmp(scheme, "https")) ||
+        curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !host[0] ||
+        strlen(host) >= sizeof c->host ||
+        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK || path[0] != '/' || !path[1])
+        goto done;
+    if (curl_url_get(u, CURLUPART_USER, &extra, 0) != CURLUE_NO_USER ||
+        curl_url_get(u, CURLUPART_QUERY, &extra, 0) != CURLUE_NO_QUERY ||
+        curl_url_get(u, CURLUPART_FRAGMENT, &extra, 0) != CURLUE_NO_FRAGMENT)
+        goto done;
+    char *end;
+    unsigned long pv = strtoul(port, &end, 10);
+    if (*end || pv == 0 || pv > 65535)
+        goto done;
+    /* host keeps an IPv6 literal's brackets, as the Host header (and so the
+     * Hawk MAC on both sides) carries it */
+    size_t ol = strlen(scheme) + strlen(host) + 16;
+    origin = malloc(ol);
+    base = strdup(path);
+    ep = strdup(endpoint);
+    if (!origin || !base || !ep) {
+        st = PICL_ERROR_NO_MEMORY;
+        goto done;
     }
+    snprintf(origin, ol, "%s://%s:%lu", scheme, host, pv);
     size_t bl = strlen(base);
     while (bl > 1 && base[bl - 1] == '/')
         base[--bl] = 0;
@@ -69,10 +72,21 @@ static picl_status set_endpoint(picl_stc *c, const char *endpoint)
     c->origin = origin;
     c->base_path = base;
     c->endpoint = ep;
-    memcpy(c->host, p, hl);
-    c->host[hl] = 0;
-    c->port = port;
-    return PICL_OK;
+    origin = base = ep = NULL;
+    snprintf(c->host, sizeof c->host, "%s", host);
+    c->port = (unsigned)pv;
+    st = PICL_OK;
+done:
+    free(origin);
+    free(base);
+    free(ep);
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_free(path);
+    curl_free(extra);
+    curl_url_cleanup(u);
+    return st;
 }
 
 static void clear_creds(picl_stc *c)
@@ -147,16 +161,57 @@ void picl__stc_clear_backoff(picl_stc *c)
     c->backoff_until = 0;
 }
 
+/* Wipes the strings of j and of the values only j holds (a value also
+ * referenced elsewhere lives on and is left alone). */
+static void json_wipe_owned(json_t *j, int depth)
+{
+    if (!j || j->refcount != 1 || depth > 64)
+        return;
+    const char *k;
+    json_t *v;
+    size_t i;
+    if (json_is_object(j)) {
+        json_object_foreach(j, k, v) json_wipe_owned(v, depth + 1);
+    } else if (json_is_array(j)) {
+        json_array_foreach(j, i, v) json_wipe_owned(v, depth + 1);
+    } else if (json_is_string(j)) {
+        picl__wipe((char *)json_string_value(j), json_string_length(j));
+    }
+}
+
+void picl__json_zdecref(json_t *j)
+{
+    json_wipe_owned(j, 0);
+    json_decref(j);
+}
+
+int picl__stc_node_changed(const picl_stc *c)
+{
+    return c && c->node_changed;
+}
+
+const char *picl__stc_endpoint(const picl_stc *c)
+{
+    return c->endpoint;
+}
+
 /* ---- HTTP ------------------------------------------------------------- */
 
+/* A header number "123", "123.4", "123.45..." as centis: at most 15
+ * integer digits (no overflow whatever the server sends), else 0. */
 static int parse_centis(const char *v, size_t n, int64_t *out)
 {
     int64_t s = 0, f = 0;
     size_t i = 0, fd = 0;
     if (!n)
         return 0;
-    for (; i < n && v[i] >= '0' && v[i] <= '9'; i++)
+    for (; i < n && v[i] >= '0' && v[i] <= '9'; i++) {
+        if (i >= 15)
+            return 0;
         s = s * 10 + (v[i] - '0');
+    }
+    if (!i)
+        return 0;
     if (i < n && v[i] == '.') {
         for (i++; i < n && v[i] >= '0' && v[i] <= '9'; i++, fd++)
             if (fd < 2)
@@ -164,10 +219,22 @@ static int parse_centis(const char *v, size_t n, int64_t *out)
         if (fd == 1)
             f *= 10;
     }
-    if (i != n || i > 24)
+    if (i != n || i > 40)
         return 0;
     *out = s * 100 + f;
     return 1;
+}
+
+/* A delay the server asks for, capped: a hostile or broken server cannot
+ * silence the client for more than a day (last()->backoff_capped says so). */
+static void note_backoff(picl_stc_result *res, int64_t secs)
+{
+    if (secs > PICL_STC_MAX_BACKOFF_S) {
+        secs = PICL_STC_MAX_BACKOFF_S;
+        res->backoff_capped = 1;
+    }
+    if (secs > res->backoff_s)
+        res->backoff_s = secs;
 }
 
 static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
@@ -190,16 +257,19 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
         r->res->last_modified = x;
     else if (IS("X-Weave-Timestamp") && parse_centis(v, vl, &x))
         r->res->timestamp = x;
-    else if ((IS("X-Weave-Backoff") || IS("Retry-After")) && parse_centis(v, vl, &x) &&
-             x / 100 > r->res->backoff_s)
-        r->res->backoff_s = x / 100;
+    else if ((IS("X-Weave-Backoff") || IS("Retry-After")) && parse_centis(v, vl, &x))
+        note_backoff(r->res, x / 100);
     else if (IS("X-Weave-Records") && parse_centis(v, vl, &x))
         r->res->records = x / 100;
     else if (IS("X-Weave-Quota-Remaining") && parse_centis(v, vl, &x))
         r->res->quota_remaining_kb = x / 100;
-    else if (IS("X-Weave-Next-Offset") && vl && vl < 1024) {
+    else if (IS("X-Weave-Next-Offset")) {
+        /* an offset we cannot send back is an error, not the end of the list */
         free(r->next_offset);
-        r->next_offset = strndup(v, vl);
+        r->next_offset = NULL;
+        r->bad_offset = !vl || vl >= PICL_STC_MAX_OFFSET;
+        if (!r->bad_offset && !(r->next_offset = strndup(v, vl)))
+            r->bad_offset = 1;
     }
 #undef IS
     return n;
@@ -354,7 +424,7 @@ static picl_status map_status(picl_stc *c, stc_reply *r)
     case 429:
     case 503:
         if (res->backoff_s <= 0)
-            res->backoff_s = 60;
+            note_backoff(res, 60);
         c->backoff_until = mono_now() + (double)res->backoff_s;
         return PICL_ERROR_BACKOFF;
     default:
@@ -374,6 +444,14 @@ picl_status picl__stc_request(picl_stc *c, const char *method, const char *rel, 
         c->last.quota_remaining_kb = -1;
         c->last.backoff_s = (int64_t)(c->backoff_until - mono_now()) + 1;
         return PICL_ERROR_BACKOFF;
+    }
+    if (c->node_changed) {
+        /* the user was moved to another node: this client's work is over;
+         * the caller starts again against the new node */
+        memset(&c->last, 0, sizeof c->last);
+        c->last.last_modified = c->last.timestamp = c->last.records = -1;
+        c->last.quota_remaining_kb = -1;
+        return PICL_ERROR_TOKEN;
     }
     int skew_tried = 0, refreshed = 0;
     for (;;) {
@@ -401,11 +479,19 @@ picl_status picl__stc_request(picl_stc *c, const char *method, const char *rel, 
             char *ep = NULL, *id = NULL, *key = NULL;
             refreshed = 1;
             picl_status rs = c->refresh(c->refresh_ctx, &ep, &id, &key);
+            int moved = rs == PICL_OK && ep && strcmp(ep, c->endpoint) != 0;
             if (rs == PICL_OK && ep && id && key && set_endpoint(c, ep) == PICL_OK) {
                 clear_creds(c);
                 c->id = id;
                 c->key = key;
                 free(ep);
+                if (moved) {
+                    /* node reassignment (storage.md 6): never carry a sync
+                     * over to another node half-way; abort, the caller
+                     * restarts against the new one */
+                    c->node_changed = 1;
+                    return PICL_ERROR_TOKEN;
+                }
                 continue;
             }
             free(ep);
@@ -576,8 +662,14 @@ picl_status picl__stc_get(picl_stc *c, const char *coll, const picl_stc_query *q
     st = picl__stc_request(c, "GET", rel, NULL, NULL, 0, q->if_modified_since, q->if_unmodified_since,
                  NULL, &r);
     free(rel);
+    if (st == PICL_OK && r.bad_offset)
+        st = PICL_ERROR_PROTOCOL;
     if (st == PICL_OK && !c->last.not_modified)
         st = picl__stc_parse_json(&r, items, JSON_ARRAY);
+    if (st != PICL_OK) {
+        json_decref(*items);
+        *items = NULL;
+    }
     if (st == PICL_OK && next_offset) {
         *next_offset = r.next_offset;
         r.next_offset = NULL;
@@ -601,11 +693,25 @@ picl_status picl__stc_get_all(picl_stc *c, const char *coll, const picl_stc_quer
     char *offset = NULL;
     picl_status st;
     int first = 1;
-    for (;;) {
+    for (size_t pages = 0;; pages++) {
         json_t *part = NULL;
         char *next = NULL;
+        if (pages == PICL_STC_MAX_PAGES) {
+            /* a server that pages forever ends the listing with an error */
+            st = PICL_ERROR_PROTOCOL;
+            break;
+        }
         page.offset = offset;
         st = picl__stc_get(c, coll, &page, &part, &next);
+        if (st == PICL_OK && next && (!part || !json_array_size(part) ||
+                                      (offset && !strcmp(next, offset)))) {
+            /* "more" without progress: an empty page, or the same offset again */
+            json_decref(part);
+            free(next);
+            next = NULL;
+            part = NULL;
+            st = PICL_ERROR_PROTOCOL;
+        }
         free(offset);
         offset = next;
         if (st != PICL_OK || !part)

@@ -25,7 +25,13 @@
  *   401                 the clock is corrected from X-Weave-Timestamp and the
  *                       request retried once when the skew is over 30 s; then
  *                       the refresh hook (if any) is called once for new
- *                       credentials and the request retried; then PICL_ERROR_TOKEN
+ *                       credentials and the request retried; then PICL_ERROR_TOKEN.
+ *                       When the new credentials name another api_endpoint
+ *                       (node reassignment) the request is NOT retried: the
+ *                       client switches to the new endpoint, picl__stc_node_changed()
+ *                       becomes 1, and this and every later call fail with
+ *                       PICL_ERROR_TOKEN without touching the network: the
+ *                       caller drops this client and starts its work again.
  *   404                 PICL_ERROR_NOT_FOUND
  *   409, 412            PICL_ERROR_CONFLICT (409's Retry-After in last()->backoff_s)
  *   429, 503            PICL_ERROR_BACKOFF, delay in last()->backoff_s; further
@@ -53,7 +59,18 @@ typedef struct picl_stc_result {
     int64_t backoff_s;      /* X-Weave-Backoff / Retry-After, 0 if none */
     int64_t records;        /* X-Weave-Records, -1 if absent */
     int64_t quota_remaining_kb; /* X-Weave-Quota-Remaining (floored), -1 if absent */
+    int backoff_capped;     /* the server asked for more than PICL_STC_MAX_BACKOFF_S */
 } picl_stc_result;
+
+/* Bounds against a hostile or broken server: a requested delay is capped at
+ * a day (and reported in backoff_capped); a listing is at most
+ * PICL_STC_MAX_PAGES pages, each of which must make progress (a non-empty
+ * page, a new offset), else PICL_ERROR_PROTOCOL; an X-Weave-Next-Offset of
+ * PICL_STC_MAX_OFFSET characters or more is PICL_ERROR_PROTOCOL.  Header
+ * numbers of more than 15 integer digits are ignored (never overflow). */
+#define PICL_STC_MAX_BACKOFF_S 86400
+#define PICL_STC_MAX_PAGES 10000
+#define PICL_STC_MAX_OFFSET 1024
 
 /* Called on a 401 to get fresh credentials (e.g. a new /storage/token).  It
  * sets the three malloc()ed strings (the client takes them; key is a secret)
@@ -74,6 +91,15 @@ void picl__stc_set_clock_offset(picl_stc *c, int64_t offset);
 uint64_t picl__stc_request_count(const picl_stc *c);
 /* Forgets a remembered backoff (tests, or a user's "sync now"). */
 void picl__stc_clear_backoff(picl_stc *c);
+/* 1 once a 401's token refresh moved the user to another api_endpoint. */
+int picl__stc_node_changed(const picl_stc *c);
+/* The current api_endpoint (valid until the next call or free). */
+const char *picl__stc_endpoint(const picl_stc *c);
+
+/* json_decref() for a value holding secrets (a storage token's key, a
+ * decrypted record): when this is the last reference, every string in it
+ * (values, not keys) is wiped before jansson frees it.  NULL is fine. */
+void picl__json_zdecref(json_t *j);
 
 /* ---- /info -------------------------------------------------------------- */
 
@@ -136,8 +162,8 @@ void picl__stc_post_result_clear(picl_stc_post_result *r);
  * server's max_post_records / max_post_bytes, a plain POST; otherwise a batch
  * (batch=true, appends, commit=true) so that all of them appear at one
  * timestamp.  More than max_total_records / max_total_bytes, or one payload
- * over max_record_payload_bytes, is PICL_ERROR_TOO_LARGE before anything is
- * sent.  if_unmodified_since applies to the first request and the commit.
+ * over max_record_payload_bytes or max_post_bytes (a record that fits no
+ * request), is PICL_ERROR_TOO_LARGE before anything is sent.  if_unmodified_since applies to the first request and the commit.
  */
 picl_status picl__stc_post(picl_stc *c, const char *coll, const json_t *bsos,
                            int64_t if_unmodified_since, picl_stc_post_result *out);
@@ -149,5 +175,8 @@ picl_status picl__stc_delete(picl_stc *c, const char *coll, const char *const *i
 picl_status picl__stc_delete_item(picl_stc *c, const char *coll, const char *id,
                                   int64_t if_unmodified_since, int64_t *modified);
 picl_status picl__stc_delete_all(picl_stc *c, int64_t if_unmodified_since, int64_t *modified);
+/* DELETE <api_endpoint> itself: all of the user's data, as SyncStorage's
+ * DELETE /1.5/<uid> (used when the account is destroyed). */
+picl_status picl__stc_delete_user(picl_stc *c, int64_t *modified);
 
 #endif

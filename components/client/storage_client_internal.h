@@ -23,6 +23,7 @@ struct picl_stc {
     picl_stc_limits limits;
     picl_stc_result last;
     uint64_t requests;    /* HTTP exchanges made (benchmarks, tests) */
+    int node_changed;     /* a refresh named another api_endpoint: every call fails */
 };
 
 typedef struct stc_reply {
@@ -31,6 +32,7 @@ typedef struct stc_reply {
     int too_large;
     picl_stc_result *res;
     char *next_offset;
+    int bad_offset;  /* X-Weave-Next-Offset empty or too long */
 } stc_reply;
 
 /* One request below the endpoint (rel already percent-encoded), with the

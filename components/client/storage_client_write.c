@@ -119,7 +119,8 @@ picl_status picl__stc_post(picl_stc *c, const char *coll, const json_t *bsos, in
         free(t);
         json_t *p = json_object_get(b, "payload");
         pay[i] = json_is_string(p) ? json_string_length(p) : 0;
-        if ((int64_t)pay[i] > lim.max_record_payload_bytes ||
+        /* one record must fit one request, else no cut can ever send it */
+        if ((int64_t)pay[i] > lim.max_record_payload_bytes || (int64_t)pay[i] > lim.max_post_bytes ||
             (int64_t)cost[i] + 2 > lim.max_request_bytes) {
             st = PICL_ERROR_TOO_LARGE;
             goto done;
@@ -151,7 +152,7 @@ picl_status picl__stc_post(picl_stc *c, const char *coll, const json_t *bsos, in
             goto done;
         }
     }
-    while (from < n || parts == 0) {
+    while (from < n) {
         int64_t b = 2, p = 0;
         size_t to = from;
         while (to < n && (int64_t)(to - from + 1) <= lim.max_post_records &&
@@ -160,6 +161,11 @@ picl_status picl__stc_post(picl_stc *c, const char *coll, const json_t *bsos, in
             b += (int64_t)cost[to];
             p += (int64_t)pay[to];
             to++;
+        }
+        if (to == from) {
+            /* no progress possible (limits below one record): never loop */
+            st = PICL_ERROR_TOO_LARGE;
+            goto done;
         }
         int last = to >= n;
         char query[96];
@@ -227,4 +233,9 @@ picl_status picl__stc_delete_item(picl_stc *c, const char *coll, const char *id,
 picl_status picl__stc_delete_all(picl_stc *c, int64_t ius, int64_t *modified)
 {
     return do_delete(c, "/storage", ius, modified);
+}
+
+picl_status picl__stc_delete_user(picl_stc *c, int64_t *modified)
+{
+    return do_delete(c, "", -1, modified);
 }

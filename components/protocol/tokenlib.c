@@ -212,7 +212,8 @@ static picl_status parse_payload(picl_tokenlib_payload *out, const uint8_t *json
             if (!strcmp(name, field_names[i]))
                 f = i;
         if (f < 0)
-            goto done; /* unknown key */
+            continue; /* a field we do not use (Mozilla's tokenservers add some,
+                         e.g. tokenserver_origin): covered by the MAC, never read */
         seen[f] = 1;
         switch (f) {
         case F_UID:

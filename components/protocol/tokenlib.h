@@ -65,11 +65,14 @@ picl_status picl__tokenlib_mint(char **token, char **key, const uint8_t *secret,
  *   to 32 bytes or fewer                               PICL_ERROR_ENCODING
  *   HMAC mismatch (constant time; checked before the
  *   JSON is looked at)                                 PICL_ERROR_DECRYPT
- *   not a JSON object, duplicate key, unknown key,
+ *   not a JSON object, duplicate key,
  *   missing field, wrong type, field over its cap or
  *   not printable ASCII, bad salt, uid/expires out
  *   of range                                           PICL_ERROR_ENCODING
  *   now > expires + grace                              PICL_ERROR_TOKEN
+ * Keys other than the eight above (Mozilla's tokenservers add some) are
+ * ignored, whatever their value: the MAC covers them, nothing reads them.
+ * expires may be an integer or a number with a fraction (floored).
  * grace (seconds, 0..PICL_TOKENLIB_MAX_EXPIRES) lets GET /info/collections
  * accept a recently expired token.  On failure *out is zeroed.  Needs NSS.
  */

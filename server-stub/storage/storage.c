@@ -315,6 +315,19 @@ static void delete_(sreq *r, del_kind kind, const char *coll, const char *id)
     } else {
         st = sdb_item_modified(c, r->uid, coll, id, r->now, &m);
     }
+    if (st == PICL_ERROR_NOT_FOUND && kind == DEL_COLL) {
+        /* Like Mozilla's servers: deleting a collection (or ids of one) that
+         * does not exist succeeds and writes nothing; it answers the user's
+         * current last-modified. */
+        st = PICL_OK;
+        sdb_rollback(c);
+        char ts[32], body[64];
+        sdb_fmt_ts(ts, umod);
+        int n = snprintf(body, sizeof body, "{\"modified\":%s}", ts);
+        picl_http_respond(r->resp, 200, "application/json", body, (size_t)n);
+        storage__set_modified(r, umod, storage__max64(r->now, umod));
+        goto done;
+    }
     if (st == PICL_ERROR_NOT_FOUND) {
         st = PICL_OK;
         sdb_rollback(c);
@@ -506,6 +519,7 @@ picl_status storage_server_new(storage_server **out, const storage_config *cfg)
 #undef DEF
     s->quota_kb = cfg->quota_kb;
     s->batch_ttl_s = cfg->batch_ttl_s > 0 ? cfg->batch_ttl_s : 7200;
+    s->max_open_batches = cfg->max_open_batches > 0 ? cfg->max_open_batches : 10;
     s->prune_interval_s = cfg->prune_interval_s ? cfg->prune_interval_s : 3600;
     s->expired_grace_s = cfg->expired_grace_s > 0 ? cfg->expired_grace_s : 300;
     s->threads = cfg->threads;

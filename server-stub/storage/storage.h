@@ -29,7 +29,20 @@
  *    succeeds writes nothing and answers the collection's current
  *    last-modified.
  *  - GET of a collection that does not exist is 200 [] with
- *    X-Last-Modified 0.00; DELETE of one is 404.
+ *    X-Last-Modified 0.00; DELETE of one (or of ids in one) is 200
+ *    {"modified": the user's last-modified} and writes nothing, as Mozilla's
+ *    servers answer.
+ *  - a BSO's `collection` field (sent by some clients) is ignored like
+ *    `modified`; a PUT body that is JSON but not an object, or a POST body
+ *    that is JSON but not a list, is 400/8 (not JSON at all: 400/6).
+ *  - limits before parsing: a POST body is scanned (not parsed) first; more
+ *    than max_post_records elements/lines, or more than
+ *    (max_post_records + 1) * 16 JSON values, is 400/17; a PUT body of more
+ *    than 16 values is 400/8.  A listing stops before its body would pass
+ *    max_request_bytes (at least one item per page) and answers
+ *    X-Weave-Next-Offset for the rest.
+ *  - open (uncommitted, unexpired) batches count toward the quota, and a
+ *    user has at most max_open_batches of them: opening one more is 400/17.
  *  - X-Weave-Next-Offset is a keyset cursor (sort mode, sort key, id), not
  *    a row count: items that are neither written nor deleted while a client
  *    pages are returned exactly once whatever others write meanwhile; an
@@ -63,6 +76,7 @@ typedef struct storage_config {
     unsigned threads;          /* HTTP thread pool, 0 = 4 */
     int busy_timeout_ms;       /* a write waits this long for another writer before
                                   409 + Retry-After; 0 = 10000 */
+    int64_t max_open_batches;  /* per user; 0 = 10 */
 } storage_config;
 
 typedef struct storage_server storage_server;

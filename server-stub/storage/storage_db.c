@@ -328,8 +328,10 @@ picl_status sdb_item_modified(sqlite3 *c, int64_t uid, const char *coll, const c
 picl_status sdb_usage(sqlite3 *c, int64_t uid, int64_t now, int64_t *bytes)
 {
     sqlite3_stmt *q;
-    picl_status st = sdb__prep(c, "SELECT IFNULL(SUM(payload_size),0) FROM bsos WHERE uid=?1"
-                             " AND expiry>?2", &q);
+    picl_status st = sdb__prep(c, "SELECT IFNULL((SELECT SUM(payload_size) FROM bsos WHERE uid=?1"
+                             " AND expiry>?2),0) + IFNULL((SELECT SUM(length(CAST(i.payload AS BLOB)))"
+                             " FROM batches b JOIN batch_items i ON i.batch=b.id"
+                             " WHERE b.uid=?1 AND b.expires>?2),0)", &q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_int64(q, 1, uid);
@@ -768,6 +770,7 @@ picl_status sdb_list(sqlite3 *c, const sdb_query *q, picl_buf *out, int64_t *cou
                 st = PICL_ERROR_NO_MEMORY;
             break;
         }
+        size_t before = out->len;
         if (n && !q->newlines)
             picl_buf_puts(out, ",");
         if (q->full)
@@ -777,8 +780,17 @@ picl_status sdb_list(sqlite3 *c, const sdb_query *q, picl_buf *out, int64_t *cou
                                  (size_t)sqlite3_column_bytes(s, 0));
         if (q->newlines)
             picl_buf_puts(out, "\n");
+        if (n && q->max_bytes > 0 && !out->failed && (int64_t)out->len + 1 > q->max_bytes) {
+            /* this item would take the page past max_bytes: it starts the next one */
+            out->len = before;
+            out->data[before] = 0;
+            *next = make_offset(q->sort, lastkey, lastid);
+            if (!*next)
+                st = PICL_ERROR_NO_MEMORY;
+            break;
+        }
         n++;
-        if (q->limit > 0) {
+        if (q->limit > 0 || q->max_bytes > 0) {
             free(lastid);
             lastid = strdup((const char *)sqlite3_column_text(s, 0));
             lastkey = sqlite3_column_int64(s, 4);

@@ -91,7 +91,8 @@ picl_status sdb_delete_item(sqlite3 *c, int64_t uid, const char *coll, const cha
                             int64_t now, int *deleted);
 picl_status sdb_delete_all(sqlite3 *c, int64_t uid);
 
-/* Sum of the payload bytes of the user's live BSOs. */
+/* Sum of the payload bytes of the user's live BSOs and of the items of the
+ * user's open (unexpired) batches. */
 picl_status sdb_usage(sqlite3 *c, int64_t uid, int64_t now, int64_t *bytes);
 
 /* The /info documents, written as JSON into out. */
@@ -117,6 +118,8 @@ typedef struct sdb_query {
     int64_t limit;       /* 0 = none */
     sdb_sort sort;
     const char *offset;  /* an X-Weave-Next-Offset value, or NULL */
+    int64_t max_bytes;   /* 0 = none; else the page ends (with a next offset)
+                            before the output passes this, after >= 1 item */
 } sdb_query;
 
 /* Lists a collection into out (a JSON array, or one JSON text per line);
@@ -134,6 +137,8 @@ picl_status sdb_batch_create(sqlite3 *c, int64_t uid, const char *coll, int64_t 
 picl_status sdb_batch_check(sqlite3 *c, const char *id, int64_t uid, const char *coll,
                             int64_t now, int64_t *records, int64_t *bytes);
 picl_status sdb_batch_add(sqlite3 *c, const char *id, const sdb_bso *b);
+/* The number of the user's open (unexpired) batches. */
+picl_status sdb_batch_count(sqlite3 *c, int64_t uid, int64_t now, int64_t *open);
 /* Applies every item of the batch at time t, then deletes the batch. */
 picl_status sdb_batch_apply(sqlite3 *c, const char *id, int64_t uid, const char *coll,
                             int64_t t, int64_t now);

@@ -138,3 +138,20 @@ picl_status sdb_batch_apply(sqlite3 *c, const char *id, int64_t uid, const char 
     sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
     return sdb__run(q);
 }
+
+picl_status sdb_batch_count(sqlite3 *c, int64_t uid, int64_t now, int64_t *open)
+{
+    sqlite3_stmt *q;
+    picl_status st = sdb__prep(c, "SELECT count(*) FROM batches WHERE uid=?1 AND expires>?2", &q);
+    if (st != PICL_OK)
+        return st;
+    sqlite3_bind_int64(q, 1, uid);
+    sqlite3_bind_int64(q, 2, now);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW)
+        *open = sqlite3_column_int64(q, 0);
+    else
+        st = sdb__map_rc(rc);
+    sqlite3_finalize(q);
+    return st;
+}

@@ -15,7 +15,7 @@ struct storage_server {
     char *listen, *data_dir;
     _Atomic(char *) node;   /* published once the port is bound; read by handlers */
     storage_limits lim;
-    int64_t quota_kb, batch_ttl_s, prune_interval_s, expired_grace_s;
+    int64_t quota_kb, batch_ttl_s, prune_interval_s, expired_grace_s, max_open_batches;
     unsigned threads;
     sdb *db;
     storage_auth *auth;
@@ -63,9 +63,16 @@ picl_status storage__parse_ts(const char *s, int64_t *centis);
  * storage__parse_bsos: a body of `ctype_newlines` (one JSON object per line)
  * or JSON (a list of objects) into items (caller frees with
  * storage__bsos_free) and `failed` (an object id -> reason, filled for the
- * invalid ones).  A body that is not JSON or not a list: PICL_ERROR_ENCODING
- * (the caller answers 400/6).
+ * invalid ones).  A body that is not JSON: PICL_ERROR_ENCODING (the caller
+ * answers 400/6); JSON but not a list: PICL_ERROR_INVALID_ARGUMENT (400/8).
+ * storage__scan_json: counts, without building anything, the records (list
+ * elements, or non-blank lines when newlines) and the JSON values of a body,
+ * so that limits are checked before the parser allocates; returns 1 when
+ * the body is a JSON list, 0 another value, -1 empty.  Not a validator.
  */
+#define STORAGE_MAX_BSO_VALUES 16 /* an object + its at most 7 known fields, with room */
+int storage__scan_json(const uint8_t *body, size_t len, int newlines, int64_t *records,
+                       int64_t *values);
 picl_status storage__parse_bso(json_t *obj, const storage_limits *lim, sdb_bso *out,
                                const char **reason);
 picl_status storage__parse_bsos(const uint8_t *body, size_t len, int newlines,

@@ -120,7 +120,10 @@ void storage__get_coll(sreq *r, const char *coll)
     char *sort = NULL, *offset = NULL, *full = NULL;
     sqlite3 *c = NULL;
     picl_buf out;
-    picl_buf_init(&out, (size_t)r->s->lim.max_total_bytes * 2 + (1u << 20));
+    /* a page stops before max_request_bytes; one item alone may pass it by
+     * its JSON escaping (at most 6 bytes per payload byte) */
+    picl_buf_init(&out, (size_t)r->s->lim.max_request_bytes +
+                            (size_t)r->s->lim.max_record_payload_bytes * 6 + 4096);
     char *next = NULL;
     picl_status st = PICL_OK;
 
@@ -128,7 +131,12 @@ void storage__get_coll(sreq *r, const char *coll)
         !query_ts(r, "older", &q.has_older, &q.older) || !query_int(r, "limit", &q.limit))
         goto done;
     q.full = picl_http_query_has(r->req, "full");
-    if (picl_http_query(r->req, "sort", &sort) == PICL_OK) {
+    picl_status sq = picl_http_query(r->req, "sort", &sort);
+    if (sq != PICL_OK && sq != PICL_ERROR_NOT_FOUND) {
+        storage__error(r->resp, 400, sq == PICL_ERROR_NO_MEMORY ? 0 : 1);
+        goto done;
+    }
+    if (sq == PICL_OK) {
         if (!strcmp(sort, "newest"))
             q.sort = SDB_SORT_NEWEST;
         else if (!strcmp(sort, "oldest"))
@@ -140,8 +148,15 @@ void storage__get_coll(sreq *r, const char *coll)
             goto done;
         }
     }
-    if (picl_http_query(r->req, "offset", &offset) == PICL_OK)
-        q.offset = offset;
+    picl_status oq = picl_http_query(r->req, "offset", &offset);
+    if (oq != PICL_OK && oq != PICL_ERROR_NOT_FOUND) {
+        /* a bad escape is an error, not "no offset" (that would restart the
+         * listing from the top and loop a paging client) */
+        storage__error(r->resp, 400, oq == PICL_ERROR_NO_MEMORY ? 0 : 1);
+        goto done;
+    }
+    q.offset = offset;
+    q.max_bytes = r->s->lim.max_request_bytes;
     const char *accept = picl_http_header(r->req, "Accept");
     q.newlines = accept && strstr(accept, "application/newlines") != NULL;
 

@@ -84,8 +84,8 @@ picl_status storage__parse_bso(json_t *obj, const storage_limits *lim, sdb_bso *
                 *reason = "invalid ttl";
                 goto bad;
             }
-        } else if (!strcmp(key, "modified")) {
-            continue; /* server-set: ignored when a client echoes it */
+        } else if (!strcmp(key, "modified") || !strcmp(key, "collection")) {
+            continue; /* server-set / named by the URL: ignored, as Mozilla's servers do */
         } else {
             *reason = "unknown field";
             goto bad;
@@ -141,6 +141,60 @@ static picl_status take_one(json_t *obj, size_t idx, const storage_limits *lim, 
     return PICL_OK;
 }
 
+int storage__scan_json(const uint8_t *body, size_t len, int newlines, int64_t *records,
+                       int64_t *values)
+{
+    int64_t depth = 0, nrec = 0, nval = 0;
+    int line_has = 0, top_array = -1; /* -1 nothing yet, 1 a list, 0 another value */
+    for (size_t i = 0; i < len; i++) {
+        uint8_t ch = body[i];
+        if (ch == '\n' && newlines) {
+            /* each line is a document of its own */
+            nrec += line_has;
+            line_has = 0;
+            depth = 0;
+            continue;
+        }
+        if (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n')
+            continue;
+        line_has = 1; /* a line with anything but white space is a record */
+        if (ch == ',' || ch == ':')
+            continue;
+        if (ch == ']' || ch == '}') {
+            depth -= depth > 0;
+            continue;
+        }
+        /* a value starts here */
+        nval++;
+        if (depth == 0 && top_array < 0)
+            top_array = ch == '[';
+        else if (depth == 1 && top_array == 1 && !newlines)
+            nrec++;
+        if (ch == '[' || ch == '{') {
+            depth++;
+        } else if (ch == '"') {
+            /* to the closing quote; a raw newline cannot be inside a JSON
+             * string, so in newlines mode it ends the (broken) line here */
+            for (i++; i < len && body[i] != '"'; i++) {
+                if (newlines && body[i] == '\n')
+                    break;
+                if (body[i] == '\\' && i + 1 < len && !(newlines && body[i + 1] == '\n'))
+                    i++;
+            }
+            if (newlines && i < len && body[i] == '\n')
+                i--;
+        } else {
+            while (i + 1 < len && !strchr(" \t\r\n,:[]{}\"", body[i + 1]))
+                i++;
+        }
+    }
+    if (newlines)
+        nrec += line_has;
+    *records = nrec;
+    *values = nval;
+    return top_array;
+}
+
 picl_status storage__parse_bsos(const uint8_t *body, size_t len, int newlines,
                                 const storage_limits *lim, sdb_bso **items, size_t *n,
                                 json_t *failed)
@@ -151,15 +205,16 @@ picl_status storage__parse_bsos(const uint8_t *body, size_t len, int newlines,
     json_t *doc = NULL;
     size_t count;
     if (newlines) {
-        count = 1;
-        for (size_t i = 0; i < len; i++)
-            count += body[i] == '\n';
+        int64_t lines = 0, values = 0;
+        storage__scan_json(body, len, 1, &lines, &values);
+        count = (size_t)lines;
     } else {
         json_error_t err;
-        doc = json_loadb((const char *)body, len, 0, &err);
+        doc = json_loadb((const char *)body, len, JSON_DECODE_ANY, &err);
         if (!doc || !json_is_array(doc)) {
+            st = doc ? PICL_ERROR_INVALID_ARGUMENT : PICL_ERROR_ENCODING;
             json_decref(doc);
-            return PICL_ERROR_ENCODING;
+            return st;
         }
         count = json_array_size(doc);
     }
@@ -177,7 +232,7 @@ picl_status storage__parse_bsos(const uint8_t *body, size_t len, int newlines,
             size_t l = i - start;
             const char *line = (const char *)body + start;
             start = i + 1;
-            if (l && line[l - 1] == '\r')
+            while (l && (line[l - 1] == '\r' || line[l - 1] == ' ' || line[l - 1] == '\t'))
                 l--;
             if (!l)
                 continue; /* blank lines (e.g. the final newline) are not records */
@@ -254,11 +309,21 @@ void storage__put_item(sreq *r, const char *coll, const char *id)
         storage__error(r->resp, 415, 0);
         return;
     }
+    /* A BSO is a handful of values: more cannot be one, and is refused
+     * before the parser builds them (memory stays a small multiple of the
+     * body). */
+    int64_t nrec = 0, nval = 0;
+    storage__scan_json(r->req->body, r->req->body_len, 0, &nrec, &nval);
+    if (nval > STORAGE_MAX_BSO_VALUES) {
+        storage__error(r->resp, 400, 8);
+        return;
+    }
     json_error_t err;
-    json_t *doc = json_loadb((const char *)r->req->body, r->req->body_len, 0, &err);
+    json_t *doc = json_loadb((const char *)r->req->body, r->req->body_len, JSON_DECODE_ANY, &err);
     if (!doc || !json_is_object(doc)) {
+        /* not JSON at all: 6; JSON but not a BSO (a string, a number...): 8 */
+        storage__error(r->resp, 400, doc ? 8 : 6);
         json_decref(doc);
-        storage__error(r->resp, 400, 6);
         return;
     }
     const char *reason;
@@ -416,11 +481,19 @@ void storage__post_coll(sreq *r, const char *coll)
         storage__error(r->resp, 400, 17);
         goto out;
     }
-    /* the body */
+    /* the body: counted before it is parsed, so that a request never costs
+     * more memory than a small multiple of its size (storage.md 5) */
+    int64_t nrec = 0, nval = 0;
+    storage__scan_json(r->req->body, r->req->body_len, kind == 1, &nrec, &nval);
+    if (nrec > lim->max_post_records || nval > (lim->max_post_records + 1) * STORAGE_MAX_BSO_VALUES) {
+        storage__error(r->resp, 400, 17);
+        goto out;
+    }
     st = storage__parse_bsos(r->req->body, r->req->body_len, kind == 1, lim, &items, &n, failed);
-    if (st == PICL_ERROR_ENCODING) {
+    if (st == PICL_ERROR_ENCODING || st == PICL_ERROR_INVALID_ARGUMENT) {
+        /* not JSON at all: 6; JSON but not a list of BSOs: 8 */
+        storage__error(r->resp, 400, st == PICL_ERROR_ENCODING ? 6 : 8);
         st = PICL_OK;
-        storage__error(r->resp, 400, 6);
         goto out;
     }
     if (st != PICL_OK) {
@@ -455,6 +528,14 @@ void storage__post_coll(sreq *r, const char *coll)
     if (batch) {
         int64_t brec = 0, bbytes = 0;
         if (new_batch) {
+            int64_t open = 0;
+            if ((st = sdb_batch_count(c, r->uid, r->now, &open)) != PICL_OK)
+                goto out;
+            if (open >= r->s->max_open_batches) {
+                sdb_rollback(c);
+                storage__error(r->resp, 400, 17);
+                goto out;
+            }
             st = sdb_batch_create(c, r->uid, coll, r->now + r->s->batch_ttl_s * 100, batch_id);
         } else {
             snprintf(batch_id, sizeof batch_id, "%s", batch);
@@ -480,7 +561,13 @@ void storage__post_coll(sreq *r, const char *coll)
             goto out;
         }
         if (!commit) {
-            if ((st = sdb_commit(c)) != PICL_OK)
+            /* what an open batch holds counts toward the quota */
+            if (!quota_ok(r, c, &st, &usage)) {
+                sdb_rollback(c);
+                storage__error(r->resp, 400, 14);
+                goto out;
+            }
+            if (st != PICL_OK || (st = sdb_commit(c)) != PICL_OK)
                 goto out;
             size_t len;
             char *body = render_post(batch_id, 0, items, n, failed, &len);
@@ -490,6 +577,7 @@ void storage__post_coll(sreq *r, const char *coll)
             }
             picl_http_respond_owned(r->resp, 202, "application/json", body, len);
             storage__set_modified(r, cmod, wts);
+            set_quota_header(r, usage);
             goto out;
         }
         if ((st = sdb_batch_apply(c, batch_id, r->uid, coll, t, r->now)) != PICL_OK ||

@@ -126,7 +126,9 @@ START_TEST(test_put_bad_inputs_change_nothing)
         {"/storage/tabs/x", "{\"payload\":5}", "application/json", 400, 8},
         {"/storage/tabs/x", "{\"id\":\"other\",\"payload\":\"x\"}", "application/json", 400, 8},
         {"/storage/tabs/x", "{\"colour\":\"red\"}", "application/json", 400, 8},
-        {"/storage/tabs/x", "[{\"payload\":\"x\"}]", "application/json", 400, 6},
+        {"/storage/tabs/x", "[{\"payload\":\"x\"}]", "application/json", 400, 8}, /* JSON, not a BSO */
+        {"/storage/tabs/x", "\"text\"", "application/json", 400, 8},
+        {"/storage/tabs/x", "42", "application/json", 400, 8},
         {"/storage/tabs/x", "{\"payload\":", "application/json", 400, 6},
         {"/storage/tabs/x", "{\"payload\":\"x\"}", "text/html", 415, 0},
         {"/storage/tabs/keep", "{\"payload\":\"x\"}", "application/newlines", 415, 0},
@@ -327,8 +329,10 @@ START_TEST(test_post_bad_bodies)
         const char *ctype, *body;
         int code;
     } bad[] = {
-        {"application/json", "{\"id\":\"a\"}", 6},
-        {"application/json", "\"text\"", 6},
+        /* JSON but not a list of BSOs: 8 (as Mozilla's servers); not JSON: 6 */
+        {"application/json", "{\"id\":\"a\"}", 8},
+        {"application/json", "\"text\"", 8},
+        {"application/json", "42", 8},
         {"application/json", "[{\"id\":\"a\"", 6},
         {"text/plain", "nope", 6},
     };
@@ -821,8 +825,18 @@ START_TEST(test_deletes)
     r = sf_req("DELETE", "/storage/one", NULL);
     sf_expect(&r, 200, -1);
     tu_resp_free(&r);
+    /* a collection that is gone: 200, like Mozilla's servers, writing nothing */
+    int64_t before_all = 0;
+    r = sf_req("GET", "/info/collections", NULL);
+    before_all = sf_ts_header(&r, "X-Last-Modified");
+    tu_resp_free(&r);
     r = sf_req("DELETE", "/storage/one", NULL);
-    sf_expect(&r, 404, 0);
+    sf_expect(&r, 200, -1);
+    ck_assert_int_eq(sf_ts_header(&r, "X-Last-Modified"), before_all);
+    tu_resp_free(&r);
+    r = sf_req("DELETE", "/storage/never?ids=a,b", NULL);
+    sf_expect(&r, 200, -1);
+    ck_assert_int_eq(sf_ts_header(&r, "X-Last-Modified"), before_all);
     tu_resp_free(&r);
     r = sf_req("GET", "/info/collections", NULL);
     j = sf_json(&r);

@@ -388,11 +388,17 @@ START_TEST(test_parse_bsos_bad_cases)
     sdb_bso *items;
     size_t n;
     json_t *failed = json_object();
-    const char *not_list[] = {"", "{}", "\"x\"", "[", "[1,]", "nul", "[] []"};
+    /* not JSON: PICL_ERROR_ENCODING (400/6); JSON but not a list:
+     * PICL_ERROR_INVALID_ARGUMENT (400/8) */
+    const char *not_list[] = {"", "{}", "\"x\"", "[", "[1,]", "nul", "[] []", "42"};
+    const picl_status want[] = {PICL_ERROR_ENCODING, PICL_ERROR_INVALID_ARGUMENT,
+                                PICL_ERROR_INVALID_ARGUMENT, PICL_ERROR_ENCODING,
+                                PICL_ERROR_ENCODING, PICL_ERROR_ENCODING, PICL_ERROR_ENCODING,
+                                PICL_ERROR_INVALID_ARGUMENT};
     for (size_t i = 0; i < sizeof not_list / sizeof not_list[0]; i++) {
         ck_assert_int_eq(storage__parse_bsos((const uint8_t *)not_list[i], strlen(not_list[i]), 0,
                                              &LIM, &items, &n, failed),
-                         PICL_ERROR_ENCODING);
+                         want[i]);
         ck_assert_ptr_null(items);
         ck_assert_int_eq(json_object_size(failed), 0);
     }

@@ -314,9 +314,15 @@ static const bad_json bad_payloads[] = {
     {"{\"uid\": 1, \"node\": \"n\", " GOOD_TAIL "}", PICL_ERROR_ENCODING},
     {"{\"uid\": 1, \"node\": \"n\", \"expires\": 5, \"fxa_uid\": \"u\", \"fxa_kid\": \"k\", "
      "\"hashed_fxa_uid\": \"h\", \"hashed_device_id\": \"d\"}", PICL_ERROR_ENCODING},
-    /* duplicate and unknown keys */
+    /* duplicate keys are refused; keys we do not know are ignored, whatever
+     * their value (Mozilla's tokenservers add tokenserver_origin) */
     {"{\"uid\": 1, \"uid\": 2, \"node\": \"n\", \"expires\": 5, " GOOD_TAIL "}", PICL_ERROR_ENCODING},
-    {"{\"uid\": 1, \"node\": \"n\", \"expires\": 5, \"admin\": true, " GOOD_TAIL "}", PICL_ERROR_ENCODING},
+    {"{\"uid\": 1, \"node\": \"n\", \"expires\": 5, \"admin\": true, " GOOD_TAIL "}", PICL_OK},
+    {"{\"uid\": 1, \"node\": \"n\", \"expires\": 5, \"tokenserver_origin\": \"rust\", " GOOD_TAIL "}", PICL_OK},
+    {"{\"uid\": 1, \"node\": \"n\", \"expires\": 5, \"x\": {\"y\": [1, null]}, " GOOD_TAIL "}", PICL_OK},
+    {"{\"uid\": 1, \"node\": \"n\", \"expires\": 5, \"x\": 1, \"x\": 2, " GOOD_TAIL "}", PICL_ERROR_ENCODING},
+    /* Python's tokenservers write expires = time.time() + duration */
+    {"{\"uid\": 1, \"node\": \"n\", \"expires\": 5.75, " GOOD_TAIL "}", PICL_OK},
     /* types and ranges */
     {"{\"uid\": \"1\", \"node\": \"n\", \"expires\": 5, " GOOD_TAIL "}", PICL_ERROR_ENCODING},
     {"{\"uid\": -1, \"node\": \"n\", \"expires\": 5, " GOOD_TAIL "}", PICL_ERROR_ENCODING},
