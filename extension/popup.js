@@ -26,9 +26,15 @@ function say(text, kind = "info") {
 }
 
 /* Runs an action; f resolves to the success text (or nothing).  The page
- * is aria-busy until the action and the re-render are done. */
+ * is aria-busy, and its buttons and selects disabled (no second click
+ * queues the same operation again), until the action and the re-render
+ * are done. */
 async function run(f) {
   document.body.setAttribute("aria-busy", "true");
+  let controls = Array.from(document.querySelectorAll("button, select"));
+  for (let c of controls) {
+    c.disabled = true;
+  }
   say("");
   let ok = false;
   try {
@@ -43,6 +49,9 @@ async function run(f) {
   try {
     await render();
   } finally {
+    for (let c of controls) {
+      c.disabled = false;
+    }
     document.body.removeAttribute("aria-busy");
   }
   return ok;

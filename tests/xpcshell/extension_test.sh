@@ -169,6 +169,9 @@ if r is not None:
             x = r.get("popupSync") or {}
             check(x.get("messageClass") == "success" and x.get("message", "").startswith("Synced:")
                   and x.get("lastSync") == "Last synced: just now", "sync now, last synced just now: %s" % x)
+            check(x.get("during") == {"busy": "true", "syncDisabled": True} and x.get("syncDisabled") is False,
+                  "while it syncs the popup is aria-busy and Sync now is disabled: %s, after %s"
+                  % (x.get("during"), x.get("syncDisabled")))
             t = (r.get("stateSynced", {}).get("value") or {}).get("lastSyncTime", 0)
             w = r.get("syncWindow") or [1, 0]
             check(w[0] <= t <= w[1], "lastSyncTime %s within the sync (%s..%s)" % (t, w[0], w[1]))

@@ -70,9 +70,10 @@ function view() {
  * popup is idle again with a message shown. */
 async function act(f) {
   f();
+  let during = { busy: win.document.body.getAttribute("aria-busy"), syncDisabled: $("sync").disabled };
   await waitFor("the popup to finish", () =>
     win.document.body.getAttribute("aria-busy") != "true" && $("message").textContent);
-  return view();
+  return Object.assign(view(), { during, syncDisabled: $("sync").disabled });
 }
 
 function fill(values) {
