@@ -84,6 +84,7 @@ except Exception as e:
     check(False, "no report from the self-test (%s)" % e)
 if r is not None:
     check("error" not in r, "self-test error: %s" % r.get("error"))
+    print("extension: self-test steps done after (ms): %s" % ", ".join("%s %s" % kv for kv in (r.get("times") or {}).items()))
     check(r.get("hooks") == {"testReport": "undefined", "testConfig": "undefined"},
           "browser.picl has no test hook: %s" % r.get("hooks"))
     tb = (r.get("toolbar") or {}).get("value") or {}

@@ -17,6 +17,13 @@ async function attempt(f) {
 
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
 
+/* ms since the self-test started, per step (printed by extension_test.sh) */
+const T0 = Date.now();
+const times = {};
+function mark(step) {
+  times[step] = Date.now() - T0;
+}
+
 /* Polls f() until it returns something truthy (up to ms). */
 async function waitFor(what, f, ms = 30000) {
   let t0 = Date.now();
@@ -110,6 +117,7 @@ async function popupFlows(cfg, r) {
   r.popupSignInUnknown = await act(() => submit("signin"));
   fill({ email: cfg.email, password: PW });
   r.popupCreate = await act(() => click("do-create"));
+  mark("created");
   r.stateCreated = await attempt(() => browser.picl.getState());
   r.syncUnverified = await attempt(() => browser.picl.sync([]));
 
@@ -117,11 +125,13 @@ async function popupFlows(cfg, r) {
   let code = await waitFor("the verification mail", () => browser.picltest.mailCode(cfg.email, "X-Verify-Code"));
   fill({ code });
   r.popupVerify = await act(() => submit("verify"));
+  mark("verified");
 
   /* sync now: "last synced" from the service */
   let t0 = Date.now();
   r.popupSync = await act(() => click("sync"));
   r.syncWindow = [t0, Date.now()];
+  mark("synced");
   r.stateSynced = await attempt(() => browser.picl.getState());
   let now = Date.now();
   r.relativeTimes = {
@@ -147,6 +157,7 @@ async function popupFlows(cfg, r) {
   chooseClass("bookmarks", "B");
   r.moveDone = await act(() => click("confirm-yes"));
   r.moveDoneState = await attempt(() => browser.picl.getState());
+  mark("moved");
 
   /* change password: the new one twice */
   click("show-change");
@@ -161,6 +172,7 @@ async function popupFlows(cfg, r) {
   r.signInOld = await act(() => submit("signin"));
   fill({ password: PW2 });
   r.signInNew = await act(() => submit("signin"));
+  mark("password changed");
 
   /* forgot password: send a code, then code + new password twice */
   await act(() => click("signout"));
@@ -174,6 +186,7 @@ async function popupFlows(cfg, r) {
   fill({ "reset-password2": PW3 });
   r.resetDone = await act(() => submit("forgot"));
   r.stateReset = await attempt(() => browser.picl.getState());
+  mark("password reset");
   await browser.tabs.remove(tab.id);
 }
 
@@ -198,6 +211,7 @@ async function selfTest(cfg) {
   await win.render();
   r.libPopup = view();
   await browser.tabs.remove(tab.id);
+  mark("library error");
 
   r.library = await attempt(() => browser.picl.libraryInfo());
   r.stateBefore = await attempt(() => browser.picl.getState());
@@ -218,6 +232,8 @@ async function selfTest(cfg) {
     }
   }
   r.stateAfter = await attempt(() => browser.picl.getState());
+  mark("end");
+  r.times = times;
   await browser.picltest.report(JSON.stringify(r));
 }
 
