@@ -34,7 +34,14 @@
  *   history    PlacesUtils.observers (page-visited, page-title-changed,
  *              page-removed) feed a tracker of changed page GUIDs.
  *   passwords  the "passwordmgr-storage-changed" notifications feed the same
- *              tracker (logins by GUID; a removal becomes a tombstone).
+ *              tracker (logins by GUID; a removal becomes a tombstone), and
+ *              Firefox's own sync bookkeeping in logins.json is read and kept
+ *              as its sync engine does (LoginManagerStorage): a deleted login
+ *              that was ever synced stays as a tombstone entry with
+ *              syncCounter > 0 until uploaded, also when deleted while PiCL
+ *              was not loaded; markSynced() resets the counters; incoming
+ *              records are written fromSync (deletions become tombstones
+ *              with nothing to upload).
  *   The tracker lives in <profile>/picl/tracker.json.  A collection the
  *   tracker has never seen starts "reset" (everything is a change), so a
  *   first sync uploads the whole local store.
@@ -860,12 +867,52 @@ function recordToLogin(r) {
   return login;
 }
 
+/* The login storage Firefox's own password sync uses (services-sync's
+ * passwords engine): it sees the tombstones Firefox keeps for deleted logins
+ * that were ever synced ({guid, deleted, syncCounter > 0 until uploaded}) and
+ * takes sync's writes (fromSync: no change counted). */
+function loginStorage() {
+  const { LoginManagerStorage } = ChromeUtils.importESModule("resource://passwordmgr/passwordstorage.sys.mjs");
+  return LoginManagerStorage.create();
+}
+
 class PasswordsStore {
   constructor(stores) {
     this.stores = stores;
     this.name = "passwords";
     this.snap = null;
+    this.counters = null;    /* guid -> Firefox's syncCounter when changes() read it */
+    /* logins apply() wrote while the tracker is reset: they are what the
+     * server has, so a reset does not report them again (a stale "change"
+     * would win over a deletion made elsewhere meanwhile) */
+    this.appliedSinceReset = null;   /* a Set once loaded (<profile>/picl/passwords-applied.json) */
     this.applying = false;
+  }
+
+  _appliedPath() {
+    return PathUtils.join(PathUtils.profileDir, "picl", "passwords-applied.json");
+  }
+
+  async _loadApplied() {
+    if (!this.appliedSinceReset) {
+      let ids = [];
+      try {
+        ids = await IOUtils.readJSON(this._appliedPath());
+      } catch (e) {
+        ids = [];      /* none yet, or unreadable: report everything, as reset says */
+      }
+      this.appliedSinceReset = new Set(Array.isArray(ids) ? ids.filter(x => typeof x == "string") : []);
+    }
+    return this.appliedSinceReset;
+  }
+
+  async _saveApplied() {
+    let path = this._appliedPath();
+    if (!this.appliedSinceReset || !this.appliedSinceReset.size) {
+      await IOUtils.remove(path, { ignoreAbsent: true });
+      return;
+    }
+    await IOUtils.writeJSON(path, Array.from(this.appliedSinceReset), { tmpPath: path + ".tmp" });
   }
 
   async _liveMap() {
@@ -878,18 +925,54 @@ class PasswordsStore {
     return map;
   }
 
+  /* Live logins as records, and Firefox's sync counters (tombstones too). */
+  async _scan() {
+    await Services.logins.initializationPromise;
+    let storage = loginStorage();
+    let live = new Map();
+    let counters = new Map();
+    let deleted = new Set();
+    for (let l of await storage.getAllLogins(true)) {
+      l.QueryInterface(Ci.nsILoginMetaInfo);
+      counters.set(l.guid, l.syncCounter);
+      if (await storage.loginIsDeletedAsync(l.guid)) {
+        deleted.add(l.guid);
+      } else {
+        let rec = loginToRecord(l);
+        live.set(rec.id, rec);
+      }
+    }
+    return { live, counters, deleted };
+  }
+
   async changes() {
     let snap = this.stores.tracker.snapshot("passwords");
-    let live = await this._liveMap();
-    let ids = snap.reset ? new Set(live.keys()) : new Set();
+    let { live, counters, deleted } = await this._scan();
+    let ids = new Set();
+    if (snap.reset) {
+      let applied = await this._loadApplied();
+      for (let id of live.keys()) {
+        if (!applied.has(id)) {
+          ids.add(id);
+        }
+      }
+    }
     for (let id of Object.keys(snap.changed)) {
       ids.add(id);
+    }
+    /* deleted in Firefox and not uploaded yet, seen by us or not (the
+     * deletion may predate this session) */
+    for (let id of deleted) {
+      if (counters.get(id) > 0) {
+        ids.add(id);
+      }
     }
     let out = [];
     for (let id of ids) {
       out.push(live.has(id) ? live.get(id) : { id, deleted: true });
     }
     this.snap = snap;
+    this.counters = counters;
     return out;
   }
 
@@ -901,20 +984,39 @@ class PasswordsStore {
     if (!this.snap) {
       return;
     }
+    /* as Firefox's sync after an upload: the counted changes are done
+     * (a tombstone stays, with syncCounter 0; everSynced is set) */
+    let storage = loginStorage();
+    for (let r of records) {
+      let counter = this.counters ? this.counters.get(r.id) : 0;
+      if (counter > 0) {
+        await storage.resetSyncCounter(r.id, counter);
+      }
+    }
     await this.stores.tracker.clear("passwords", this.snap, records.map(r => r.id));
+    if (!this.stores.tracker.snapshot("passwords").reset && (await this._loadApplied()).size) {
+      this.appliedSinceReset.clear();
+      await this._saveApplied();
+    }
   }
 
+  /* Keeps the snapshot: the service resets before it marks what that
+   * snapshot reported (the engine's reset came before its changes()). */
   async reset() {
-    this.snap = null;
+    this.appliedSinceReset = new Set();
+    await this._saveApplied();
     await this.stores.tracker.reset("passwords");
   }
 
   async wipe() {
     this.snap = null;
+    this.appliedSinceReset = new Set();
+    await this._saveApplied();
     await Services.logins.initializationPromise;
     this.applying = true;
     try {
-      await Services.logins.removeAllUserFacingLoginsAsync();
+      /* fully: no tombstones, which would delete the logins everywhere */
+      await loginStorage().removeAllUserFacingLoginsAsync(true);
     } finally {
       this.applying = false;
     }
@@ -930,6 +1032,7 @@ class PasswordsStore {
    * GUID) and removes logins; the login manager encrypts them. */
   async apply(records) {
     await Services.logins.initializationPromise;
+    let storage = loginStorage();
     /* validate everything before the first write */
     let work = records.map(r => {
       if (!r || typeof r.id != "string" || !r.id) {
@@ -937,16 +1040,26 @@ class PasswordsStore {
       }
       return r.deleted ? { r } : { r, login: recordToLogin(r) };
     });
+    let applied = await this._loadApplied();
+    if (this.stores.tracker.snapshot("passwords").reset) {
+      for (let { r } of work) {
+        applied.add(r.id);
+      }
+      await this._saveApplied();
+    }
     this.applying = true;
     try {
       for (let { r, login } of work) {
         let cur = await this._byGuid(r.id);
         if (!login) {
           if (cur) {
-            await Services.logins.removeLoginAsync(cur);
+            /* as Firefox's sync deletes: a tombstone with nothing to upload */
+            await storage.removeLoginAsync(cur, true);
           }
           continue;
         }
+        /* a login that came from sync: its later deletion is kept as a tombstone */
+        login.everSynced = true;
         if (!cur) {
           let same = await Services.logins.searchLoginsAsync({
             origin: login.origin,
@@ -956,7 +1069,7 @@ class PasswordsStore {
           cur = same.find(l => l.username == login.username) || null;
         }
         if (cur) {
-          await Services.logins.modifyLoginAsync(cur, login);
+          await storage.modifyLoginAsync(cur, login, true);
         } else {
           await Services.logins.addLogins([login]);
         }

@@ -59,7 +59,10 @@ typedef enum picl_status {
     PICL_ERROR_SERVER = 32,           /* a server failed (5xx, errno 999) */
     PICL_ERROR_CANCELLED = 33,
     PICL_ERROR_INTERNAL = 34,         /* a bug: should never be seen */
-    PICL_STATUS_COUNT_ = 35
+    PICL_ERROR_INTEGRITY = 35,        /* a sync finished, but records failed their
+                                         MAC, kid or id check and were not applied
+                                         (listed in the summary's "failed") */
+    PICL_STATUS_COUNT_ = 36
 } picl_status;
 
 /* A short English description of a status; never NULL, static storage. */

@@ -259,13 +259,30 @@ picl_status picl__svc_delete_storage(void *ctx)
     return picl__svc_done(s, PICL_OK, NULL);
 }
 
-/* Before acting on a class map made under another kB: is ours current? */
-static picl_status confirm_keys(void *ctx)
+/* The class map anchor on the keyserver (records.md 4), for the engine. */
+static picl_status anchor_get(void *ctx, picl_anchor *out)
 {
     conn *c = ctx;
-    char email[256];
-    int verified;
-    return picl__ksc_email_status(c->ks, c->s->st->session, email, &verified);
+    picl_ksc_classmap cm;
+    memset(out, 0, sizeof *out);
+    if (!c->s->st->has_session)
+        return PICL_ERROR_TOKEN;
+    picl_status st = picl__ksc_classmap_get(c->ks, c->s->st->session, &cm);
+    if (st == PICL_OK) {
+        out->version = cm.version;
+        memcpy(out->hmac, cm.hmac, sizeof out->hmac);
+        out->epoch = cm.epoch;
+        out->current_epoch = cm.current_epoch;
+    }
+    return st;
+}
+
+static picl_status anchor_post(void *ctx, uint64_t version, const char *hmac)
+{
+    conn *c = ctx;
+    if (!c->s->st->has_session)
+        return PICL_ERROR_TOKEN;
+    return picl__ksc_classmap_post(c->ks, c->s->st->session, version, hmac);
 }
 
 static void engine_setup(service *s, conn *c, picl_engine *e)
@@ -273,8 +290,9 @@ static void engine_setup(service *s, conn *c, picl_engine *e)
     picl__engine_init(e, c->stc, s->st);
     e->notify = picl__svc_fanout;
     e->notify_ctx = s;
-    e->confirm_keys = confirm_keys;
-    e->confirm_ctx = c;
+    e->anchor_get = anchor_get;
+    e->anchor_post = anchor_post;
+    e->anchor_ctx = c;
 }
 
 /* ---- classes ------------------------------------------------------------------ */
@@ -466,6 +484,7 @@ static picl_status do_sync(service *s, const char *const *colls, size_t n, char 
     conn c;
     memset(&c, 0, sizeof c);
     json_t *sum = json_object();
+    json_t *failed = json_array(); /* records refused by an integrity check (client.md 7) */
     /* Node reassignment (storage.md 6, client.md 7): when a 401's new token
      * names another node the storage client aborts; the sync starts once
      * more, from the top, against the new node.  A second 401 right after
@@ -478,6 +497,8 @@ static picl_status do_sync(service *s, const char *const *colls, size_t n, char 
             picl_engine e;
             engine_setup(s, &c, &e);
             st = picl__engine_sync(&e, stores, count, sum);
+            if (e.failures)
+                json_array_extend(failed, e.failures);
             moved = st != PICL_OK && picl__stc_node_changed(c.stc);
             if (st != PICL_OK)
                 picl__svc_done(s, st, "%s", *e.error ? e.error : picl_strerror(st));
@@ -492,13 +513,23 @@ static picl_status do_sync(service *s, const char *const *colls, size_t n, char 
         if (!moved)
             break;
         json_object_clear(sum);
+        json_array_clear(failed);
         picl__svc_fanout(s, "status", "", 0, -1, "the account moved to another storage node: syncing again");
     }
     for (size_t i = 0; i < count; i++)
         picl__store_close(stores[i]);
     free(stores);
-    json_t *top = json_pack("{s:o, s:s, s:s}", "collections", sum, "status", st == PICL_OK ? "ok" : "error",
-                            "message", st == PICL_OK ? "" : s->error);
+    if (st == PICL_OK && json_array_size(failed)) {
+        json_t *f0 = json_array_get(failed, 0);
+        st = picl__svc_done(s, PICL_ERROR_INTEGRITY,
+                            "%zu record(s) failed their integrity check and were not applied (%s/%s: %s%s)",
+                            json_array_size(failed), json_string_value(json_object_get(f0, "collection")),
+                            json_string_value(json_object_get(f0, "id")),
+                            json_string_value(json_object_get(f0, "reason")),
+                            json_array_size(failed) > 1 ? ", ..." : "");
+    }
+    json_t *top = json_pack("{s:o, s:o, s:s, s:s}", "collections", sum, "failed", failed, "status",
+                            st == PICL_OK ? "ok" : "error", "message", st == PICL_OK ? "" : s->error);
     if (summary && top)
         *summary = json_dumps(top, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(top);

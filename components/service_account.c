@@ -51,6 +51,24 @@ picl_status picl__svc_flow_fail(service *s, picl_status st, const char *what)
     }
 }
 
+/* The epoch of the keys just fetched (records.md 4): the account's current
+ * key epoch, read with the session that came with the keys.  A password
+ * reset in between revokes that session, so the answer cannot name a newer
+ * epoch than the keys'; when it cannot be read the epoch stays unknown (0)
+ * and the engine decides from the anchored map (or asks to sign in again). */
+static void learn_key_epoch(service *s, picl_ks_client *c)
+{
+    picl_state *st = s->st;
+    st->key_epoch = 0;
+    picl_ks_client *own = NULL;
+    if (!st->has_session || (!c && picl__ksc_new(&own, st->keyserver) != PICL_OK))
+        return;
+    picl_ksc_classmap cm;
+    if (picl__ksc_classmap_get(c ? c : own, st->session, &cm) == PICL_OK)
+        st->key_epoch = cm.current_epoch;
+    picl__ksc_free(own);
+}
+
 /* Takes a fresh sign-in into the state (wiping the account struct). */
 static picl_status adopt(service *s, picl_account *a)
 {
@@ -68,6 +86,7 @@ static picl_status adopt(service *s, picl_account *a)
         memcpy(st->ka, a->ka, 32);
         memcpy(st->kb, a->kb, 32);
         st->has_ka = st->has_kb = 1;
+        learn_key_epoch(s, NULL);
     }
     picl__json_zdecref(st->storage_token);
     st->storage_token = NULL;

@@ -37,6 +37,7 @@ static const char *const messages[PICL_STATUS_COUNT_] = {
     [PICL_ERROR_SERVER] = "server error",
     [PICL_ERROR_CANCELLED] = "cancelled",
     [PICL_ERROR_INTERNAL] = "internal error",
+    [PICL_ERROR_INTEGRITY] = "records failed their integrity check and were not applied",
 };
 
 const char *picl_strerror(picl_status status)

@@ -52,7 +52,8 @@ static const char *USAGE =
     "  --version, --help\n"
     "\n"
     "exit codes: 0 ok, 1 failure, 2 usage, 3 authentication (wrong password, unverified,\n"
-    "session ended), 4 network or server, 5 conflict or forged class map, 6 local data\n"
+    "session ended, password reset on another device), 4 network or server, 5 conflict,\n"
+    "forged class map or records failing their integrity check, 6 local data\n"
     "(profile locked or missing, malformed store file).\n";
 
 int cli_exit_code(picl_status st)
@@ -70,6 +71,7 @@ int cli_exit_code(picl_status st)
     case PICL_ERROR_TOKEN:
     case PICL_ERROR_WEAK_PARAMS:
     case PICL_ERROR_STATE:
+    case PICL_ERROR_KEYS_CHANGED: /* a password reset elsewhere: sign in again */
         return CLI_AUTH;
     case PICL_ERROR_NETWORK:
     case PICL_ERROR_BACKOFF:
@@ -78,7 +80,7 @@ int cli_exit_code(picl_status st)
         return CLI_NETWORK;
     case PICL_ERROR_CONFLICT:
     case PICL_ERROR_CLASSMAP:
-    case PICL_ERROR_KEYS_CHANGED:
+    case PICL_ERROR_INTEGRITY:
         return CLI_CONFLICT;
     case PICL_ERROR_PROFILE_LOCKED:
     case PICL_ERROR_ENCODING:
@@ -433,8 +435,17 @@ static int cmd_sync(const cli_opts *o, picl_service *svc)
                    (long long)json_integer_value(json_object_get(v, "uploaded")),
                    json_integer_value(json_object_get(v, "failed")) ? " (some records failed)" : "");
         }
-        if (json_is_true(json_object_get(json_object_get(j, "collections"), "keys_changed")))
-            printf("The password was reset on another device: class-B data of other devices is lost by design.\n");
+        size_t fi;
+        json_t *fr;
+        json_array_foreach(json_object_get(j, "failed"), fi, fr) /* client.md 7: each one named */
+            printf("integrity: %s/%s: %s (not applied)\n", json_string_value(json_object_get(fr, "collection")),
+                   json_string_value(json_object_get(fr, "id")), json_string_value(json_object_get(fr, "reason")));
+        if (json_is_true(json_object_get(json_object_get(j, "collections"), "keys_changed"))) {
+            char *b = json_dumps(json_object_get(json_object_get(j, "collections"), "class_b"), JSON_COMPACT);
+            printf("The password was reset: class-A data is kept; class-B data made under the old password is "
+                   "lost by design, this device's copy was uploaded again. Class B: %s\n", b ? b : "[]");
+            free(b);
+        }
         json_decref(j);
     }
     picl_free(summary);

@@ -83,6 +83,8 @@ void picl__engine_done(picl_engine *e)
     e->info = NULL;
     json_decref(e->meta_cache);
     e->meta_cache = NULL;
+    json_decref(e->failures);
+    e->failures = NULL;
 }
 
 json_t *picl__eng_coll_state(picl_engine *e, const char *c)
@@ -106,10 +108,36 @@ static picl_status keys_for(picl_engine *e, const char *coll, const picl_class_e
 
 /* ---- download ------------------------------------------------------------- */
 
-/* Decrypts BSOs into id -> cleartext; undecryptable ones are counted. */
-static picl_status decrypt_all(picl_engine *e, const char *c, const picl_class_entry *entry, json_t *bsos,
-                               json_t *out, int64_t *failed)
+/* A record refused by an integrity check (client.md 7): listed for the
+ * caller and told to the observer.  The reason names the check only. */
+static void record_failure(picl_engine *e, const char *c, const char *id, picl_record_fault why)
 {
+    const char *reason = picl__record_fault_text(why);
+    if (!e->failures)
+        e->failures = json_array();
+    size_t i;
+    json_t *f;
+    json_array_foreach(e->failures, i, f) {
+        if (!strcmp(json_string_value(json_object_get(f, "collection")), c) &&
+            !strcmp(json_string_value(json_object_get(f, "id")), id ? id : ""))
+            return; /* seen already (a retry of the same download) */
+    }
+    json_array_append_new(e->failures, json_pack("{s:s, s:s, s:s}", "collection", c, "id", id ? id : "",
+                                                  "reason", *reason ? reason : "hmac mismatch"));
+    char msg[160];
+    snprintf(msg, sizeof msg, "%.64s: %s (not applied)", id ? id : "", *reason ? reason : "hmac mismatch");
+    picl__eng_notify(e, "integrity", c, 0, -1, msg);
+}
+
+/* Decrypts BSOs into id -> cleartext.  *held counts the records not read
+ * (the cursor stays so they are fetched again); those that failed an
+ * integrity check are also listed in e->failures.  A record under a key
+ * this device does not hold in memory (class B in strict mode) is held, not
+ * a failure. */
+static picl_status decrypt_all(picl_engine *e, const char *c, const picl_class_entry *entry, json_t *bsos,
+                               json_t *out, int64_t *held)
+{
+    static const picl_keypair none;
     size_t i;
     json_t *b;
     json_array_foreach(bsos, i, b) {
@@ -117,15 +145,27 @@ static picl_status decrypt_all(picl_engine *e, const char *c, const picl_class_e
         const char *payload = json_string_value(json_object_get(b, "payload"));
         picl_class_entry kid;
         picl_keypair keys;
+        picl_record_fault why = PICL_RECORD_FAULT_NONE;
         json_t *clear = NULL;
-        if (!id || !payload || picl__record_kid(payload, &kid) != PICL_OK ||
-            keys_for(e, c, &kid, &keys) != PICL_OK ||
-            picl__record_decrypt(&clear, payload, id, &keys, entry, 1) != PICL_OK) {
-            (*failed)++;
-            picl__wipe(&keys, sizeof keys);
+        if (!id || !payload) {
+            (*held)++;
+            record_failure(e, c, id, PICL_RECORD_FAULT_NOT_JSON);
             continue;
         }
+        int have_keys = picl__record_kid(payload, &kid) == PICL_OK && keys_for(e, c, &kid, &keys) == PICL_OK;
+        if (!have_keys && picl__record_kid(payload, &kid) == PICL_OK && !(kid.cls == 'A' && entry->cls == 'B')) {
+            (*held)++; /* locked: kB not in memory */
+            continue;
+        }
+        picl_status rs = picl__record_decrypt(&clear, c, id, payload, have_keys ? &keys : &none, entry, 1, &why);
         picl__wipe(&keys, sizeof keys);
+        if (rs == PICL_ERROR_NO_MEMORY)
+            return rs;
+        if (rs != PICL_OK) {
+            (*held)++;
+            record_failure(e, c, id, why);
+            continue;
+        }
         json_object_set_new(out, id, clear);
     }
     return PICL_OK;
@@ -197,7 +237,7 @@ static picl_status encrypt_bsos(picl_engine *e, const char *c, const picl_class_
     json_t *r;
     json_array_foreach(records, i, r) {
         char *payload;
-        st = picl__record_encrypt(&payload, r, &keys, entry);
+        st = picl__record_encrypt(&payload, c, r, &keys, entry);
         if (st != PICL_OK)
             break;
         json_array_append_new(out, json_pack("{s:O, s:s}", "id", json_object_get(r, "id"), "payload", payload));
@@ -355,10 +395,14 @@ static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summar
                 coll_modified = picl__stc_last(e->stc)->last_modified;
             downloaded += (int64_t)json_array_size(bsos);
             picl__eng_notify(e, "download", c, downloaded, downloaded, NULL);
-            int64_t before = failed;
-            decrypt_all(e, c, &entry, bsos, incoming, &failed);
-            undecryptable = failed - before;
+            size_t before = json_array_size(e->failures);
+            st = decrypt_all(e, c, &entry, bsos, incoming, &undecryptable);
+            failed += (int64_t)(json_array_size(e->failures) - before);
             json_decref(bsos);
+            if (st != PICL_OK) {
+                json_decref(incoming);
+                break;
+            }
         }
         /* 3. reconcile */
         json_t *local = json_object();
@@ -502,15 +546,19 @@ static picl_status finish_move(picl_engine *e, const char *c, const picl_class_e
             return picl__eng_fail(e, st, "%s: cannot read the records to move", c);
         int64_t coll_modified = picl__stc_last(e->stc)->last_modified;
         json_t *clear = json_object();
-        int64_t failed = 0;
+        int64_t held = 0;
         /* read under whatever key each record names (a weaker class is still
          * refused by the map entry as it was before the move) */
         const picl_class_entry *was = picl__classmap_get(&e->map, c);
         picl_class_entry from = was ? *was : *to;
         if (from.cls == 'B' && to->cls == 'A')
             from.cls = 'A'; /* moving down: allow both */
-        decrypt_all(e, c, &from, bsos, clear, &failed);
+        st = decrypt_all(e, c, &from, bsos, clear, &held);
         json_decref(bsos);
+        if (st != PICL_OK) {
+            json_decref(clear);
+            return st;
+        }
         json_t *records = json_array();
         const char *id;
         json_t *r;
@@ -555,6 +603,96 @@ static picl_status finish_move(picl_engine *e, const char *c, const picl_class_e
             return st;
     }
     return picl__eng_fail(e, PICL_ERROR_CONFLICT, "the class map keeps changing on the server");
+}
+
+/* After a password reset (records.md 4, "Rebuild"): collection c becomes
+ * class B at `to` under the new kB.  Its records under class B of the old
+ * kB are unreadable for everyone: deleted.  Records under kA (the
+ * collection was class A before, or a move was under way) are read and
+ * re-encrypted under `to` in one batch, as a move does; records already
+ * under `to` (an earlier, interrupted rebuild) stay.  None of these is an
+ * integrity failure; a record under kA whose MAC fails is, and is deleted
+ * too (nobody can read it).  The local store is merged in full afterwards. */
+picl_status picl__eng_rekey_after_reset(picl_engine *e, const char *c, const picl_class_entry *to)
+{
+    picl_status st = PICL_OK;
+    for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        json_t *bsos = NULL, *records = json_array(), *dead = json_array(), *out = NULL;
+        picl_stc_query q = {0};
+        q.newer = q.older = -1;
+        q.full = 1;
+        q.limit = 1000;
+        q.if_modified_since = q.if_unmodified_since = -1;
+        st = picl__stc_get_all(e->stc, c, &q, 0, &bsos);
+        if (st == PICL_ERROR_NOT_FOUND) {
+            st = PICL_OK;
+            bsos = json_array();
+        }
+        int64_t modified = picl__stc_last(e->stc)->last_modified;
+        size_t i;
+        json_t *b;
+        json_array_foreach(st == PICL_OK ? bsos : NULL, i, b) {
+            const char *id = json_string_value(json_object_get(b, "id"));
+            const char *payload = json_string_value(json_object_get(b, "payload"));
+            picl_class_entry kid;
+            picl_keypair keys;
+            json_t *clear = NULL;
+            if (!id)
+                continue;
+            if (!payload || picl__record_kid(payload, &kid) != PICL_OK) {
+                json_array_append_new(dead, json_string(id));
+                continue;
+            }
+            int readable = keys_for(e, c, &kid, &keys) == PICL_OK;
+            picl_record_fault why = PICL_RECORD_FAULT_NONE;
+            picl_class_entry any = {'A', kid.generation};
+            if (readable && picl__record_decrypt(&clear, c, id, payload, &keys, &any, 1, &why) != PICL_OK)
+                readable = 0;
+            picl__wipe(&keys, sizeof keys);
+            if (kid.cls == 'B' && kid.generation == to->generation && readable) {
+                json_decref(clear); /* already under the new key */
+                continue;
+            }
+            if (kid.cls == 'A' && readable) {
+                json_array_append_new(records, clear);
+                continue;
+            }
+            json_decref(clear);
+            if (kid.cls == 'A')
+                record_failure(e, c, id, why);
+            json_array_append_new(dead, json_string(id));
+        }
+        json_decref(bsos);
+        if (st == PICL_OK && json_array_size(records)) {
+            st = encrypt_bsos(e, c, to, records, &out);
+            picl_stc_post_result pr = {0};
+            if (st == PICL_OK) {
+                picl__eng_notify(e, "upload", c, 0, (int64_t)json_array_size(out), "re-encrypting under the new key");
+                st = post_all(e, c, out, modified > 0 ? modified : 0, &pr);
+            }
+            picl__stc_post_result_clear(&pr);
+            json_decref(out);
+        }
+        /* the unreadable ones, 100 ids a request */
+        for (size_t from = 0; st == PICL_OK && from < json_array_size(dead); from += 100) {
+            const char *ids[100];
+            size_t n = 0;
+            for (; n < 100 && from + n < json_array_size(dead); n++)
+                ids[n] = json_string_value(json_array_get(dead, from + n));
+            st = picl__stc_delete(e->stc, c, ids, n, -1, NULL);
+            if (st == PICL_ERROR_NOT_FOUND)
+                st = PICL_OK;
+        }
+        json_decref(records);
+        json_decref(dead);
+        if (st == PICL_ERROR_CONFLICT)
+            continue;
+        break;
+    }
+    if (st != PICL_OK)
+        return picl__eng_fail(e, st, "%s: cannot replace the records made unreadable by the password reset", c);
+    picl__eng_mark_reset(e, c);
+    return PICL_OK;
 }
 
 /* A move recorded in the state but not finished (a crash): finish it. */
@@ -689,7 +827,14 @@ picl_status picl__engine_sync(picl_engine *e, picl_store *const *stores, size_t 
         picl__state_set_last_sync(e->st, "meta", ts);
         picl__state_save(e->st);
     }
-    if (e->keys_changed)
+    if (e->keys_changed) {
+        /* the user is told which collections are class B after the rebuild */
+        json_t *b = json_array();
+        for (size_t i = 0; i < e->map.n; i++)
+            if (e->map.items[i].e.cls == 'B')
+                json_array_append_new(b, json_string(e->map.items[i].name));
         json_object_set_new(summary, "keys_changed", json_true());
+        json_object_set_new(summary, "class_b", b);
+    }
     return first;
 }

@@ -11,25 +11,39 @@
 #include "client/storage_client.h"
 #include "stores/store.h"
 
+/* The class map anchor on the keyserver (records.md 4, keyserver.md 9). */
+typedef struct picl_anchor {
+    uint64_t version;       /* newest registered map's version, 0 = none */
+    char hmac[65];          /* its hmac (lowercase hex), "" when none */
+    uint64_t epoch;         /* the key epoch it was registered in */
+    uint64_t current_epoch; /* the account's key epoch now (>= 1) */
+} picl_anchor;
+
 typedef struct picl_engine {
     picl_stc *stc;            /* borrowed: an authenticated storage client */
     picl_state *st;           /* borrowed: kA (and kB unless strict mode) inside */
     picl_observer_fn notify;  /* may be NULL */
     void *notify_ctx;
-    /* Asked before acting on a class map signed under another kB: must
-     * confirm that st->kb is the keyserver's current kB (e.g. the session
-     * is still valid).  NULL = trust st->kb. */
-    picl_status (*confirm_keys)(void *ctx);
-    void *confirm_ctx;
+    /* The keyserver's anchor: get reads it (GET /account/classmap), post
+     * registers a map (POST; PICL_ERROR_CONFLICT for 409/123 "stale").
+     * Required for anything that reads or writes the class map: without
+     * them the engine refuses (PICL_ERROR_STATE), it never guesses. */
+    picl_status (*anchor_get)(void *ctx, picl_anchor *out);
+    picl_status (*anchor_post)(void *ctx, uint64_t version, const char *hmac);
+    void *anchor_ctx;
     char error[256];          /* the last failure, for the user */
     /* per run */
     picl_classmap map;
     int have_map;
     int64_t map_modified;     /* meta/classes last-modified, -1 unknown */
-    int keys_changed;         /* a password reset elsewhere was repaired */
+    int keys_changed;         /* this device rebuilt the map after a password reset */
+    picl_anchor anchor;       /* as read this run (have_anchor) */
+    int have_anchor;
     json_t *info;             /* /info/collections of this run */
     json_t *meta_cache;       /* meta's BSOs as last listed, id -> BSO */
     int64_t meta_written;     /* last-modified of our last meta write, 0 none */
+    json_t *failures;         /* [{collection, id, reason}]: records refused by an
+                                 integrity check this run (NULL = none) */
 } picl_engine;
 
 /* Sets up e (zeroed) for one run over an authenticated storage client. */
@@ -40,7 +54,11 @@ void picl__engine_done(picl_engine *e);
  * Syncs each store's collection (stores[i]->collection).  summary (an
  * object, borrowed) receives {collection: {"downloaded", "applied",
  * "uploaded", "failed", "status"}} and "keys_changed" when a password reset
- * elsewhere made class B unreadable.  A class-B collection without kB in
+ * elsewhere made class B unreadable.  Records refused by an integrity check
+ * (MAC, kid, id, not JSON) are never applied, the rest is, and they are
+ * listed in e->failures (and told to the observer, phase "integrity"); the
+ * run still returns PICL_OK for them: the caller decides (the service
+ * returns PICL_ERROR_INTEGRITY).  A class-B collection without kB in
  * memory (strict mode) is skipped with status "locked".  Returns the first
  * hard failure (network, auth, conflict after retries, forged class map);
  * state is saved after every collection that committed.

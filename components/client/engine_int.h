@@ -21,14 +21,23 @@ void picl__eng_mark_reset(picl_engine *e, const char *c);
  * cursors; collections not yet listed are added.  No request when meta did
  * not change since the last run. */
 picl_status picl__eng_ensure_global(picl_engine *e, picl_store *const *stores, size_t n);
-/* The class map in e->map: verified from the server (or the accepted copy
- * when meta did not change), created with the defaults by the first device,
- * re-uploaded from our copy when lost, repaired after a reset elsewhere. */
+/* The class map in e->map under the anchor rules of records.md 4: verified
+ * under kB, at or above the keyserver's anchor and the highest version this
+ * device accepted; the first map created; refused (PICL_ERROR_CLASSMAP)
+ * when missing, invalid or rolled back in the current key epoch; a reset on
+ * another device stops the device (PICL_ERROR_KEYS_CHANGED: sign in again);
+ * rebuilt by the first device after a reset. */
 picl_status picl__eng_ensure_map(picl_engine *e);
-/* Signs e->map and writes it with X-If-Unmodified-Since ius (-1: read the
- * map's last-modified first). */
+/* Signs e->map (epoch = the current one, version above every version
+ * seen), writes it with X-If-Unmodified-Since ius (-1: read the map's
+ * last-modified first), then registers it on the keyserver. */
 picl_status picl__eng_write_map(picl_engine *e, int64_t ius);
 /* A collection's map entry; an unknown collection is added as class B. */
 picl_status picl__eng_entry_for(picl_engine *e, const char *c, picl_class_entry *out);
+
+/* After a password reset: collection c becomes class B at `to` under the
+ * new kB; its unreadable records are deleted from the server, its records
+ * under kA re-encrypted, the local store merged in full at its next sync. */
+picl_status picl__eng_rekey_after_reset(picl_engine *e, const char *c, const picl_class_entry *to);
 
 #endif

@@ -192,21 +192,75 @@ picl_status picl__eng_ensure_global(picl_engine *e, picl_store *const *stores, s
     return picl__eng_fail(e, PICL_ERROR_CONFLICT, "meta/global keeps changing on the server");
 }
 
-/* ---- the class map -------------------------------------------------------- */
+/* ---- the class map (records.md 4: verify, anchor, refuse, rebuild) ------- */
+
+static int64_t bso_modified(json_t *bso)
+{
+    json_t *mod = json_object_get(bso, "modified");
+    return json_is_number(mod) ? (int64_t)(json_number_value(mod) * 100 + 0.5) : -1;
+}
+
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
+
+/* The map is exactly the anchored one (version and hmac: public values). */
+static int is_anchored(const picl_anchor *a, const picl_classmap *m)
+{
+    return a->version > 0 && a->version == m->version && !strcmp(a->hmac, m->hmac);
+}
 
 static picl_status accept_map(picl_engine *e, const char *payload)
 {
     if (picl__state_set_str(&e->st->classmap_payload, payload) != PICL_OK)
         return PICL_ERROR_NO_MEMORY;
-    e->st->classmap_version = e->map.version;
+    e->st->classmap_version = max_u64(e->st->classmap_version, e->map.version);
     e->have_map = 1;
     return PICL_OK;
 }
 
-/* Signs e->map and writes it with X-If-Unmodified-Since ius (-1: the
- * map's last-modified is unknown, so read it first). */
+/* The keyserver's anchor, once per run. */
+static picl_status read_anchor(picl_engine *e)
+{
+    if (e->have_anchor)
+        return PICL_OK;
+    if (!e->anchor_get || !e->anchor_post)
+        return picl__eng_fail(e, PICL_ERROR_STATE, "cannot check the class map: no keyserver to ask");
+    picl_status st = e->anchor_get(e->anchor_ctx, &e->anchor);
+    if (st == PICL_ERROR_TOKEN)
+        return picl__eng_fail(e, st, "the session has ended (password changed or reset?): sign in again");
+    if (st != PICL_OK)
+        return picl__eng_fail(e, st, "cannot read the class map anchor from the keyserver");
+    if (e->anchor.current_epoch < 1 || (e->anchor.version > 0 && strlen(e->anchor.hmac) != 64))
+        return picl__eng_fail(e, PICL_ERROR_PROTOCOL, "the keyserver sent a malformed class map anchor");
+    e->have_anchor = 1;
+    return PICL_OK;
+}
+
+/* Registers e->map on the keyserver unless it is the anchor already. */
+static picl_status register_map(picl_engine *e)
+{
+    if (is_anchored(&e->anchor, &e->map))
+        return PICL_OK;
+    picl_status st = e->anchor_post(e->anchor_ctx, e->map.version, e->map.hmac);
+    if (st == PICL_OK) {
+        e->anchor.version = e->map.version;
+        snprintf(e->anchor.hmac, sizeof e->anchor.hmac, "%s", e->map.hmac);
+        e->anchor.epoch = e->anchor.current_epoch;
+    } else if (st == PICL_ERROR_CONFLICT) {
+        e->have_anchor = 0; /* someone registered a newer map: read it again */
+    }
+    return st;
+}
+
 picl_status picl__eng_write_map(picl_engine *e, int64_t ius)
 {
+    picl_status st = read_anchor(e);
+    if (st != PICL_OK)
+        return st;
+    if (!e->st->has_kb)
+        return picl__eng_fail(e, PICL_ERROR_STATE, "enter the password once: the class map needs kB");
     if (ius < 0) {
         json_t *bso = NULL;
         meta_forget(e); /* a fresh read: the write is conditional on it */
@@ -216,58 +270,128 @@ picl_status picl__eng_write_map(picl_engine *e, int64_t ius)
         } else if (rs != PICL_OK) {
             return rs;
         } else {
-            json_t *mod = json_object_get(bso, "modified");
-            ius = json_is_number(mod) ? (int64_t)(json_number_value(mod) * 100 + 0.5) : 0;
+            ius = bso_modified(bso);
+            if (ius < 0)
+                ius = 0;
             json_decref(bso);
         }
     }
+    /* a write always goes above every version seen, in the current epoch */
+    uint64_t top = max_u64(e->anchor.version, e->st->classmap_version);
+    if (e->map.version <= top)
+        e->map.version = top + 1;
+    e->map.epoch = e->anchor.current_epoch;
     char *payload;
-    picl_status st = picl__classmap_sign(&payload, &e->map, e->st->kb);
+    st = picl__classmap_sign(&payload, &e->map, e->st->kb);
     if (st != PICL_OK)
         return st;
     int64_t modified = -1;
+    /* storage first (conditional), then the keyserver */
     st = put_meta(e, "classes", payload, ius, &modified);
     if (st == PICL_OK) {
         e->map_modified = modified;
         st = accept_map(e, payload);
     }
     free(payload);
+    if (st == PICL_OK)
+        st = register_map(e);
     return st;
 }
 
-/* The map is signed under another kB: a password reset happened elsewhere.
- * Class-B data on the server is unreadable for everyone: delete it, keep the
- * classes, re-upload class B from this device under the current kB. */
-static picl_status repair_after_reset(picl_engine *e, uint64_t server_version)
+/* Reset elsewhere?  The epoch of this device's keys against the current
+ * one.  A device whose key epoch is unknown (a state from before epochs)
+ * learns it from the server's map in ensure_map_once (*legacy set). */
+static picl_status check_epoch(picl_engine *e, int *legacy)
 {
-    if (e->confirm_keys) {
-        picl_status st = e->confirm_keys(e->confirm_ctx);
-        if (st != PICL_OK)
-            return picl__eng_fail(e, st, "the class map was made under another password: sign in again");
+    *legacy = 0;
+    if (e->st->key_epoch == 0) {
+        if (e->anchor.version == 0 && e->anchor.current_epoch == 1) {
+            e->st->key_epoch = 1; /* no reset ever: the keys are current */
+            return PICL_OK;
+        }
+        *legacy = 1;
+        return PICL_OK;
     }
-    picl_classmap base;
-    if (!*e->st->classmap_payload || picl__classmap_parse_trusted(&base, e->st->classmap_payload) != PICL_OK)
-        picl__classmap_defaults(&base, e->st->kb);
-    uint64_t v = base.version > server_version ? base.version : server_version;
-    e->map = base;
-    e->map.version = v + 1;
-    picl__key_fingerprint(e->map.kb_fp, e->st->kb);
-    for (size_t i = 0; i < e->map.n; i++) {
-        if (e->map.items[i].e.cls != 'B')
+    if (e->anchor.current_epoch > e->st->key_epoch)
+        return picl__eng_fail(e, PICL_ERROR_KEYS_CHANGED,
+                              "the password was reset on another device: sign in again (nothing was uploaded)");
+    if (e->anchor.current_epoch < e->st->key_epoch)
+        return picl__eng_fail(e, PICL_ERROR_PROTOCOL, "the keyserver's key epoch went backwards: refusing to sync");
+    return PICL_OK;
+}
+
+static picl_status refuse(picl_engine *e, const char *what)
+{
+    picl__eng_notify(e, "status", "", 0, -1, "class map refused: nothing is uploaded until it is repaired");
+    return picl__eng_fail(e, PICL_ERROR_CLASSMAP,
+                          "the class map on the storage server %s: refusing to sync, nothing was uploaded", what);
+}
+
+/* Merges one source into the rebuilt map: the stronger class wins, and the
+ * highest generation. */
+static void merge_source(picl_classmap *out, const picl_classmap *src)
+{
+    for (size_t i = 0; i < src->n; i++) {
+        const picl_class_entry *have = picl__classmap_get(out, src->items[i].name);
+        picl_class_entry e = src->items[i].e;
+        if (have) {
+            if (have->cls == 'B')
+                e.cls = 'B';
+            if (have->generation > e.generation)
+                e.generation = have->generation;
+        }
+        picl__classmap_set(out, src->items[i].name, &e);
+    }
+}
+
+/* The first device to sync after a password reset (the anchored map is of
+ * an older epoch): a new map from the strongest class of every source; the
+ * class-B collections get a new generation under the new kB, their
+ * unreadable records replaced (records first, then the map). */
+static picl_status rebuild(picl_engine *e, const char *server_payload, int64_t ius)
+{
+    picl_classmap own, srv, defs, out;
+    memset(&out, 0, sizeof out);
+    uint64_t top = max_u64(e->anchor.version, e->st->classmap_version);
+    if (*e->st->classmap_payload && picl__classmap_parse_trusted(&own, e->st->classmap_payload) == PICL_OK) {
+        merge_source(&out, &own);
+        top = max_u64(top, own.version);
+    }
+    if (server_payload && picl__classmap_parse_trusted(&srv, server_payload) == PICL_OK) {
+        merge_source(&out, &srv); /* unverifiable: it can only make a class stronger */
+        top = max_u64(top, srv.version);
+    }
+    picl__classmap_defaults(&defs, e->st->kb);
+    merge_source(&out, &defs);
+    char names[512] = "";
+    for (size_t i = 0; i < out.n; i++) {
+        if (out.items[i].e.cls != 'B')
             continue;
-        const char *c = e->map.items[i].name;
-        picl_status st = picl__stc_delete(e->stc, c, NULL, 0, -1, NULL);
-        if (st != PICL_OK && st != PICL_ERROR_NOT_FOUND)
-            return picl__eng_fail(e, st, "cannot delete unreadable class-B collection %s", c);
-        picl__eng_mark_reset(e, c);
+        out.items[i].e.generation++;
+        size_t len = strlen(names);
+        snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "", out.items[i].name);
     }
-    e->keys_changed = 1;
-    picl__eng_notify(e, "status", "", 0, -1,
-           "The password was reset on another device: class-B data of other devices was lost by design; "
-           "this device's class-B data is uploaded again.");
-    picl_status st = picl__eng_write_map(e, e->map_modified >= 0 ? e->map_modified : -1);
+    out.version = top + 1;
+    out.epoch = e->anchor.current_epoch;
+    for (size_t i = 0; i < out.n; i++) {
+        if (out.items[i].e.cls != 'B')
+            continue;
+        picl_status st = picl__eng_rekey_after_reset(e, out.items[i].name, &out.items[i].e);
+        if (st != PICL_OK)
+            return st;
+    }
+    e->map = out;
+    picl_status st = picl__eng_write_map(e, ius);
+    if (st == PICL_ERROR_CONFLICT)
+        return st;
     if (st != PICL_OK)
-        return picl__eng_fail(e, st, "cannot write the repaired class map");
+        return picl__eng_fail(e, st, "cannot write the class map rebuilt after the password reset");
+    e->keys_changed = 1;
+    char msg[640];
+    snprintf(msg, sizeof msg,
+             "The password was reset: class-A data is kept; class-B data on the server was made under the old "
+             "password and is replaced by this device's copy. Class B: %s.", *names ? names : "(none)");
+    picl__eng_notify(e, "status", "", 0, -1, msg);
     return PICL_OK;
 }
 
@@ -284,19 +408,26 @@ static void reupload_if_kb_changed(picl_engine *e, const char *prev_fp)
             picl__eng_mark_reset(e, e->map.items[i].name);
 }
 
-static picl_status ensure_map_once(picl_engine *e);
+static picl_status ensure_map_once(picl_engine *e, int legacy);
 
 picl_status picl__eng_ensure_map(picl_engine *e)
 {
     if (e->have_map)
         return PICL_OK;
-    /* meta unchanged since we accepted our copy (under this very kB): no read */
-    if (meta_unchanged(e) && *e->st->classmap_payload && e->st->has_kb) {
+    int legacy = 0;
+    picl_status st = read_anchor(e);
+    if (st == PICL_OK)
+        st = check_epoch(e, &legacy);
+    if (st != PICL_OK)
+        return st;
+    /* meta unchanged since we accepted our copy, which is the anchored map
+     * (signed under this very kB): no read */
+    if (!legacy && meta_unchanged(e) && *e->st->classmap_payload) {
         picl_classmap m;
         char fp[33];
         if (picl__classmap_parse_trusted(&m, e->st->classmap_payload) == PICL_OK &&
-            picl__key_fingerprint(fp, e->st->kb) == PICL_OK && !strcmp(fp, m.kb_fp) &&
-            m.version == e->st->classmap_version) {
+            m.version == e->st->classmap_version && is_anchored(&e->anchor, &m) &&
+            (!e->st->has_kb || (picl__key_fingerprint(fp, e->st->kb) == PICL_OK && !strcmp(fp, m.kb_fp)))) {
             e->map = m;
             e->have_map = 1;
             e->map_modified = -1; /* unknown: a write re-reads the map first */
@@ -307,72 +438,156 @@ picl_status picl__eng_ensure_map(picl_engine *e)
     picl_classmap prev;
     if (*e->st->classmap_payload && picl__classmap_parse_trusted(&prev, e->st->classmap_payload) == PICL_OK)
         snprintf(prev_fp, sizeof prev_fp, "%s", prev.kb_fp);
-    picl_status st = ensure_map_once(e);
+    st = ensure_map_once(e, legacy);
     if (st == PICL_OK)
         reupload_if_kb_changed(e, prev_fp);
     return st;
 }
 
-static picl_status ensure_map_once(picl_engine *e)
+/* A legacy device (key epoch unknown) cannot tell whether its keys are
+ * current when the map is not a verified one of the current epoch. */
+static picl_status legacy_stop(picl_engine *e)
+{
+    return picl__eng_fail(e, PICL_ERROR_KEYS_CHANGED,
+                          "the keys of this device may be from before a password reset: sign in again "
+                          "(nothing was uploaded)");
+}
+
+static picl_status ensure_map_once(picl_engine *e, int legacy)
 {
     for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-        json_t *bso = NULL;
-        picl_status st = meta_get(e, "classes", &bso);
-        if (st == PICL_ERROR_NOT_FOUND) {
-            if (!e->st->has_kb) {
-                if (*e->st->classmap_payload &&
-                    picl__classmap_parse_trusted(&e->map, e->st->classmap_payload) == PICL_OK) {
-                    e->have_map = 1;
-                    return PICL_OK;
-                }
-                return picl__eng_fail(e, PICL_ERROR_STATE, "enter the password once: the class map needs kB");
-            }
-            /* gone from the server: our own last copy (version + 1), never the defaults */
-            if (*e->st->classmap_payload &&
-                picl__classmap_parse_trusted(&e->map, e->st->classmap_payload) == PICL_OK) {
-                e->map.version++;
-                picl__key_fingerprint(e->map.kb_fp, e->st->kb);
-            } else {
-                picl__classmap_defaults(&e->map, e->st->kb);
-            }
-            st = picl__eng_write_map(e, 0); /* create only if absent: two first devices cannot both win */
-            if (st == PICL_ERROR_CONFLICT)
-                continue;
-            return st == PICL_OK ? PICL_OK : picl__eng_fail(e, st, "cannot write the class map");
-        }
+        picl_status st = read_anchor(e);
         if (st != PICL_OK)
-            return picl__eng_fail(e, st, "cannot read the class map");
-        const char *payload = json_string_value(json_object_get(bso, "payload"));
-        json_t *mod = json_object_get(bso, "modified");
-        e->map_modified = json_is_number(mod) ? (int64_t)(json_number_value(mod) * 100 + 0.5) : -1;
-        char *copy = payload ? strdup(payload) : NULL;
-        json_decref(bso);
-        if (!copy)
-            return picl__eng_fail(e, PICL_ERROR_CLASSMAP, "the class map on the server is malformed");
+            return st;
+        const picl_anchor *a = &e->anchor;
+        /* only the first device after a reset may write a map without a
+         * valid one on the server */
+        int rebuild_ok = a->version > 0 ? a->epoch < a->current_epoch : a->current_epoch > 1;
+        picl_classmap own;
+        int own_anchored = *e->st->classmap_payload &&
+                           picl__classmap_parse_trusted(&own, e->st->classmap_payload) == PICL_OK &&
+                           is_anchored(a, &own);
         if (!e->st->has_kb) {
-            /* strict mode without kB: our own accepted copy, class B locked */
-            free(copy);
-            if (*e->st->classmap_payload &&
-                picl__classmap_parse_trusted(&e->map, e->st->classmap_payload) == PICL_OK) {
+            /* strict mode without kB: only our own copy, and only while it
+             * is the anchored map (a newer one cannot be verified) */
+            if (own_anchored && !legacy) {
+                e->map = own;
                 e->have_map = 1;
                 return PICL_OK;
             }
             return picl__eng_fail(e, PICL_ERROR_STATE, "enter the password once: the class map needs kB");
         }
-        st = picl__classmap_verify(&e->map, copy, e->st->kb, e->st->classmap_version);
-        if (st == PICL_OK) {
-            st = accept_map(e, copy);
+        json_t *bso = NULL;
+        st = meta_get(e, "classes", &bso);
+        if (st == PICL_ERROR_NOT_FOUND) {
+            if (legacy)
+                return legacy_stop(e);
+            if (rebuild_ok) {
+                st = rebuild(e, NULL, 0);
+            } else if (a->version == 0) {
+                /* the first map: this device's own choices, else the defaults */
+                if (!*e->st->classmap_payload || picl__classmap_parse_trusted(&e->map, e->st->classmap_payload) != PICL_OK)
+                    picl__classmap_defaults(&e->map, e->st->kb);
+                st = picl__eng_write_map(e, 0); /* create only if absent: two first devices cannot both win */
+                if (st != PICL_OK && st != PICL_ERROR_CONFLICT)
+                    return picl__eng_fail(e, st, "cannot write the class map");
+            } else if (own_anchored) {
+                /* lost by the server: put back our copy, which is exactly the anchored map */
+                int64_t m = -1;
+                st = put_meta(e, "classes", e->st->classmap_payload, 0, &m);
+                if (st == PICL_OK) {
+                    e->map = own;
+                    e->map_modified = m;
+                    e->have_map = 1;
+                    picl__eng_notify(e, "status", "", 0, -1,
+                                     "the class map was missing on the storage server: put back the anchored copy");
+                    return PICL_OK;
+                }
+                if (st != PICL_ERROR_CONFLICT)
+                    return picl__eng_fail(e, st, "cannot put back the class map");
+            } else {
+                char what[128];
+                snprintf(what, sizeof what, "is missing (deleted or lost) while the keyserver anchors version %llu",
+                         (unsigned long long)a->version);
+                return refuse(e, what);
+            }
+            if (st == PICL_ERROR_CONFLICT) {
+                meta_forget(e);
+                continue;
+            }
+            return st;
+        }
+        if (st != PICL_OK)
+            return picl__eng_fail(e, st, "cannot read the class map");
+        const char *text = json_string_value(json_object_get(bso, "payload"));
+        e->map_modified = bso_modified(bso);
+        char *copy = text ? strdup(text) : NULL;
+        json_decref(bso);
+        if (!copy && text)
+            return PICL_ERROR_NO_MEMORY;
+        picl_classmap m;
+        st = copy ? picl__classmap_verify(&m, copy, e->st->kb) : PICL_ERROR_CLASSMAP;
+        if (st == PICL_ERROR_NO_MEMORY) {
             free(copy);
             return st;
         }
-        if (st == PICL_ERROR_KEYS_CHANGED) {
-            picl_classmap claimed;
-            uint64_t sv = picl__classmap_parse_trusted(&claimed, copy) == PICL_OK ? claimed.version : 0;
+        int64_t ius = e->map_modified >= 0 ? e->map_modified : 0;
+        if (st == PICL_OK) {
+            int newer = a->version == 0 || m.version > a->version;
+            int current = newer || is_anchored(a, &m);
+            if (legacy) {
+                /* the anchored map of the current epoch verifies under our kB: our keys are current */
+                if (!is_anchored(a, &m) || a->epoch != a->current_epoch) {
+                    free(copy);
+                    return legacy_stop(e);
+                }
+                e->st->key_epoch = a->current_epoch;
+                legacy = 0;
+            }
+            if (current && m.version >= e->st->classmap_version) {
+                e->map = m;
+                st = accept_map(e, copy);
+                if (st == PICL_OK && newer)
+                    st = register_map(e); /* a device crashed between its two writes, or the first map */
+                free(copy);
+                if (st == PICL_ERROR_CONFLICT) {
+                    e->have_map = 0;
+                    continue;
+                }
+                return st == PICL_OK ? st : picl__eng_fail(e, st, "cannot register the class map on the keyserver");
+            }
+            if (rebuild_ok) {
+                st = rebuild(e, copy, ius);
+                free(copy);
+                if (st == PICL_ERROR_CONFLICT) {
+                    meta_forget(e);
+                    continue;
+                }
+                return st;
+            }
+            char what[160];
+            snprintf(what, sizeof what, "is an old version (%llu; the keyserver anchors %llu, this device accepted %llu)",
+                     (unsigned long long)m.version, (unsigned long long)a->version,
+                     (unsigned long long)e->st->classmap_version);
             free(copy);
-            return repair_after_reset(e, sv);
+            return refuse(e, what);
+        }
+        /* not valid under our kB */
+        if (legacy) {
+            free(copy);
+            return legacy_stop(e);
+        }
+        if (rebuild_ok) {
+            st = rebuild(e, copy, ius);
+            free(copy);
+            if (st == PICL_ERROR_CONFLICT) {
+                meta_forget(e);
+                continue;
+            }
+            return st;
         }
         free(copy);
-        return picl__eng_fail(e, st, "the class map on the server was forged, replayed or weakened: refusing to sync");
+        return refuse(e, "is forged or malformed (its HMAC does not verify under this device's key)");
     }
     return picl__eng_fail(e, PICL_ERROR_CONFLICT, "the class map keeps changing on the server");
 }

@@ -738,3 +738,59 @@ picl_status picl__ksc_storage_token(picl_ks_client *c, const uint8_t session_tok
     }
     return rc;
 }
+
+/* ---- the class map anchor (keyserver.md section 9) ------------------------ */
+
+/* An integer field 0..max. */
+static picl_status get_count(const json_t *obj, const char *key, uint64_t max, uint64_t *out)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || (uint64_t)json_integer_value(v) > max)
+        return PICL_ERROR_PROTOCOL;
+    *out = (uint64_t)json_integer_value(v);
+    return PICL_OK;
+}
+
+picl_status picl__ksc_classmap_get(picl_ks_client *c, const uint8_t session_token[32], picl_ksc_classmap *out)
+{
+    memset(out, 0, sizeof *out);
+    json_t *ans = NULL;
+    picl_status rc = picl__ksc_call(c, "GET", "/v1/account/classmap", session_token, PICL_TOKEN_SESSION, NULL, &ans);
+    if (rc == PICL_OK) {
+        const uint64_t max = 9007199254740991ULL; /* 2^53 - 1 */
+        json_t *h = json_object_get(ans, "hmac");
+        uint8_t mac[32];
+        if (get_count(ans, "version", max, &out->version) != PICL_OK ||
+            get_count(ans, "epoch", max, &out->epoch) != PICL_OK ||
+            get_uint(ans, "currentEpoch", max, &out->current_epoch) != PICL_OK)
+            rc = PICL_ERROR_PROTOCOL;
+        else if (out->version == 0 && !json_is_null(h) && h)
+            rc = PICL_ERROR_PROTOCOL;
+        else if (out->version > 0 && get_hex(ans, "hmac", mac, 32) != PICL_OK)
+            rc = PICL_ERROR_PROTOCOL;
+        else if (out->version > 0)
+            picl__hex_encode(out->hmac, mac, 32);
+    }
+    if (rc != PICL_OK)
+        memset(out, 0, sizeof *out);
+    json_decref(ans);
+    return rc;
+}
+
+picl_status picl__ksc_classmap_post(picl_ks_client *c, const uint8_t session_token[32], uint64_t version,
+                                    const char *hmac_hex)
+{
+    uint8_t mac[32];
+    if (version < 1 || !hmac_hex || picl__hex_decode_exact(mac, 32, hmac_hex) != PICL_OK)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    char hex[65];
+    picl__hex_encode(hex, mac, 32);
+    json_t *body = json_pack("{s:I, s:s}", "version", (json_int_t)version, "hmac", hex);
+    picl_status rc = body ? picl__ksc_call(c, "POST", "/v1/account/classmap", session_token, PICL_TOKEN_SESSION,
+                                           body, NULL)
+                          : PICL_ERROR_NO_MEMORY;
+    json_decref(body);
+    if (rc != PICL_OK && picl__ksc_last(c)->http_status == 409 && picl__ksc_last(c)->errnum == 123)
+        rc = PICL_ERROR_CONFLICT;
+    return rc;
+}

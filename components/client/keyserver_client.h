@@ -116,4 +116,19 @@ picl_status picl__ksc_forgot_verify(picl_ks_client *c, const uint8_t forgot_toke
 picl_status picl__ksc_storage_token(picl_ks_client *c, const uint8_t session_token[32],
                                     json_t **creds);
 
+/* The class map anchor (keyserver.md section 9, records.md section 4). */
+typedef struct picl_ksc_classmap {
+    uint64_t version;       /* newest registered map's version, 0 = none */
+    char hmac[65];          /* its hmac, lowercase hex; "" when none */
+    uint64_t epoch;         /* the key epoch it was registered in */
+    uint64_t current_epoch; /* the account's key epoch now (>= 1) */
+} picl_ksc_classmap;
+/* GET /v1/account/classmap; a malformed answer is PICL_ERROR_PROTOCOL. */
+picl_status picl__ksc_classmap_get(picl_ks_client *c, const uint8_t session_token[32], picl_ksc_classmap *out);
+/* POST /v1/account/classmap {version, hmac}: PICL_ERROR_CONFLICT when the
+ * keyserver holds a newer map or the same version with another hmac (409,
+ * errno 123 "stale class map"). */
+picl_status picl__ksc_classmap_post(picl_ks_client *c, const uint8_t session_token[32], uint64_t version,
+                                    const char *hmac_hex);
+
 #endif

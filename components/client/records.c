@@ -62,24 +62,27 @@ void picl__kid_format(char out[16], const picl_class_entry *e)
     snprintf(out, 16, "%c:%u", e->cls, e->generation);
 }
 
-picl_status picl__record_encrypt(char **payload, const json_t *cleartext, const picl_keypair *keys,
-                                 const picl_class_entry *kid)
+picl_status picl__record_encrypt(char **payload, const char *collection, const json_t *cleartext,
+                                 const picl_keypair *keys, const picl_class_entry *kid)
 {
     *payload = NULL;
-    if (!json_is_object(cleartext) || !json_is_string(json_object_get(cleartext, "id")) ||
+    const char *id = json_string_value(json_object_get(cleartext, "id"));
+    if (!json_is_object(cleartext) || !id || !*id || strchr(id, '\n') || !picl__collection_name_ok(collection) ||
         (kid->cls != 'A' && kid->cls != 'B') || kid->generation == 0)
         return PICL_ERROR_INVALID_ARGUMENT;
     char *clear = json_dumps(cleartext, JSON_COMPACT);
     if (!clear)
         return PICL_ERROR_NO_MEMORY;
     size_t clen = strlen(clear);
+    char kidtxt[16];
+    picl__kid_format(kidtxt, kid);
+    picl_mac_context ctx;
+    picl__record_v2_context(&ctx, collection, id, kidtxt);
     picl_sealed s;
-    picl_status st = picl__record_seal(&s, keys, NULL, (const uint8_t *)clear, clen);
+    picl_status st = picl__record_seal(&s, keys, &ctx, NULL, (const uint8_t *)clear, clen);
     picl__zfree(clear, clen);
     if (st != PICL_OK)
         return st;
-    char kidtxt[16];
-    picl__kid_format(kidtxt, kid);
     json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "ciphertext", s.ciphertext, "IV", s.iv, "hmac", s.hmac,
                           "kid", kidtxt);
     picl__sealed_free(&s);
@@ -88,6 +91,22 @@ picl_status picl__record_encrypt(char **payload, const json_t *cleartext, const 
     *payload = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return *payload ? PICL_OK : PICL_ERROR_NO_MEMORY;
+}
+
+const char *picl__record_fault_text(picl_record_fault f)
+{
+    switch (f) {
+    case PICL_RECORD_FAULT_KID:
+        return "wrong kid";
+    case PICL_RECORD_FAULT_HMAC:
+        return "hmac mismatch";
+    case PICL_RECORD_FAULT_NOT_JSON:
+        return "not JSON";
+    case PICL_RECORD_FAULT_ID:
+        return "id mismatch";
+    default:
+        return "";
+    }
 }
 
 static json_t *load_payload(const char *payload)
@@ -112,19 +131,23 @@ picl_status picl__record_kid(const char *payload, picl_class_entry *kid)
     return st == PICL_OK ? PICL_OK : PICL_ERROR_DECRYPT;
 }
 
-picl_status picl__record_decrypt(json_t **clear, const char *payload, const char *bso_id,
-                                 const picl_keypair *keys, const picl_class_entry *expect, int allow_other)
+picl_status picl__record_decrypt(json_t **clear, const char *collection, const char *bso_id, const char *payload,
+                                 const picl_keypair *keys, const picl_class_entry *expect, int allow_other,
+                                 picl_record_fault *fault)
 {
     *clear = NULL;
     picl_status st = PICL_ERROR_DECRYPT;
+    picl_record_fault why = PICL_RECORD_FAULT_NOT_JSON;
     uint8_t *pt = NULL;
     size_t ptlen = 0;
     json_t *c = NULL, *o = load_payload(payload);
     picl_class_entry kid;
-    if (!o || !bso_id)
+    if (!o || !bso_id || !collection)
         goto done;
     /* 1. the kid against the class map */
-    if (picl__kid_parse(json_string_value(json_object_get(o, "kid")), &kid) != PICL_OK)
+    why = PICL_RECORD_FAULT_KID;
+    const char *kidtxt = json_string_value(json_object_get(o, "kid"));
+    if (picl__kid_parse(kidtxt, &kid) != PICL_OK)
         goto done;
     /* never read data under a weaker class than the map says: a server
      * cannot downgrade a class-B collection to kA by relabelling */
@@ -132,10 +155,15 @@ picl_status picl__record_decrypt(json_t **clear, const char *payload, const char
         goto done;
     if (!allow_other && (kid.cls != expect->cls || kid.generation != expect->generation))
         goto done;
-    /* 2. MAC (constant time) then decrypt */
-    picl_status ost = picl__record_open(&pt, &ptlen, keys, json_string_value(json_object_get(o, "ciphertext")),
-                                        json_string_value(json_object_get(o, "IV")),
-                                        json_string_value(json_object_get(o, "hmac")));
+    /* 2. the v2 MAC (constant time, over collection, id, kid, IV,
+     * ciphertext as received), then decryption */
+    why = PICL_RECORD_FAULT_HMAC;
+    picl_mac_context ctx;
+    picl__record_v2_context(&ctx, collection, bso_id, kidtxt);
+    const char *ct = json_string_value(json_object_get(o, "ciphertext"));
+    const char *iv = json_string_value(json_object_get(o, "IV"));
+    const char *mac = json_string_value(json_object_get(o, "hmac"));
+    picl_status ost = picl__record_open(&pt, &ptlen, keys, &ctx, ct, iv, mac);
     if (ost == PICL_ERROR_NO_MEMORY) {
         st = ost;
         goto done;
@@ -143,18 +171,24 @@ picl_status picl__record_decrypt(json_t **clear, const char *payload, const char
     if (ost != PICL_OK)
         goto done;
     /* 3. the cleartext must be an object naming this very BSO */
+    why = PICL_RECORD_FAULT_NOT_JSON;
     c = json_loadb((const char *)pt, ptlen, JSON_REJECT_DUPLICATES, NULL);
-    if (!json_is_object(c) || !json_is_string(json_object_get(c, "id")) ||
-        strcmp(json_string_value(json_object_get(c, "id")), bso_id) != 0)
+    if (!json_is_object(c))
+        goto done;
+    why = PICL_RECORD_FAULT_ID;
+    if (!json_is_string(json_object_get(c, "id")) || strcmp(json_string_value(json_object_get(c, "id")), bso_id) != 0)
         goto done;
     *clear = c;
     c = NULL;
+    why = PICL_RECORD_FAULT_NONE;
     st = PICL_OK;
 done:
     if (pt)
         picl__zfree(pt, ptlen);
     json_decref(c);
     json_decref(o);
+    if (fault)
+        *fault = st == PICL_OK ? PICL_RECORD_FAULT_NONE : why;
     return st;
 }
 
@@ -198,6 +232,7 @@ picl_status picl__classmap_defaults(picl_classmap *m, const uint8_t kb[32])
 {
     memset(m, 0, sizeof *m);
     m->version = 1;
+    m->epoch = 1;
     picl_status st = picl__key_fingerprint(m->kb_fp, kb);
     static const picl_classmap_item defs[] = {
         {"bookmarks", {'A', 1}}, {"history", {'A', 1}}, {"passwords", {'B', 1}}};
@@ -214,7 +249,8 @@ static json_t *classmap_json(const picl_classmap *m)
         json_object_set_new(cols, m->items[i].name,
                             json_pack("{s:s, s:I}", "class", cls, "generation", (json_int_t)m->items[i].e.generation));
     }
-    return json_pack("{s:I, s:s, s:o}", "version", (json_int_t)m->version, "kB", m->kb_fp, "collections", cols);
+    return json_pack("{s:I, s:I, s:s, s:o}", "version", (json_int_t)m->version, "epoch", (json_int_t)m->epoch, "kB",
+                     m->kb_fp, "collections", cols);
 }
 
 static picl_status classmap_mac(char out[65], const json_t *obj, const uint8_t kb[32])
@@ -230,38 +266,50 @@ static picl_status classmap_mac(char out[65], const json_t *obj, const uint8_t k
     if (st == PICL_OK)
         picl__hex_encode(out, mac, 32);
     picl__wipe(key, sizeof key);
+    picl__wipe(mac, sizeof mac);
     free(canon);
     return st;
 }
 
-picl_status picl__classmap_sign(char **payload, const picl_classmap *m, const uint8_t kb[32])
+picl_status picl__classmap_sign(char **payload, picl_classmap *m, const uint8_t kb[32])
 {
     *payload = NULL;
+    if (m->version < 1 || m->epoch < 1)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    picl_status st = picl__key_fingerprint(m->kb_fp, kb);
+    if (st != PICL_OK)
+        return st;
     json_t *o = classmap_json(m);
     if (!o)
         return PICL_ERROR_NO_MEMORY;
     char mac[65];
-    picl_status st = classmap_mac(mac, o, kb);
+    st = classmap_mac(mac, o, kb);
     if (st == PICL_OK) {
         json_object_set_new(o, "hmac", json_string(mac));
         *payload = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
         if (!*payload)
             st = PICL_ERROR_NO_MEMORY;
+        else
+            memcpy(m->hmac, mac, sizeof m->hmac);
     }
     json_decref(o);
     return st;
 }
 
-/* The structural part of a map: version, kB fingerprint, collections. */
+/* The structural part of a map: version, epoch, kB hint, collections, and
+ * the hmac text when present. */
 static picl_status parse_collections(picl_classmap *m, json_t *o)
 {
-    json_t *ver = json_object_get(o, "version"), *fp = json_object_get(o, "kB");
-    json_t *cols = json_object_get(o, "collections");
-    if (!json_is_integer(ver) || json_integer_value(ver) < 1 || !json_is_string(fp) ||
-        strlen(json_string_value(fp)) != 32 || !json_is_object(cols))
+    json_t *ver = json_object_get(o, "version"), *ep = json_object_get(o, "epoch"), *fp = json_object_get(o, "kB");
+    json_t *cols = json_object_get(o, "collections"), *mac = json_object_get(o, "hmac");
+    if (!json_is_integer(ver) || json_integer_value(ver) < 1 || !json_is_integer(ep) || json_integer_value(ep) < 1 ||
+        !json_is_string(fp) || strlen(json_string_value(fp)) != 32 || !json_is_object(cols))
         return PICL_ERROR_CLASSMAP;
     m->version = (uint64_t)json_integer_value(ver);
+    m->epoch = (uint64_t)json_integer_value(ep);
     snprintf(m->kb_fp, sizeof m->kb_fp, "%s", json_string_value(fp));
+    if (json_is_string(mac) && strlen(json_string_value(mac)) == 64)
+        snprintf(m->hmac, sizeof m->hmac, "%s", json_string_value(mac));
     const char *name;
     json_t *e;
     json_object_foreach(cols, name, e) {
@@ -288,38 +336,26 @@ picl_status picl__classmap_parse_trusted(picl_classmap *m, const char *payload)
     return st;
 }
 
-picl_status picl__classmap_verify(picl_classmap *m, const char *payload, const uint8_t kb[32],
-                                  uint64_t min_version)
+picl_status picl__classmap_verify(picl_classmap *m, const char *payload, const uint8_t kb[32])
 {
     memset(m, 0, sizeof *m);
     picl_status st = PICL_ERROR_CLASSMAP;
-    json_t *o = load_payload(payload);
-    if (!o || json_object_size(o) != 4)
+    json_t *o = load_payload(payload), *unsigned_obj = NULL;
+    if (!o || json_object_size(o) != 5)
         goto done;
-    json_t *ver = json_object_get(o, "version"), *fp = json_object_get(o, "kB");
-    json_t *cols = json_object_get(o, "collections"), *mac = json_object_get(o, "hmac");
-    if (!json_is_integer(ver) || json_integer_value(ver) < 1 || !json_is_string(fp) ||
-        strlen(json_string_value(fp)) != 32 || !json_is_object(cols) || !json_is_string(mac) ||
-        strlen(json_string_value(mac)) != 64)
+    json_t *mac = json_object_get(o, "hmac");
+    if (!json_is_string(mac) || strlen(json_string_value(mac)) != 64)
         goto done;
-    char ours[33];
-    if ((st = picl__key_fingerprint(ours, kb)) != PICL_OK)
-        goto done;
-    if (!picl__memeq_ct(ours, json_string_value(fp), 32)) {
-        st = PICL_ERROR_KEYS_CHANGED;
-        goto done;
-    }
-    st = PICL_ERROR_CLASSMAP;
-    uint8_t want[32], got[32];
-    char gothex[65];
-    json_t *unsigned_obj = json_deep_copy(o);
+    /* 1. the HMAC under our kB, before anything in the map is looked at */
+    unsigned_obj = json_deep_copy(o);
     if (!unsigned_obj) {
         st = PICL_ERROR_NO_MEMORY;
         goto done;
     }
     json_object_del(unsigned_obj, "hmac");
+    uint8_t want[32], got[32];
+    char gothex[65];
     picl_status mst = classmap_mac(gothex, unsigned_obj, kb);
-    json_decref(unsigned_obj);
     if (mst != PICL_OK) {
         st = mst;
         goto done;
@@ -327,16 +363,17 @@ picl_status picl__classmap_verify(picl_classmap *m, const char *payload, const u
     if (picl__hex_decode_exact(want, 32, json_string_value(mac)) != PICL_OK ||
         picl__hex_decode_exact(got, 32, gothex) != PICL_OK || !picl__memeq_ct(want, got, 32))
         goto done;
-    if ((uint64_t)json_integer_value(ver) < min_version)
-        goto done;
+    /* 2. only a genuine map is parsed */
     if (parse_collections(m, o) != PICL_OK)
         goto done;
+    snprintf(m->hmac, sizeof m->hmac, "%s", gothex);
     st = PICL_OK;
 done:
-    if (st != PICL_OK && st != PICL_ERROR_NO_MEMORY && st != PICL_ERROR_KEYS_CHANGED)
+    if (st != PICL_OK && st != PICL_ERROR_NO_MEMORY)
         st = PICL_ERROR_CLASSMAP;
     if (st != PICL_OK)
         memset(m, 0, sizeof *m);
+    json_decref(unsigned_obj);
     json_decref(o);
     return st;
 }

@@ -28,24 +28,42 @@ picl_status picl__collection_keys(picl_keypair *out, const uint8_t kx[32], const
 picl_status picl__kid_parse(const char *kid, picl_class_entry *out);
 void picl__kid_format(char out[16], const picl_class_entry *e);
 
-/* Encrypts cleartext (a JSON object with a string "id") into the BSO payload
- * text {"ciphertext","IV","hmac","kid"}; *payload is malloc()ed, caller frees. */
-picl_status picl__record_encrypt(char **payload, const json_t *cleartext, const picl_keypair *keys,
-                                 const picl_class_entry *kid);
+/* Encrypts cleartext (a JSON object with a string "id", the BSO id) of
+ * `collection` into the BSO payload text {"ciphertext","IV","hmac","kid"}
+ * with the v2 MAC (records.md 3: binds collection, BSO id, kid, IV and
+ * ciphertext); *payload is malloc()ed, caller frees. */
+picl_status picl__record_encrypt(char **payload, const char *collection, const json_t *cleartext,
+                                 const picl_keypair *keys, const picl_class_entry *kid);
 
-/* Decrypts a BSO payload.  `expect` is what the class map says for this
- * collection.  A record under a weaker class (kid A while the map says B) is
- * always refused: a server cannot make us accept data readable with kA in a
- * class-B collection.  With allow_other == 0 the kid must equal `expect`
- * exactly; with 1 another generation, or class B in a class-A collection,
- * is accepted (a move in progress: the kid names the key, which the caller
- * derived from the kid with picl__record_kid()).  The cleartext "id" must
- * equal bso_id.  Every failure is PICL_ERROR_DECRYPT (PICL_ERROR_NO_MEMORY
- * aside).  *clear is a new reference on success. */
+/* Why a record was refused, for the user (client.md 7).  The reasons say
+ * nothing about the cleartext: everything up to and including the MAC is
+ * "wrong kid" or "hmac mismatch"; only a record whose MAC verified can be
+ * "not JSON" or "id mismatch". */
+typedef enum picl_record_fault {
+    PICL_RECORD_FAULT_NONE = 0,
+    PICL_RECORD_FAULT_KID,      /* "wrong kid": missing, malformed, or not allowed by the class map */
+    PICL_RECORD_FAULT_HMAC,     /* "hmac mismatch": payload fields missing or MAC wrong */
+    PICL_RECORD_FAULT_NOT_JSON, /* "not JSON": the payload or the cleartext does not parse */
+    PICL_RECORD_FAULT_ID,       /* "id mismatch": the cleartext names another record */
+} picl_record_fault;
+const char *picl__record_fault_text(picl_record_fault f);
+
+/* Decrypts the BSO (collection, bso_id, payload).  `expect` is what the
+ * class map says for this collection.  A record under a weaker class (kid A
+ * while the map says B) is always refused: a server cannot make us accept
+ * data readable with kA in a class-B collection.  With allow_other == 0 the
+ * kid must equal `expect` exactly; with 1 another generation, or class B in
+ * a class-A collection, is accepted (a move in progress: the kid names the
+ * key, which the caller derived from the kid with picl__record_kid()).
+ * Order: kid, then the v2 MAC in constant time, then decryption; the
+ * cleartext must be a JSON object whose "id" equals bso_id.  Every failure
+ * is PICL_ERROR_DECRYPT (PICL_ERROR_NO_MEMORY aside) and, when fault is not
+ * NULL, *fault says which check refused it.  *clear is a new reference on
+ * success. */
 picl_status picl__record_kid(const char *payload, picl_class_entry *kid);
-picl_status picl__record_decrypt(json_t **clear, const char *payload, const char *bso_id,
-                                 const picl_keypair *keys, const picl_class_entry *expect,
-                                 int allow_other);
+picl_status picl__record_decrypt(json_t **clear, const char *collection, const char *bso_id, const char *payload,
+                                 const picl_keypair *keys, const picl_class_entry *expect, int allow_other,
+                                 picl_record_fault *fault);
 
 /* ---- the class map (records.md section 4) ------------------------------ */
 
@@ -56,36 +74,38 @@ typedef struct picl_classmap_item {
 
 typedef struct picl_classmap {
     uint64_t version;
-    char kb_fp[33]; /* hex(H(kB))[0:32] */
+    uint64_t epoch;   /* the account's key epoch the map was made in (>= 1) */
+    char kb_fp[33];   /* hex(H(kB))[0:32]: a hint for messages, never decided on */
+    char hmac[65];    /* the map's hmac as signed or received ("" = unsigned) */
     size_t n;
     picl_classmap_item items[64];
 } picl_classmap;
 
 /* The defaults the first device writes: bookmarks A, history A, passwords B,
- * all at generation 1, version 1. */
+ * all at generation 1, version 1, epoch 1. */
 picl_status picl__classmap_defaults(picl_classmap *m, const uint8_t kb[32]);
 
 /* Lookup and update; set adds the collection when absent. */
 const picl_class_entry *picl__classmap_get(const picl_classmap *m, const char *collection);
 picl_status picl__classmap_set(picl_classmap *m, const char *collection, const picl_class_entry *e);
 
-/* Serialises and authenticates: payload text with "hmac" =
- * HMAC-SHA256(HKDF(kB, no salt, KW("classmap"), 32), canonical JSON without
- * hmac).  *payload is malloc()ed. */
-picl_status picl__classmap_sign(char **payload, const picl_classmap *m, const uint8_t kb[32]);
+/* Serialises and authenticates: payload text {"version","epoch","kB",
+ * "collections","hmac"} with "hmac" = HMAC-SHA256(HKDF(kB, no salt,
+ * KW("classmap"), 32), canonical JSON without hmac); the kB field is set
+ * from kb.  *payload is malloc()ed; m->hmac and m->kb_fp are updated. */
+picl_status picl__classmap_sign(char **payload, picl_classmap *m, const uint8_t kb[32]);
 
-/* Parses and checks a map from the server:
- *   PICL_ERROR_KEYS_CHANGED  the map's kB fingerprint is not ours (a reset
- *                            elsewhere, or a forgery: the caller confirms
- *                            with the keyserver before acting);
- *   PICL_ERROR_CLASSMAP      malformed, HMAC wrong, or version < min_version
- *                            (a replayed old map);
- * On success *m holds the map. */
-picl_status picl__classmap_verify(picl_classmap *m, const char *payload, const uint8_t kb[32],
-                                  uint64_t min_version);
+/* Parses and checks a map from the server: the HMAC is verified first,
+ * under kb, whatever the map's kB field says.  PICL_ERROR_CLASSMAP for a
+ * malformed map or a wrong HMAC (PICL_ERROR_NO_MEMORY aside).  Versions
+ * (replays) are the caller's business (the anchor rules of records.md 4).
+ * On success *m holds the map, m->hmac its hmac. */
+picl_status picl__classmap_verify(picl_classmap *m, const char *payload, const uint8_t kb[32]);
 
-/* Parses a map this device accepted earlier (its own copy, from the local
- * state) without the HMAC: for strict mode, when kB is not in memory. */
+/* Parses a map without the HMAC: a map this device accepted earlier (its
+ * own copy, from the local state; for strict mode, when kB is not in
+ * memory), or the server's unverifiable map as one source of the rebuild
+ * after a password reset (which only ever strengthens classes). */
 picl_status picl__classmap_parse_trusted(picl_classmap *m, const char *payload);
 
 /* hex(SHA-256(k)[0:16]) into out (33 bytes): kA_fp / kB_fp / X-Client-State. */

@@ -106,6 +106,8 @@ picl_status picl__state_load(picl_state **out, const char *dir, int persist_keys
     st->verified = json_is_true(json_object_get(o, "verified"));
     json_t *v = json_object_get(o, "classmap_version");
     st->classmap_version = json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+    v = json_object_get(o, "key_epoch");
+    st->key_epoch = json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
     json_t *c = json_object_get(o, "collections");
     if (json_is_object(c))
         json_object_update(st->collections, c);
@@ -158,6 +160,8 @@ picl_status picl__state_save(const picl_state *st)
     if (!o)
         return PICL_ERROR_NO_MEMORY;
     picl_status rc = PICL_OK;
+    if (st->key_epoch)
+        json_object_set_new(o, "key_epoch", json_integer((json_int_t)st->key_epoch));
     if (st->has_forgot) {
         rc = put_sdr(o, "forgot", st->forgot, 32);
         json_object_set_new(o, "forgot_email", json_string(st->forgot_email));
@@ -206,6 +210,7 @@ void picl__state_sign_out(picl_state *st)
     st->storage_token = NULL;
     json_object_clear(st->collections);
     st->classmap_version = 0;
+    st->key_epoch = 0;
     picl__state_set_str(&st->uid, "");
     picl__state_set_str(&st->email, "");
     picl__state_set_str(&st->classmap_payload, "");

@@ -23,8 +23,9 @@ typedef struct picl_state {
     int has_ka, has_kb;
     json_t *storage_token;  /* {id, key, api_endpoint, uid, expires}, memory + SDR */
     json_t *collections;    /* name -> {"lastSync": "T.tt", "syncID": "...", "enabled": bool} */
-    uint64_t classmap_version;
+    uint64_t classmap_version; /* the highest class map version accepted (never goes down) */
     char *classmap_payload; /* the last class map accepted, as received */
+    uint64_t key_epoch;     /* the account's key epoch when kA/kB were fetched, 0 = unknown */
     char *global_sync_id;   /* meta/global syncID seen */
     uint8_t forgot[32];     /* forgotPasswordToken between "forgot" and "reset" */
     int has_forgot;

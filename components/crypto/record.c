@@ -1,5 +1,6 @@
-/* record.c -- the Sync record cipher: AES-256-CBC + HMAC-SHA256 over the
- * base64 ciphertext, MAC checked first, one error for all (see record.h). */
+/* record.c -- the record cipher: AES-256-CBC + HMAC-SHA256 over the labelled
+ * macInput (context, IV text, ciphertext text), MAC checked first, one error
+ * for all (see record.h). */
 #include "crypto/record.h"
 #include "crypto/aes.h"
 #include "crypto/codec.h"
@@ -19,10 +20,61 @@ void picl__sealed_free(picl_sealed *s)
     s->ciphertext = s->iv = s->hmac = NULL;
 }
 
-picl_status picl__record_seal(picl_sealed *sealed, const picl_keypair *keys, const uint8_t *iv,
-                              const uint8_t *clear, size_t len)
+void picl__record_v2_context(picl_mac_context *ctx, const char *collection, const char *bso_id, const char *kid)
+{
+    memset(ctx, 0, sizeof *ctx);
+    ctx->label = PICL_RECORD_V2_LABEL;
+    ctx->fields[0] = collection;
+    ctx->fields[1] = bso_id;
+    ctx->fields[2] = kid;
+    ctx->nfields = 3;
+}
+
+static int context_ok(const picl_mac_context *ctx)
+{
+    if (!ctx || !ctx->label || !*ctx->label || strchr(ctx->label, '\n') || ctx->nfields > PICL_MAC_CONTEXT_MAX_FIELDS)
+        return 0;
+    for (size_t i = 0; i < ctx->nfields; i++)
+        if (!ctx->fields[i] || strchr(ctx->fields[i], '\n'))
+            return 0;
+    return 1;
+}
+
+/* HMAC-SHA256(key, macInput) */
+static picl_status mac_input(uint8_t out[32], const uint8_t key[32], const picl_mac_context *ctx, const char *iv_b64,
+                             const char *ct_b64, size_t ctlen)
+{
+    picl_hmac_ctx *h = NULL;
+    picl_status st = picl__hmac_sha256_init(&h, key, 32);
+    if (st != PICL_OK)
+        return st;
+    st = picl__hmac_sha256_update(h, ctx->label, strlen(ctx->label));
+    for (size_t i = 0; st == PICL_OK && i < ctx->nfields; i++) {
+        st = picl__hmac_sha256_update(h, "\n", 1);
+        if (st == PICL_OK)
+            st = picl__hmac_sha256_update(h, ctx->fields[i], strlen(ctx->fields[i]));
+    }
+    if (st == PICL_OK)
+        st = picl__hmac_sha256_update(h, "\n", 1);
+    if (st == PICL_OK)
+        st = picl__hmac_sha256_update(h, iv_b64, strlen(iv_b64));
+    if (st == PICL_OK)
+        st = picl__hmac_sha256_update(h, "\n", 1);
+    if (st == PICL_OK)
+        st = picl__hmac_sha256_update(h, ct_b64, ctlen);
+    if (st != PICL_OK) {
+        picl__hmac_sha256_abort(h);
+        return st;
+    }
+    return picl__hmac_sha256_final(h, out);
+}
+
+picl_status picl__record_seal(picl_sealed *sealed, const picl_keypair *keys, const picl_mac_context *ctx,
+                              const uint8_t *iv, const uint8_t *clear, size_t len)
 {
     memset(sealed, 0, sizeof *sealed);
+    if (!context_ok(ctx))
+        return PICL_ERROR_INVALID_ARGUMENT;
     if (len > PICL_RECORD_MAX_CIPHERTEXT - 16)
         return PICL_ERROR_TOO_LARGE;
     uint8_t ivbuf[16], mac[32];
@@ -43,25 +95,26 @@ picl_status picl__record_seal(picl_sealed *sealed, const picl_keypair *keys, con
         st = PICL_ERROR_NO_MEMORY;
         goto done;
     }
-    st = picl__hmac_sha256(mac, keys->hmac, 32, sealed->ciphertext, strlen(sealed->ciphertext));
+    st = mac_input(mac, keys->hmac, ctx, sealed->iv, sealed->ciphertext, strlen(sealed->ciphertext));
     if (st != PICL_OK)
         goto done;
     sealed->hmac = picl__hex_encode_alloc(mac, 32);
     if (!sealed->hmac)
         st = PICL_ERROR_NO_MEMORY;
 done:
-    free(ct);
+    picl__zfree(ct, picl__aes256_cbc_pad_len(len));
     if (st != PICL_OK)
         picl__sealed_free(sealed);
     return st;
 }
 
 picl_status picl__record_open(uint8_t **clear, size_t *clearlen, const picl_keypair *keys,
-                              const char *ct_b64, const char *iv_b64, const char *hmac_hex)
+                              const picl_mac_context *ctx, const char *ct_b64, const char *iv_b64,
+                              const char *hmac_hex)
 {
     *clear = NULL;
     *clearlen = 0;
-    if (!ct_b64 || !iv_b64 || !hmac_hex)
+    if (!ct_b64 || !iv_b64 || !hmac_hex || !context_ok(ctx))
         return PICL_ERROR_DECRYPT;
     size_t ctlen_txt = strlen(ct_b64);
     if (ctlen_txt > picl__base64_encoded_len(PICL_RECORD_MAX_CIPHERTEXT))
@@ -71,10 +124,10 @@ picl_status picl__record_open(uint8_t **clear, size_t *clearlen, const picl_keyp
     size_t ivlen = 0, ctlen = 0, ptlen = 0;
     picl_status st = PICL_ERROR_DECRYPT;
 
-    /* 1. the MAC, over the base64 text exactly as received, in constant time */
+    /* 1. the MAC over macInput, the texts exactly as received, in constant time */
     if (picl__hex_decode_exact(want, 32, hmac_hex) != PICL_OK)
         goto done;
-    if (picl__hmac_sha256(got, keys->hmac, 32, ct_b64, ctlen_txt) != PICL_OK)
+    if (mac_input(got, keys->hmac, ctx, iv_b64, ct_b64, ctlen_txt) != PICL_OK)
         goto done;
     if (!picl__memeq_ct(want, got, 32))
         goto done;

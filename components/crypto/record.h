@@ -1,5 +1,6 @@
-/* record.h -- the Sync record cipher (records.md section 3): AES-256-CBC,
- * encrypt-then-MAC with HMAC-SHA256 over the base64 ciphertext text. */
+/* record.h -- the record cipher (records.md section 3): AES-256-CBC,
+ * encrypt-then-MAC with HMAC-SHA256 over a labelled macInput that covers the
+ * context fields, the IV text and the ciphertext text. */
 #ifndef PICL_CRYPTO_RECORD_H
 #define PICL_CRYPTO_RECORD_H
 
@@ -19,18 +20,36 @@ typedef struct picl_sealed {
     char *hmac;       /* lowercase hex of 32 bytes */
 } picl_sealed;
 
+/* What the MAC binds besides the IV and the ciphertext:
+ *   macInput = label LF fields[0] LF ... LF fields[n-1] LF <IV b64> LF <ciphertext b64>
+ * (LF = one 0x0A byte; every part is the exact text that travels).  A label
+ * or field containing LF is refused.  Records use PICL_RECORD_V2_LABEL with
+ * the fields {collection, BSO id, kid} (picl__record_v2_context). */
+#define PICL_RECORD_V2_LABEL "picl-record-v2"
+#define PICL_MAC_CONTEXT_MAX_FIELDS 4
+typedef struct picl_mac_context {
+    const char *label;
+    const char *fields[PICL_MAC_CONTEXT_MAX_FIELDS];
+    size_t nfields;
+} picl_mac_context;
+
+/* The record v2 context; the strings are borrowed (they must outlive ctx). */
+void picl__record_v2_context(picl_mac_context *ctx, const char *collection, const char *bso_id, const char *kid);
+
 /* Encrypts cleartext.  iv NULL = 16 fresh random bytes (a fixed iv is for
- * vectors only).  On success the caller owns *sealed (picl__sealed_free). */
-picl_status picl__record_seal(picl_sealed *sealed, const picl_keypair *keys,
+ * vectors only).  ctx is required (PICL_ERROR_INVALID_ARGUMENT when NULL or
+ * holding LF).  On success the caller owns *sealed (picl__sealed_free). */
+picl_status picl__record_seal(picl_sealed *sealed, const picl_keypair *keys, const picl_mac_context *ctx,
                               const uint8_t *iv, const uint8_t *clear, size_t len);
 
-/* Checks the HMAC in constant time, then decrypts.  Every failure (bad hex,
- * base64, IV length, MAC, padding, wrong key) is PICL_ERROR_DECRYPT, except
- * PICL_ERROR_NO_MEMORY / PICL_ERROR_TOO_LARGE.  On success *clear is a
- * malloc()ed buffer of *clearlen bytes plus a NUL (caller picl__zfree's it). */
+/* Checks the HMAC over macInput(ctx, iv_b64, ciphertext_b64) in constant
+ * time, then decodes and decrypts.  Every failure (no or bad context, bad
+ * hex, base64, IV length, MAC, padding, wrong key) is PICL_ERROR_DECRYPT,
+ * except PICL_ERROR_NO_MEMORY / PICL_ERROR_TOO_LARGE.  On success *clear is
+ * a malloc()ed buffer of *clearlen bytes plus a NUL (caller picl__zfree's it). */
 #define PICL_RECORD_MAX_CIPHERTEXT (8u * 1024u * 1024u)
 picl_status picl__record_open(uint8_t **clear, size_t *clearlen, const picl_keypair *keys,
-                              const char *ciphertext_b64, const char *iv_b64,
+                              const picl_mac_context *ctx, const char *ciphertext_b64, const char *iv_b64,
                               const char *hmac_hex);
 
 void picl__sealed_free(picl_sealed *sealed);

@@ -24,6 +24,38 @@ typedef struct device {
 
 static uint8_t KA[32], KB[32];
 
+/* The keyserver's class map anchor (records.md 4), in memory: the engine
+ * tests run the storage server only; test_classmap_anchor.c runs both.  The
+ * keyserver's rule: a higher version, or the same with the same hmac; a
+ * password reset is current_epoch + 1. */
+static picl_anchor ANCHOR;
+static json_t *LAST_FAILURES; /* e.failures of the last dev_sync */
+
+static picl_status anchor_get(void *ctx, picl_anchor *out)
+{
+    (void)ctx;
+    *out = ANCHOR;
+    return PICL_OK;
+}
+
+static picl_status anchor_post(void *ctx, uint64_t version, const char *hmac)
+{
+    (void)ctx;
+    if (version < ANCHOR.version || (version == ANCHOR.version && strcmp(hmac, ANCHOR.hmac)))
+        return PICL_ERROR_CONFLICT;
+    ANCHOR.version = version;
+    snprintf(ANCHOR.hmac, sizeof ANCHOR.hmac, "%s", hmac);
+    ANCHOR.epoch = ANCHOR.current_epoch;
+    return PICL_OK;
+}
+
+static void engine_init(picl_engine *e, picl_stc *stc, picl_state *st)
+{
+    picl__engine_init(e, stc, st);
+    e->anchor_get = anchor_get;
+    e->anchor_post = anchor_post;
+}
+
 static void setup(void)
 {
     /* SDR needs a key database as the internal slot: open it first */
@@ -35,6 +67,8 @@ static void setup(void)
         KA[i] = (uint8_t)(0x20 + i);
         KB[i] = (uint8_t)(0x40 + i);
     }
+    memset(&ANCHOR, 0, sizeof ANCHOR);
+    ANCHOR.current_epoch = 1;
 }
 
 /* The same with a server whose batches hold at most 25 records. */
@@ -52,10 +86,14 @@ static void setup_small(void)
         KA[i] = (uint8_t)(0x20 + i);
         KB[i] = (uint8_t)(0x40 + i);
     }
+    memset(&ANCHOR, 0, sizeof ANCHOR);
+    ANCHOR.current_epoch = 1;
 }
 
 static void teardown(void)
 {
+    json_decref(LAST_FAILURES);
+    LAST_FAILURES = NULL;
     sf_teardown();
     picl__nss_release();
     char cmd[128];
@@ -71,6 +109,7 @@ static void dev_open(device *d, const uint8_t *kb)
     ck_assert_int_eq(picl__state_load(&d->st, d->dir, 1), PICL_OK);
     memcpy(d->st->ka, KA, 32);
     d->st->has_ka = 1;
+    d->st->key_epoch = ANCHOR.current_epoch; /* keys fetched now */
     if (kb) {
         memcpy(d->st->kb, kb, 32);
         d->st->has_kb = 1;
@@ -96,12 +135,14 @@ static void dev_close(device *d)
 static picl_status dev_sync(device *d, json_t **out, char *err)
 {
     picl_engine e;
-    picl__engine_init(&e, d->stc, d->st);
+    engine_init(&e, d->stc, d->st);
     picl_store *stores[3] = {d->bm, d->pw, d->hi};
     json_t *summary = json_object();
     picl_status st = picl__engine_sync(&e, stores, 3, summary);
     if (err)
         snprintf(err, 256, "%s", e.error);
+    json_decref(LAST_FAILURES);
+    LAST_FAILURES = e.failures ? json_deep_copy(e.failures) : json_array();
     picl__engine_done(&e);
     if (out)
         *out = summary;
@@ -344,6 +385,11 @@ static void server_put(const char *coll, const char *id, const char *payload)
     json_decref(bso);
 }
 
+static const char *map_class(json_t *map, const char *c)
+{
+    return json_string_value(json_object_get(json_object_get(json_object_get(map, "collections"), c), "class"));
+}
+
 START_TEST(test_class_map_attacks)
 {
     device d1, d2;
@@ -353,42 +399,80 @@ START_TEST(test_class_map_attacks)
     sync_ok(&d1);
     json_t *map = server_payload("meta", "classes");
     ck_assert_int_eq(json_integer_value(json_object_get(map, "version")), 1);
+    ck_assert_uint_eq(ANCHOR.version, 1); /* registered on the keyserver */
     /* the server rewrites passwords to class A (to read them with kA) */
     json_t *forged = json_deep_copy(map);
     json_object_set_new(json_object_get(json_object_get(forged, "collections"), "passwords"), "class", json_string("A"));
     char *text = json_dumps(forged, JSON_COMPACT | JSON_SORT_KEYS);
     server_put("meta", "classes", text);
     free(text);
+    /* ... also with another kB field and a garbage hmac, which the old code
+     * took for a password reset and "repaired" from the defaults */
+    json_object_set_new(forged, "kB", json_string("00112233445566778899aabbccddeeff"));
+    json_object_set_new(forged, "hmac", json_string("6a6b6c6d6e6f6a6b6c6d6e6f6a6b6c6d6e6f6a6b6c6d6e6f6a6b6c6d6e6f0000"));
+    char *text2 = json_dumps(forged, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(forged);
     put(d2.pw, "{\"id\":\"{pw-2}\",\"hostname\":\"https://two.example\",\"password\":\"secret2\",\"timePasswordChanged\":1}");
     char err[256];
     ck_assert_int_eq(dev_sync(&d2, NULL, err), PICL_ERROR_CLASSMAP);
     ck_assert_ptr_nonnull(strstr(err, "forged"));
+    server_put("meta", "classes", text2);
+    free(text2);
+    ck_assert_int_eq(dev_sync(&d2, NULL, err), PICL_ERROR_CLASSMAP);
+    ck_assert_ptr_nonnull(strstr(err, "forged"));
+    ck_assert_int_eq(dev_sync(&d1, NULL, err), PICL_ERROR_CLASSMAP);
     json_t *none = server_payload("passwords", "{pw-2}");
     ck_assert_ptr_null(none); /* nothing uploaded under a weaker class */
-    /* a replayed older map is refused too: d1 has seen version 2 below */
+    json_t *still = server_payload("meta", "classes"); /* and the forgery was not replaced by a "repair" */
+    ck_assert_str_eq(json_string_value(json_object_get(still, "kB")), "00112233445566778899aabbccddeeff");
+    json_decref(still);
+    ck_assert_uint_eq(ANCHOR.version, 1);
+    /* a replayed older map is refused too */
     text = json_dumps(map, JSON_COMPACT | JSON_SORT_KEYS);
     server_put("meta", "classes", text); /* genuine v1 back */
     ck_assert_int_eq(dev_sync(&d2, NULL, err), PICL_OK);
     picl_engine e;
-    picl__engine_init(&e, d1.stc, d1.st);
+    engine_init(&e, d1.stc, d1.st);
     ck_assert_int_eq(picl__engine_set_class(&e, "history", 'B'), PICL_OK); /* map v2 */
     picl__engine_done(&e);
+    ck_assert_uint_eq(ANCHOR.version, 2);
     server_put("meta", "classes", text); /* v1 replayed */
+    ck_assert_int_eq(dev_sync(&d1, NULL, err), PICL_ERROR_CLASSMAP);
+    ck_assert_ptr_nonnull(strstr(err, "old version"));
+    /* to a device that never saw v2: the anchor refuses it */
+    put(d2.hi, HI1);
+    ck_assert_int_eq(dev_sync(&d2, NULL, err), PICL_ERROR_CLASSMAP);
+    ck_assert_ptr_null(server_payload("history", "hi1_________"));
+    /* and to a fresh device (nothing accepted yet) */
+    device d3;
+    dev_open(&d3, KB);
+    put(d3.hi, "{\"id\":\"hi3_________\",\"histUri\":\"https://three.example/\",\"visits\":[]}");
+    ck_assert_int_eq(dev_sync(&d3, NULL, err), PICL_ERROR_CLASSMAP);
+    ck_assert_ptr_null(server_payload("history", "hi3_________"));
     free(text);
     json_decref(map);
-    ck_assert_int_eq(dev_sync(&d1, NULL, err), PICL_ERROR_CLASSMAP);
-    /* the map disappears: d1 re-uploads its own copy (version + 1), not the defaults */
+    /* the map disappears: a fresh device refuses and writes no defaults */
     tu_resp r = sf_req("DELETE", "/storage/meta/classes", NULL);
     tu_resp_free(&r);
+    ck_assert_int_eq(dev_sync(&d3, NULL, err), PICL_ERROR_CLASSMAP);
+    ck_assert_ptr_nonnull(strstr(err, "missing"));
+    ck_assert_ptr_null(server_payload("meta", "classes"));
+    ck_assert_ptr_null(server_payload("history", "hi3_________"));
+    /* d1 puts back its own copy, which is exactly the anchored map */
     sync_ok(&d1);
     map = server_payload("meta", "classes");
-    ck_assert_int_eq(json_integer_value(json_object_get(map, "version")), 3);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(map, "collections"), "history"),
-                                                       "class")), "B");
+    ck_assert_int_eq(json_integer_value(json_object_get(map, "version")), 2);
+    ck_assert_str_eq(map_class(map, "history"), "B");
+    ck_assert_str_eq(map_class(map, "passwords"), "B");
     json_decref(map);
+    /* then the others go on, with history in class B */
+    sync_ok(&d3);
+    json_t *p = server_payload("history", "hi3_________");
+    ck_assert_str_eq(json_string_value(json_object_get(p, "kid")), "B:2");
+    json_decref(p);
     dev_close(&d1);
     dev_close(&d2);
+    dev_close(&d3);
 }
 END_TEST
 
@@ -402,7 +486,7 @@ START_TEST(test_move_and_resume)
     sync_ok(&d1);
     sync_ok(&d2);
     picl_engine e;
-    picl__engine_init(&e, d1.stc, d1.st);
+    engine_init(&e, d1.stc, d1.st);
     ck_assert_int_eq(picl__engine_set_class(&e, "bookmarks", 'B'), PICL_OK);
     picl_class_entry ce;
     ck_assert_int_eq(picl__engine_get_class(&e, "bookmarks", &ce), PICL_OK);
@@ -422,7 +506,7 @@ START_TEST(test_move_and_resume)
     /* a device without kB (strict mode, no password this run) cannot move */
     device d3;
     dev_open(&d3, NULL);
-    picl__engine_init(&e, d3.stc, d3.st);
+    engine_init(&e, d3.stc, d3.st);
     ck_assert_int_eq(picl__engine_set_class(&e, "bookmarks", 'A'), PICL_ERROR_STATE);
     picl__engine_done(&e);
     dev_close(&d3);
@@ -446,79 +530,119 @@ START_TEST(test_move_and_resume)
 }
 END_TEST
 
-static picl_status confirm_revoked(void *ctx)
+static int64_t total_failed(json_t *sum)
 {
-    (void)ctx;
-    return PICL_ERROR_TOKEN;
+    const char *c;
+    json_t *v;
+    int64_t n = 0;
+    json_object_foreach(sum, c, v) n += json_integer_value(json_object_get(v, "failed"));
+    return n;
 }
 
+/* A password reset (kA kept, kB new, the key epoch + 1): the first device
+ * to sync rebuilds the map keeping every class-B choice, replaces the dead
+ * class-B records; the device with the old keys stops and uploads nothing;
+ * nobody reports the dead records as failures. */
 START_TEST(test_password_reset_elsewhere)
 {
     device d1, d2, d3;
     dev_open(&d1, KB);
     put(d1.pw, PW1);
     put(d1.bm, BM1);
+    put(d1.hi, HI1);
     sync_ok(&d1);
-    /* the password was reset: kA is kept, kB is new */
+    picl_engine e;
+    engine_init(&e, d1.stc, d1.st);
+    ck_assert_int_eq(picl__engine_set_class(&e, "history", 'B'), PICL_OK); /* the user's choice */
+    picl__engine_done(&e);
+    /* the password was reset: kA is kept, kB is new, the epoch moves on */
+    ANCHOR.current_epoch = 2;
     uint8_t kb2[32];
     memset(kb2, 0x77, 32);
     dev_open(&d2, kb2);
     put(d2.pw, "{\"id\":\"{pw-2}\",\"hostname\":\"https://two.example\",\"password\":\"mine\",\"timePasswordChanged\":1}");
     json_t *sum;
-    ck_assert_int_eq(dev_sync(&d2, &sum, NULL), PICL_OK);
+    char err[256];
+    ck_assert_int_eq(dev_sync(&d2, &sum, err), PICL_OK);
     ck_assert(json_is_true(json_object_get(sum, "keys_changed")));
+    json_t *cb = json_object_get(sum, "class_b");
+    ck_assert_uint_eq(json_array_size(cb), 2);
+    ck_assert_str_eq(json_string_value(json_array_get(cb, 0)), "history");
+    ck_assert_str_eq(json_string_value(json_array_get(cb, 1)), "passwords");
+    ck_assert_int_eq(total_failed(sum), 0);
     json_decref(sum);
     json_t *bm = get(d2.bm, "bm1_________"); /* class A survived */
     ck_assert_ptr_nonnull(bm);
     json_decref(bm);
     json_t *old = get(d2.pw, "{pw-1}"); /* class B of the other device: lost by design */
     ck_assert_ptr_null(old);
-    ck_assert_ptr_null(server_payload("passwords", "{pw-1}"));
+    ck_assert_ptr_null(server_payload("passwords", "{pw-1}")); /* the dead records are gone */
+    ck_assert_ptr_null(server_payload("history", "hi1_________"));
     json_t *p = server_payload("passwords", "{pw-2}");
-    ck_assert_ptr_nonnull(p);
+    ck_assert_str_eq(json_string_value(json_object_get(p, "kid")), "B:2");
     json_decref(p);
-    char fp[33];
-    picl__key_fingerprint(fp, kb2);
     json_t *map = server_payload("meta", "classes");
-    ck_assert_str_eq(json_string_value(json_object_get(map, "kB")), fp);
+    ck_assert_str_eq(map_class(map, "history"), "B"); /* the choice kept */
+    ck_assert_str_eq(map_class(map, "passwords"), "B");
+    ck_assert_str_eq(map_class(map, "bookmarks"), "A");
+    ck_assert_int_eq(json_integer_value(json_object_get(map, "epoch")), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(map, "version")), 3);
+    ck_assert_uint_eq(ANCHOR.version, 3);
+    ck_assert_uint_eq(ANCHOR.epoch, 2);
+    char *map_text = json_dumps(map, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(map);
-    /* the old device, whose session the reset revoked, changes nothing */
-    picl_engine e;
-    picl__engine_init(&e, d1.stc, d1.st);
-    e.confirm_keys = confirm_revoked;
-    picl_store *stores[3] = {d1.bm, d1.pw, d1.hi};
+    /* the old device (keys of epoch 1) stops: sign in again, nothing uploaded */
     put(d1.bm, "{\"id\":\"bm9_________\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"title\":\"N\"}");
-    sum = json_object();
-    ck_assert_int_eq(picl__engine_sync(&e, stores, 3, sum), PICL_ERROR_TOKEN);
-    picl__engine_done(&e);
-    json_decref(sum);
+    put(d1.hi, "{\"id\":\"hi9_________\",\"histUri\":\"https://nine.example/\",\"visits\":[]}");
+    ck_assert_int_eq(dev_sync(&d1, NULL, err), PICL_ERROR_KEYS_CHANGED);
+    ck_assert_ptr_nonnull(strstr(err, "sign in again"));
+    ck_assert_ptr_null(server_payload("bookmarks", "bm9_________"));
+    ck_assert_ptr_null(server_payload("history", "hi9_________"));
     map = server_payload("meta", "classes");
-    ck_assert_str_eq(json_string_value(json_object_get(map, "kB")), fp);
+    char *now = json_dumps(map, JSON_COMPACT | JSON_SORT_KEYS);
+    ck_assert_str_eq(now, map_text); /* unchanged */
+    free(now);
     json_decref(map);
-    p = server_payload("passwords", "{pw-2}");
-    ck_assert_ptr_nonnull(p);
-    json_decref(p);
     /* a new device signed in with the new password reads everything */
     dev_open(&d3, kb2);
-    sync_ok(&d3);
+    ck_assert_int_eq(dev_sync(&d3, &sum, err), PICL_OK);
+    ck_assert_int_eq(total_failed(sum), 0);
+    ck_assert_ptr_null(json_object_get(sum, "keys_changed"));
+    json_decref(sum);
     assert_same_store(d2.pw, d3.pw);
     assert_same_store(d2.bm, d3.bm);
-    /* d1 signs in again (new kB): it keeps its class-A and its own class-B
-     * data, and the server's class B is re-established from it */
+    /* d1 signs in again (new kB, epoch 2): it keeps its class-A and its own
+     * class-B data, and the server's class B is re-established from it */
     memcpy(d1.st->kb, kb2, 32);
-    sync_ok(&d1);
+    d1.st->key_epoch = 2;
+    ck_assert_int_eq(dev_sync(&d1, &sum, err), PICL_OK);
+    ck_assert_int_eq(total_failed(sum), 0);
+    json_decref(sum);
     old = get(d1.pw, "{pw-1}");
     ck_assert_ptr_nonnull(old);
     json_decref(old);
     p = server_payload("passwords", "{pw-1}");
-    ck_assert_ptr_nonnull(p);
-    ck_assert_str_eq(json_string_value(json_object_get(p, "kid")), "B:1");
+    ck_assert_str_eq(json_string_value(json_object_get(p, "kid")), "B:2");
     json_decref(p);
-    sync_ok(&d3);
-    sync_ok(&d2);
+    p = server_payload("history", "hi1_________");
+    ck_assert_str_eq(json_string_value(json_object_get(p, "kid")), "B:3");
+    json_decref(p);
+    for (int round = 0; round < 2; round++) {
+        device *ds[3] = {&d3, &d2, &d1};
+        for (int i = 0; i < 3; i++) {
+            ck_assert_int_eq(dev_sync(ds[i], &sum, err), PICL_OK);
+            ck_assert_int_eq(total_failed(sum), 0);
+            json_decref(sum);
+        }
+    }
     assert_same_store(d1.pw, d3.pw);
     assert_same_store(d2.pw, d3.pw);
     assert_same_store(d1.bm, d2.bm);
+    assert_same_store(d1.hi, d3.hi);
+    map = server_payload("meta", "classes");
+    ck_assert_str_eq(map_class(map, "history"), "B");
+    json_decref(map);
+    free(map_text);
     dev_close(&d1);
     dev_close(&d2);
     dev_close(&d3);
@@ -551,15 +675,28 @@ START_TEST(test_strict_mode_locks_class_b)
 END_TEST
 
 
-/* Swapped, forged, truncated and non-JSON records: each reported and
- * skipped, the rest applied. */
+/* The reason given for a (collection, id) in LAST_FAILURES, or NULL. */
+static const char *failure_reason(const char *c, const char *id)
+{
+    size_t i;
+    json_t *f;
+    json_array_foreach(LAST_FAILURES, i, f) {
+        if (!strcmp(json_string_value(json_object_get(f, "collection")), c) &&
+            !strcmp(json_string_value(json_object_get(f, "id")), id))
+            return json_string_value(json_object_get(f, "reason"));
+    }
+    return NULL;
+}
+
+/* Swapped, forged, truncated, non-JSON and IV-rewritten records: each
+ * refused, named with its reason, never applied; the rest applied. */
 START_TEST(test_malicious_records)
 {
     device d1, d2;
     dev_open(&d1, KB);
     dev_open(&d2, KB);
-    const char *ids[6] = {"{r1}", "{r2}", "{r3}", "{r4}", "{r5}", "{r6}"};
-    for (int i = 0; i < 6; i++) {
+    const char *ids[7] = {"{r1}", "{r2}", "{r3}", "{r4}", "{r5}", "{r6}", "{r7}"};
+    for (int i = 0; i < 7; i++) {
         char rec[256];
         snprintf(rec, sizeof rec, "{\"id\":\"%s\",\"hostname\":\"https://%d.example\",\"password\":\"p%d\","
                                   "\"timePasswordChanged\":%d}", ids[i], i, i, i + 1);
@@ -583,19 +720,46 @@ START_TEST(test_malicious_records)
     server_put("passwords", "{r5}", "not JSON at all");
     free(t3);
     json_decref(p3);
+    /* the IV rewritten: in Sync 1.5 this changes the first cleartext block
+     * ({"id":"{r6}","h... -> another id or content) without touching the MAC */
+    json_t *p6 = server_payload("passwords", "{r6}");
+    uint8_t iv[16];
+    size_t ivlen;
+    const char *ivb = json_string_value(json_object_get(p6, "IV"));
+    ck_assert_int_eq(picl__base64_decode(iv, 16, &ivlen, ivb, strlen(ivb)), PICL_OK);
+    iv[9] ^= '6' ^ '7'; /* {"id":"{r6}" -> {"id":"{r7}" (byte 9) */
+    char iv2[32];
+    picl__base64_encode(iv2, iv, 16);
+    json_object_set_new(p6, "IV", json_string(iv2));
+    char *t6 = json_dumps(p6, JSON_COMPACT);
+    server_put("passwords", "{r6}", t6);
+    free(t6);
+    json_decref(p6);
     json_t *sum;
     char err[256];
     ck_assert_int_eq(dev_sync(&d2, &sum, err), PICL_OK);
     json_t *ps = json_object_get(sum, "passwords");
-    ck_assert_int_eq(json_integer_value(json_object_get(ps, "failed")), 5);
+    ck_assert_int_eq(json_integer_value(json_object_get(ps, "failed")), 6);
     ck_assert_int_eq(json_integer_value(json_object_get(ps, "applied")), 1);
     ck_assert_str_eq(json_string_value(json_object_get(ps, "status")), "partial");
     json_decref(sum);
+    ck_assert_uint_eq(json_array_size(LAST_FAILURES), 6);
+    ck_assert_str_eq(failure_reason("passwords", "{r1}"), "hmac mismatch");
+    ck_assert_str_eq(failure_reason("passwords", "{r2}"), "hmac mismatch");
+    ck_assert_str_eq(failure_reason("passwords", "{r3}"), "hmac mismatch");
+    ck_assert_str_eq(failure_reason("passwords", "{r4}"), "not JSON");
+    ck_assert_str_eq(failure_reason("passwords", "{r5}"), "not JSON");
+    ck_assert_str_eq(failure_reason("passwords", "{r6}"), "hmac mismatch");
+    ck_assert_ptr_null(failure_reason("passwords", "{r7}"));
     json_t *all;
     ck_assert_int_eq(picl__store_all(d2.pw, &all), PICL_OK);
     ck_assert_uint_eq(json_array_size(all), 1);
-    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(all, 0), "id")), "{r6}");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(all, 0), "id")), "{r7}");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(all, 0), "password")), "p6");
     json_decref(all);
+    /* the next sync names them again (they are fetched again, never skipped) */
+    ck_assert_int_eq(dev_sync(&d2, NULL, err), PICL_OK);
+    ck_assert_uint_eq(json_array_size(LAST_FAILURES), 6);
     dev_close(&d1);
     dev_close(&d2);
 }
@@ -703,7 +867,7 @@ START_TEST(test_upload_over_batch_limit)
     json_decref(all);
     /* a class move of 60 records goes through too */
     picl_engine e;
-    picl__engine_init(&e, d1.stc, d1.st);
+    engine_init(&e, d1.stc, d1.st);
     ck_assert_int_eq(picl__engine_set_class(&e, "bookmarks", 'B'), PICL_OK);
     picl__engine_done(&e);
     sync_ok(&d2);

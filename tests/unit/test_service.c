@@ -344,7 +344,7 @@ START_TEST(test_compromise)
         ck_assert_int_eq(picl__collection_keys(&keys, ka, colls[i], 1), PICL_OK);
         picl_class_entry as_a = {'A', 1};
         json_t *clear = NULL;
-        picl_status rs = picl__record_decrypt(&clear, payload, id, &keys, &as_a, 1);
+        picl_status rs = picl__record_decrypt(&clear, colls[i], id, payload, &keys, &as_a, 1, NULL);
         if (i == 0) {
             ck_assert(kid.cls == 'A');
             ck_assert_int_eq(rs, PICL_OK);
@@ -355,7 +355,8 @@ START_TEST(test_compromise)
             ck_assert_ptr_null(clear);
             /* nor by pretending the record is class A under the kA keys */
             picl_class_entry as_b = {'B', 1};
-            ck_assert_int_eq(picl__record_decrypt(&clear, payload, id, &keys, &as_b, 0), PICL_ERROR_DECRYPT);
+            ck_assert_int_eq(picl__record_decrypt(&clear, colls[i], id, payload, &keys, &as_b, 0, NULL),
+                             PICL_ERROR_DECRYPT);
         }
         json_decref(clear);
         sqlite3_finalize(q);
