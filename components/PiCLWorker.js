@@ -10,7 +10,8 @@
  *                   {id, ok: false, result: <picl_status>, message, state}
  *                   {type: "progress", phase, collection, done, total, message}
  * `state` is what the main thread caches so its attribute getters never
- * block: {keyserverURL, email, verified, classes: {collection: "A"|"B"}}.
+ * block: {keyserverURL, email, verified, classes: {collection: "A"|"B"},
+ * classesKnown (the classes come from the account's class map, not defaults)}.
  *
  * The service object is used by this thread only (picl.h).  During a sync
  * the C engine calls the store callbacks below synchronously; they answer
@@ -270,7 +271,7 @@ function state() {
   if (!svc) {
     return null;
   }
-  let st = { keyserverURL: "", email: "", verified: false, classes: {} };
+  let st = { keyserverURL: "", email: "", verified: false, classes: {}, classesKnown: false };
   try {
     st.keyserverURL = callOut("picl_service_get_keyserver_url");
   } catch (e) { /* keep "" */ }
@@ -286,6 +287,7 @@ function state() {
     for (let c of JSON.parse(callOut("picl_service_get_collections_json"))) {
       if (c && c.name && (c.class == "A" || c.class == "B")) {
         st.classes[c.name] = c.class;
+        st.classesKnown = true;
       }
     }
   } catch (e) { /* fall back below */ }

@@ -44,6 +44,7 @@ this.picl = class extends ExtensionAPI {
               history: PiCLService.getCollectionClass("history"),
               passwords: PiCLService.getCollectionClass("passwords"),
             },
+            classesKnown: !!PiCLService._state.classesKnown,
             lastSyncTime: PiCLService._lastSyncTime,
           };
         }),

@@ -133,6 +133,7 @@ async function render() {
   $("verify").hidden = !signedIn || st.verified;
   $("account").hidden = !signedIn;
   showLastSync();
+  $("classes-unknown").hidden = !!st.classesKnown;
   hideMove();
   let table = $("classes");
   while (table.rows.length > 1) {

@@ -170,6 +170,12 @@ if r is not None:
             x = r.get("popupSync") or {}
             check(x.get("messageClass") == "success" and x.get("message", "").startswith("Synced:")
                   and x.get("lastSync") == "Last synced: just now", "sync now, last synced just now: %s" % x)
+            check(r.get("popupVerify", {}).get("classesUnknownNote") is True and x.get("classesUnknownNote") is False
+                  and (r.get("stateSynced", {}).get("value") or {}).get("classesKnown") is True,
+                  "default classes are flagged until a sync reads the class map: %s -> %s"
+                  % (r.get("popupVerify", {}).get("classesUnknownNote"), x.get("classesUnknownNote")))
+            x2 = r.get("signInNew") or {}
+            check(x2.get("classesUnknownNote") is True, "flagged again after a new sign-in: %s" % x2.get("classesUnknownNote"))
             check(x.get("during") == {"busy": "true", "syncDisabled": True} and x.get("syncDisabled") is False,
                   "while it syncs the popup is aria-busy and Sync now is disabled: %s, after %s"
                   % (x.get("during"), x.get("syncDisabled")))

@@ -68,6 +68,7 @@ function view() {
     messageRole: m.getAttribute("role"),
     messageLive: m.getAttribute("aria-live"),
     lastSync: $("lastsync").hidden ? null : $("lastsync").textContent,
+    classesUnknownNote: !$("classes-unknown").hidden,
     hidden: Object.fromEntries(["signin", "forgot", "verify", "account", "change", "confirm-move"]
       .map(id => [id, $(id).hidden])),
   };
