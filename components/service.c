@@ -512,6 +512,15 @@ static picl_status do_sync(service *s, const char *const *colls, size_t n, char 
         }
         if (!moved)
             break;
+        /* the new node may hold nothing (or a copy): a full merge of every
+         * collection, as after a server wipe; nothing local is deleted */
+        const char *k;
+        json_t *v;
+        json_object_foreach(s->st->collections, k, v) {
+            json_object_set_new(v, "lastSync", json_string("0"));
+            json_object_set_new(v, "reset", json_true());
+        }
+        picl__state_save(s->st);
         json_object_clear(sum);
         json_array_clear(failed);
         picl__svc_fanout(s, "status", "", 0, -1, "the account moved to another storage node: syncing again");
