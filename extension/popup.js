@@ -131,6 +131,8 @@ async function render() {
     $("keyserver").value = st.keyserverURL || "";
   }
   $("verify").hidden = !signedIn || st.verified;
+  /* reopened popup: the password typed at sign-up is gone */
+  $("verify-password").hidden = !!$("password").value;
   $("account").hidden = !signedIn;
   showLastSync();
   $("classes-unknown").hidden = !!st.classesKnown;
@@ -241,8 +243,10 @@ $("verify").addEventListener("submit", ev => {
     $("code").value = "";
     /* the keys are fetched at a sign-in of a verified account */
     let st = await browser.picl.getState();
-    if ($("password").value) {
-      await browser.picl.signIn(st.signedInEmail, $("password").value);
+    let pw = $("password").value || $("verify-password").value;
+    $("verify-password").value = "";
+    if (pw) {
+      await browser.picl.signIn(st.signedInEmail, pw);
       return "Email verified; signed in.";
     }
     return "Email verified. Sign out and sign in again to fetch the keys.";

@@ -162,6 +162,11 @@ if r is not None:
             for h in ("X-Verify-Code", "X-Recovery-Code"):
                 n = len([t for t in mails if re.search("^" + h + ":", t, re.M)])
                 check(n == 1, "the keyserver mailed one %s to %s (%d)" % (h, cfg["email"], n))
+            check((r.get("popupCreate") or {}).get("hidden", {}).get("verify-password") is True,
+                  "right after sign-up the verify form uses the typed password")
+            x = r.get("popupReopened") or {}
+            check(x.get("hidden", {}).get("verify") is False and x.get("hidden", {}).get("verify-password") is False,
+                  "a reopened popup asks for the password with the code: %s" % x.get("hidden"))
             x = r.get("popupVerify") or {}
             check(x.get("status") == "Signed in as " + cfg["email"] and x.get("messageClass") == "success"
                   and x.get("lastSync") == "Not synced yet", "verified and signed in from the popup: %s" % x)

@@ -69,7 +69,7 @@ function view() {
     messageLive: m.getAttribute("aria-live"),
     lastSync: $("lastsync").hidden ? null : $("lastsync").textContent,
     classesUnknownNote: !$("classes-unknown").hidden,
-    hidden: Object.fromEntries(["signin", "forgot", "verify", "account", "change", "confirm-move"]
+    hidden: Object.fromEntries(["signin", "forgot", "verify", "verify-password", "account", "change", "confirm-move"]
       .map(id => [id, $(id).hidden])),
   };
 }
@@ -122,9 +122,13 @@ async function popupFlows(cfg, r) {
   r.stateCreated = await attempt(() => browser.picl.getState());
   r.syncUnverified = await attempt(() => browser.picl.sync([]));
 
-  /* verify with the mailed code, which signs in with the typed password */
+  /* verify with the mailed code in a reopened popup (the password typed at
+   * sign-up is gone: the verify form asks for it, to sign in and fetch the keys) */
   let code = await waitFor("the verification mail", () => browser.picltest.mailCode(cfg.email, "X-Verify-Code"));
-  fill({ code });
+  await browser.tabs.remove(tab.id);
+  tab = await openPopup();
+  r.popupReopened = view();
+  fill({ code, "verify-password": PW });
   r.popupVerify = await act(() => submit("verify"));
   mark("verified");
 
