@@ -447,8 +447,9 @@ picl_status picl__hawk_verify(const picl_hawk_auth *auth, const void *key, size_
 
     /* 4. nonce: live exactly as long as the timestamp would be accepted */
     if (opts->nonces)
-        return picl__hawk_nonce_check(opts->nonces, auth->id, auth->nonce, auth->ts + opts->skew,
-                                      opts->now);
+        return picl__hawk_nonce_check_for(opts->nonces, opts->identity ? opts->identity : auth->id,
+                                          auth->id, auth->nonce, auth->ts + opts->skew,
+                                          opts->now);
     return PICL_OK;
 }
 
@@ -458,17 +459,30 @@ enum { SLOT_EMPTY = 0, SLOT_USED = 1, SLOT_DEAD = 2 };
 
 typedef struct nonce_slot {
     uint8_t key[16];
+    uint8_t who[8]; /* the identity's hash: whose share the entry uses */
     int64_t expires;
     uint8_t state;
 } nonce_slot;
 
+/* Live entries per identity (an open-addressing table without deletion:
+ * emptied and refilled by rebuild()). */
+typedef struct id_slot {
+    uint8_t who[8];
+    uint32_t count;
+    uint8_t used;
+} id_slot;
+
 struct picl_hawk_nonce_cache {
     pthread_mutex_t lock;
-    size_t max;  /* live entries allowed */
-    size_t cap;  /* slots, a power of two >= 2 * max */
-    size_t used; /* SLOT_USED slots */
-    size_t dead; /* SLOT_DEAD slots (tombstones) */
+    size_t max;   /* live entries allowed */
+    size_t share; /* live entries allowed per identity */
+    size_t cap;   /* slots, a power of two >= 2 * max */
+    size_t used;  /* SLOT_USED slots */
+    size_t dead;  /* SLOT_DEAD slots (tombstones) */
     nonce_slot *slots, *spare;
+    id_slot *ids; /* cap entries */
+    size_t ids_used;
+    int64_t share_rebuilt; /* when a full share last forced a rebuild */
 };
 
 picl_status picl__hawk_nonce_cache_new(picl_hawk_nonce_cache **cache, size_t max_entries)
@@ -488,15 +502,30 @@ picl_status picl__hawk_nonce_cache_new(picl_hawk_nonce_cache **cache, size_t max
         return PICL_ERROR_NO_MEMORY;
     c->slots = calloc(cap, sizeof *c->slots);
     c->spare = calloc(cap, sizeof *c->spare);
-    if (!c->slots || !c->spare || pthread_mutex_init(&c->lock, NULL) != 0) {
+    c->ids = calloc(cap, sizeof *c->ids);
+    if (!c->slots || !c->spare || !c->ids || pthread_mutex_init(&c->lock, NULL) != 0) {
         free(c->slots);
         free(c->spare);
+        free(c->ids);
         free(c);
         return PICL_ERROR_NO_MEMORY;
     }
     c->max = max_entries;
+    c->share = max_entries / PICL_HAWK_DEFAULT_SHARE_DIV ? max_entries / PICL_HAWK_DEFAULT_SHARE_DIV
+                                                         : 1;
     c->cap = cap;
+    c->share_rebuilt = INT64_MIN;
     *cache = c;
+    return PICL_OK;
+}
+
+picl_status picl__hawk_nonce_cache_set_share(picl_hawk_nonce_cache *c, size_t per_identity)
+{
+    if (!c || per_identity < 1 || per_identity > c->max)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&c->lock);
+    c->share = per_identity;
+    pthread_mutex_unlock(&c->lock);
     return PICL_OK;
 }
 
@@ -507,6 +536,7 @@ void picl__hawk_nonce_cache_free(picl_hawk_nonce_cache *c)
     pthread_mutex_destroy(&c->lock);
     free(c->slots);
     free(c->spare);
+    free(c->ids);
     free(c);
 }
 
@@ -521,7 +551,7 @@ size_t picl__hawk_nonce_cache_count(picl_hawk_nonce_cache *c)
     return n;
 }
 
-static size_t slot_index(const uint8_t key[16], size_t cap)
+static size_t slot_index(const uint8_t key[8], size_t cap)
 {
     uint64_t h = 0;
     for (int i = 0; i < 8; i++)
@@ -529,12 +559,44 @@ static size_t slot_index(const uint8_t key[16], size_t cap)
     return (size_t)(h & (cap - 1));
 }
 
+/* The identity's counter; created when `create` (NULL when the table is
+ * 3/4 full: the caller rebuilds).  Lock held. */
+static id_slot *id_get(picl_hawk_nonce_cache *c, const uint8_t who[8], int create)
+{
+    size_t i = slot_index(who, c->cap);
+    for (size_t probes = 0; probes < c->cap; probes++, i = (i + 1) & (c->cap - 1)) {
+        id_slot *e = &c->ids[i];
+        if (!e->used) {
+            if (!create || c->ids_used + 1 > c->cap / 4 * 3)
+                return NULL;
+            memcpy(e->who, who, 8);
+            e->used = 1;
+            e->count = 0;
+            c->ids_used++;
+            return e;
+        }
+        if (memcmp(e->who, who, 8) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+/* A live entry of `who` is gone.  Lock held. */
+static void id_drop(picl_hawk_nonce_cache *c, const uint8_t who[8])
+{
+    id_slot *e = id_get(c, who, 0);
+    if (e && e->count)
+        e->count--;
+}
+
 /* Rehashes the live entries into the spare table, dropping expired ones and
- * tombstones.  Called with the lock held. */
+ * tombstones, and recounts the identities.  Called with the lock held. */
 static void rebuild(picl_hawk_nonce_cache *c, int64_t now)
 {
     size_t used = 0;
     memset(c->spare, 0, c->cap * sizeof *c->spare);
+    memset(c->ids, 0, c->cap * sizeof *c->ids);
+    c->ids_used = 0;
     for (size_t i = 0; i < c->cap; i++) {
         const nonce_slot *s = &c->slots[i];
         if (s->state != SLOT_USED || s->expires < now)
@@ -544,6 +606,10 @@ static void rebuild(picl_hawk_nonce_cache *c, int64_t now)
             j = (j + 1) & (c->cap - 1);
         c->spare[j] = *s;
         used++;
+        /* at most max <= cap / 2 identities: id_get cannot fail here */
+        id_slot *e = id_get(c, s->who, 1);
+        if (e)
+            e->count++;
     }
     nonce_slot *t = c->slots;
     c->slots = c->spare;
@@ -552,32 +618,45 @@ static void rebuild(picl_hawk_nonce_cache *c, int64_t now)
     c->dead = 0;
 }
 
-picl_status picl__hawk_nonce_check(picl_hawk_nonce_cache *c, const char *id, const char *nonce,
-                                   int64_t expires, int64_t now)
+/* out = SHA-256(len(a) || a || b): unambiguous for any a/b. */
+static picl_status pair_digest(uint8_t out[32], const char *a, const char *b)
 {
-    uint8_t digest[32];
     uint8_t lenbuf[8];
     picl_sha256_ctx *ctx = NULL;
-    size_t idlen, i, free_slot;
-    int have_free = 0;
-    picl_status st;
-
-    if (!c || !id || !nonce)
-        return PICL_ERROR_INVALID_ARGUMENT;
-    /* key = SHA-256(len(id) || id || nonce): unambiguous for any id/nonce */
-    idlen = strlen(id);
+    size_t alen = strlen(a);
     for (int k = 0; k < 8; k++)
-        lenbuf[k] = (uint8_t)((uint64_t)idlen >> (56 - 8 * k));
-    st = picl__sha256_init(&ctx);
+        lenbuf[k] = (uint8_t)((uint64_t)alen >> (56 - 8 * k));
+    picl_status st = picl__sha256_init(&ctx);
     if (st != PICL_OK)
         return st;
     if ((st = picl__sha256_update(ctx, lenbuf, sizeof lenbuf)) != PICL_OK ||
-        (st = picl__sha256_update(ctx, id, idlen)) != PICL_OK ||
-        (st = picl__sha256_update(ctx, nonce, strlen(nonce))) != PICL_OK) {
+        (st = picl__sha256_update(ctx, a, alen)) != PICL_OK ||
+        (st = picl__sha256_update(ctx, b, strlen(b))) != PICL_OK) {
         picl__sha256_abort(ctx);
         return st;
     }
-    if ((st = picl__sha256_final(ctx, digest)) != PICL_OK)
+    return picl__sha256_final(ctx, out);
+}
+
+picl_status picl__hawk_nonce_check(picl_hawk_nonce_cache *c, const char *id, const char *nonce,
+                                   int64_t expires, int64_t now)
+{
+    return picl__hawk_nonce_check_for(c, id, id, nonce, expires, now);
+}
+
+picl_status picl__hawk_nonce_check_for(picl_hawk_nonce_cache *c, const char *identity,
+                                       const char *id, const char *nonce, int64_t expires,
+                                       int64_t now)
+{
+    uint8_t digest[32], who[32];
+    size_t i, free_slot;
+    int have_free = 0;
+    picl_status st;
+
+    if (!c || !identity || !id || !nonce)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    if ((st = pair_digest(digest, id, nonce)) != PICL_OK ||
+        (st = pair_digest(who, "picl-hawk-identity", identity)) != PICL_OK)
         return st;
 
     pthread_mutex_lock(&c->lock);
@@ -595,24 +674,30 @@ picl_status picl__hawk_nonce_check(picl_hawk_nonce_cache *c, const char *id, con
         if (s->state == SLOT_USED && memcmp(s->key, digest, 16) == 0) {
             if (s->expires >= now) {
                 st = PICL_HAWK_ERROR_REPLAY;
-            } else {
-                s->expires = expires; /* an expired entry is a new nonce */
-                st = PICL_OK;
+                goto done;
             }
-            goto done;
+            /* expired: the same nonce again is a new entry, below */
         }
         if (s->state == SLOT_USED && s->expires < now) {
             s->state = SLOT_DEAD; /* expired: drop it on the way */
             c->used--;
             c->dead++;
+            id_drop(c, s->who);
         }
         if (s->state == SLOT_DEAD && !have_free) {
             free_slot = i;
             have_free = 1;
         }
     }
-    if (c->used >= c->max || c->used + c->dead + 1 > c->cap / 4 * 3 || !have_free) {
+    id_slot *mine = id_get(c, who, 1);
+    /* a full share may hold expired entries not met yet: a rebuild (at most
+     * once a second for this reason, it walks the whole table) drops them */
+    int share_full = mine && mine->count >= c->share && c->share_rebuilt != now;
+    if (c->used >= c->max || c->used + c->dead + 1 > c->cap / 4 * 3 || !have_free || !mine ||
+        share_full) {
         rebuild(c, now);
+        if (share_full)
+            c->share_rebuilt = now;
         if (c->used >= c->max) {
             st = PICL_HAWK_ERROR_BUSY;
             goto done;
@@ -620,13 +705,24 @@ picl_status picl__hawk_nonce_check(picl_hawk_nonce_cache *c, const char *id, con
         free_slot = slot_index(digest, c->cap);
         while (c->slots[free_slot].state != SLOT_EMPTY)
             free_slot = (free_slot + 1) & (c->cap - 1);
+        mine = id_get(c, who, 1);
     } else if (c->slots[free_slot].state == SLOT_DEAD) {
         c->dead--;
     }
+    /* one identity (an account) never holds more than its share: it can
+     * fill its own part of the cache, not everyone's */
+    if (!mine || mine->count >= c->share) {
+        if (c->slots[free_slot].state == SLOT_DEAD)
+            c->dead++; /* the tombstone stays */
+        st = PICL_HAWK_ERROR_BUSY;
+        goto done;
+    }
     memcpy(c->slots[free_slot].key, digest, 16);
+    memcpy(c->slots[free_slot].who, who, 8);
     c->slots[free_slot].expires = expires;
     c->slots[free_slot].state = SLOT_USED;
     c->used++;
+    mine->count++;
     st = PICL_OK;
 done:
     pthread_mutex_unlock(&c->lock);

@@ -136,6 +136,8 @@ typedef struct picl_hawk_verify_opts {
     int64_t skew;                  /* allowed |ts - now|, 0..86400*366 */
     int require_hash;              /* a missing hash is PICL_HAWK_ERROR_BAD_MAC */
     picl_hawk_nonce_cache *nonces; /* NULL = no replay check */
+    const char *identity;          /* whose share of the nonce cache the request
+                                      uses (e.g. the account); NULL = the Hawk id */
 } picl_hawk_verify_opts;
 
 /*
@@ -166,9 +168,21 @@ picl_status picl__hawk_verify(const picl_hawk_auth *auth, const void *key, size_
 picl_status picl__hawk_nonce_cache_new(picl_hawk_nonce_cache **cache, size_t max_entries);
 void picl__hawk_nonce_cache_free(picl_hawk_nonce_cache *cache);
 
+/* Each identity may hold at most a share of the live entries, so that one
+ * account cannot fill the cache and make every request of everybody BUSY
+ * (it only makes its own BUSY).  Default share: max_entries / 16 (at least
+ * 1); set_share changes it (1..max_entries, else INVALID_ARGUMENT). */
+#define PICL_HAWK_DEFAULT_SHARE_DIV 16
+picl_status picl__hawk_nonce_cache_set_share(picl_hawk_nonce_cache *cache, size_t per_identity);
+
 /* PICL_OK and records (id, nonce) until `expires` if it is not live at
- * `now`; PICL_HAWK_ERROR_REPLAY if it is; PICL_HAWK_ERROR_BUSY if full.
- * Needs NSS (SHA-256). */
+ * `now`, counted in `identity`'s share; PICL_HAWK_ERROR_REPLAY if it is
+ * live; PICL_HAWK_ERROR_BUSY if the cache or the identity's share is full
+ * of live entries.  Needs NSS (SHA-256). */
+picl_status picl__hawk_nonce_check_for(picl_hawk_nonce_cache *cache, const char *identity,
+                                       const char *id, const char *nonce, int64_t expires,
+                                       int64_t now);
+/* The same with identity = id. */
 picl_status picl__hawk_nonce_check(picl_hawk_nonce_cache *cache, const char *id,
                                    const char *nonce, int64_t expires, int64_t now);
 

@@ -16,6 +16,16 @@ void picl__stretch_default_params(picl_stretch_params *p)
     p->pbkdf2_rounds_2 = 20000;
 }
 
+void picl__stretch_ceiling_params(picl_stretch_params *p)
+{
+    picl__stretch_default_params(p);
+    p->pbkdf2_rounds_1 *= PICL_STRETCH_CEILING_FACTOR;
+    p->scrypt_n *= PICL_STRETCH_CEILING_FACTOR;
+    p->scrypt_r *= PICL_STRETCH_CEILING_FACTOR;
+    p->scrypt_p *= PICL_STRETCH_CEILING_FACTOR;
+    p->pbkdf2_rounds_2 *= PICL_STRETCH_CEILING_FACTOR;
+}
+
 picl_status picl__stretch_check_params(const picl_stretch_params *p, const picl_stretch_params *floor)
 {
     picl_stretch_params def;
@@ -30,9 +40,13 @@ picl_status picl__stretch_check_params(const picl_stretch_params *p, const picl_
         p->scrypt_r < floor->scrypt_r || p->scrypt_p < floor->scrypt_p ||
         p->pbkdf2_rounds_2 < floor->pbkdf2_rounds_2)
         return PICL_ERROR_WEAK_PARAMS;
-    /* a hostile server must not make us allocate without bound either */
-    if (p->scrypt_n > (1u << 22) || p->scrypt_r > 64 || p->scrypt_p > 64 ||
-        p->pbkdf2_rounds_1 > 100000000u || p->pbkdf2_rounds_2 > 100000000u)
+    /* nor above 4x the spec's values, whatever the floor: a hostile server
+     * must not make us allocate or compute without bound either */
+    picl_stretch_params top;
+    picl__stretch_ceiling_params(&top);
+    if (p->pbkdf2_rounds_1 > top.pbkdf2_rounds_1 || p->scrypt_n > top.scrypt_n ||
+        p->scrypt_r > top.scrypt_r || p->scrypt_p > top.scrypt_p ||
+        p->pbkdf2_rounds_2 > top.pbkdf2_rounds_2)
         return PICL_ERROR_UNSUPPORTED;
     return PICL_OK;
 }
@@ -65,8 +79,10 @@ picl_status picl__stretch(uint8_t stretched[32], const picl_stretch_params *para
     char *salt1 = NULL, *salt2 = NULL, *salt_s = NULL;
     size_t l1, l2, ls;
     picl_status st = picl__stretch_check_params(params, floor);
-    if (st != PICL_OK)
+    if (st != PICL_OK) {
+        picl__wipe(stretched, 32); /* never a stale key in the caller's buffer */
         return st;
+    }
     if ((st = picl__kw(&salt1, &l1, "first-PBKDF", email, emaillen)) != PICL_OK ||
         (st = picl__kw(&salt2, &l2, "second-PBKDF", email, emaillen)) != PICL_OK ||
         (st = picl__kw(&salt_s, &ls, "scrypt", NULL, 0)) != PICL_OK)

@@ -21,8 +21,16 @@ typedef struct picl_stretch_params {
 /* The spec's values: 20000, 65536/8/1, 20000.  Also the default floor. */
 void picl__stretch_default_params(picl_stretch_params *p);
 
-/* PICL_OK when every parameter is at least the floor's (and N a power of two),
- * PICL_ERROR_WEAK_PARAMS otherwise.  floor NULL = the default floor. */
+/* The ceiling: each of the spec's values times 4 (80000, 262144/32/4,
+ * 80000).  It does not move with a lowered floor. */
+#define PICL_STRETCH_CEILING_FACTOR 4
+void picl__stretch_ceiling_params(picl_stretch_params *p);
+
+/* PICL_OK when every parameter is at least the floor's and at most the
+ * ceiling's (keyserver.md 9: client and server refuse the same range), N a
+ * power of two; PICL_ERROR_WEAK_PARAMS below the floor, PICL_ERROR_UNSUPPORTED
+ * above the ceiling, PICL_ERROR_INVALID_ARGUMENT for zero or N not a power
+ * of two.  floor NULL = the default floor. */
 picl_status picl__stretch_check_params(const picl_stretch_params *p,
                                        const picl_stretch_params *floor);
 

@@ -146,6 +146,31 @@ static void response_clear(picl_http_response *resp)
 
 /* ---- request helpers -------------------------------------------------- */
 
+size_t picl_http_log_escape(char *out, size_t cap, const char *in, size_t max_in)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    if (!out || !cap)
+        return 0;
+    for (size_t i = 0; in && in[i] && i < max_in; i++) {
+        unsigned char ch = (unsigned char)in[i];
+        int plain = ch >= 0x20 && ch < 0x7f && ch != '\\';
+        size_t need = plain ? 1 : 4;
+        if (o + need >= cap)
+            break;
+        if (plain) {
+            out[o++] = (char)ch;
+        } else {
+            out[o++] = '\\';
+            out[o++] = 'x';
+            out[o++] = hex[ch >> 4];
+            out[o++] = hex[ch & 15];
+        }
+    }
+    out[o] = 0;
+    return o;
+}
+
 const char *picl_http_header(const picl_http_request *req, const char *name)
 {
     return MHD_lookup_connection_value((struct MHD_Connection *)req->conn_, MHD_HEADER_KIND,
@@ -454,6 +479,33 @@ static enum MHD_Result glue_error(picl_http_server *srv, struct MHD_Connection *
     return r;
 }
 
+/* What frames the body: every Content-Length and Transfer-Encoding header. */
+typedef struct framing {
+    unsigned n_cl, n_te;
+    int cl_conflict;       /* two Content-Length values that differ */
+    const char *first_cl;
+} framing;
+
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+    framing *f = cls;
+    if (!key)
+        return MHD_YES;
+    if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
+        if (f->n_cl++ && strcmp(f->first_cl, value ? value : ""))
+            f->cl_conflict = 1;
+        if (f->n_cl == 1)
+            f->first_cl = value ? value : "";
+        /* "5, 5" in one header is a list: ambiguous too */
+        if (value && strchr(value, ','))
+            f->cl_conflict = 1;
+    } else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+        f->n_te++;
+    }
+    return MHD_YES;
+}
+
 /* Called once the headers are in: route, check the body limits. */
 static enum MHD_Result start_request(picl_http_server *srv, struct MHD_Connection *c,
                                      reqstate *st, const char *method)
@@ -520,6 +572,13 @@ static enum MHD_Result start_request(picl_http_server *srv, struct MHD_Connectio
     st->req.nparams = ncaps;
 
     st->limit = st->rt->hooks.max_body ? st->rt->hooks.max_body : srv->max_body;
+    /* Request smuggling: a proxy in front may frame the body by another
+     * Content-Length, or by the chunks, than we do.  Refuse any ambiguity. */
+    framing fr;
+    memset(&fr, 0, sizeof fr);
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_framing, &fr);
+    if (fr.cl_conflict || (fr.n_cl && fr.n_te) || fr.n_te > 1)
+        return glue_error(srv, c, st, 400, PICL_HTTP_ERR_BAD_REQUEST, NULL);
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_LENGTH);
     int body_method = !strcmp(method, "POST") || !strcmp(method, "PUT") ||

@@ -39,7 +39,11 @@
  * read (and "Expect: 100-continue" clients never send it).  Without
  * Content-Length, POST/PUT/PATCH get 411 when cfg.require_content_length is
  * set; otherwise a chunked body streams in and the connection is dropped
- * once it passes the cap.
+ * once it passes the cap.  A request with two Content-Length headers (or a
+ * list in one) that differ, with both Content-Length and Transfer-Encoding,
+ * or with two Transfer-Encoding headers is 400 (PICL_HTTP_ERR_BAD_REQUEST)
+ * before routing to the handler: a proxy in front could frame it otherwise
+ * (request smuggling).
  */
 
 typedef struct picl_http_server picl_http_server;
@@ -159,6 +163,12 @@ picl_status picl_http_query(const picl_http_request *req, const char *name, char
 
 /* 1 when a query parameter `name` is present (with or without a value). */
 int picl_http_query_has(const picl_http_request *req, const char *name);
+
+/* Copies at most max_in bytes of the NUL-terminated `in` (may be NULL) into
+ * out[0..cap) for a log line: control characters, DEL, bytes >= 0x80 and
+ * the backslash become \xHH, so a request can neither break a log line nor fake
+ * one.  Always NUL-terminates (cap >= 1); returns the length written. */
+size_t picl_http_log_escape(char *out, size_t cap, const char *in, size_t max_in);
 
 /* Percent-decodes in[0..len) into a malloc()ed NUL-terminated string
  * (plus_is_space: '+' becomes ' ').  PICL_ERROR_ENCODING on a bad escape or

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,6 +221,7 @@ int ks_hawk_auth(ks_server *s, picl_http_request *req, picl_http_response *resp,
         ks_error(resp, 401, KS_ERR_TOKEN, "invalid token");
         goto done;
     }
+    ks_sweep(s);
     int64_t now = ks_now(s);
     picl_status rc = ks_db_token_get(s->db, id, type, now, tok);
     if (rc == PICL_ERROR_NOT_FOUND || rc == PICL_ERROR_TOKEN) {
@@ -248,8 +250,14 @@ int ks_hawk_auth(ks_server *s, picl_http_request *req, picl_http_response *resp,
         .body = req->body,
         .bodylen = req->body_len,
     };
-    picl_hawk_verify_opts opts = {
-        .now = now, .skew = s->skew, .require_hash = has_body, .nonces = s->nonces};
+    /* the nonce cache share is the account's, whatever token it uses */
+    char who[32];
+    snprintf(who, sizeof who, "account:%lld", (long long)tok->account);
+    picl_hawk_verify_opts opts = {.now = now,
+                                  .skew = s->skew,
+                                  .require_hash = has_body,
+                                  .nonces = s->nonces,
+                                  .identity = who};
     rc = picl__hawk_verify(auth, tok->hmac_key, sizeof tok->hmac_key, &hr, &opts);
     switch (rc) {
     case PICL_OK:
@@ -339,7 +347,7 @@ picl_status ks_send_code(ks_server *s, const ks_account *a, int recovery, const 
     if (rc != PICL_OK)
         return rc;
     picl__hex_encode(unique, u, sizeof u);
-    char body[512];
+    char body[1024];
     if (recovery)
         snprintf(body, sizeof body,
                  "Someone asked to reset the password of your PiCL account.\n"
@@ -347,7 +355,13 @@ picl_status ks_send_code(ks_server *s, const ks_account *a, int recovery, const 
                  "Resetting keeps your class-A data; class-B data is lost by design.\n", code);
     else
         snprintf(body, sizeof body,
-                 "Welcome to PiCL.\nVerify your email with:\n\n  picl account verify --code %s\n",
+                 "Welcome to PiCL.\nVerify your email with:\n\n  picl account verify --code %s\n"
+                 "\n"
+                 "IMPORTANT: if you did not create this PiCL account yourself, do NOT\n"
+                 "enter this code and do not pass it on to anyone.  Someone else chose\n"
+                 "its password: entering the code would give them the data you later\n"
+                 "sync into it.  Ignore this mail and the account is deleted within\n"
+                 "48 hours; you can then create your own.\n",
                  code);
     ks_mail_msg m = {
         .from = s->mail_from,
@@ -364,18 +378,53 @@ picl_status ks_send_code(ks_server *s, const ks_account *a, int recovery, const 
     return rc;
 }
 
-int ks_throttled(ks_server *s, picl_http_response *resp, const char *key, int64_t max,
-                 int64_t window)
+void ks_rate_set(ks_rate *l, int64_t max, int64_t window, int count, const char *fmt, ...)
 {
-    int64_t now = ks_now(s), count = 0, oldest = 0;
-    if (ks_db_rate_count(s->db, key, now - window + 1, &count, &oldest) != PICL_OK) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(l->key, sizeof l->key, fmt, ap);
+    va_end(ap);
+    l->max = max;
+    l->window = window;
+    l->count = count;
+    l->event = 0;
+}
+
+int ks_take(ks_server *s, picl_http_response *resp, ks_rate *limits, size_t n)
+{
+    int ok = 0;
+    int64_t retry = 0;
+    if (ks_db_rate_take(s->db, limits, n, ks_now(s), &ok, &retry) != PICL_OK) {
         ks_error_internal(resp);
-        return 1;
-    }
-    if (count < max)
         return 0;
-    ks_error_retry(resp, 429, KS_ERR_THROTTLED, oldest + window - now);
-    return 1;
+    }
+    if (!ok)
+        ks_error_retry(resp, 429, KS_ERR_THROTTLED, retry);
+    return ok;
+}
+
+int ks_client_addr(ks_server *s, picl_http_request *req, char *out, size_t cap)
+{
+    if (picl_http_client_addr(req, out, cap) != PICL_OK)
+        snprintf(out, cap, "unknown");
+    /* Loopback is a local proxy (every user at once) or a test: limiting it
+     * would let anyone lock everybody out, so it is exempt unless asked. */
+    int loopback = !strncmp(out, "127.", 4) || !strcmp(out, "::1") ||
+                   !strncmp(out, "::ffff:127.", 11);
+    return !loopback || s->limit_loopback;
+}
+
+void ks_sweep(ks_server *s)
+{
+    int64_t now = ks_now(s);
+    int64_t next = __atomic_load_n(&s->next_sweep, __ATOMIC_RELAXED);
+    if (now < next ||
+        !__atomic_compare_exchange_n(&s->next_sweep, &next, now + KS_SWEEP_EVERY, 0,
+                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        return;
+    int64_t longest = s->login_window > s->reset_window ? s->login_window : s->reset_window;
+    /* a failure only delays the next sweep: requests never depend on it */
+    ks_db_sweep(s->db, now, now - KS_UNVERIFIED_TTL, now - longest);
 }
 
 /* ---- hooks ----------------------------------------------------------- */
@@ -415,8 +464,12 @@ static void hook_finish(picl_http_request *req, picl_http_response *resp, void *
         if (internal_func)
             snprintf(why, sizeof why, " (internal error in %.60s:%d)", internal_func,
                      internal_line);
-        snprintf(line, sizeof line, "keyserver %s %.300s %d%s", req->method ? req->method : "-",
-                 req->target ? req->target : "-", resp->failed ? 500 : resp->status, why);
+        /* the target is the client's: escaped, it cannot forge log lines */
+        char target[330], method[40];
+        picl_http_log_escape(target, sizeof target, req->target ? req->target : "-", 300);
+        picl_http_log_escape(method, sizeof method, req->method ? req->method : "-", 16);
+        snprintf(line, sizeof line, "keyserver %s %s %d%s", method, target,
+                 resp->failed ? 500 : resp->status, why);
         s->log(s->hook_ctx, line);
     }
     internal_func = NULL;
@@ -432,6 +485,43 @@ static char *dup_or_null(const char *s, picl_status *rc)
     if (!d)
         *rc = PICL_ERROR_NO_MEMORY;
     return d;
+}
+
+void ks_stretch_bounds(picl_stretch_params *floor, picl_stretch_params *ceiling)
+{
+    picl__stretch_default_params(floor);
+    picl__stretch_ceiling_params(ceiling);
+#ifdef PICL_TEST_HOOKS
+    /* test builds only: the cheap parameters the tests' accounts use */
+    const char *f = getenv("PICL_TEST_STRETCH_FLOOR");
+    if (f && !strcmp(f, "cheap"))
+        *floor = (picl_stretch_params){1000, 1024, 8, 1, 1000};
+#endif
+}
+
+picl_status ks_stretch_ok(const ks_server *s, const picl_stretch_params *p)
+{
+    return picl__stretch_check_params(p, &s->stretch_floor) == PICL_OK
+               ? PICL_OK
+               : PICL_ERROR_INVALID_ARGUMENT;
+}
+
+/* Creates path 0600 when absent; makes it (and its -wal/-shm, when there)
+ * 0600 when it is not. */
+static picl_status ks_private_file(const char *path)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return PICL_ERROR_IO;
+    int ok = fchmod(fd, 0600) == 0;
+    ok = close(fd) == 0 && ok;
+    static const char *const side[] = {"-wal", "-shm", "-journal"};
+    for (size_t i = 0; ok && i < sizeof side / sizeof side[0]; i++) {
+        char p[4200];
+        snprintf(p, sizeof p, "%s%s", path, side[i]);
+        ok = chmod(p, 0600) == 0 || errno == ENOENT;
+    }
+    return ok ? PICL_OK : PICL_ERROR_IO;
 }
 
 picl_status ks_server_new(ks_server **out, const ks_config *cfg)
@@ -457,6 +547,9 @@ picl_status ks_server_new(ks_server **out, const ks_config *cfg)
     s->limit_loopback = cfg->limit_loopback;
     s->reset_max = cfg->reset_max > 0 ? cfg->reset_max : 3;
     s->reset_window = cfg->reset_window_s > 0 ? cfg->reset_window_s : 3600;
+    s->start_max = cfg->start_max > 0 ? cfg->start_max : 3 * s->login_max;
+    s->addr_start_max = cfg->addr_start_max > 0 ? cfg->addr_start_max : 4 * s->start_max;
+    ks_stretch_bounds(&s->stretch_floor, &s->stretch_ceiling);
     s->threads = cfg->threads;
     s->timeout_s = cfg->timeout_s;
     s->log = cfg->log;
@@ -466,6 +559,9 @@ picl_status ks_server_new(ks_server **out, const ks_config *cfg)
     s->hooks.error = hook_error;
     s->hooks.finish = hook_finish;
     s->hooks.ctx = s;
+    /* the 16 KiB cap travels with the routes: refused from the headers (413)
+     * also on a shared server with a bigger default (picl server) */
+    s->hooks.max_body = KS_MAX_BODY;
     if (rc != PICL_OK)
         goto fail;
     if (cfg->secret) {
@@ -488,8 +584,12 @@ picl_status ks_server_new(ks_server **out, const ks_config *cfg)
         if (rc != PICL_OK)
             goto fail;
     }
-    /* live nonces expire after 2 x skew: room for ~2000 Hawk requests/s */
-    rc = picl__hawk_nonce_cache_new(&s->nonces, 1u << 18);
+    /* live nonces expire after 2 x skew: room for ~2000 Hawk requests/s, of
+     * which one account may hold 1/64 (it cannot fill it for everyone) */
+    size_t entries = cfg->nonce_cache_entries ? cfg->nonce_cache_entries : 1u << 18;
+    rc = picl__hawk_nonce_cache_new(&s->nonces, entries);
+    if (rc == PICL_OK)
+        rc = picl__hawk_nonce_cache_set_share(s->nonces, entries / 64 ? entries / 64 : 1);
     if (rc != PICL_OK)
         goto fail;
     char path[4096];
@@ -506,7 +606,11 @@ picl_status ks_server_new(ks_server **out, const ks_config *cfg)
     if (rc != PICL_OK)
         goto fail;
     snprintf(path, sizeof path, "%s/keyserver.db", s->data_dir);
-    rc = ks_db_open(&s->db, path);
+    /* kA, wrapKb and verifiers: owner only, whatever the umask or the
+     * directory's mode (SQLite gives -wal and -shm the database's mode) */
+    rc = ks_private_file(path);
+    if (rc == PICL_OK)
+        rc = ks_db_open(&s->db, path);
     if (rc != PICL_OK)
         goto fail;
     *out = s;

@@ -53,9 +53,27 @@
  *    login_window_s) and per client address (addr_login_max; loopback
  *    addresses are exempt unless limit_loopback, since behind a local proxy
  *    one address is every user), checked at /auth/start and /auth/finish;
- *    /password/forgot/send_code and resend_code per account (reset_max per
- *    reset_window_s); reset code guesses: 3 per forgotPasswordToken, after
- *    which it is deleted.  A throttled request is 429/114 with Retry-After.
+ *    /auth/start calls per account (start_max) and per address
+ *    (addr_start_max) in the same window; /password/forgot/send_code and
+ *    resend_code together, and /recovery_email/resend_code, per account
+ *    (reset_max per reset_window_s); reset code guesses: 3 per
+ *    forgotPasswordToken, after which it is deleted.  Every limit is checked
+ *    and counted in one database transaction: a guess is counted before it
+ *    is evaluated (and refunded when the proof is right), so n concurrent
+ *    requests never pass a limit below n.  A throttled request is 429/114
+ *    with Retry-After.
+ *  - lifetimes: authToken 5 min, keyFetchToken 24 h, accountResetToken 15
+ *    min, forgotPasswordToken 15 min, srpToken srp_token_ttl_s, sessionToken
+ *    until destroyed or revoked.  An expired token answers 401/110 and its
+ *    row is deleted; a sweep at most every minute deletes expired rows and
+ *    accounts not verified within 48 hours.
+ *  - stretching parameters outside [the spec's values, 4 x them] are 400/107
+ *    at create and reset (test builds: PICL_TEST_STRETCH_FLOOR=cheap lowers
+ *    the floor to 1000/1024/8/1/1000).
+ *  - one Hawk nonce cache; an account holds at most 1/64 of it (beyond that
+ *    its own requests are 503/201, nobody else's).
+ *  - keyserver.db (and its -wal/-shm) is made 0600 when opened, whatever the
+ *    umask; the log line escapes the request target (picl_http_log_escape).
  */
 
 typedef struct ks_config {
@@ -75,6 +93,10 @@ typedef struct ks_config {
     int limit_loopback;        /* 1: limit 127.0.0.0/8 and ::1 too (tests) */
     int64_t reset_max;         /* reset mails per account per window; 0 = 3 */
     int64_t reset_window_s;    /* 0 = 3600 */
+    int64_t start_max;         /* /auth/start calls per account per login window;
+                                  0 = 3 x login_max */
+    int64_t addr_start_max;    /* /auth/start calls per client address; 0 = 4 x start_max */
+    size_t nonce_cache_entries;/* live Hawk nonces held; 0 = 2^18 (one account: 1/64) */
     unsigned threads;          /* HTTP thread pool, 0 = 4 */
     unsigned timeout_s;        /* idle connection timeout, 0 = 60 */
 

@@ -193,7 +193,8 @@ picl_status ks_db_account_create(ks_db *db, ks_account *a)
     picl_status rc = prep(db, &st,
                           "INSERT INTO accounts (uid, email, verified, verify_code, ka, wrap_kb,"
                           " verifier, srp_salt, main_salt, pbkdf2_rounds_1, scrypt_n, scrypt_r,"
-                          " scrypt_p, pbkdf2_rounds_2) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                          " scrypt_p, pbkdf2_rounds_2, created)"
+                          " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     if (rc == PICL_OK) {
         sqlite3_bind_blob(st, 1, a->uid, KS_UID_BYTES, SQLITE_STATIC);
         sqlite3_bind_blob(st, 2, a->email, (int)a->email_len, SQLITE_STATIC);
@@ -209,6 +210,7 @@ picl_status ks_db_account_create(ks_db *db, ks_account *a)
         sqlite3_bind_int64(st, 12, a->params.scrypt_r);
         sqlite3_bind_int64(st, 13, a->params.scrypt_p);
         sqlite3_bind_int64(st, 14, a->params.pbkdf2_rounds_2);
+        sqlite3_bind_int64(st, 15, a->created);
         int s = sqlite3_step(st);
         if (s == SQLITE_DONE)
             a->id = sqlite3_last_insert_rowid(db->h);
@@ -570,6 +572,13 @@ static picl_status token_get_locked(ks_db *db, const uint8_t id[32], int type, i
     if (rc == PICL_OK && t->expires && now > t->expires) {
         picl__wipe(t, sizeof *t);
         rc = PICL_ERROR_TOKEN;
+        /* an expired row is deleted, not kept */
+        sqlite3_stmt *del = NULL;
+        if (prep(db, &del, "DELETE FROM tokens WHERE id = ?") == PICL_OK) {
+            sqlite3_bind_blob(del, 1, id, 32, SQLITE_STATIC);
+            sqlite3_step(del);
+        }
+        sqlite3_finalize(del);
     }
     return rc;
 }
@@ -695,7 +704,7 @@ out:
 /* ---- SRP sessions -------------------------------------------------------- */
 
 picl_status ks_db_srp_put(ks_db *db, const uint8_t key[32], int64_t account, const uint8_t *b,
-                          size_t blen, int64_t expires)
+                          size_t blen, int64_t now, int64_t expires)
 {
     if (!blen || blen > 256)
         return PICL_ERROR_INVALID_ARGUMENT;
@@ -718,11 +727,11 @@ picl_status ks_db_srp_put(ks_db *db, const uint8_t key[32], int64_t account, con
             rc = PICL_ERROR_DATABASE;
     }
     sqlite3_finalize(st);
-    /* Opportunistic cleanup of abandoned logins. */
+    /* Abandoned logins go as soon as they expire (expires is now + ttl). */
     if (rc == PICL_OK) {
         sqlite3_stmt *del = NULL;
         if (prep(db, &del, "DELETE FROM srp_sessions WHERE expires < ?") == PICL_OK) {
-            sqlite3_bind_int64(del, 1, expires - 86400);
+            sqlite3_bind_int64(del, 1, now);
             sqlite3_step(del);
         }
         sqlite3_finalize(del);
@@ -789,12 +798,11 @@ out:
 
 /* ---- rate-limit events --------------------------------------------------- */
 
-picl_status ks_db_rate_count(ks_db *db, const char *key, int64_t since, int64_t *count,
-                             int64_t *oldest)
+/* Counts the events of key at or after since (pruning older ones), under
+ * the lock and inside the caller's transaction. */
+static picl_status rate_count_locked(ks_db *db, const char *key, int64_t since, int64_t *count,
+                                     int64_t *oldest)
 {
-    *count = 0;
-    *oldest = 0;
-    lock(db);
     sqlite3_stmt *st = NULL;
     picl_status rc = prep(db, &st, "DELETE FROM rate_events WHERE key = ? AND t < ?");
     if (rc == PICL_OK) {
@@ -818,22 +826,94 @@ picl_status ks_db_rate_count(ks_db *db, const char *key, int64_t since, int64_t 
         }
     }
     sqlite3_finalize(st);
+    return rc;
+}
+
+picl_status ks_db_rate_take(ks_db *db, ks_rate *limits, size_t n, int64_t now, int *ok,
+                            int64_t *retry_after)
+{
+    *ok = 0;
+    *retry_after = 0;
+    lock(db);
+    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    if (rc != PICL_OK)
+        goto out;
+    int over = 0;
+    for (size_t i = 0; rc == PICL_OK && i < n; i++) {
+        ks_rate *l = &limits[i];
+        int64_t count = 0, oldest = 0;
+        l->event = 0;
+        if (!l->key[0])
+            continue;
+        rc = rate_count_locked(db, l->key, now - l->window + 1, &count, &oldest);
+        if (rc == PICL_OK && count >= l->max) {
+            over = 1;
+            if (oldest + l->window - now > *retry_after)
+                *retry_after = oldest + l->window - now;
+        }
+    }
+    for (size_t i = 0; rc == PICL_OK && !over && i < n; i++) {
+        ks_rate *l = &limits[i];
+        if (!l->key[0] || !l->count)
+            continue;
+        sqlite3_stmt *st = NULL;
+        rc = prep(db, &st, "INSERT INTO rate_events (key, t) VALUES (?, ?)");
+        if (rc == PICL_OK) {
+            sqlite3_bind_text(st, 1, l->key, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(st, 2, now);
+            if (sqlite3_step(st) != SQLITE_DONE)
+                rc = PICL_ERROR_DATABASE;
+            else
+                l->event = sqlite3_last_insert_rowid(db->h);
+        }
+        sqlite3_finalize(st);
+    }
+    rc = end_tx(db, rc);
+    if (rc == PICL_OK)
+        *ok = !over;
+    else
+        for (size_t i = 0; i < n; i++)
+            limits[i].event = 0;
+out:
     unlock(db);
     return rc;
 }
 
-picl_status ks_db_rate_add(ks_db *db, const char *key, int64_t t)
+picl_status ks_db_rate_refund(ks_db *db, const ks_rate *limits, size_t n)
 {
     lock(db);
-    sqlite3_stmt *st = NULL;
-    picl_status rc = prep(db, &st, "INSERT INTO rate_events (key, t) VALUES (?, ?)");
-    if (rc == PICL_OK) {
-        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, t);
-        if (sqlite3_step(st) != SQLITE_DONE)
-            rc = PICL_ERROR_DATABASE;
-    }
-    sqlite3_finalize(st);
+    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    for (size_t i = 0; rc == PICL_OK && i < n; i++)
+        if (limits[i].event > 0)
+            rc = change_by_id(db, "DELETE FROM rate_events WHERE rowid = ?", limits[i].event,
+                              NULL);
+    rc = end_tx(db, rc);
+    unlock(db);
+    return rc;
+}
+
+picl_status ks_db_sweep(ks_db *db, int64_t now, int64_t unverified_before, int64_t rate_before)
+{
+    lock(db);
+    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    if (rc == PICL_OK)
+        rc = change_by_id(db, "DELETE FROM tokens WHERE expires > 0 AND expires < ?", now, NULL);
+    if (rc == PICL_OK)
+        rc = change_by_id(db, "DELETE FROM srp_sessions WHERE expires < ?", now, NULL);
+    if (rc == PICL_OK)
+        rc = change_by_id(db, "DELETE FROM rate_events WHERE t < ?", rate_before, NULL);
+    /* accounts never verified in time, with everything they own */
+    if (rc == PICL_OK)
+        rc = change_by_id(db, "DELETE FROM tokens WHERE account IN (SELECT id FROM accounts"
+                              " WHERE verified = 0 AND created < ?)", unverified_before, NULL);
+    if (rc == PICL_OK)
+        rc = change_by_id(db, "DELETE FROM srp_sessions WHERE account IN (SELECT id FROM"
+                              " accounts WHERE verified = 0 AND created < ?)", unverified_before,
+                          NULL);
+    if (rc == PICL_OK)
+        rc = change_by_id(db, "DELETE FROM accounts WHERE verified = 0 AND created < ?",
+                          unverified_before, NULL);
+    rc = end_tx(db, rc);
     unlock(db);
     return rc;
 }

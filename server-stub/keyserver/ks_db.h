@@ -44,6 +44,7 @@ typedef struct ks_account {
     uint8_t main_salt[32];
     picl_stretch_params params;
     int64_t epoch;                /* key epoch: 1 at creation, +1 per change of kB */
+    int64_t created;              /* unix seconds, set by the caller at creation */
 } ks_account;
 
 typedef struct ks_token {
@@ -135,19 +136,36 @@ picl_status ks_db_forgot_guess(ks_db *db, const uint8_t id[32], const char code[
                                int *ok, int *tries_left);
 
 /* SRP sessions (srpToken hashed to key): b (1..256 bytes) is the server
- * secret, kept until the session is taken or expires. */
+ * secret, kept until the session is taken or expires (expired sessions are
+ * deleted by the next put). */
 picl_status ks_db_srp_put(ks_db *db, const uint8_t key[32], int64_t account, const uint8_t *b,
-                          size_t blen, int64_t expires);
+                          size_t blen, int64_t now, int64_t expires);
 /* Takes (deletes) the session: PICL_OK with account and b (b holds 256
  * bytes, *blen receives its length), TOKEN when unknown, already taken or
  * expired. */
 picl_status ks_db_srp_take(ks_db *db, const uint8_t key[32], int64_t now, int64_t *account,
                            uint8_t b[256], size_t *blen);
 
-/* Rate-limit events: counts events of `key` at or after `since` (and the
- * oldest such time); adds one at t; prunes events before `since`. */
-picl_status ks_db_rate_count(ks_db *db, const char *key, int64_t since, int64_t *count,
-                             int64_t *oldest);
-picl_status ks_db_rate_add(ks_db *db, const char *key, int64_t t);
+/* One limit: at most max events of key within window seconds. */
+typedef struct ks_rate {
+    char key[96];                 /* "" = not applied */
+    int64_t max, window;
+    int count;                    /* 1: this request is an event of key */
+    int64_t event;                /* out: the event added (for a refund), else 0 */
+} ks_rate;
+
+/* Checks every limit and, when none is reached, counts this request in
+ * those with count = 1, all in ONE transaction (no check-then-act: n
+ * concurrent requests never pass a limit of max < n).  *ok = 1 when it may
+ * go on, else 0 and *retry_after the seconds until the first slot frees. */
+picl_status ks_db_rate_take(ks_db *db, ks_rate *limits, size_t n, int64_t now, int *ok,
+                            int64_t *retry_after);
+/* Removes the events a take added (a login that succeeded is no failure). */
+picl_status ks_db_rate_refund(ks_db *db, const ks_rate *limits, size_t n);
+
+/* Housekeeping in one transaction: deletes expired tokens and SRP sessions,
+ * rate events before rate_before, and every account never verified that
+ * was created before unverified_before, with all it owns. */
+picl_status ks_db_sweep(ks_db *db, int64_t now, int64_t unverified_before, int64_t rate_before);
 
 #endif

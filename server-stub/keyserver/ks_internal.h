@@ -11,6 +11,7 @@
 #include "keyserver/keyserver.h"
 #include "keyserver/ks_db.h"
 #include "protocol/hawk.h"
+#include "protocol/stretch.h"
 
 struct ks_server {
     char *listen, *data_dir, *maildir, *storage_node, *smtp_url, *mail_from;
@@ -18,8 +19,10 @@ struct ks_server {
     size_t secret_len;
     uint8_t hashed_uid_key[32];
     int64_t skew, srp_ttl, login_max, login_window, reset_max, reset_window;
-    int64_t addr_login_max;
+    int64_t addr_login_max, start_max, addr_start_max;
+    int64_t next_sweep;          /* ks_sweep's clock, atomic */
     int limit_loopback;
+    picl_stretch_params stretch_floor, stretch_ceiling;
     unsigned threads, timeout_s;
     void (*log)(void *ctx, const char *line);
     int64_t (*now_hook)(void *ctx);
@@ -45,6 +48,15 @@ enum {
 int64_t ks_now(const ks_server *s);
 /* Random bytes for `what` (the test hook first, else NSS). */
 picl_status ks_random(const ks_server *s, const char *what, uint8_t *out, size_t len);
+
+/* Token lifetimes (keyserver.md section 9), seconds; 0 = until revoked. */
+#define KS_TTL_AUTH 300
+#define KS_TTL_KEY_FETCH 86400
+#define KS_TTL_ACCOUNT_RESET 900 /* from /password/change/start and the reset code */
+#define KS_TTL_SESSION 0
+/* Accounts not verified within 48 hours are deleted. */
+#define KS_UNVERIFIED_TTL (48 * 3600)
+#define KS_SWEEP_EVERY 60
 
 /* Class map versions are JSON integers 1 .. 2^53 - 1 (exact in a double). */
 #define KS_CLASSMAP_MAX_VERSION 9007199254740991LL
@@ -88,10 +100,24 @@ picl_status ks_token_issue(ks_server *s, int type, int64_t account, uint8_t raw[
 /* Mails a verification (recovery = 0) or reset code (recovery = 1). */
 picl_status ks_send_code(ks_server *s, const ks_account *a, int recovery, const char *code);
 
-/* Rate limit: 1 when key has reached max events in the window (answers 429
- * with Retry-After), else 0; DB failures answer 500 and return 1. */
-int ks_throttled(ks_server *s, picl_http_response *resp, const char *key, int64_t max,
-                 int64_t window);
+/* Sets one limit (key printf-style, at most 95 characters). */
+void ks_rate_set(ks_rate *l, int64_t max, int64_t window, int count, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Checks and counts the limits in one transaction (ks_db_rate_take): 1 when
+ * the request may go on; else answers 429/114 with Retry-After (or 500) and
+ * returns 0. */
+int ks_take(ks_server *s, picl_http_response *resp, ks_rate *limits, size_t n);
+/* The client address into out; returns 1 when per-address limits apply to
+ * it (not loopback, or limit_loopback). */
+int ks_client_addr(ks_server *s, picl_http_request *req, char *out, size_t cap);
+/* The stretching range the server accepts: the spec's values up to 4x
+ * them (in test builds, PICL_TEST_STRETCH_FLOOR=cheap lowers the floor). */
+void ks_stretch_bounds(picl_stretch_params *floor, picl_stretch_params *ceiling);
+/* PICL_OK inside that range, else INVALID_ARGUMENT (400/107). */
+picl_status ks_stretch_ok(const ks_server *s, const picl_stretch_params *p);
+/* Housekeeping at most every KS_SWEEP_EVERY seconds: expired tokens and SRP
+ * sessions, old rate events, accounts not verified within KS_UNVERIFIED_TTL. */
+void ks_sweep(ks_server *s);
 
 /* Adds hex(b[0..n)) to obj under key: 0, or -1 on failure. */
 int ks_set_hex(json_t *obj, const char *key, const uint8_t *b, size_t n);

@@ -44,19 +44,31 @@ void ks_h_email_resend(picl_http_request *req, picl_http_response *resp, void *c
     ks_token t;
     ks_account *a = calloc(1, sizeof *a);
     json_t *body = NULL;
-    if (!a)
+    char code[65];
+    memset(&t, 0, sizeof t);
+    memset(code, 0, sizeof code);
+    if (!a) {
         ks_error_internal(resp);
-    else if (ks_hawk_auth(s, req, resp, PICL_TOKEN_SESSION, &t) &&
-             (body = ks_body(req, resp)) && ks_token_account(s, resp, &t, a)) {
-        char code[65];
-        picl__hex_encode(code, a->verify_code, 32);
-        picl_status rc = a->verified ? PICL_OK : ks_send_code(s, a, 0, code);
-        picl__wipe(code, sizeof code);
-        if (rc == PICL_OK)
-            ks_reply(resp, json_object());
-        else
-            ks_error_internal(resp);
+        goto done;
     }
+    if (!ks_hawk_auth(s, req, resp, PICL_TOKEN_SESSION, &t) || !(body = ks_body(req, resp)) ||
+        !ks_token_account(s, resp, &t, a))
+        goto done;
+    if (!a->verified) {
+        /* at most reset_max mails an hour: no mail bombing through resend */
+        ks_rate lim;
+        ks_rate_set(&lim, s->reset_max, s->reset_window, 1, "verify:%lld", (long long)a->id);
+        if (!ks_take(s, resp, &lim, 1))
+            goto done;
+        picl__hex_encode(code, a->verify_code, 32);
+        if (ks_send_code(s, a, 0, code) != PICL_OK) {
+            ks_error_internal(resp);
+            goto done;
+        }
+    }
+    ks_reply(resp, json_object());
+done:
+    picl__wipe(code, sizeof code);
     json_decref(body);
     picl__wipe(&t, sizeof t);
     if (a)
@@ -141,9 +153,11 @@ void ks_h_forgot_send(picl_http_request *req, picl_http_response *resp, void *ct
     picl_status rc = ks_body_account(s, req, resp, &body, a);
     if (rc != PICL_OK)
         goto done;
-    char rkey[64];
-    snprintf(rkey, sizeof rkey, "reset:%lld", (long long)a->id);
-    if (ks_throttled(s, resp, rkey, s->reset_max, s->reset_window))
+    /* checked and counted in one transaction: concurrent calls never mail
+     * more than reset_max codes an hour */
+    ks_rate lim;
+    ks_rate_set(&lim, s->reset_max, s->reset_window, 1, "reset:%lld", (long long)a->id);
+    if (!ks_take(s, resp, &lim, 1))
         goto done;
     int64_t now = ks_now(s);
     rc = ks_db_token_delete_account(s->db, a->id, PICL_TOKEN_FORGOT_PASSWORD);
@@ -152,8 +166,6 @@ void ks_h_forgot_send(picl_http_request *req, picl_http_response *resp, void *ct
     if (rc == PICL_OK)
         rc = ks_token_issue(s, PICL_TOKEN_FORGOT_PASSWORD, a->id, token, NULL, NULL, code,
                             RESET_CODE_TRIES, 0, now + RESET_CODE_TTL, NULL);
-    if (rc == PICL_OK)
-        rc = ks_db_rate_add(s->db, rkey, now);
     if (rc == PICL_OK)
         rc = ks_send_code(s, a, 1, code);
     if (rc != PICL_OK)
@@ -194,14 +206,12 @@ void ks_h_forgot_resend(picl_http_request *req, picl_http_response *resp, void *
         ks_error(resp, 400, KS_ERR_PARAM, "invalid parameter: email");
         goto done;
     }
-    char rkey[64];
-    snprintf(rkey, sizeof rkey, "reset:%lld", (long long)a->id);
-    if (ks_throttled(s, resp, rkey, s->reset_max, s->reset_window))
+    ks_rate lim;
+    ks_rate_set(&lim, s->reset_max, s->reset_window, 1, "reset:%lld", (long long)a->id);
+    if (!ks_take(s, resp, &lim, 1))
         goto done;
     int64_t now = ks_now(s);
-    rc = ks_db_rate_add(s->db, rkey, now);
-    if (rc == PICL_OK)
-        rc = ks_send_code(s, a, 1, t.code);
+    rc = ks_send_code(s, a, 1, t.code);
     if (rc != PICL_OK)
         ks_error_internal(resp);
     else

@@ -83,25 +83,22 @@ int ks_consume(ks_server *s, picl_http_response *resp, const ks_token *t)
     return 0;
 }
 
-/* Rate-limit keys of failed logins: per account and per client address.
- * Answers 429 (or 500) and returns 1 when either is over its limit. */
-static int login_throttled(ks_server *s, picl_http_request *req, picl_http_response *resp,
-                           int64_t account, char akey[64], char ikey[80])
+/* The login limits of an account and the client's address: failed proofs
+ * (lim[0..1], counted at /auth/finish) and /auth/start calls (lim[2..3],
+ * counted at /auth/start).  An address limit is "" when it does not apply. */
+static void login_limits(ks_server *s, picl_http_request *req, int64_t account, int at_start,
+                         ks_rate lim[4])
 {
     char addr[64];
-    snprintf(akey, 64, "login:%lld", (long long)account);
-    if (picl_http_client_addr(req, addr, sizeof addr) != PICL_OK)
-        snprintf(addr, sizeof addr, "unknown");
-    /* Loopback is a local proxy (every user at once) or a test: limiting it
-     * would let anyone lock everybody out, so it is exempt unless asked. */
-    int loopback = !strncmp(addr, "127.", 4) || !strcmp(addr, "::1") ||
-                   !strncmp(addr, "::ffff:127.", 11);
-    if (loopback && !s->limit_loopback)
-        ikey[0] = 0;
-    else
-        snprintf(ikey, 80, "ip:%s", addr);
-    return ks_throttled(s, resp, akey, s->login_max, s->login_window) ||
-           (ikey[0] && ks_throttled(s, resp, ikey, s->addr_login_max, s->login_window));
+    int by_addr = ks_client_addr(s, req, addr, sizeof addr);
+    ks_rate_set(&lim[0], s->login_max, s->login_window, !at_start, "login:%lld",
+                (long long)account);
+    ks_rate_set(&lim[1], s->addr_login_max, s->login_window, !at_start, "ip:%s", addr);
+    ks_rate_set(&lim[2], s->start_max, s->login_window, at_start, "start:%lld",
+                (long long)account);
+    ks_rate_set(&lim[3], s->addr_start_max, s->login_window, at_start, "start-ip:%s", addr);
+    if (!by_addr)
+        lim[1].key[0] = lim[3].key[0] = 0;
 }
 
 /* ---- POST /v1/account/create ------------------------------------------ */
@@ -120,10 +117,14 @@ static void h_account_create(picl_http_request *req, picl_http_response *resp, v
         rc = ks_parse_srp(body, a->srp_salt, a->verifier);
     if (rc == PICL_OK)
         rc = ks_parse_stretch(body, &a->params, a->main_salt);
+    if (rc == PICL_OK)
+        rc = ks_stretch_ok(s, &a->params);
     if (rc != PICL_OK) {
         ks_error_parse(resp, rc);
         goto done;
     }
+    ks_sweep(s); /* also frees the emails of accounts never verified in time */
+    a->created = ks_now(s);
     rc = ks_random(s, "uid", a->uid, KS_UID_BYTES);
     if (rc == PICL_OK)
         rc = ks_random(s, "kA", a->ka, 32);
@@ -178,8 +179,10 @@ static void h_auth_start(picl_http_request *req, picl_http_response *resp, void 
     picl_status rc = ks_body_account(s, req, resp, &body, a);
     if (rc != PICL_OK)
         goto done;
-    char rkey[64], ikey[80];
-    if (login_throttled(s, req, resp, a->id, rkey, ikey))
+    /* failed logins are only checked here; this call itself is counted */
+    ks_rate lim[4];
+    login_limits(s, req, a->id, 1, lim);
+    if (!ks_take(s, resp, lim, 4))
         goto done;
     const picl_srp_group *g = picl__srp_group_picl();
     size_t blen = PICL_SRP_SECRET_BYTES;
@@ -203,7 +206,7 @@ static void h_auth_start(picl_http_request *req, picl_http_response *resp, void 
     if (rc == PICL_OK)
         rc = picl__sha256(key, token, sizeof token);
     if (rc == PICL_OK)
-        rc = ks_db_srp_put(s->db, key, a->id, b, blen, ks_now(s) + s->srp_ttl);
+        rc = ks_db_srp_put(s->db, key, a->id, b, blen, ks_now(s), ks_now(s) + s->srp_ttl);
     json_t *j = NULL, *srpj = NULL, *ps = NULL;
     if (rc == PICL_OK) {
         j = json_object();
@@ -273,8 +276,12 @@ static void h_auth_finish(picl_http_request *req, picl_http_response *resp, void
         ks_error_internal(resp);
         goto done;
     }
-    char rkey[64], ikey[80];
-    if (login_throttled(s, req, resp, a->id, rkey, ikey))
+    /* The guess is counted BEFORE it is evaluated, in the transaction that
+     * checks the limits: n concurrent guesses never pass a limit below n.
+     * A right proof is refunded below. */
+    ks_rate lim[4];
+    login_limits(s, req, a->id, 0, lim);
+    if (!ks_take(s, resp, lim, 2))
         goto done;
     rc = picl__srp_server_new_with_b(picl__srp_group_picl(), a->verifier, KS_VERIFIER_BYTES, b,
                                      blen, &srp);
@@ -285,15 +292,14 @@ static void h_auth_finish(picl_http_request *req, picl_http_response *resp, void
         goto done;
     }
     if (rc == PICL_ERROR_SRP_PROOF) {
-        if (ks_db_rate_add(s->db, rkey, ks_now(s)) != PICL_OK ||
-            (ikey[0] && ks_db_rate_add(s->db, ikey, ks_now(s)) != PICL_OK))
-            ks_error_internal(resp);
-        else
-            ks_error(resp, 400, KS_ERR_PASSWORD, "incorrect password");
+        ks_error(resp, 400, KS_ERR_PASSWORD, "incorrect password");
         goto done;
     }
     if (rc == PICL_OK)
-        rc = ks_token_issue(s, PICL_TOKEN_AUTH, a->id, auth, NULL, NULL, NULL, 0, 0, 0, NULL);
+        rc = ks_db_rate_refund(s->db, lim, 2);
+    if (rc == PICL_OK)
+        rc = ks_token_issue(s, PICL_TOKEN_AUTH, a->id, auth, NULL, NULL, NULL, 0, 0,
+                            ks_now(s) + KS_TTL_AUTH, NULL);
     if (rc != PICL_OK) {
         ks_error_internal(resp);
         goto done;
@@ -341,10 +347,14 @@ static void two_tokens(ks_server *s, picl_http_request *req, picl_http_response 
     }
     if (!ks_token_account(s, resp, &t, a) || !ks_consume(s, resp, &t))
         goto done;
+    int64_t now = ks_now(s);
     picl_status rc = ks_token_issue(s, PICL_TOKEN_KEY_FETCH, a->id, pair, NULL, NULL, NULL, 0,
-                                    0, 0, NULL);
+                                    0, now + KS_TTL_KEY_FETCH, NULL);
     if (rc == PICL_OK)
-        rc = ks_token_issue(s, second_type, a->id, pair + 32, name, type, NULL, 0, 0, 0, NULL);
+        rc = ks_token_issue(s, second_type, a->id, pair + 32, name, type, NULL, 0, 0,
+                            second_type == PICL_TOKEN_SESSION ? KS_TTL_SESSION
+                                                              : now + KS_TTL_ACCOUNT_RESET,
+                            NULL);
     if (rc != PICL_OK) {
         ks_error_internal(resp);
         goto done;
@@ -470,6 +480,8 @@ static void h_account_reset(picl_http_request *req, picl_http_response *resp, vo
         rc = ks_parse_srp(body, srp_salt, NULL);
     if (rc == PICL_OK)
         rc = ks_parse_stretch(body, &p, main_salt);
+    if (rc == PICL_OK)
+        rc = ks_stretch_ok(s, &p);
     if (rc == PICL_OK &&
         picl__bundle_open_hex(payload, sizeof payload, t.request_key, PICL_BUNDLE_ACCOUNT_RESET,
                               json_string_value(bv), json_string_length(bv)) != PICL_OK)

@@ -545,6 +545,7 @@ START_TEST(test_nonce_cache_bounds)
     ck_assert_int_eq(picl__hawk_nonce_cache_new(&c, ((size_t)1 << 24) + 1), PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(picl__hawk_nonce_cache_new(NULL, 4), PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(picl__hawk_nonce_cache_new(&c, 4), PICL_OK);
+    ck_assert_int_eq(picl__hawk_nonce_cache_set_share(c, 4), PICL_OK); /* one identity here */
     for (int i = 0; i < 4; i++) {
         snprintf(n, sizeof n, "n%d", i);
         ck_assert_int_eq(picl__hawk_nonce_check(c, "id", n, 110, 100), PICL_OK);
@@ -572,6 +573,7 @@ START_TEST(test_nonce_cache_bounds)
     /* a long run with time moving: stays bounded, never refuses, and every
      * nonce still live is still refused */
     ck_assert_int_eq(picl__hawk_nonce_cache_new(&c, 1000), PICL_OK);
+    ck_assert_int_eq(picl__hawk_nonce_cache_set_share(c, 1000), PICL_OK);
     for (int i = 0; i < 200000; i++) {
         int64_t now = i / 20;
         snprintf(n, sizeof n, "x%d", i);
@@ -585,6 +587,76 @@ START_TEST(test_nonce_cache_bounds)
     picl__hawk_nonce_cache_free(c);
     picl__hawk_nonce_cache_free(NULL);
     ck_assert_uint_eq(picl__hawk_nonce_cache_count(NULL), 0);
+}
+END_TEST
+
+/* One identity (an account, whatever tokens it uses) cannot fill the cache:
+ * past its share its own requests are BUSY, everybody else's still pass. */
+START_TEST(test_nonce_cache_share)
+{
+    picl_hawk_nonce_cache *c = NULL;
+    char n[32], id[32];
+    ck_assert_int_eq(picl__hawk_nonce_cache_new(&c, 64), PICL_OK);
+    ck_assert_int_eq(picl__hawk_nonce_cache_set_share(c, 0), PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__hawk_nonce_cache_set_share(c, 65), PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__hawk_nonce_cache_set_share(NULL, 1), PICL_ERROR_INVALID_ARGUMENT);
+    /* the default share is 1/16: 4 of 64 */
+    for (int i = 0; i < 4; i++) {
+        snprintf(n, sizeof n, "d%d", i);
+        ck_assert_int_eq(picl__hawk_nonce_check(c, "one-token", n, 200, 100), PICL_OK);
+    }
+    ck_assert_int_eq(picl__hawk_nonce_check(c, "one-token", "d4", 200, 100),
+                     PICL_HAWK_ERROR_BUSY);
+    ck_assert_int_eq(picl__hawk_nonce_cache_set_share(c, 8), PICL_OK);
+    /* account 1 through eight tokens: 4 more fit its share of 8, then BUSY */
+    int ok = 0, busy = 0;
+    for (int i = 0; i < 64; i++) {
+        snprintf(id, sizeof id, "token-%d", i % 8);
+        snprintf(n, sizeof n, "a%d", i);
+        picl_status st = picl__hawk_nonce_check_for(c, "account:1", id, n, 200, 100);
+        ck_assert(st == PICL_OK || st == PICL_HAWK_ERROR_BUSY);
+        ok += st == PICL_OK;
+        busy += st == PICL_HAWK_ERROR_BUSY;
+    }
+    ck_assert_int_eq(ok, 8);
+    ck_assert_int_eq(busy, 56);
+    ck_assert_uint_eq(picl__hawk_nonce_cache_count(c), 4 + 8);
+    /* others are not affected */
+    for (int a = 2; a < 6; a++) {
+        char who[32];
+        snprintf(who, sizeof who, "account:%d", a);
+        for (int i = 0; i < 8; i++) {
+            snprintf(n, sizeof n, "b%d", i);
+            ck_assert_int_eq(picl__hawk_nonce_check_for(c, who, who, n, 200, 100), PICL_OK);
+        }
+    }
+    ck_assert_uint_eq(picl__hawk_nonce_cache_count(c), 4 + 8 + 32);
+    /* replays are still replays for the identity that made them */
+    ck_assert_int_eq(picl__hawk_nonce_check_for(c, "account:2", "account:2", "b0", 200, 150),
+                     PICL_HAWK_ERROR_REPLAY);
+    /* a refused nonce was not recorded: it passes once there is room, and
+     * the share frees when its entries expire */
+    ck_assert_int_eq(picl__hawk_nonce_check_for(c, "account:1", "token-0", "a63", 300, 201),
+                     PICL_OK);
+    ck_assert_int_eq(picl__hawk_nonce_check_for(c, "account:1", "token-0", "a63", 300, 202),
+                     PICL_HAWK_ERROR_REPLAY);
+    picl__hawk_nonce_cache_free(c);
+
+    /* through picl__hawk_verify: opts.identity names the share */
+    picl_hawk_request req = {"GET", "/x", "h", 1, NULL, NULL, 0};
+    picl_hawk_auth a;
+    ck_assert_int_eq(picl__hawk_nonce_cache_new(&c, 16), PICL_OK);
+    ck_assert_int_eq(picl__hawk_nonce_cache_set_share(c, 2), PICL_OK);
+    picl_hawk_verify_opts o = {.now = 1000, .skew = 60, .nonces = c, .identity = "account:7"};
+    const char *nonces[] = {"v1", "v2", "v3"};
+    picl_status want[] = {PICL_OK, PICL_OK, PICL_HAWK_ERROR_BUSY};
+    for (int i = 0; i < 3; i++) {
+        make(&a, &req, 1000, nonces[i], 0);
+        ck_assert_int_eq(picl__hawk_verify(&a, KEY, strlen(KEY), &req, &o), want[i]);
+    }
+    o.identity = "account:8";
+    ck_assert_int_eq(picl__hawk_verify(&a, KEY, strlen(KEY), &req, &o), PICL_OK);
+    picl__hawk_nonce_cache_free(c);
 }
 END_TEST
 
@@ -688,6 +760,7 @@ int main(void)
     tcase_add_test(tc, test_verify_timestamp);
     tcase_add_test(tc, test_verify_replay);
     tcase_add_test(tc, test_nonce_cache_bounds);
+    tcase_add_test(tc, test_nonce_cache_share);
     tcase_add_test(tc, test_nonce_cache_threads);
     tcase_add_test(tc, test_client_header);
     suite_add_tcase(s, tc);

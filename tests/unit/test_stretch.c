@@ -3,6 +3,7 @@
  * out-of-memory reported as an error. */
 #include "testutil.h"
 #include "protocol/stretch.h"
+#include "crypto/util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +84,33 @@ START_TEST(test_floor)
     picl_stretch_params huge = p;
     huge.scrypt_n = 1ull << 30;
     ck_assert_int_eq(picl__stretch_check_params(&huge, NULL), PICL_ERROR_UNSUPPORTED);
+    /* the ceiling is 4x the spec's values, each one alone, before any work;
+     * a lowered floor does not move it */
+    picl_stretch_params top;
+    picl__stretch_ceiling_params(&top);
+    ck_assert_uint_eq(top.pbkdf2_rounds_1, 80000);
+    ck_assert_uint_eq(top.scrypt_n, 262144);
+    ck_assert_uint_eq(top.scrypt_r, 32);
+    ck_assert_uint_eq(top.scrypt_p, 4);
+    ck_assert_uint_eq(top.pbkdf2_rounds_2, 80000);
+    ck_assert_int_eq(picl__stretch_check_params(&top, NULL), PICL_OK);
+    picl_stretch_params low = {1000, 1024, 8, 1, 1000};
+    for (int i = 0; i < 5; i++) {
+        picl_stretch_params over = top;
+        switch (i) {
+        case 0: over.pbkdf2_rounds_1++; break;
+        case 1: over.scrypt_n *= 2; break;
+        case 2: over.scrypt_r++; break;
+        case 3: over.scrypt_p++; break;
+        default: over.pbkdf2_rounds_2++;
+        }
+        memset(out, 0x77, sizeof out);
+        ck_assert_int_eq(picl__stretch_check_params(&over, NULL), PICL_ERROR_UNSUPPORTED);
+        ck_assert_int_eq(picl__stretch_check_params(&over, &low), PICL_ERROR_UNSUPPORTED);
+        ck_assert_int_eq(picl__stretch(out, &over, NULL, "e", 1, "p", 1, NULL),
+                         PICL_ERROR_UNSUPPORTED);
+        ck_assert(picl__iszero_ct(out, sizeof out)); /* wiped, nothing computed */
+    }
     /* a lowered floor (tests only) admits cheap parameters */
     floor.pbkdf2_rounds_1 = 1;
     floor.scrypt_n = 2;
@@ -127,7 +155,7 @@ START_TEST(test_out_of_memory)
     ck_assert_int_eq(setrlimit(RLIMIT_AS, &rl), 0);
     picl_stretch_params p;
     picl__stretch_default_params(&p);
-    p.scrypt_n = 1u << 21; /* 2 GiB */
+    p.scrypt_n = 1u << 18; /* 256 MiB: the most the ceiling allows */
     uint8_t out[32];
     memset(out, 0x55, sizeof out);
     ck_assert_int_eq(picl__stretch(out, &p, NULL, "e", 1, "p", 1, NULL), PICL_ERROR_NO_MEMORY);
