@@ -525,6 +525,13 @@ static picl_status do_sync(service *s, const char *const *colls, size_t n, char 
         json_array_clear(failed);
         picl__svc_fanout(s, "status", "", 0, -1, "the account moved to another storage node: syncing again");
     }
+    /* saved logins this profile cannot decrypt are kept as they are: said, not hidden */
+    for (size_t i = 0; i < count; i++) {
+        size_t unreadable = picl__logins_unreadable(stores[i]);
+        json_t *cs = unreadable ? json_object_get(sum, stores[i]->collection) : NULL;
+        if (json_is_object(cs))
+            json_object_set_new(cs, "unreadable", json_integer((json_int_t)unreadable));
+    }
     for (size_t i = 0; i < count; i++)
         picl__store_close(stores[i]);
     free(stores);

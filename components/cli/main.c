@@ -434,6 +434,9 @@ static int cmd_sync(const cli_opts *o, picl_service *svc)
                    (long long)json_integer_value(json_object_get(v, "applied")),
                    (long long)json_integer_value(json_object_get(v, "uploaded")),
                    json_integer_value(json_object_get(v, "failed")) ? " (some records failed)" : "");
+            if (json_integer_value(json_object_get(v, "unreadable")) > 0)
+                printf("%-10s %lld saved login(s) cannot be decrypted with this profile's key4.db: kept as they "
+                       "are, not synced\n", c, (long long)json_integer_value(json_object_get(v, "unreadable")));
         }
         size_t fi;
         json_t *fr;

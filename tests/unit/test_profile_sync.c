@@ -90,6 +90,80 @@ START_TEST(test_profile_to_profile_and_back)
 }
 END_TEST
 
+/* summary.collections.passwords[key] of a `sync --json` output */
+static long long pw_count(const char *out, const char *key)
+{
+    json_t *sum = json_loads(out, 0, NULL);
+    ck_assert_msg(sum != NULL, "not a JSON summary: %s", out);
+    json_t *v = json_object_get(json_object_get(json_object_get(sum, "collections"), "passwords"), key);
+    ck_assert_msg(json_is_integer(v), "no passwords.%s in %s", key, out);
+    long long n = json_integer_value(v);
+    json_decref(sum);
+    return n;
+}
+
+/* Logins deleted in the browser (Services.logins.removeLoginAsync) are
+ * deleted on the other profile, both ways, and never come back. */
+START_TEST(test_login_deletions_both_ways)
+{
+    char out[16384];
+    account("del@x.org");
+    ck_assert_int_eq(run(NULL, 0, "$MKP $PWD/p1 >/dev/null 2>&1"), 0);
+    ck_assert_int_eq(run(NULL, 0, "$MKP --dump $PWD/p2 $PWD/empty.json >/dev/null 2>&1"), 0);
+    ck_assert_int_eq(run(NULL, 0, "$P --state s1 -q sync --profile p1 && $P --state s2 -q sync --profile p2"), 0);
+    ck_assert_int_eq(run(NULL, 0, "$MKP --dump $PWD/p2 $PWD/d2.json >/dev/null 2>&1"), 0);
+    ck_assert_int_eq(run(NULL, 0, "grep -q hunter2 d2.json"), 0); /* bob's login reached p2 */
+    /* the user deletes bob in Firefox on profile 1: a tombstone in logins.json */
+    ck_assert_int_eq(run(NULL, 0, "$MKP --edit $PWD/p1 remove-login bob >/dev/null 2>&1"), 0);
+    ck_assert_int_eq(run(out, sizeof out, "python3 -c 'import json; l=json.load(open(\"p1/logins.json\"))[\"logins\"]; "
+                                          "print(sum(1 for e in l if e.get(\"deleted\")))'"), 0);
+    ck_assert_int_eq(strtol(out, NULL, 10), 1);
+    ck_assert_int_eq(run(out, sizeof out, "$P --state s1 sync --profile p1 --json --collections passwords"), 0);
+    ck_assert_int_eq(pw_count(out, "uploaded"), 1);
+    ck_assert_int_eq(run(out, sizeof out, "$P --state s2 sync --profile p2 --json --collections passwords"), 0);
+    ck_assert_int_eq(pw_count(out, "applied"), 1);
+    ck_assert_int_eq(pw_count(out, "uploaded"), 0);
+    /* Firefox reading profile 2: bob is gone, alice is there, nothing to upload */
+    ck_assert_int_eq(run(NULL, 0, "$MKP --dump $PWD/p2 $PWD/d2.json >/dev/null 2>&1"), 0);
+    ck_assert_int_eq(run(out, sizeof out, "python3 -c 'import json; d=json.load(open(\"d2.json\")); "
+                                          "print(sorted(l[\"username\"] for l in d[\"logins\"]), "
+                                          "sorted((s[\"deleted\"], s[\"syncCounter\"]) for s in d[\"loginsSync\"]))'"),
+                     0);
+    ck_assert_str_eq(out, "['alice@example.com'] [(False, 0), (True, 0)]\n");
+    /* the other way: alice deleted in Firefox on profile 2 */
+    ck_assert_int_eq(run(NULL, 0, "$MKP --edit $PWD/p2 remove-login alice@example.com >/dev/null 2>&1"), 0);
+    ck_assert_int_eq(run(out, sizeof out, "$P --state s2 sync --profile p2 --json --collections passwords"), 0);
+    ck_assert_int_eq(pw_count(out, "uploaded"), 1);
+    ck_assert_int_eq(run(out, sizeof out, "$P --state s1 sync --profile p1 --json --collections passwords"), 0);
+    ck_assert_int_eq(pw_count(out, "applied"), 1);
+    ck_assert_int_eq(run(NULL, 0, "$MKP --dump $PWD/p1 $PWD/d1.json >/dev/null 2>&1 && $MKP --dump $PWD/p2 $PWD/d2.json >/dev/null 2>&1"),
+                     0);
+    int rc = run(out, sizeof out, "python3 $CMP d1.json d2.json");
+    ck_assert_msg(rc == 0, "profiles differ after the deletions:\n%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "0 differences"));
+    ck_assert_ptr_nonnull(strstr(out, " 0 logins"));
+    /* and nothing comes back: no more uploads either side */
+    ck_assert_int_eq(run(out, sizeof out, "$P --state s1 sync --profile p1 --json --collections passwords"), 0);
+    ck_assert_int_eq(pw_count(out, "uploaded"), 0);
+    ck_assert_int_eq(run(out, sizeof out, "$P --state s2 sync --profile p2 --json --collections passwords"), 0);
+    ck_assert_int_eq(pw_count(out, "uploaded"), 0);
+    ck_assert_int_eq(pw_count(out, "applied"), 0);
+    /* a saved login this profile cannot decrypt: said, kept as it is, not uploaded */
+    ck_assert_int_eq(run(NULL, 0, "python3 -c 'import json; d=json.load(open(\"p1/logins.json\")); "
+                                  "d[\"logins\"].append({\"id\": 99, \"guid\": \"{unreadable-1}\", "
+                                  "\"hostname\": \"https://u.example\", \"httpRealm\": \"R\", "
+                                  "\"encryptedUsername\": \"bm90IGEgYmxvYg==\", \"encryptedPassword\": \"bm90IGEgYmxvYg==\"}); "
+                                  "json.dump(d, open(\"p1/logins.json\", \"w\"))' && sha256sum p1/logins.json > lj.sum"),
+                     0);
+    ck_assert_int_eq(run(out, sizeof out, "$P --state s1 sync --profile p1 --json --collections passwords"), 0);
+    ck_assert_int_eq(pw_count(out, "unreadable"), 1);
+    ck_assert_int_eq(pw_count(out, "uploaded"), 0);
+    ck_assert_int_eq(run(out, sizeof out, "$P --state s1 sync --profile p1 --collections passwords"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "1 saved login(s) cannot be decrypted"));
+    ck_assert_int_eq(run(NULL, 0, "sha256sum -c lj.sum >/dev/null"), 0);
+}
+END_TEST
+
 /* sha256 of every file of a profile (sorted), to prove nothing changed */
 #define HASH "find %s -type f | sort | xargs sha256sum | sha256sum"
 
@@ -109,7 +183,7 @@ START_TEST(test_bad_profiles)
     char out[4096];
     account("bad@x.org");
     ck_assert_int_eq(run(out, sizeof out, "$P --state s1 sync --profile nonexistent 2>&1"), 6);
-    ck_assert_ptr_nonnull(strstr(out, "not a directory"));
+    ck_assert_ptr_nonnull(strstr(out, "profile directory nonexistent does not exist"));
     ck_assert_int_eq(run(NULL, 0, "mkdir notprofile && echo hello > notprofile/readme.txt"), 0);
     expect_refused("not a profile", "notprofile", 2, "profile");
     ck_assert_int_eq(run(NULL, 0, "$MKP $PWD/good >/dev/null 2>&1"), 0);
@@ -151,6 +225,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_profile_to_profile_and_back);
     tcase_add_test(tc, test_bad_profiles);
+    tcase_add_test(tc, test_login_deletions_both_ways);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
