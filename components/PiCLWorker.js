@@ -11,7 +11,8 @@
  *                   {type: "progress", phase, collection, done, total, message}
  * `state` is what the main thread caches so its attribute getters never
  * block: {keyserverURL, email, verified, classes: {collection: "A"|"B"},
- * classesKnown (the classes come from the account's class map, not defaults)}.
+ * classesKnown (the classes come from the account's class map, not defaults),
+ * hasKeys (kA and kB are on this device)}.
  *
  * The service object is used by this thread only (picl.h).  During a sync
  * the C engine calls the store callbacks below synchronously; they answer
@@ -271,7 +272,7 @@ function state() {
   if (!svc) {
     return null;
   }
-  let st = { keyserverURL: "", email: "", verified: false, classes: {}, classesKnown: false };
+  let st = { keyserverURL: "", email: "", verified: false, classes: {}, classesKnown: false, hasKeys: false };
   try {
     st.keyserverURL = callOut("picl_service_get_keyserver_url");
   } catch (e) { /* keep "" */ }
@@ -282,6 +283,9 @@ function state() {
     let v = ctypes.int(0);
     call("picl_service_get_verified", v.address());
     st.verified = !!v.value;
+  } catch (e) { /* keep false */ }
+  try {
+    st.hasKeys = JSON.parse(callOut("picl_service_get_status_json")).hasKeys === true;
   } catch (e) { /* keep false */ }
   try {
     for (let c of JSON.parse(callOut("picl_service_get_collections_json"))) {

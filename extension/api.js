@@ -45,6 +45,7 @@ this.picl = class extends ExtensionAPI {
               passwords: PiCLService.getCollectionClass("passwords"),
             },
             classesKnown: !!PiCLService._state.classesKnown,
+            hasKeys: !!PiCLService._state.hasKeys,
             lastSyncTime: PiCLService._lastSyncTime,
           };
         }),

@@ -99,7 +99,7 @@ function showUnavailable(e) {
   $("status").className = "error";
   $("status").textContent = "PiCL cannot start.";
   say(/^PiCL /.test(msg) ? msg : "PiCL cannot start: " + msg, "error");
-  for (let id of ["signin", "forgot", "verify", "account", "lastsync"]) {
+  for (let id of ["signin", "forgot", "verify", "keys", "account", "lastsync"]) {
     $(id).hidden = true;
   }
 }
@@ -131,8 +131,9 @@ async function render() {
     $("keyserver").value = st.keyserverURL || "";
   }
   $("verify").hidden = !signedIn || st.verified;
-  /* reopened popup: the password typed at sign-up is gone */
-  $("verify-password").hidden = !!$("password").value;
+  /* verified, but no keys here (verified elsewhere, or the popup was closed
+   * since sign-up on a keyserver that needs the password again) */
+  $("keys").hidden = !signedIn || !st.verified || !!st.hasKeys;
   $("account").hidden = !signedIn;
   showLastSync();
   $("classes-unknown").hidden = !!st.classesKnown;
@@ -243,13 +244,23 @@ $("verify").addEventListener("submit", ev => {
     $("code").value = "";
     /* the keys are fetched at a sign-in of a verified account */
     let st = await browser.picl.getState();
-    let pw = $("password").value || $("verify-password").value;
-    $("verify-password").value = "";
-    if (pw) {
-      await browser.picl.signIn(st.signedInEmail, pw);
+    if (st.hasKeys) {
+      return "Email verified; this device has the keys.";
+    }
+    if ($("password").value) {
+      await browser.picl.signIn(st.signedInEmail, $("password").value);
       return "Email verified; signed in.";
     }
-    return "Email verified. Sign out and sign in again to fetch the keys.";
+    return "Email verified. Enter your password to fetch the keys.";
+  });
+});
+$("keys").addEventListener("submit", ev => {
+  ev.preventDefault();
+  run(async () => {
+    let pw = $("keys-password").value;
+    $("keys-password").value = "";
+    await browser.picl.signIn(state.signedInEmail, pw);
+    return "Signed in; this device has the keys.";
   });
 });
 $("signout").addEventListener("click", () => run(async () => {

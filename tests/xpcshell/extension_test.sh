@@ -162,14 +162,17 @@ if r is not None:
             for h in ("X-Verify-Code", "X-Recovery-Code"):
                 n = len([t for t in mails if re.search("^" + h + ":", t, re.M)])
                 check(n == 1, "the keyserver mailed one %s to %s (%d)" % (h, cfg["email"], n))
-            check((r.get("popupCreate") or {}).get("hidden", {}).get("verify-password") is True,
-                  "right after sign-up the verify form uses the typed password")
             x = r.get("popupReopened") or {}
-            check(x.get("hidden", {}).get("verify") is False and x.get("hidden", {}).get("verify-password") is False,
-                  "a reopened popup asks for the password with the code: %s" % x.get("hidden"))
+            check(x.get("hidden", {}).get("verify") is False and x.get("hidden", {}).get("keys") is True,
+                  "a reopened popup asks for the code: %s" % x.get("hidden"))
+            x, st = r.get("popupVerified") or {}, r.get("stateVerified", {}).get("value") or {}
+            check(st.get("verified") is True and x.get("hidden", {}).get("verify") is True
+                  and x.get("hidden", {}).get("keys") is (st.get("hasKeys") is True),
+                  "verified; the password is asked once exactly when the keys are missing: %s, %s" % (x, st))
             x = r.get("popupVerify") or {}
             check(x.get("status") == "Signed in as " + cfg["email"] and x.get("messageClass") == "success"
-                  and x.get("lastSync") == "Not synced yet", "verified and signed in from the popup: %s" % x)
+                  and x.get("lastSync") == "Not synced yet" and x.get("hidden", {}).get("keys") is True,
+                  "verified, with the keys, from the popup: %s" % x)
 
             # last synced
             x = r.get("popupSync") or {}
@@ -184,6 +187,7 @@ if r is not None:
             check(x.get("during") == {"busy": "true", "syncDisabled": True} and x.get("syncDisabled") is False,
                   "while it syncs the popup is aria-busy and Sync now is disabled: %s, after %s"
                   % (x.get("during"), x.get("syncDisabled")))
+            check((r.get("stateSynced", {}).get("value") or {}).get("hasKeys") is True, "the keys are here after the sync")
             t = (r.get("stateSynced", {}).get("value") or {}).get("lastSyncTime", 0)
             w = r.get("syncWindow") or [1, 0]
             check(w[0] <= t <= w[1], "lastSyncTime %s within the sync (%s..%s)" % (t, w[0], w[1]))

@@ -69,7 +69,7 @@ function view() {
     messageLive: m.getAttribute("aria-live"),
     lastSync: $("lastsync").hidden ? null : $("lastsync").textContent,
     classesUnknownNote: !$("classes-unknown").hidden,
-    hidden: Object.fromEntries(["signin", "forgot", "verify", "verify-password", "account", "change", "confirm-move"]
+    hidden: Object.fromEntries(["signin", "forgot", "verify", "keys", "account", "change", "confirm-move"]
       .map(id => [id, $(id).hidden])),
   };
 }
@@ -123,13 +123,20 @@ async function popupFlows(cfg, r) {
   r.syncUnverified = await attempt(() => browser.picl.sync([]));
 
   /* verify with the mailed code in a reopened popup (the password typed at
-   * sign-up is gone: the verify form asks for it, to sign in and fetch the keys) */
+   * sign-up is gone): the keys come with the verification, or the popup
+   * asks for the password once */
   let code = await waitFor("the verification mail", () => browser.picltest.mailCode(cfg.email, "X-Verify-Code"));
   await browser.tabs.remove(tab.id);
   tab = await openPopup();
   r.popupReopened = view();
-  fill({ code, "verify-password": PW });
-  r.popupVerify = await act(() => submit("verify"));
+  fill({ code });
+  r.popupVerified = await act(() => submit("verify"));
+  r.stateVerified = await attempt(() => browser.picl.getState());
+  r.popupVerify = r.popupVerified;
+  if (!$("keys").hidden) {
+    fill({ "keys-password": PW });
+    r.popupVerify = await act(() => submit("keys"));
+  }
   mark("verified");
 
   /* sync now: "last synced" from the service */
