@@ -62,6 +62,7 @@ export const PICL_STATUS = Object.freeze({
   CONFLICT: 25,
   STATE: 29,
   INTERNAL: 34,
+  INTEGRITY: 35,   /* records refused by their MAC, kid or id check (client.md 7) */
 });
 
 const DEFAULT_CLASS = { bookmarks: "A", history: "A", passwords: "B" };
@@ -248,12 +249,24 @@ class Service {
     return this._run(async () => {
       this._notify("status", "", 0, -1, "sync started");
       let r;
+      /* records refused by an integrity check, from the "integrity"
+       * notifications of the run: told loudly (observer topic
+       * "picl:sync:failed-records", data = JSON [{collection, id, reason}])
+       * and on the error as e.failed */
+      this._failedRecords = [];
       try {
         r = await this._withStores(live, snaps => ["sync", { csv: names.join(","), snaps }]);
       } catch (e) {
+        let failed = this._failedRecords;
+        this._failedRecords = null;
+        if (failed.length) {
+          e.failed = failed;
+          Services.obs.notifyObservers(null, "picl:sync:failed-records", JSON.stringify(failed));
+        }
         this._notify("status", "", 0, -1, "sync failed: " + e.message);
         throw e;
       }
+      this._failedRecords = null;
       Services.prefs.setStringPref(LAST_SYNC_PREF, String(Date.now()));
       this._notify("status", "", 1, 1, "sync finished");
       return r;
@@ -425,6 +438,15 @@ class Service {
 
   _onMessage(msg) {
     if (msg.type == "progress") {
+      if (msg.phase == "integrity" && this._failedRecords) {
+        /* "<id>: <reason> (not applied)" */
+        let text = String(msg.message).replace(/ \(not applied\)$/, "");
+        let at = text.lastIndexOf(": ");
+        let f = { collection: msg.collection, id: text.slice(0, at), reason: text.slice(at + 2) };
+        if (!this._failedRecords.some(x => x.collection == f.collection && x.id == f.id)) {
+          this._failedRecords.push(f);
+        }
+      }
       this._notify(msg.phase, msg.collection, msg.done, msg.total, msg.message);
       return;
     }

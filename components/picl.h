@@ -102,7 +102,8 @@ typedef struct picl_iid {
 #define PICL_ISERVICE_IID {0x5a2b9c1e, 0x3f4d, 0x4e8a, {0x9b, 0x6c, 0x2d, 0x1f, 0x0e, 0x7a, 0x8c, 0x44}}
 
 /* Progress and status notifications.  phase: "download", "apply", "upload",
- * "status", "account"; collection may be ""; done/total count records
+ * "status", "account", "integrity" (a record refused: message "<id>:
+ * <reason> (not applied)"); collection may be ""; done/total count records
  * (total -1 when unknown); message is a short human sentence or "". */
 typedef void (*picl_observer_fn)(void *ctx, const char *phase, const char *collection,
                                  int64_t done, int64_t total, const char *message);
@@ -168,7 +169,13 @@ typedef struct picl_service_vtbl {
 
     /* sync (client.md section 3); n == 0 syncs every enabled collection;
      * *summary is a JSON text {"collections": {c: {downloaded, applied,
-     * uploaded, status}}, "status": ...} */
+     * uploaded, failed, status}}, "failed": [{collection, id, reason}],
+     * "status": ...}.  Records that fail their MAC, kid or id check or do
+     * not parse are never applied, the rest is, and the call returns
+     * PICL_ERROR_INTEGRITY naming them in "failed" (also told to the
+     * observers, phase "integrity").  A password reset on another device
+     * is PICL_ERROR_KEYS_CHANGED (sign in again); a missing, forged or
+     * replayed class map PICL_ERROR_CLASSMAP; nothing is uploaded then. */
     picl_status (*Sync)(picl_service *self, const char *const *collections, size_t n, char **summary);
     picl_status (*WipeServer)(picl_service *self, const char *collection);
     picl_status (*ResetLocalState)(picl_service *self);
