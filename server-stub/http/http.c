@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <malloc.h>
 #include <sys/socket.h>
+
+#include "crypto/util.h"
 
 #define DEFAULT_MAX_BODY (1024u * 1024u)
 
@@ -50,10 +53,21 @@ typedef struct reqstate {
 
 /* ---- responses -------------------------------------------------------- */
 
+/* Frees a malloc()ed body after wiping it: request and response bodies
+ * carry tokens, codes and keys. */
+static void wipe_free(void *p)
+{
+    if (p) {
+        picl__wipe(p, malloc_usable_size(p));
+        free(p);
+    }
+}
+
+
 void picl_http_respond_owned(picl_http_response *resp, int status, const char *ctype,
                              char *body, size_t len)
 {
-    free(resp->body);
+    wipe_free(resp->body);
     free(resp->content_type);
     resp->status = status;
     resp->body = body;
@@ -134,7 +148,7 @@ const char *picl_http_response_header(const picl_http_response *resp, const char
 
 static void response_clear(picl_http_response *resp)
 {
-    free(resp->body);
+    wipe_free(resp->body);
     free(resp->content_type);
     for (size_t i = 0; i < resp->nheaders; i++) {
         free(resp->headers[i].name);
@@ -414,7 +428,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     for (size_t i = 0; i < PICL_HTTP_MAX_PARAMS; i++)
         free(st->params[i]);
     free(st->pathbuf);
-    free(st->body);
+    wipe_free(st->body);
     free(st->target);
     free(st);
     *con_cls = NULL;
@@ -437,7 +451,8 @@ static enum MHD_Result send_response(struct MHD_Connection *c, picl_http_respons
     }
     struct MHD_Response *r;
     if (resp->body) {
-        r = MHD_create_response_from_buffer(resp->body_len, resp->body, MHD_RESPMEM_MUST_FREE);
+        r = MHD_create_response_from_buffer_with_free_callback(resp->body_len, resp->body,
+                                                               wipe_free);
         if (r)
             resp->body = NULL; /* now MHD's */
     } else {
@@ -629,9 +644,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             size_t ncap = st->body_cap ? st->body_cap : 4096;
             while (ncap < st->body_len + n + 1)
                 ncap *= 2;
-            uint8_t *p = realloc(st->body, ncap);
+            uint8_t *p = malloc(ncap);
             if (!p)
                 return MHD_NO;
+            if (st->body_len)
+                memcpy(p, st->body, st->body_len);
+            wipe_free(st->body); /* not realloc: the old block is wiped */
             st->body = p;
             st->body_cap = ncap;
         }

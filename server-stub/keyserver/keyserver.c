@@ -4,6 +4,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +62,59 @@ static json_t *error_json(int code, int errnum, const char *message)
                      reason(code), "message", message);
 }
 
+/* ---- secrets in JSON ---------------------------------------------------- */
+
+/* Zeroes every string value under j in place (jansson keeps its own copy). */
+static void wipe_strings(json_t *j, int depth)
+{
+    const char *key;
+    json_t *v;
+    size_t i;
+    if (!j || depth > 64)
+        return;
+    if (json_is_string(j))
+        picl__wipe((char *)json_string_value(j), json_string_length(j));
+    else if (json_is_object(j))
+        json_object_foreach(j, key, v) wipe_strings(v, depth + 1);
+    else if (json_is_array(j))
+        json_array_foreach(j, i, v) wipe_strings(v, depth + 1);
+}
+
+void ks_json_free(json_t *j)
+{
+    if (!j)
+        return;
+    if (j->refcount == 1)
+        wipe_strings(j, 0);
+    json_decref(j);
+}
+
+/* jansson's own buffers (the parser's, json_dumps's, replaced values) are
+ * freed through this: wiped whatever they held. */
+static void *json_alloc(size_t n)
+{
+    return malloc(n);
+}
+
+static void json_wipe_free(void *p)
+{
+    if (p) {
+        picl__wipe(p, malloc_usable_size(p));
+        free(p);
+    }
+}
+
+static void install_json_alloc(void)
+{
+    json_set_alloc_funcs(json_alloc, json_wipe_free);
+}
+
+void ks_json_wipe_on_free(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, install_json_alloc);
+}
+
 void ks_reply(picl_http_response *resp, json_t *json)
 {
     if (!json) {
@@ -67,7 +122,7 @@ void ks_reply(picl_http_response *resp, json_t *json)
         return;
     }
     picl_http_respond_json(resp, 200, json);
-    json_decref(json);
+    ks_json_free(json);
 }
 
 void ks_error(picl_http_response *resp, int code, int errnum, const char *message)
@@ -573,6 +628,7 @@ picl_status ks_server_new(ks_server **out, const ks_config *cfg)
         memcpy(s->secret, cfg->secret, cfg->secret_len);
         s->secret_len = cfg->secret_len;
     }
+    ks_json_wipe_on_free();
     rc = picl__nss_acquire();
     if (rc != PICL_OK)
         goto fail;

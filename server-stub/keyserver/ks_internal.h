@@ -72,7 +72,15 @@ void ks_error_parse(picl_http_response *resp, picl_status rc);
  * to the answer. */
 void ks_error_internal_(picl_http_response *resp, const char *func, int line);
 #define ks_error_internal(resp) ks_error_internal_((resp), __func__, __LINE__)
-/* Answers json (stolen reference; NULL = out of memory) with 200. */
+/* Releases a JSON value that may hold secrets (request bodies, answers with
+ * tokens or keys): when this is the last reference its strings are zeroed
+ * first.  NULL is allowed. */
+void ks_json_free(json_t *j);
+/* Makes jansson wipe every block it frees (process-wide, once; both
+ * allocators are malloc's, so blocks from before stay compatible). */
+void ks_json_wipe_on_free(void);
+/* Answers json (stolen reference, released with ks_json_free; NULL = out of
+ * memory) with 200. */
 void ks_reply(picl_http_response *resp, json_t *json);
 
 /* Authenticates a Hawk request with a live token of `type`: on success fills

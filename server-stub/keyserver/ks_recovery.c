@@ -69,7 +69,7 @@ void ks_h_email_resend(picl_http_request *req, picl_http_response *resp, void *c
     ks_reply(resp, json_object());
 done:
     picl__wipe(code, sizeof code);
-    json_decref(body);
+    ks_json_free(body);
     picl__wipe(&t, sizeof t);
     if (a)
         picl__zfree(a, sizeof *a);
@@ -105,7 +105,7 @@ void ks_h_email_verify(picl_http_request *req, picl_http_response *resp, void *c
         ks_reply(resp, json_object());
 done:
     picl__wipe(code, sizeof code);
-    json_decref(body);
+    ks_json_free(body);
     if (a)
         picl__zfree(a, sizeof *a);
 }
@@ -132,7 +132,7 @@ static json_t *forgot_json(const uint8_t *token, int64_t ttl, int tries)
     json_t *j = json_pack("{s:I, s:i, s:i}", "ttl", (json_int_t)(ttl > 0 ? ttl : 0),
                           "codeLength", 8, "tries", tries);
     if (j && token && ks_set_hex(j, "forgotPasswordToken", token, 32)) {
-        json_decref(j);
+        ks_json_free(j);
         j = NULL;
     }
     return j;
@@ -175,7 +175,7 @@ void ks_h_forgot_send(picl_http_request *req, picl_http_response *resp, void *ct
 done:
     picl__wipe(code, sizeof code);
     picl__wipe(token, sizeof token);
-    json_decref(body);
+    ks_json_free(body);
     if (a)
         picl__zfree(a, sizeof *a);
 }
@@ -217,7 +217,7 @@ void ks_h_forgot_resend(picl_http_request *req, picl_http_response *resp, void *
     else
         ks_reply(resp, forgot_json(NULL, t.expires - now, t.tries));
 done:
-    json_decref(body);
+    ks_json_free(body);
     picl__wipe(&t, sizeof t);
     picl__zfree(a, sizeof *a);
 }
@@ -267,7 +267,7 @@ void ks_h_forgot_verify(picl_http_request *req, picl_http_response *resp, void *
                         ks_now(s) + RESET_CODE_TTL, NULL);
     json_t *j = rc == PICL_OK ? json_object() : NULL;
     if (!j || ks_set_hex(j, "accountResetToken", reset, 32)) {
-        json_decref(j);
+        ks_json_free(j);
         ks_error_internal(resp);
     } else {
         ks_reply(resp, j);
@@ -276,5 +276,5 @@ done:
     picl__wipe(reset, sizeof reset);
     picl__wipe(code, sizeof code);
     picl__wipe(&t, sizeof t);
-    json_decref(body);
+    ks_json_free(body);
 }

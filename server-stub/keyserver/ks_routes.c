@@ -158,7 +158,7 @@ static void h_account_create(picl_http_request *req, picl_http_response *resp, v
     }
     ks_reply(resp, j);
 done:
-    json_decref(body);
+    ks_json_free(body);
     if (a)
         picl__zfree(a, sizeof *a);
 }
@@ -216,7 +216,7 @@ static void h_auth_start(picl_http_request *req, picl_http_response *resp, void 
     if (!j || !srpj || !ps || ks_set_hex(j, "srpToken", token, 32) ||
         ks_set_hex(srpj, "salt", a->srp_salt, 32) || ks_set_hex(srpj, "B", B, sizeof B) ||
         json_object_set(j, "srp", srpj) || json_object_set(j, "passwordStretching", ps)) {
-        json_decref(j);
+        ks_json_free(j);
         ks_error_internal(resp);
     } else {
         ks_reply(resp, j);
@@ -227,7 +227,7 @@ done:
     picl__srp_server_free(srp);
     picl__wipe(b, sizeof b);
     picl__wipe(token, sizeof token);
-    json_decref(body);
+    ks_json_free(body);
     if (a)
         picl__zfree(a, sizeof *a);
 }
@@ -311,7 +311,7 @@ done:
     picl__wipe(K, sizeof K);
     picl__wipe(auth, sizeof auth);
     picl__wipe(token, sizeof token);
-    json_decref(body);
+    ks_json_free(body);
     if (a)
         picl__zfree(a, sizeof *a);
 }
@@ -373,7 +373,7 @@ static void two_tokens(ks_server *s, picl_http_request *req, picl_http_response 
 done:
     picl__wipe(pair, sizeof pair);
     picl__wipe(&t, sizeof t);
-    json_decref(body);
+    ks_json_free(body);
     picl__zfree(a, sizeof *a);
 }
 
@@ -397,7 +397,7 @@ static void h_session_destroy(picl_http_request *req, picl_http_response *resp, 
     if (ks_hawk_auth(s, req, resp, PICL_TOKEN_SESSION, &t) && (body = ks_body(req, resp)) &&
         ks_consume(s, resp, &t))
         ks_reply(resp, json_object());
-    json_decref(body);
+    ks_json_free(body);
     picl__wipe(&t, sizeof t);
 }
 
@@ -523,7 +523,7 @@ done:
     picl__wipe(payload, sizeof payload);
     picl__wipe(fresh, sizeof fresh);
     picl__wipe(&t, sizeof t);
-    json_decref(body);
+    ks_json_free(body);
 }
 
 /* ---- POST /v1/account/destroy ------------------------------------------- */
@@ -543,7 +543,7 @@ static void h_account_destroy(picl_http_request *req, picl_http_response *resp, 
         else
             ks_error_internal(resp);
     }
-    json_decref(body);
+    ks_json_free(body);
     picl__wipe(&t, sizeof t);
 }
 
@@ -713,7 +713,7 @@ static void h_classmap_post(picl_http_request *req, picl_http_response *resp, vo
     else
         ks_error_internal(resp);
 done:
-    json_decref(body);
+    ks_json_free(body);
     picl__wipe(&t, sizeof t);
     picl__zfree(a, sizeof *a);
 }

@@ -27,6 +27,7 @@
 #include "crypto/hash.h"
 #include "crypto/srp.h"
 #include "crypto/util.h"
+#include "keyserver/ks_internal.h"
 #include "protocol/bundle.h"
 #include "protocol/tokens.h"
 
@@ -803,6 +804,44 @@ START_TEST(files_are_private)
 }
 END_TEST
 
+/* ---- secrets in jansson objects are wiped -------------------------------- */
+
+START_TEST(json_secrets_wiped)
+{
+    /* a request or answer body released by the keyserver: its strings are
+     * zeroed before jansson frees them (a reference kept here shows it) */
+    json_t *body = json_pack("{s:s, s:{s:s}, s:[s]}", "code", "12345678", "srp", "verifier",
+                             "0123456789abcdef", "list", "accountResetToken-hex");
+    ck_assert_ptr_nonnull(body);
+    json_t *code = json_incref(json_object_get(body, "code"));
+    json_t *inner = json_incref(json_object_get(json_object_get(body, "srp"), "verifier"));
+    json_t *item = json_incref(json_array_get(json_object_get(body, "list"), 0));
+    ks_json_free(body);
+    ck_assert_uint_eq(json_string_length(code), 8);
+    ck_assert(picl__iszero_ct(json_string_value(code), 8));
+    ck_assert(picl__iszero_ct(json_string_value(inner), 16));
+    ck_assert(picl__iszero_ct(json_string_value(item), 21));
+    json_decref(code);
+    json_decref(inner);
+    json_decref(item);
+    /* a value still referenced elsewhere is left alone */
+    json_t *shared = json_string("keep me");
+    json_t *holder = json_pack("{s:O}", "v", shared);
+    json_incref(holder);
+    ks_json_free(holder); /* not the last reference: nothing wiped */
+    ck_assert_str_eq(json_string_value(shared), "keep me");
+    json_decref(holder);
+    json_decref(shared);
+    /* and jansson's own buffers go through a wiping free once a keyserver
+     * exists (the server of the fixture) */
+    json_malloc_t m = NULL;
+    json_free_t f = NULL;
+    json_get_alloc_funcs(&m, &f);
+    ck_assert_ptr_nonnull(f);
+    ck_assert(f != free);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("keyserver_hardening");
@@ -825,6 +864,7 @@ static Suite *suite(void)
     tcase_add_test(tc, body_cap_from_headers_when_mounted);
     tcase_add_test(tc, log_lines_escape_the_request_target);
     tcase_add_test(tc, files_are_private);
+    tcase_add_test(tc, json_secrets_wiped);
     suite_add_tcase(s, tc);
     return s;
 }
