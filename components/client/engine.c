@@ -184,7 +184,7 @@ static int folder_known(picl_store *s, json_t *incoming, const char *id)
     if (picl__store_get(s, id, &local) != PICL_OK)
         return 1; /* cannot tell: leave it */
     int known = local != NULL;
-    json_decref(local);
+    picl__json_zdecref(local);
     return known;
 }
 
@@ -210,7 +210,7 @@ static void fix_orphans(picl_store *s, json_t *apply, json_t *upload, json_t *in
         json_t *u = unfiled ? json_deep_copy(unfiled) : json_pack("{s:s, s:s, s:s, s:s, s:[]}", "id", "unfiled",
                                                                    "type", "folder", "parentid", "places",
                                                                    "title", "Other Bookmarks", "children");
-        json_decref(unfiled);
+        picl__json_zdecref(unfiled);
         json_t *kids = json_object_get(u, "children");
         if (!json_is_array(kids)) {
             kids = json_array();
@@ -220,7 +220,7 @@ static void fix_orphans(picl_store *s, json_t *apply, json_t *upload, json_t *in
         json_array_append_new(apply, json_incref(u));
         json_array_append_new(upload, u);
     }
-    json_decref(moved);
+    picl__json_zdecref(moved);
 }
 
 /* ---- one collection -------------------------------------------------------- */
@@ -347,7 +347,7 @@ static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summar
             st = picl__eng_fail(e, PICL_ERROR_CONFLICT, "%s: the server kept changing during the sync; try again", c);
             break;
         }
-        json_decref(changes);
+        picl__json_zdecref(changes);
         changes = NULL;
         if ((st = picl__store_changes(s, &changes)) != PICL_OK) {
             st = picl__eng_fail(e, st, "%s: %s", c, picl__store_error(s));
@@ -383,11 +383,11 @@ static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summar
             q.if_modified_since = q.if_unmodified_since = -1;
             st = picl__stc_get_all(e->stc, c, &q, 0, &bsos);
             if (st == PICL_ERROR_CONFLICT) {
-                json_decref(incoming);
+                picl__json_zdecref(incoming);
                 continue;
             }
             if (st != PICL_OK && st != PICL_ERROR_NOT_FOUND) {
-                json_decref(incoming);
+                picl__json_zdecref(incoming);
                 st = picl__eng_fail(e, st, "%s: download failed", c);
                 break;
             }
@@ -400,7 +400,7 @@ static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summar
             failed += (int64_t)(json_array_size(e->failures) - before);
             json_decref(bsos);
             if (st != PICL_OK) {
-                json_decref(incoming);
+                picl__json_zdecref(incoming);
                 break;
             }
         }
@@ -429,21 +429,21 @@ static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summar
         }
         if (!strcmp(c, "bookmarks"))
             fix_orphans(s, apply, upload, incoming);
-        json_decref(local);
-        json_decref(incoming);
+        picl__json_zdecref(local);
+        picl__json_zdecref(incoming);
         /* 4. apply in one transaction */
         if (json_array_size(apply)) {
             picl__eng_notify(e, "apply", c, 0, (int64_t)json_array_size(apply), NULL);
             if ((st = picl__store_apply(s, apply)) != PICL_OK) {
-                json_decref(apply);
-                json_decref(upload);
+                picl__json_zdecref(apply);
+                picl__json_zdecref(upload);
                 st = picl__eng_fail(e, st, "%s: applying incoming records failed: %s", c, picl__store_error(s));
                 break;
             }
             applied += (int64_t)json_array_size(apply);
             picl__eng_notify(e, "apply", c, applied, applied, NULL);
         }
-        json_decref(apply);
+        picl__json_zdecref(apply);
         /* 5. upload in one batch, conditional on what we downloaded */
         int64_t new_last = coll_modified > last ? coll_modified : last;
         picl_stc_post_result pr = {0};
@@ -460,12 +460,12 @@ static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summar
                 /* someone wrote meanwhile: keep what must go up, download again */
                 json_array_foreach(upload, i, r) json_object_set(pending,
                                                                  json_string_value(json_object_get(r, "id")), r);
-                json_decref(upload);
+                picl__json_zdecref(upload);
                 picl__stc_post_result_clear(&pr);
                 continue;
             }
             if (st != PICL_OK) {
-                json_decref(upload);
+                picl__json_zdecref(upload);
                 picl__stc_post_result_clear(&pr);
                 st = picl__eng_fail(e, st, "%s: upload failed", c);
                 break;
@@ -476,12 +476,12 @@ static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summar
             new_last = pr.modified;
             picl__eng_notify(e, "upload", c, uploaded, uploaded, NULL);
         }
-        json_decref(upload);
+        picl__json_zdecref(upload);
         /* 6. only now: the cursor and the store's change marks */
         json_t *done = synced_subset(changes, posted ? &pr : NULL);
         picl__stc_post_result_clear(&pr);
         st = picl__store_mark_synced(s, done);
-        json_decref(done);
+        picl__json_zdecref(done);
         if (st != PICL_OK) {
             st = picl__eng_fail(e, st, "%s: %s", c, picl__store_error(s));
             break;
@@ -499,8 +499,8 @@ static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summar
             st = picl__eng_fail(e, st, "cannot save the local state");
         break;
     }
-    json_decref(changes);
-    json_decref(pending);
+    picl__json_zdecref(changes);
+    picl__json_zdecref(pending);
     if (failed && st == PICL_OK)
         status = "partial";
     json_object_set_new(summary, c, json_pack("{s:I, s:I, s:I, s:I, s:s}", "downloaded", (json_int_t)downloaded,
@@ -556,17 +556,17 @@ static picl_status finish_move(picl_engine *e, const char *c, const picl_class_e
         st = decrypt_all(e, c, &from, bsos, clear, &held);
         json_decref(bsos);
         if (st != PICL_OK) {
-            json_decref(clear);
+            picl__json_zdecref(clear);
             return st;
         }
         json_t *records = json_array();
         const char *id;
         json_t *r;
         json_object_foreach(clear, id, r) json_array_append(records, r);
-        json_decref(clear);
+        picl__json_zdecref(clear);
         json_t *out = NULL;
         st = encrypt_bsos(e, c, to, records, &out);
-        json_decref(records);
+        picl__json_zdecref(records);
         if (st != PICL_OK)
             return picl__eng_fail(e, st, "%s: cannot re-encrypt", c);
         picl_stc_post_result pr = {0};
@@ -650,14 +650,14 @@ picl_status picl__eng_rekey_after_reset(picl_engine *e, const char *c, const pic
                 readable = 0;
             picl__wipe(&keys, sizeof keys);
             if (kid.cls == 'B' && kid.generation == to->generation && readable) {
-                json_decref(clear); /* already under the new key */
+                picl__json_zdecref(clear); /* already under the new key */
                 continue;
             }
             if (kid.cls == 'A' && readable) {
                 json_array_append_new(records, clear);
                 continue;
             }
-            json_decref(clear);
+            picl__json_zdecref(clear);
             if (kid.cls == 'A')
                 record_failure(e, c, id, why);
             json_array_append_new(dead, json_string(id));
@@ -683,8 +683,8 @@ picl_status picl__eng_rekey_after_reset(picl_engine *e, const char *c, const pic
             if (st == PICL_ERROR_NOT_FOUND)
                 st = PICL_OK;
         }
-        json_decref(records);
-        json_decref(dead);
+        picl__json_zdecref(records);
+        picl__json_zdecref(dead);
         if (st == PICL_ERROR_CONFLICT)
             continue;
         break;
@@ -795,7 +795,7 @@ picl_status picl__engine_sync(picl_engine *e, picl_store *const *stores, size_t 
         json_t *ch = NULL;
         if (quiet && (picl__store_changes(stores[i], &ch) != PICL_OK || json_array_size(ch)))
             quiet = 0;
-        json_decref(ch);
+        picl__json_zdecref(ch);
     }
     if (quiet) {
         for (size_t i = 0; i < n; i++)

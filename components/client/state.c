@@ -1,5 +1,6 @@
 /* state.c -- local state file and its secrets (see state.h). */
 #include "client/state.h"
+#include "client/storage_client.h"
 #include "crypto/codec.h"
 #include "crypto/sdr.h"
 #include "crypto/util.h"
@@ -206,7 +207,7 @@ void picl__state_sign_out(picl_state *st)
     picl__wipe(st->kb, sizeof st->kb);
     st->has_session = st->has_ka = st->has_kb = 0;
     st->verified = 0;
-    json_decref(st->storage_token);
+    picl__json_zdecref(st->storage_token);
     st->storage_token = NULL;
     json_object_clear(st->collections);
     st->classmap_version = 0;

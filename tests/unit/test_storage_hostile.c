@@ -349,6 +349,50 @@ START_TEST(test_ipv6_storage_server)
 }
 END_TEST
 
+/* ---- secrets held in jansson objects -------------------------------------- */
+
+static int freed_secrets;
+
+static void *count_malloc(size_t n)
+{
+    return malloc(n);
+}
+
+/* jansson's free: was a block freed with a secret still in it? */
+static void count_free(void *p)
+{
+    if (p && !memcmp(p, "s3cret-", 7))
+        freed_secrets++;
+    free(p);
+}
+
+/* A storage token's key and a decrypted record are wiped before jansson
+ * frees them (picl__json_zdecref); a value another owner still holds is
+ * left alone. */
+START_TEST(test_json_secrets_wiped)
+{
+    json_set_alloc_funcs(count_malloc, count_free);
+    /* the control: plain json_decref frees the secret as it is */
+    json_t *t = json_pack("{s:s, s:s}", "id", "token", "key", "s3cret-key-0123456789");
+    json_decref(t);
+    ck_assert_int_eq(freed_secrets, 1);
+    freed_secrets = 0;
+    t = json_pack("{s:s, s:s, s:i}", "id", "token", "key", "s3cret-key-0123456789", "uid", 7);
+    json_t *rec = json_pack("[{s:s, s:{s:s}}]", "id", "r1", "fields", "password", "s3cret-password");
+    picl__json_zdecref(t);
+    picl__json_zdecref(rec);
+    ck_assert_int_eq(freed_secrets, 0);
+    /* shared: wiped only when the last owner lets go */
+    json_t *shared = json_string("s3cret-shared");
+    json_t *holder = json_pack("{s:O}", "v", shared);
+    picl__json_zdecref(holder);
+    ck_assert_str_eq(json_string_value(shared), "s3cret-shared");
+    picl__json_zdecref(shared);
+    ck_assert_int_eq(freed_secrets, 0);
+    picl__json_zdecref(NULL);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("storage_hostile");
@@ -367,6 +411,7 @@ static Suite *suite(void)
     tc = tcase_create("urls");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_endpoint_urls);
+    tcase_add_test(tc, test_json_secrets_wiped);
     suite_add_tcase(s, tc);
     tc = tcase_create("ipv6");
     tcase_set_timeout(tc, 30);
