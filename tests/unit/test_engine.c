@@ -38,9 +38,13 @@ static picl_status anchor_get(void *ctx, picl_anchor *out)
     return PICL_OK;
 }
 
+static int ANCHOR_POST_DOWN; /* the keyserver cannot be reached for a POST */
+
 static picl_status anchor_post(void *ctx, uint64_t version, const char *hmac)
 {
     (void)ctx;
+    if (ANCHOR_POST_DOWN)
+        return PICL_ERROR_NETWORK;
     if (version < ANCHOR.version || (version == ANCHOR.version && strcmp(hmac, ANCHOR.hmac)))
         return PICL_ERROR_CONFLICT;
     ANCHOR.version = version;
@@ -69,6 +73,7 @@ static void setup(void)
     }
     memset(&ANCHOR, 0, sizeof ANCHOR);
     ANCHOR.current_epoch = 1;
+    ANCHOR_POST_DOWN = 0;
 }
 
 /* The same with a server whose batches hold at most 25 records. */
@@ -88,6 +93,7 @@ static void setup_small(void)
     }
     memset(&ANCHOR, 0, sizeof ANCHOR);
     ANCHOR.current_epoch = 1;
+    ANCHOR_POST_DOWN = 0;
 }
 
 static void teardown(void)
@@ -649,6 +655,65 @@ START_TEST(test_password_reset_elsewhere)
 }
 END_TEST
 
+/* A device that crashed (or lost the keyserver) between its two writes
+ * left a valid map newer than the anchor: the next device accepts and
+ * registers it.  A device whose key epoch is unknown (a state from before
+ * epochs) learns it from the anchored map, or stops after a reset. */
+START_TEST(test_anchor_newer_map_and_unknown_epoch)
+{
+    device d1, d2, d3, d4;
+    dev_open(&d1, KB);
+    dev_open(&d2, KB);
+    put(d1.bm, BM1);
+    sync_ok(&d1);
+    sync_ok(&d2);
+    ck_assert_uint_eq(ANCHOR.version, 1);
+    ANCHOR_POST_DOWN = 1;
+    picl_engine e;
+    engine_init(&e, d1.stc, d1.st);
+    ck_assert_int_eq(picl__engine_set_class(&e, "history", 'B'), PICL_ERROR_NETWORK);
+    picl__engine_done(&e);
+    ANCHOR_POST_DOWN = 0;
+    json_t *map = server_payload("meta", "classes");
+    ck_assert_int_eq(json_integer_value(json_object_get(map, "version")), 2); /* on storage, not anchored */
+    json_decref(map);
+    ck_assert_uint_eq(ANCHOR.version, 1);
+    sync_ok(&d2); /* valid and newer than the anchor: accepted and registered */
+    ck_assert_uint_eq(ANCHOR.version, 2);
+    picl_class_entry ce;
+    engine_init(&e, d2.stc, d2.st);
+    ck_assert_int_eq(picl__engine_get_class(&e, "history", &ce), PICL_OK);
+    ck_assert(ce.cls == 'B' && ce.generation == 2);
+    picl__engine_done(&e);
+    /* a state without a key epoch: the anchored map verifies under its kB */
+    dev_open(&d3, KB);
+    d3.st->key_epoch = 0;
+    sync_ok(&d3);
+    ck_assert_uint_eq(d3.st->key_epoch, 1);
+    /* after a reset (epoch 2) a device with an unknown epoch cannot tell
+     * whether its keys are current: it stops, uploading nothing */
+    ANCHOR.current_epoch = 2;
+    dev_open(&d4, KB);
+    d4.st->key_epoch = 0;
+    put(d4.bm, "{\"id\":\"bm4_________\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"title\":\"Four\"}");
+    char err[256];
+    ck_assert_int_eq(dev_sync(&d4, NULL, err), PICL_ERROR_KEYS_CHANGED);
+    ck_assert_ptr_nonnull(strstr(err, "sign in again"));
+    ck_assert_uint_eq(d4.st->key_epoch, 0);
+    ck_assert_ptr_null(server_payload("bookmarks", "bm4_________"));
+    /* and a device that knows its keys are of epoch 1 is told the same as
+     * soon as it has anything to do (with nothing to do, it asks nobody) */
+    ck_assert_int_eq(dev_sync(&d2, NULL, err), PICL_OK);
+    put(d2.bm, "{\"id\":\"bm5_________\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"title\":\"Five\"}");
+    ck_assert_int_eq(dev_sync(&d2, NULL, err), PICL_ERROR_KEYS_CHANGED);
+    ck_assert_ptr_null(server_payload("bookmarks", "bm5_________"));
+    dev_close(&d1);
+    dev_close(&d2);
+    dev_close(&d3);
+    dev_close(&d4);
+}
+END_TEST
+
 START_TEST(test_strict_mode_locks_class_b)
 {
     device d1, d2;
@@ -889,6 +954,7 @@ int main(void)
     tcase_add_test(tc, test_class_map_attacks);
     tcase_add_test(tc, test_move_and_resume);
     tcase_add_test(tc, test_password_reset_elsewhere);
+    tcase_add_test(tc, test_anchor_newer_map_and_unknown_epoch);
     tcase_add_test(tc, test_strict_mode_locks_class_b);
     tcase_add_test(tc, test_malicious_records);
     tcase_add_test(tc, test_random_interleavings);
