@@ -144,6 +144,23 @@ static json_t *entry_record(logins *l, const json_t *e)
     return r;
 }
 
+/* 1 when the username and password of a (live) entry can be decrypted;
+ * the cleartexts are wiped at once. */
+static int entry_readable(logins *l, const json_t *e)
+{
+    static const char *const keys[] = {"encryptedUsername", "encryptedPassword"};
+    if (!l->slot && !l->direct)
+        return 0;
+    for (size_t i = 0; i < 2; i++) {
+        char *s = NULL;
+        size_t n = 0;
+        if (picl__logins_decrypt(l, json_string_value(json_object_get(e, keys[i])), &s, &n) != PICL_OK)
+            return 0;
+        picl__zfree(s, n + 1);
+    }
+    return 1;
+}
+
 /* Digest of what sync cares about in an entry: ciphertexts, not cleartexts. */
 static picl_status entry_digest(const json_t *e, char out[33])
 {
@@ -602,12 +619,10 @@ static picl_status write_logins(logins *l, const json_t *records)
                 const char *g = json_string_value(json_object_get(x, "guid"));
                 if (!g || strcmp(g, in[i].id) != 0)
                     continue;
-                json_t *r = is_tombstone(x) ? NULL : entry_record(l, x);
-                if (!is_tombstone(x) && !r) {
+                if (!is_tombstone(x) && !entry_readable(l, x)) {
                     l->unreadable++; /* a login we cannot read is never deleted */
                     break;
                 }
-                json_decref(r);
                 /* as Firefox's sync deletes a login: a tombstone, nothing left to upload */
                 make_tombstone(x);
                 json_object_set_new(x, "syncCounter", json_integer(0));
