@@ -537,8 +537,9 @@ picl_status storage_server_new(storage_server **out, const storage_config *cfg)
     if ((st = picl__nss_acquire()) != PICL_OK)
         goto fail;
     s->nss = 1;
-    if ((st = storage_auth_new(&s->auth, cfg->secret, cfg->secret_len,
-                               cfg->hawk_skew_s > 0 ? cfg->hawk_skew_s : 60)) != PICL_OK)
+    if ((st = storage_auth_new_sized(&s->auth, cfg->secret, cfg->secret_len,
+                                     cfg->hawk_skew_s > 0 ? cfg->hawk_skew_s : 60,
+                                     cfg->nonce_cache_entries)) != PICL_OK)
         goto fail;
     if ((st = sdb_open(&s->db, s->data_dir, cfg->busy_timeout_ms)) != PICL_OK)
         goto fail;

@@ -77,6 +77,7 @@ typedef struct storage_config {
     int busy_timeout_ms;       /* a write waits this long for another writer before
                                   409 + Retry-After; 0 = 10000 */
     int64_t max_open_batches;  /* per user; 0 = 10 */
+    size_t nonce_cache_entries;/* live Hawk nonces held; 0 = 2^19 (one user: 1/32) */
 } storage_config;
 
 typedef struct storage_server storage_server;

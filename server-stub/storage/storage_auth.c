@@ -2,6 +2,7 @@
 #include "storage/storage_auth.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,8 +11,11 @@
 #include "protocol/tokenlib.h"
 
 /* Live nonces are kept for ts + skew: with the 60 s default this serves about
- * 4000 authenticated requests/s sustained before answering 503 (fail closed). */
+ * 4000 authenticated requests/s sustained before answering 503 (fail closed).
+ * One user (uid, whatever tokens it holds) may hold 1/NONCE_SHARE_DIV of it:
+ * a user who floods the cache gets 503 itself, never the others. */
 #define NONCE_CACHE_ENTRIES (1u << 19)
+#define NONCE_SHARE_DIV 32
 
 /* Verified tokens and their derived keys, so that a client's requests do
  * not pay the signature check and the HKDF again (the token text is the
@@ -80,6 +84,14 @@ static void cache_put(storage_auth *a, const char *token, const picl_tokenlib_pa
 picl_status storage_auth_new(storage_auth **out, const uint8_t *secret, size_t secretlen,
                              int64_t skew_s)
 {
+    return storage_auth_new_sized(out, secret, secretlen, skew_s, 0);
+}
+
+picl_status storage_auth_new_sized(storage_auth **out, const uint8_t *secret, size_t secretlen,
+                                   int64_t skew_s, size_t nonce_entries)
+{
+    if (!nonce_entries)
+        nonce_entries = NONCE_CACHE_ENTRIES;
     *out = NULL;
     if (!secret || secretlen < 32 || secretlen > PICL_TOKENLIB_MAX_SECRET || skew_s <= 0)
         return PICL_ERROR_INVALID_ARGUMENT;
@@ -95,7 +107,11 @@ picl_status storage_auth_new(storage_auth **out, const uint8_t *secret, size_t s
     a->secretlen = secretlen;
     a->skew = skew_s;
     pthread_mutex_init(&a->mu, NULL);
-    picl_status st = picl__hawk_nonce_cache_new(&a->nonces, NONCE_CACHE_ENTRIES);
+    picl_status st = picl__hawk_nonce_cache_new(&a->nonces, nonce_entries);
+    if (st == PICL_OK)
+        st = picl__hawk_nonce_cache_set_share(a->nonces, nonce_entries / NONCE_SHARE_DIV
+                                                             ? nonce_entries / NONCE_SHARE_DIV
+                                                             : 1);
     if (st != PICL_OK) {
         storage_auth_free(a);
         return st;
@@ -201,8 +217,12 @@ picl_status storage_auth_check(storage_auth *a, const picl_http_request *req, co
     };
     if (!hr.content_type && auth->has_hash)
         hr.content_type = picl_http_header(req, "Content-Type");
+    /* the nonce cache share is the user's, whatever token it uses (a user
+     * can get any number of tokens) */
+    char who[40];
+    snprintf(who, sizeof who, "uid:%lld", (long long)p->uid);
     picl_hawk_verify_opts opts = {.now = now_s, .skew = a->skew, .require_hash = 0,
-                                  .nonces = a->nonces};
+                                  .nonces = a->nonces, .identity = who};
     picl_status v = picl__hawk_verify(auth, key, strlen(key), &hr, &opts);
     if (v == PICL_OK)
         st = PICL_OK;

@@ -15,6 +15,11 @@ typedef struct storage_auth storage_auth;
  * skew_s: allowed Hawk clock skew.  Caller frees with storage_auth_free(). */
 picl_status storage_auth_new(storage_auth **out, const uint8_t *secret, size_t secretlen,
                              int64_t skew_s);
+/* The same with a nonce cache of nonce_entries live entries (0 = the
+ * default, 2^19); each user (uid) may hold 1/32 of them (at least 1): past
+ * its share a user's requests get PICL_ERROR_BACKOFF (503), others' not. */
+picl_status storage_auth_new_sized(storage_auth **out, const uint8_t *secret, size_t secretlen,
+                                   int64_t skew_s, size_t nonce_entries);
 void storage_auth_free(storage_auth *a);
 
 /*
@@ -22,7 +27,7 @@ void storage_auth_free(storage_auth *a);
  *   Authorization missing / not Hawk / malformed, token invalid or tampered,
  *   expired (beyond grace_s), node != `node`, uid != path_uid, bad MAC or
  *   payload hash, stale ts, reused nonce          -> PICL_ERROR_TOKEN (401)
- *   nonce cache full                              -> PICL_ERROR_BACKOFF (503)
+ *   nonce cache full, or this uid's share of it   -> PICL_ERROR_BACKOFF (503)
  * The Hawk MAC covers req->target exactly as sent and the Host header's
  * host and port (80 when absent).  now_s: unix seconds.  Needs NSS.
  */

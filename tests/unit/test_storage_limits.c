@@ -3,7 +3,7 @@
  * picl-storage process), listings paged by size, bad offsets refused, open
  * batches counted toward the quota and limited in number; and the behaviours
  * of Mozilla's servers that real clients rely on (collection field, tokens
- * of Mozilla's tokenservers). */
+ * of Mozilla's tokenservers); one user's share of the Hawk nonce cache. */
 #include <libgen.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -503,6 +503,47 @@ START_TEST(test_mozilla_tokens_accepted)
 }
 END_TEST
 
+/* One user cannot fill the Hawk nonce cache for everybody: past its share
+ * (1/32 of the cache, here 2 of 64) its own requests get 503, whatever token
+ * it uses, while another user is served. */
+START_TEST(test_nonce_cache_share_per_user)
+{
+    storage_config c;
+    memset(&c, 0, sizeof c);
+    c.nonce_cache_entries = 64;
+    sf_setup_with(&c);
+    tu_cred t2, other;
+    tu_mint(&t2, SF_SECRET, SF_SECRET_LEN, SF.node, SF_UID, 3600); /* a second token of the same user */
+    tu_mint(&other, SF_SECRET, SF_SECRET_LEN, SF.node, 43, 3600);
+    for (int i = 0; i < 2; i++) {
+        tu_resp r = sf_req("GET", "/info/collections", NULL);
+        sf_expect(&r, 200, -1);
+        tu_resp_free(&r);
+    }
+    tu_resp r = sf_req("GET", "/info/collections", NULL);
+    sf_expect(&r, 503, 0);
+    char *ra = tu_resp_header(&r, "Retry-After");
+    ck_assert_ptr_nonnull(ra);
+    free(ra);
+    tu_resp_free(&r);
+    char target[64];
+    snprintf(target, sizeof target, "/1.5/%d/info/collections", SF_UID);
+    tu_req o = {.cred = &t2};
+    ck_assert_int_eq(tu_http(&r, "GET", SF.base, target, &o), 0);
+    ck_assert_int_eq(r.status, 503);
+    tu_resp_free(&r);
+    /* the other user is served */
+    tu_req ob = {.cred = &other};
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(tu_http(&r, "GET", SF.base, "/1.5/43/info/collections", &ob), 0);
+        ck_assert_int_eq(r.status, 200);
+        tu_resp_free(&r);
+    }
+    tu_cred_free(&t2);
+    tu_cred_free(&other);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("storage_limits");
@@ -521,6 +562,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_open_batch_count_configurable);
     tcase_add_test(tc, test_collection_field_ignored);
     tcase_add_test(tc, test_mozilla_tokens_accepted);
+    tcase_add_test(tc, test_nonce_cache_share_per_user);
     suite_add_tcase(s, tc);
     return s;
 }
