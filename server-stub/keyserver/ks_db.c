@@ -55,7 +55,8 @@ static const char *const schema_v2 =
     "ALTER TABLE accounts ADD COLUMN cm_epoch INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE tokens ADD COLUMN mailbox INTEGER NOT NULL DEFAULT 0;"
     "CREATE INDEX IF NOT EXISTS tokens_expires ON tokens(expires);"
-    "CREATE INDEX IF NOT EXISTS accounts_unverified ON accounts(verified, created);";
+    "CREATE INDEX IF NOT EXISTS accounts_unverified ON accounts(verified, created);"
+    "DROP TABLE IF EXISTS rate_events;"; /* now in memory, see ks_db_open */
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -153,6 +154,13 @@ picl_status ks_db_open(ks_db **out, const char *path)
         rc = exec(db, "PRAGMA secure_delete=ON");
     if (rc == PICL_OK)
         rc = migrate(db);
+    /* Rate-limit events live in an attached in-memory database: checked and
+     * counted in the same transactions as before, but a login does not pay
+     * an fsync for them (a restart forgets them). */
+    if (rc == PICL_OK)
+        rc = exec(db, "ATTACH DATABASE ':memory:' AS mem;"
+                      "CREATE TABLE mem.rate_events (key TEXT NOT NULL, t INTEGER NOT NULL);"
+                      "CREATE INDEX mem.rate_key ON rate_events(key, t);");
 done:
     if (rc != PICL_OK) {
         ks_db_close(db);
@@ -804,7 +812,7 @@ static picl_status rate_count_locked(ks_db *db, const char *key, int64_t since, 
                                      int64_t *oldest)
 {
     sqlite3_stmt *st = NULL;
-    picl_status rc = prep(db, &st, "DELETE FROM rate_events WHERE key = ? AND t < ?");
+    picl_status rc = prep(db, &st, "DELETE FROM mem.rate_events WHERE key = ? AND t < ?");
     if (rc == PICL_OK) {
         sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, since);
@@ -814,7 +822,7 @@ static picl_status rate_count_locked(ks_db *db, const char *key, int64_t since, 
     sqlite3_finalize(st);
     st = NULL;
     if (rc == PICL_OK)
-        rc = prep(db, &st, "SELECT count(*), min(t) FROM rate_events WHERE key = ? AND t >= ?");
+        rc = prep(db, &st, "SELECT count(*), min(t) FROM mem.rate_events WHERE key = ? AND t >= ?");
     if (rc == PICL_OK) {
         sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, since);
@@ -857,7 +865,7 @@ picl_status ks_db_rate_take(ks_db *db, ks_rate *limits, size_t n, int64_t now, i
         if (!l->key[0] || !l->count)
             continue;
         sqlite3_stmt *st = NULL;
-        rc = prep(db, &st, "INSERT INTO rate_events (key, t) VALUES (?, ?)");
+        rc = prep(db, &st, "INSERT INTO mem.rate_events (key, t) VALUES (?, ?)");
         if (rc == PICL_OK) {
             sqlite3_bind_text(st, 1, l->key, -1, SQLITE_STATIC);
             sqlite3_bind_int64(st, 2, now);
@@ -885,7 +893,7 @@ picl_status ks_db_rate_refund(ks_db *db, const ks_rate *limits, size_t n)
     picl_status rc = exec(db, "BEGIN IMMEDIATE");
     for (size_t i = 0; rc == PICL_OK && i < n; i++)
         if (limits[i].event > 0)
-            rc = change_by_id(db, "DELETE FROM rate_events WHERE rowid = ?", limits[i].event,
+            rc = change_by_id(db, "DELETE FROM mem.rate_events WHERE rowid = ?", limits[i].event,
                               NULL);
     rc = end_tx(db, rc);
     unlock(db);
@@ -901,7 +909,7 @@ picl_status ks_db_sweep(ks_db *db, int64_t now, int64_t unverified_before, int64
     if (rc == PICL_OK)
         rc = change_by_id(db, "DELETE FROM srp_sessions WHERE expires < ?", now, NULL);
     if (rc == PICL_OK)
-        rc = change_by_id(db, "DELETE FROM rate_events WHERE t < ?", rate_before, NULL);
+        rc = change_by_id(db, "DELETE FROM mem.rate_events WHERE t < ?", rate_before, NULL);
     /* accounts never verified in time, with everything they own */
     if (rc == PICL_OK)
         rc = change_by_id(db, "DELETE FROM tokens WHERE account IN (SELECT id FROM accounts"

@@ -1,5 +1,5 @@
 /* ks_db.h -- the keyserver's SQLite persistence: accounts, derived tokens,
- * SRP sessions and rate-limit events. */
+ * SRP sessions, and rate-limit events (in memory). */
 #ifndef PICL_KS_DB_H
 #define PICL_KS_DB_H
 
@@ -154,7 +154,9 @@ typedef struct ks_rate {
     int64_t event;                /* out: the event added (for a refund), else 0 */
 } ks_rate;
 
-/* Checks every limit and, when none is reached, counts this request in
+/* Rate-limit events are kept in memory (an attached database of the same
+ * connection, so a take is still one transaction); a restart forgets them.
+ * Checks every limit and, when none is reached, counts this request in
  * those with count = 1, all in ONE transaction (no check-then-act: n
  * concurrent requests never pass a limit of max < n).  *ok = 1 when it may
  * go on, else 0 and *retry_after the seconds until the first slot frees. */

@@ -425,7 +425,8 @@ START_TEST(concurrent_guesses_respect_login_limit)
 }
 END_TEST
 
-/* A right proof is not counted as a failure. */
+/* A right proof is not counted as a failure: after five good logins three
+ * wrong ones are still evaluated under a limit of 3, then it bites. */
 START_TEST(good_logins_are_not_counted)
 {
     ks_config cfg = {.threads = 4, .login_max = 3};
@@ -434,7 +435,17 @@ START_TEST(good_logins_are_not_counted)
     uint8_t auth[32];
     for (int i = 0; i < 5; i++)
         tuks_auth_token(&srv, VICTIM, PW_VICTIM, auth);
-    ck_assert_int_eq(db_count("SELECT count(*) FROM rate_events WHERE key LIKE 'login:%'"), 0);
+    picl_ks_client *c;
+    picl_account a;
+    ck_assert_int_eq(picl__ksc_new(&c, srv.base), PICL_OK);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(picl__account_login(c, VICTIM, strlen(VICTIM), "wrong", 5,
+                                             tuks_params(), &a),
+                         PICL_ERROR_WRONG_PASSWORD);
+    ck_assert_int_eq(picl__account_login(c, VICTIM, strlen(VICTIM), PW_VICTIM, strlen(PW_VICTIM),
+                                         tuks_params(), &a),
+                     PICL_ERROR_BACKOFF);
+    picl__ksc_free(c);
 }
 END_TEST
 
