@@ -102,6 +102,20 @@ static picl_status svc_set_keyserver(picl_service *self, const char *url)
     service *s = SVC(self);
     if (!url || (*url && strncmp(url, "http://", 7) && strncmp(url, "https://", 8)))
         return picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT, "the keyserver URL must start with http:// or https://");
+    /* the base URL, as picl server prints it; ".../v1" and a trailing / too */
+    char base[1024];
+    size_t n = strlen(url);
+    while (n && url[n - 1] == '/')
+        n--;
+    if (n >= 3 && !strncmp(url + n - 3, "/v1", 3))
+        n -= 3;
+    while (n && url[n - 1] == '/')
+        n--;
+    if (n >= sizeof base)
+        return picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT, "the keyserver URL is too long");
+    memcpy(base, url, n);
+    base[n] = 0;
+    url = base;
     if (strcmp(url, s->st->keyserver) && *s->st->uid)
         picl__state_sign_out(s->st); /* another server: another account */
     picl__state_set_str(&s->st->keyserver, url);
@@ -209,7 +223,7 @@ static picl_status conn_open(service *s, conn *c)
     picl_status rc = picl__svc_ks_open(s, &c->ks);
     if (rc != PICL_OK)
         return rc;
-    if ((rc = fetch_token(c, 0)) != PICL_OK) {
+    if ((rc = picl__svc_ensure_keys(s, c->ks)) != PICL_OK || (rc = fetch_token(c, 0)) != PICL_OK) {
         conn_close(c);
         return rc;
     }

@@ -86,13 +86,64 @@ static picl_status adopt(service *s, picl_account *a)
         memcpy(st->ka, a->ka, 32);
         memcpy(st->kb, a->kb, 32);
         st->has_ka = st->has_kb = 1;
+        picl__state_drop_kft(st);
         learn_key_epoch(s, NULL);
+    } else if (a->have_kft) {
+        /* signed up or signed in unverified: keys later, without the password */
+        memcpy(st->kft, a->kft, 32);
+        memcpy(st->unwrap, a->unwrap, 32);
+        st->has_kft = 1;
     }
     picl__json_zdecref(st->storage_token);
     st->storage_token = NULL;
     picl__account_wipe(a);
     picl_status rc = picl__state_save(st);
     return rc == PICL_OK ? rc : picl__svc_done(s, rc, "cannot save the local state in %s", st->dir);
+}
+
+/* Fetches kA/kB with the keyFetchToken kept since an unverified sign-in,
+ * once the email is verified (the server consumes the token even on failure,
+ * so the verification is asked first with the session).  PICL_OK when the
+ * keys are here or nothing can be fetched without the password. */
+picl_status picl__svc_ensure_keys(service *s, picl_ks_client *c)
+{
+    picl_state *st = s->st;
+    if ((st->has_ka && st->has_kb) || !st->has_kft || !st->has_session)
+        return PICL_OK;
+    char email[256];
+    int verified = 0;
+    picl_status rc = picl__ksc_email_status(c, st->session, email, &verified);
+    if (rc == PICL_ERROR_TOKEN) {
+        picl__state_drop_kft(st);
+        picl__state_save(st);
+        return picl__svc_done(s, rc, "the session has ended: sign in again (picl login)");
+    }
+    if (rc != PICL_OK)
+        return picl__svc_flow_fail(s, rc, "asking whether the email is verified failed");
+    if (!verified)
+        return picl__svc_done(s, PICL_ERROR_UNVERIFIED,
+                              "verify the email address first (picl account verify --code CODE, the code was mailed)");
+    st->verified = 1;
+    uint8_t ka[32], kb[32];
+    picl__svc_fanout(s, "account", "", 0, -1, "fetching the keys");
+    rc = picl__account_keys_from_token(c, st->kft, st->unwrap, ka, kb);
+    if (rc == PICL_OK) {
+        memcpy(st->ka, ka, 32);
+        memcpy(st->kb, kb, 32);
+        st->has_ka = st->has_kb = 1;
+        learn_key_epoch(s, c);
+    }
+    picl__wipe(ka, sizeof ka);
+    picl__wipe(kb, sizeof kb);
+    if (rc == PICL_OK || rc == PICL_ERROR_TOKEN || rc == PICL_ERROR_UNVERIFIED)
+        picl__state_drop_kft(st); /* used: the server consumed it either way */
+    picl_status sv = picl__state_save(st);
+    if (rc == PICL_ERROR_TOKEN || rc == PICL_ERROR_UNVERIFIED)
+        return picl__svc_done(s, PICL_ERROR_STATE, "the key fetch token from signing up expired (after 24 hours): "
+                                                   "enter the password once (picl login)");
+    if (rc != PICL_OK)
+        return picl__svc_flow_fail(s, rc, "fetching the keys failed");
+    return sv == PICL_OK ? PICL_OK : picl__svc_done(s, sv, "cannot save the local state in %s", st->dir);
 }
 
 /* ---- account ------------------------------------------------------------------ */
@@ -137,10 +188,15 @@ picl_status picl__svc_verify(picl_service *self, const char *code)
     if (st != PICL_OK)
         return st;
     st = picl__account_verify(c, s->st->uid, code);
-    picl__ksc_free(c);
-    if (st != PICL_OK)
+    if (st != PICL_OK) {
+        picl__ksc_free(c);
         return picl__svc_flow_fail(s, st, "verifying the email failed");
+    }
     s->st->verified = 1;
+    /* signed up on this device: the keys come now, without the password;
+     * if that fails (network) the next call that needs them tries again */
+    picl__svc_ensure_keys(s, c);
+    picl__ksc_free(c);
     st = picl__state_save(s->st);
     return picl__svc_done(s, st, st ? "cannot save the local state" : NULL);
 }

@@ -60,6 +60,9 @@ const picl_stretch_params *picl__svc_floor_of(service *s);
  * (no storage token, no data).  ctx is the service (a picl__account_destroy_with
  * hook); on failure the message says the account was not destroyed. */
 picl_status picl__svc_delete_storage(void *ctx);
+/* kA/kB from the keyFetchToken kept since signing up, once the email is
+ * verified (service_account.c); PICL_OK when there is nothing to fetch. */
+picl_status picl__svc_ensure_keys(service *s, picl_ks_client *c);
 
 /* the account methods of the vtable (service_account.c) */
 picl_status picl__svc_create(picl_service *self, const char *email, const char *password);

@@ -1,10 +1,15 @@
 /* main.c -- the picl command (client.md section 6): accounts, classes, sync
  * of a Firefox profile or JSON files, and the servers, over the service object. */
 #include "cli.h"
+#include "client/keyserver_client.h"
+#include "stores/fileutil.h"
 
 #include <errno.h>
+#include <getopt.h>
+#include <signal.h>
 #include <stddef.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,7 +18,7 @@
 #include <jansson.h>
 
 static const char *USAGE =
-    "usage: picl [--state DIR] [--json] COMMAND [ARGS]\n"
+    "usage: picl [--state DIR] [--json] [--quiet] COMMAND [ARGS]\n"
     "\n"
     "Profile in the Cloud: sync a browser profile (bookmarks, passwords, history)\n"
     "with end-to-end encryption in two security classes (A: recoverable after a\n"
@@ -21,31 +26,35 @@ static const char *USAGE =
     "\n"
     "commands:\n"
     "  server [--data DIR] [--listen 127.0.0.1:PORT]  keyserver + storage server, one process\n"
-    "  account create --server URL --email E          create an account (a code is mailed)\n"
-    "  account verify --code C                        verify the email address\n"
+    "  account create --server URL --email E          create an account and sign in (a code is mailed)\n"
+    "  account verify --code C                        verify the email address (fetches the keys)\n"
     "  account status                                 same as status\n"
     "  account destroy                                erase the account on the server\n"
-    "  login --server URL --email E                   sign in on this device, fetch kA and kB\n"
+    "  login [--server URL] --email E                 sign in on this device, fetch kA and kB\n"
     "  logout                                         sign out, forget the keys here\n"
     "  status                                         who is signed in, key fingerprints\n"
     "  password change                                new password, same kB (class B kept)\n"
-    "  password forgot --server URL --email E         mail a reset code\n"
+    "  password forgot [--server URL] --email E       mail a reset code\n"
     "  password reset --code C                        set a new password (class B is lost)\n"
     "  class get COLLECTION                           A or B\n"
     "  class set COLLECTION A|B                       move a collection to another class\n"
-    "  sync [--profile DIR | --store-dir DIR] [--collections a,b,c]\n"
+    "  sync --profile DIR | --store-dir DIR [--collections a,b,c]\n"
     "                                                 sync a Firefox profile (Firefox closed)\n"
     "                                                 or JSON files DIR/<collection>.json\n"
     "  demo                                           the whole story on a scratch server\n"
-    "  help [COMMAND]                                 this text\n"
+    "  help [COMMAND]                                 this text; also picl COMMAND --help\n"
     "\n"
     "options:\n"
-    "  --state DIR           local state (default $XDG_DATA_HOME/picl, or PROFILE/picl\n"
-    "                        with --profile)\n"
+    "  --state DIR           this device's state: account, keys, sync cursors (default\n"
+    "                        $XDG_DATA_HOME/picl, else ~/.local/share/picl); --profile\n"
+    "                        only names what is synced\n"
+    "  --server URL          the server as picl server prints it (http://HOST:PORT)\n"
     "  --json                machine-readable output\n"
+    "  --quiet, -q           no progress output\n"
     "  --password-file F     read the password from F (first line); also PICL_PASSWORD.\n"
     "  --new-password-file F the new password; also PICL_NEW_PASSWORD.  Otherwise\n"
-    "                        passwords are asked for without echo, never taken from argv.\n"
+    "                        passwords are asked for without echo, never taken from argv;\n"
+    "                        a new password has at least 8 characters.\n"
     "  --primary-password-file F  the Firefox profile's primary password (also\n"
     "                        PICL_PRIMARY_PASSWORD), when it has one\n"
     "  --strict              keep kB in memory only (class B syncs after a password entry)\n"
@@ -54,7 +63,7 @@ static const char *USAGE =
     "exit codes: 0 ok, 1 failure, 2 usage, 3 authentication (wrong password, unverified,\n"
     "session ended, password reset on another device), 4 network or server, 5 conflict,\n"
     "forged class map or records failing their integrity check, 6 local data\n"
-    "(profile locked or missing, malformed store file).\n";
+    "(profile locked or missing, malformed store file, state directory unusable).\n";
 
 int cli_exit_code(picl_status st)
 {
@@ -94,6 +103,10 @@ int cli_exit_code(picl_status st)
     }
 }
 
+/* The last "status" line the observer printed: a failure the service also
+ * announced that way is not printed twice. */
+static char last_status[512];
+
 int cli_fail(const cli_opts *o, picl_service *svc, picl_status st)
 {
     const char *msg = svc && *picl_service_last_error(svc) ? picl_service_last_error(svc) : picl_strerror(st);
@@ -103,10 +116,26 @@ int cli_fail(const cli_opts *o, picl_service *svc, picl_status st)
         printf("%s\n", t ? t : "{}");
         free(t);
         json_decref(j);
-    } else {
+    } else if (strcmp(msg, last_status)) {
         fprintf(stderr, "picl: %s\n", msg);
     }
     return cli_exit_code(st);
+}
+
+/* The terminal's settings while a password is typed without echo: put back
+ * by a SIGINT/SIGTERM/SIGHUP/SIGQUIT handler, then the signal is re-raised. */
+static volatile sig_atomic_t tty_saved_fd = -1;
+static struct termios tty_saved;
+
+static void restore_tty(int sig)
+{
+    if (tty_saved_fd >= 0)
+        tcsetattr(tty_saved_fd, TCSAFLUSH, &tty_saved);
+    if (write(tty_saved_fd >= 0 ? tty_saved_fd : STDERR_FILENO, "\n", 1) < 0) {
+        /* nothing to do */
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
 }
 
 int cli_read_secret(const char *file, const char *env, const char *prompt, char *buf, size_t cap)
@@ -137,7 +166,16 @@ int cli_read_secret(const char *file, const char *env, const char *prompt, char 
     }
     struct termios old, quiet;
     int have = tcgetattr(fd, &old) == 0;
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+    struct sigaction sa, prev[4];
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = restore_tty;
+    sigemptyset(&sa.sa_mask);
     if (have) {
+        tty_saved = old;
+        tty_saved_fd = fd;
+        for (int i = 0; i < 4; i++)
+            sigaction(sigs[i], &sa, &prev[i]);
         quiet = old;
         quiet.c_lflag &= ~(tcflag_t)ECHO;
         tcsetattr(fd, TCSAFLUSH, &quiet);
@@ -146,8 +184,12 @@ int cli_read_secret(const char *file, const char *env, const char *prompt, char 
         /* nothing to do: the read below still works */
     }
     ssize_t n = read(fd, buf, cap - 1);
-    if (have)
+    if (have) {
         tcsetattr(fd, TCSAFLUSH, &old);
+        tty_saved_fd = -1;
+        for (int i = 0; i < 4; i++)
+            sigaction(sigs[i], &prev[i], NULL);
+    }
     if (write(fd, "\n", 1) < 0) {
     }
     close(fd);
@@ -167,8 +209,11 @@ static void on_progress(void *ctx, const char *phase, const char *coll, int64_t 
         return;
     int tty = isatty(STDERR_FILENO);
     if (!strcmp(phase, "status") || !strcmp(phase, "account")) {
-        if (*msg)
+        if (*msg) {
             fprintf(stderr, "%s%s%s%s\n", tty ? "\r\033[K" : "", *coll ? coll : "", *coll ? ": " : "", msg);
+            if (!*coll)
+                snprintf(last_status, sizeof last_status, "%s", msg);
+        }
         return;
     }
     if (tty) {
@@ -247,39 +292,188 @@ static int with_password(const cli_opts *o, const char *prompt, char *pw, size_t
     return 1;
 }
 
-static int cmd_account(const cli_opts *o, picl_service *svc, const char *sub)
+#define MIN_PASSWORD 8 /* as Firefox Accounts */
+
+/* A new password: from the file or variable given, else asked twice on the
+ * terminal; at least MIN_PASSWORD characters.  0 (message printed) if not. */
+static int new_password(const char *file, const char *env, char *pw, size_t cap)
 {
-    char pw[1024], pw2[1024];
-    picl_status st;
-    if (!strcmp(sub, "create")) {
-        if (!need(o, o->server, "--server URL") || !need(o, o->email, "--email E"))
-            return CLI_USAGE;
-        if ((st = picl_service_set_keyserver_url(svc, o->server)) != PICL_OK)
-            return cli_fail(o, svc, st);
-        if (!with_password(o, "New password: ", pw, sizeof pw))
-            return CLI_USAGE;
-        if (!o->password_file && !getenv("PICL_PASSWORD")) {
-            if (cli_read_secret(NULL, NULL, "Repeat the password: ", pw2, sizeof pw2) != 0 || strcmp(pw, pw2)) {
-                fprintf(stderr, "picl: the passwords differ\n");
-                return CLI_USAGE;
-            }
+    char again[1024];
+    int asked = !file && !getenv(env);
+    if (cli_read_secret(file, env, "New password: ", pw, cap) != 0)
+        return 0;
+    if (strlen(pw) < MIN_PASSWORD) {
+        fprintf(stderr, "picl: the new password is too short: at least %d characters\n", MIN_PASSWORD);
+        explicit_bzero(pw, cap);
+        return 0;
+    }
+    if (asked) {
+        int ok = cli_read_secret(NULL, NULL, "Repeat the new password: ", again, sizeof again) == 0 &&
+                 !strcmp(pw, again);
+        explicit_bzero(again, sizeof again);
+        if (!ok) {
+            fprintf(stderr, "picl: the two passwords differ: nothing was changed\n");
+            explicit_bzero(pw, cap);
+            return 0;
         }
+    }
+    return 1;
+}
+
+/* Basic email syntax: local@domain.tld, no spaces or control characters. */
+static int email_ok(const char *o_email)
+{
+    const char *at = strchr(o_email, '@');
+    size_t n = strlen(o_email);
+    if (!at || at == o_email || strchr(at + 1, '@') || n > 255)
+        return 0;
+    const char *dot = strrchr(at, '.');
+    if (!dot || dot == at + 1 || !dot[1])
+        return 0;
+    for (const char *p = o_email; *p; p++)
+        if ((unsigned char)*p <= ' ' || *p == 0x7f)
+            return 0;
+    return 1;
+}
+
+static int need_email(const cli_opts *o)
+{
+    if (!need(o, o->email, "--email E"))
+        return 0;
+    if (!email_ok(o->email)) {
+        fprintf(stderr, "picl: '%s' is not an email address (name@example.org)\n", o->email);
+        return 0;
+    }
+    return 1;
+}
+
+/* The keyserver URL as the user may type it: what picl server prints, with
+ * or without a trailing / or /v1. */
+static const char *server_url(const char *in, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s", in);
+    size_t n = strlen(buf);
+    while (n && buf[n - 1] == '/')
+        buf[--n] = 0;
+    if (n >= 3 && !strcmp(buf + n - 3, "/v1"))
+        buf[n -= 3] = 0;
+    while (n && buf[n - 1] == '/')
+        buf[--n] = 0;
+    return buf;
+}
+
+/* The state file as it was before --server switched servers: put back when
+ * the command fails, so a typo in the URL signs nobody out. */
+static struct {
+    int armed;
+    char path[4200];
+    char *text; /* NULL: there was no file */
+    size_t len;
+} saved_state;
+
+/* Sets the keyserver from --server after checking that a PiCL keyserver
+ * answers there; when it differs from the current one, the state is saved
+ * first (see saved_state).  Returns an exit code. */
+static int use_server(const cli_opts *o, picl_service *svc, const char *state_dir)
+{
+    char url[1024], *cur = NULL;
+    server_url(o->server, url, sizeof url);
+    if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8)) {
+        fprintf(stderr, "picl: --server wants the URL picl server prints, e.g. http://127.0.0.1:8000 (got %s)\n",
+                o->server);
+        return CLI_USAGE;
+    }
+    picl_ks_client *c = NULL;
+    picl_status st = picl__ksc_new(&c, url);
+    if (st == PICL_OK) {
+        json_t *body = json_object(), *ans = NULL;
+        st = picl__ksc_call(c, "POST", "/v1/get_random_bytes", NULL, 0, body, &ans);
+        json_decref(body);
+        json_decref(ans);
+        picl__ksc_free(c);
+    }
+    if (st != PICL_OK) {
+        fprintf(stderr, "picl: no PiCL keyserver answers at %s (%s): nothing was changed\n", url,
+                st == PICL_ERROR_NETWORK ? "cannot connect" : picl_strerror(st));
+        return st == PICL_ERROR_INVALID_ARGUMENT ? CLI_USAGE : CLI_NETWORK;
+    }
+    if (picl_service_get_keyserver_url(svc, &cur) == PICL_OK && strcmp(cur, url)) {
+        snprintf(saved_state.path, sizeof saved_state.path, "%s/state.json", state_dir);
+        saved_state.text = NULL;
+        picl_status rs = picl__read_file(saved_state.path, 16u * 1024u * 1024u, &saved_state.text, &saved_state.len);
+        saved_state.armed = rs == PICL_OK || rs == PICL_ERROR_NOT_FOUND;
+    }
+    picl_free(cur);
+    if ((st = picl_service_set_keyserver_url(svc, url)) != PICL_OK)
+        return cli_fail(o, svc, st);
+    return CLI_OK;
+}
+
+/* After a failed command: the state as it was before use_server(). */
+static void restore_state(void)
+{
+    if (!saved_state.armed)
+        return;
+    if (saved_state.text)
+        picl__write_file_atomic(saved_state.path, saved_state.text, saved_state.len, 0600);
+    else
+        unlink(saved_state.path);
+    fprintf(stderr, "picl: the previous keyserver and sign-in are kept\n");
+}
+
+static int too_many(const cli_opts *o, int max, const char *what)
+{
+    if (o->nargs <= max)
+        return 0;
+    fprintf(stderr, "picl: unexpected argument '%s' (usage: picl %s)\n", o->args[max], what);
+    return 1;
+}
+
+static int cmd_account(const cli_opts *o, picl_service *svc, const char *sub, const char *state_dir)
+{
+    char pw[1024];
+    picl_status st;
+    int rc;
+    if (!strcmp(sub, "create")) {
+        if (too_many(o, 0, "account create --server URL --email E"))
+            return CLI_USAGE;
+        if (!need(o, o->server, "--server URL") || !need_email(o))
+            return CLI_USAGE;
+        if ((rc = use_server(o, svc, state_dir)) != CLI_OK)
+            return rc;
+        if (!new_password(o->password_file, "PICL_PASSWORD", pw, sizeof pw))
+            return CLI_USAGE;
         st = picl_service_create_account(svc, o->email, pw);
         explicit_bzero(pw, sizeof pw);
-        explicit_bzero(pw2, sizeof pw2);
         if (st != PICL_OK)
             return cli_fail(o, svc, st);
-        return ok_line(o, "account created: a verification code was mailed; run picl account verify --code CODE");
+        return ok_line(o, "account created; this device is signed in to it.  A verification code was mailed: "
+                          "run picl account verify --code CODE");
     }
     if (!strcmp(sub, "verify")) {
+        if (too_many(o, 0, "account verify --code C"))
+            return CLI_USAGE;
         if (!need(o, o->code, "--code C"))
             return CLI_USAGE;
         st = picl_service_verify_email(svc, o->code);
-        return st == PICL_OK ? ok_line(o, "email verified: now run picl login to fetch the keys") : cli_fail(o, svc, st);
+        if (st != PICL_OK)
+            return cli_fail(o, svc, st);
+        char *text = NULL;
+        int keys = 0;
+        if (picl_service_get_status_json(svc, &text) == PICL_OK) {
+            json_t *j = json_loads(text, 0, NULL);
+            keys = json_is_true(json_object_get(j, "hasKeys"));
+            json_decref(j);
+            picl_free(text);
+        }
+        return ok_line(o, keys ? "email verified; kA and kB are on this device: picl sync --profile DIR"
+                               : "email verified: run picl login to fetch the keys");
     }
     if (!strcmp(sub, "status"))
-        return cmd_status(o, svc);
+        return too_many(o, 0, "account status") ? CLI_USAGE : cmd_status(o, svc);
     if (!strcmp(sub, "destroy")) {
+        if (too_many(o, 0, "account destroy"))
+            return CLI_USAGE;
         if (!with_password(o, "Password: ", pw, sizeof pw))
             return CLI_USAGE;
         st = picl_service_destroy_account(svc, pw);
@@ -290,13 +484,14 @@ static int cmd_account(const cli_opts *o, picl_service *svc, const char *sub)
     return CLI_USAGE;
 }
 
-static int cmd_login(const cli_opts *o, picl_service *svc)
+static int cmd_login(const cli_opts *o, picl_service *svc, const char *state_dir)
 {
-    if (!need(o, o->email, "--email E"))
+    if (too_many(o, 0, "login [--server URL] --email E") || !need_email(o))
         return CLI_USAGE;
     picl_status st;
-    if (o->server && (st = picl_service_set_keyserver_url(svc, o->server)) != PICL_OK)
-        return cli_fail(o, svc, st);
+    int rc;
+    if (o->server && (rc = use_server(o, svc, state_dir)) != CLI_OK)
+        return rc;
     char pw[1024];
     if (!with_password(o, "Password: ", pw, sizeof pw))
         return CLI_USAGE;
@@ -312,15 +507,20 @@ static int cmd_login(const cli_opts *o, picl_service *svc)
                                : "signed in, but the email is not verified: keys come after picl account verify");
 }
 
-static int cmd_password(const cli_opts *o, picl_service *svc, const char *sub)
+static int cmd_password(const cli_opts *o, picl_service *svc, const char *sub, const char *state_dir)
 {
     char pw[1024], npw[1024];
     picl_status st;
+    int rc;
     if (!strcmp(sub, "change")) {
+        if (too_many(o, 0, "password change"))
+            return CLI_USAGE;
         if (!with_password(o, "Current password: ", pw, sizeof pw))
             return CLI_USAGE;
-        if (cli_read_secret(o->new_password_file, "PICL_NEW_PASSWORD", "New password: ", npw, sizeof npw) != 0)
+        if (!new_password(o->new_password_file, "PICL_NEW_PASSWORD", npw, sizeof npw)) {
+            explicit_bzero(pw, sizeof pw);
             return CLI_USAGE;
+        }
         st = picl_service_change_password(svc, pw, npw);
         explicit_bzero(pw, sizeof pw);
         explicit_bzero(npw, sizeof npw);
@@ -328,19 +528,21 @@ static int cmd_password(const cli_opts *o, picl_service *svc, const char *sub)
                              : cli_fail(o, svc, st);
     }
     if (!strcmp(sub, "forgot")) {
-        if (!need(o, o->email, "--email E"))
+        if (too_many(o, 0, "password forgot [--server URL] --email E") || !need_email(o))
             return CLI_USAGE;
-        if (o->server && (st = picl_service_set_keyserver_url(svc, o->server)) != PICL_OK)
-            return cli_fail(o, svc, st);
+        if (o->server && (rc = use_server(o, svc, state_dir)) != CLI_OK)
+            return rc;
         st = picl_service_forgot_password(svc, o->email);
         return st == PICL_OK ? ok_line(o, "a reset code was mailed; run picl password reset --code CODE")
                              : cli_fail(o, svc, st);
     }
     if (!strcmp(sub, "reset")) {
+        if (too_many(o, 0, "password reset --code C"))
+            return CLI_USAGE;
         if (!need(o, o->code, "--code C"))
             return CLI_USAGE;
-        if (cli_read_secret(o->new_password_file ? o->new_password_file : o->password_file, "PICL_NEW_PASSWORD",
-                            "New password: ", npw, sizeof npw) != 0)
+        if (!new_password(o->new_password_file ? o->new_password_file : o->password_file, "PICL_NEW_PASSWORD",
+                          npw, sizeof npw))
             return CLI_USAGE;
         st = picl_service_complete_password_reset(svc, o->code, npw);
         explicit_bzero(npw, sizeof npw);
@@ -358,7 +560,7 @@ static int cmd_class(const cli_opts *o, picl_service *svc)
         return CLI_USAGE;
     }
     picl_status st;
-    if (!strcmp(o->args[0], "get")) {
+    if (!strcmp(o->args[0], "get") && o->nargs == 2) {
         char *cls;
         if ((st = picl_service_get_collection_class(svc, o->args[1], &cls)) != PICL_OK)
             return cli_fail(o, svc, st);
@@ -384,9 +586,35 @@ static int cmd_class(const cli_opts *o, picl_service *svc)
     return CLI_USAGE;
 }
 
-static int cmd_sync(const cli_opts *o, picl_service *svc)
+/* The sync cursors in the state belong to what was synced last: syncing
+ * another profile or directory with the same state starts with a full merge
+ * (as a new device does), so nothing on the server is skipped.  The realpath
+ * of the last target is kept in STATE/sync-target. */
+static picl_status same_target(const cli_opts *o, picl_service *svc, const char *state_dir)
+{
+    char real[PATH_MAX], path[4200], *old = NULL;
+    size_t len = 0;
+    const char *dir = o->profile ? o->profile : o->store_dir;
+    if (!realpath(dir, real))
+        snprintf(real, sizeof real, "%s", dir);
+    snprintf(path, sizeof path, "%s/sync-target", state_dir);
+    picl_status st = picl__read_file(path, PATH_MAX + 16, &old, &len);
+    int same = st == PICL_OK && len == strlen(real) && !memcmp(old, real, len);
+    free(old);
+    if (same)
+        return PICL_OK;
+    if (st == PICL_OK)
+        fprintf(stderr, "picl: %s was not synced with this state before: a full merge with the server\n", dir);
+    if ((st = picl_service_reset_local_state(svc)) != PICL_OK)
+        return st;
+    return picl__write_file_atomic(path, real, strlen(real), 0600);
+}
+
+static int cmd_sync(const cli_opts *o, picl_service *svc, const char *state_dir)
 {
     picl_status st;
+    if (too_many(o, 0, "sync --profile DIR | --store-dir DIR [--collections a,b,c]"))
+        return CLI_USAGE;
     if (o->profile && o->store_dir) {
         fprintf(stderr, "picl: --profile and --store-dir exclude each other\n");
         return CLI_USAGE;
@@ -413,6 +641,8 @@ static int cmd_sync(const cli_opts *o, picl_service *svc)
         fprintf(stderr, "picl: say what to sync: --profile FIREFOX_PROFILE_DIR or --store-dir DIR\n");
         return CLI_USAGE;
     }
+    if (st == PICL_OK)
+        st = same_target(o, svc, state_dir);
     if (st != PICL_OK)
         return cli_fail(o, svc, st);
     char *summary = NULL;
@@ -459,109 +689,178 @@ static int cmd_sync(const cli_opts *o, picl_service *svc)
 
 /* ---- options -------------------------------------------------------------------- */
 
-static int parse(int argc, char **argv, cli_opts *o, const char **words, int *nwords)
+enum { OPT_JSON = 256, OPT_STRICT, OPT_QUIET, OPT_HELP, OPT_VERSION, OPT_PASSWORD, OPT_VALUED };
+
+/* Options that take a value, in the order of the table below. */
+static const size_t valued_off[] = {
+    offsetof(cli_opts, state),         offsetof(cli_opts, server),
+    offsetof(cli_opts, email),         offsetof(cli_opts, code),
+    offsetof(cli_opts, password_file), offsetof(cli_opts, new_password_file),
+    offsetof(cli_opts, primary_password_file), offsetof(cli_opts, profile),
+    offsetof(cli_opts, store_dir),     offsetof(cli_opts, collections),
+    offsetof(cli_opts, data),          offsetof(cli_opts, listen),
+};
+
+static const struct option long_opts[] = {
+    {"state", required_argument, NULL, OPT_VALUED + 0},
+    {"server", required_argument, NULL, OPT_VALUED + 1},
+    {"email", required_argument, NULL, OPT_VALUED + 2},
+    {"code", required_argument, NULL, OPT_VALUED + 3},
+    {"password-file", required_argument, NULL, OPT_VALUED + 4},
+    {"new-password-file", required_argument, NULL, OPT_VALUED + 5},
+    {"primary-password-file", required_argument, NULL, OPT_VALUED + 6},
+    {"profile", required_argument, NULL, OPT_VALUED + 7},
+    {"store-dir", required_argument, NULL, OPT_VALUED + 8},
+    {"collections", required_argument, NULL, OPT_VALUED + 9},
+    {"data", required_argument, NULL, OPT_VALUED + 10},
+    {"listen", required_argument, NULL, OPT_VALUED + 11},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"strict", no_argument, NULL, OPT_STRICT},
+    {"quiet", no_argument, NULL, OPT_QUIET},
+    {"help", no_argument, NULL, OPT_HELP},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {"password", optional_argument, NULL, OPT_PASSWORD},
+    {NULL, 0, NULL, 0},
+};
+
+/* getopt_long over the whole line (options may come before or after the
+ * command words); the words land in words[].  -1 on a usage error. */
+static int parse(int argc, char **argv, cli_opts *o, const char **words, int *nwords, int *help, int *version)
 {
-    static const struct {
-        const char *name;
-        size_t off;
-    } valued[] = {
-        {"--state", offsetof(cli_opts, state)},
-        {"--server", offsetof(cli_opts, server)},
-        {"--email", offsetof(cli_opts, email)},
-        {"--code", offsetof(cli_opts, code)},
-        {"--password-file", offsetof(cli_opts, password_file)},
-        {"--new-password-file", offsetof(cli_opts, new_password_file)},
-        {"--primary-password-file", offsetof(cli_opts, primary_password_file)},
-        {"--profile", offsetof(cli_opts, profile)},
-        {"--store-dir", offsetof(cli_opts, store_dir)},
-        {"--collections", offsetof(cli_opts, collections)},
-        {"--data", offsetof(cli_opts, data)},
-        {"--listen", offsetof(cli_opts, listen)},
-    };
     *nwords = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--json")) {
-            o->json = 1;
+    opterr = 0;
+    optind = 1;
+    int ch;
+    while ((ch = getopt_long(argc, argv, ":qh", long_opts, NULL)) != -1) {
+        /* "--email --server URL": an option is never taken as another's value */
+        if (optarg && optarg == argv[optind - 1] && !strncmp(optarg, "--", 2) && optarg[2]) {
+            fprintf(stderr, "picl: %s needs a value, not the option %s\n", argv[optind - 2], optarg);
+            return -1;
+        }
+        if (ch >= OPT_VALUED && ch < OPT_VALUED + (int)(sizeof valued_off / sizeof valued_off[0])) {
+            if (!*optarg) {
+                fprintf(stderr, "picl: %s needs a value\n", argv[optind - 1]);
+                return -1;
+            }
+            *(const char **)((char *)o + valued_off[ch - OPT_VALUED]) = optarg;
             continue;
         }
-        if (!strcmp(a, "--strict")) {
-            o->strict = 1;
-            continue;
-        }
-        if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
-            o->quiet = 1;
-            continue;
-        }
-        if (!strcmp(a, "--password") || !strncmp(a, "--password=", 11)) {
+        switch (ch) {
+        case OPT_JSON: o->json = 1; break;
+        case OPT_STRICT: o->strict = 1; break;
+        case 'q':
+        case OPT_QUIET: o->quiet = 1; break;
+        case 'h':
+        case OPT_HELP: *help = 1; break;
+        case OPT_VERSION: *version = 1; break;
+        case OPT_PASSWORD:
             fprintf(stderr, "picl: passwords are never taken from the command line: use PICL_PASSWORD, "
                             "--password-file or the prompt\n");
             return -1;
-        }
-        int matched = 0;
-        for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++) {
-            size_t n = strlen(valued[k].name);
-            if (!strncmp(a, valued[k].name, n) && (a[n] == 0 || a[n] == '=')) {
-                const char *v = a[n] == '=' ? a + n + 1 : (i + 1 < argc ? argv[++i] : NULL);
-                if (!v) {
-                    fprintf(stderr, "picl: %s needs a value\n", valued[k].name);
-                    return -1;
-                }
-                *(const char **)((char *)o + valued[k].off) = v;
-                matched = 1;
-                break;
-            }
-        }
-        if (matched)
-            continue;
-        if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "picl: unknown option %s\n", a);
+        case ':':
+            fprintf(stderr, "picl: %s needs a value\n", argv[optind - 1]);
+            return -1;
+        default:
+            fprintf(stderr, "picl: unknown option %s (see picl --help)\n", argv[optind - 1]);
             return -1;
         }
-        if (*nwords < 8)
-            words[(*nwords)++] = a;
+    }
+    for (int i = optind; i < argc; i++) {
+        if (*nwords == 10) {
+            fprintf(stderr, "picl: too many arguments\n");
+            return -1;
+        }
+        words[(*nwords)++] = argv[i];
     }
     return 0;
 }
 
+/* mkdir -p: the parts it creates are 0700.  0, or -1 with errno. */
+static int mkdirs(const char *path)
+{
+    char buf[4096];
+    size_t n = strlen(path);
+    if (!n || n >= sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] == '/' || buf[i] == 0) {
+            char c = buf[i];
+            buf[i] = 0;
+            if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+                return -1;
+            buf[i] = c;
+        }
+    }
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return -1;
+    if (!S_ISDIR(sb.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}
+
+/* One rule: the state is --state DIR, else $XDG_DATA_HOME/picl, else
+ * ~/.local/share/picl; --profile never moves it. */
 static const char *default_state(const cli_opts *o, char *buf, size_t cap)
 {
     if (o->state)
         return o->state;
-    if (o->profile) {
-        snprintf(buf, cap, "%s/picl", o->profile);
-        return buf;
-    }
     const char *x = getenv("XDG_DATA_HOME");
     if (x && *x) {
         snprintf(buf, cap, "%s/picl", x);
         return buf;
     }
     const char *h = getenv("HOME");
-    snprintf(buf, cap, "%s/.local/share", h && *h ? h : ".");
-    mkdir(buf, 0700);
     snprintf(buf, cap, "%s/.local/share/picl", h && *h ? h : ".");
     return buf;
+}
+
+/* picl help COMMAND / picl COMMAND --help: that command's lines of the usage. */
+static int command_help(const char *word)
+{
+    int found = 0, in = 0;
+    const char *line = USAGE;
+    size_t wl = strlen(word);
+    while (*line) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        int starts = len > 2 + wl && !strncmp(line, "  ", 2) && !strncmp(line + 2, word, wl) &&
+                     (line[2 + wl] == ' ' || line[2 + wl] == '\n');
+        int cont = len > 10 && !strncmp(line, "          ", 10);
+        in = starts || (in && cont);
+        if (in) {
+            printf("%.*s\n", (int)len, line);
+            found = 1;
+        }
+        line += len + (end ? 1 : 0);
+    }
+    if (!found) {
+        fprintf(stderr, "picl: no command '%s' (see picl --help)\n", word);
+        return CLI_USAGE;
+    }
+    printf("\nOptions for every command: picl --help.  See picl(1) for details.\n");
+    return CLI_OK;
 }
 
 int main(int argc, char **argv)
 {
     cli_opts o;
     memset(&o, 0, sizeof o);
-    const char *w[8];
-    int nw = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(USAGE, stdout);
-            return CLI_OK;
-        }
-        if (!strcmp(argv[i], "--version")) {
-            printf("picl 0.1.0\n");
-            return CLI_OK;
-        }
-    }
-    if (parse(argc, argv, &o, w, &nw) != 0)
+    const char *w[10];
+    int nw = 0, help = 0, version = 0;
+    if (parse(argc, argv, &o, w, &nw, &help, &version) != 0)
         return CLI_USAGE;
+    if (version) {
+        printf("picl 0.1.0\n");
+        return CLI_OK;
+    }
+    if (help)
+        return nw && strcmp(w[0], "help") ? command_help(w[0]) : (fputs(USAGE, stdout), CLI_OK);
     static char code[256];
     if (o.code) { /* codes pasted from a mail may carry spaces or a CR */
         size_t n = 0;
@@ -577,33 +876,16 @@ int main(int argc, char **argv)
     }
     const char *cmd = w[0];
     if (!strcmp(cmd, "help")) {
-        if (nw < 2) {
-            fputs(USAGE, stdout);
-            return CLI_OK;
-        }
-        /* picl help COMMAND: that command's lines of the usage text */
-        int found = 0, in = 0;
-        const char *line = USAGE;
-        while (*line) {
-            const char *end = strchr(line, '\n');
-            size_t len = end ? (size_t)(end - line) : strlen(line);
-            size_t wl = strlen(w[1]);
-            int starts = len > 2 + wl && !strncmp(line, "  ", 2) && !strncmp(line + 2, w[1], wl) &&
-                         (line[2 + wl] == ' ' || line[2 + wl] == '\n');
-            int cont = len > 10 && !strncmp(line, "          ", 10);
-            in = starts || (in && cont);
-            if (in) {
-                printf("%.*s\n", (int)len, line);
-                found = 1;
-            }
-            line += len + (end ? 1 : 0);
-        }
-        if (!found) {
-            fprintf(stderr, "picl: no command '%s' (see picl --help)\n", w[1]);
+        if (nw > 2) {
+            fprintf(stderr, "picl: usage: picl help [COMMAND]\n");
             return CLI_USAGE;
         }
-        printf("\nSee picl(1) for details.\n");
-        return CLI_OK;
+        return nw < 2 ? (fputs(USAGE, stdout), CLI_OK) : command_help(w[1]);
+    }
+    if ((!strcmp(cmd, "server") || !strcmp(cmd, "demo")) && nw > 1) {
+        fprintf(stderr, "picl: unexpected argument '%s' (usage: picl %s)\n", w[1],
+                !strcmp(cmd, "server") ? "server [--data DIR] [--listen HOST:PORT]" : "demo");
+        return CLI_USAGE;
     }
     if (!strcmp(cmd, "server"))
         return cli_server(&o);
@@ -615,19 +897,42 @@ int main(int argc, char **argv)
         fprintf(stderr, "picl: unknown command '%s' (see picl --help)\n", cmd);
         return CLI_USAGE;
     }
-    if ((!strcmp(cmd, "account") || !strcmp(cmd, "password")) && nw < 2) {
-        fprintf(stderr, "picl: '%s' needs a subcommand (see picl --help)\n", cmd);
+    int subs = !strcmp(cmd, "account") || !strcmp(cmd, "password");
+    if (subs && nw < 2) {
+        fprintf(stderr, "picl: '%s' needs a subcommand (see picl %s --help)\n", cmd, cmd);
         return CLI_USAGE;
     }
-    for (int i = 1; i < nw && i - 1 < 8; i++)
+    for (int i = subs ? 2 : 1; i < nw && o.nargs < 8; i++)
         o.args[o.nargs++] = (char *)w[i];
+    if ((!strcmp(cmd, "logout") || !strcmp(cmd, "status")) && too_many(&o, 0, cmd))
+        return CLI_USAGE;
+    if (o.profile) {
+        struct stat sb;
+        if (stat(o.profile, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "picl: the profile directory %s %s\n", o.profile,
+                    stat(o.profile, &sb) != 0 ? "does not exist" : "is not a directory");
+            return CLI_LOCAL;
+        }
+    }
     char sbuf[4096];
     const char *state = default_state(&o, sbuf, sizeof sbuf);
+    if (mkdirs(state) != 0) {
+        fprintf(stderr, "picl: cannot use %s for the local state: %s\n", state, strerror(errno));
+        return CLI_LOCAL;
+    }
+    if (o.profile && !o.state) {
+        char old[4200];
+        struct stat sb;
+        snprintf(old, sizeof old, "%s/picl/state.json", o.profile);
+        if (stat(old, &sb) == 0)
+            fprintf(stderr, "picl: note: %s is the state of an older picl; the state is now in %s "
+                            "(--state %s/picl keeps using the old one)\n", old, state, o.profile);
+    }
     picl_service *svc = NULL;
     picl_status st = picl_service_create(state, &svc);
     if (st != PICL_OK) {
         fprintf(stderr, "picl: cannot open the local state in %s: %s\n", state, picl_strerror(st));
-        return cli_exit_code(st) == CLI_USAGE ? CLI_LOCAL : cli_exit_code(st);
+        return cli_exit_code(st) == CLI_USAGE || st == PICL_ERROR_NSS_INIT ? CLI_LOCAL : cli_exit_code(st);
     }
     if (o.strict)
         picl_service_set_persist_keys(svc, 0);
@@ -639,19 +944,22 @@ int main(int argc, char **argv)
 #endif
     int rc;
     if (!strcmp(cmd, "account"))
-        rc = cmd_account(&o, svc, w[1]);
+        rc = cmd_account(&o, svc, w[1], state);
     else if (!strcmp(cmd, "login"))
-        rc = cmd_login(&o, svc);
+        rc = cmd_login(&o, svc, state);
     else if (!strcmp(cmd, "logout"))
         rc = (st = picl_service_sign_out(svc)) == PICL_OK ? ok_line(&o, "signed out") : cli_fail(&o, svc, st);
     else if (!strcmp(cmd, "status"))
         rc = cmd_status(&o, svc);
     else if (!strcmp(cmd, "password"))
-        rc = cmd_password(&o, svc, w[1]);
+        rc = cmd_password(&o, svc, w[1], state);
     else if (!strcmp(cmd, "class"))
         rc = cmd_class(&o, svc);
     else
-        rc = cmd_sync(&o, svc);
+        rc = cmd_sync(&o, svc, state);
     picl_service_release(svc);
+    if (rc != CLI_OK)
+        restore_state();
+    free(saved_state.text);
     return rc;
 }

@@ -119,7 +119,8 @@ int cli_server(const cli_opts *o)
         rc = st == PICL_ERROR_NETWORK ? CLI_NETWORK : CLI_FAILURE;
     } else {
         /* one line a script can wait for */
-        printf("picl server: listening on %s (keyserver %s/v1, storage %s/1.5, data %s)\n", node, node, node, data);
+        printf("picl server: listening on %s (clients: --server %s; keyserver API under /v1, storage under "
+               "/1.5; data in %s)\n", node, node, data);
         fflush(stdout);
         int sig = 0;
         sigwait(&set, &sig);

@@ -167,6 +167,11 @@ picl_status picl__account_login(picl_ks_client *c, const char *email, size_t ema
                 picl__xor(out->kb, wrap, unwrap, 32);
                 out->have_keys = 1;
             }
+        } else {
+            /* unverified: the keys come later, from this token */
+            memcpy(out->kft, kft, 32);
+            memcpy(out->unwrap, unwrap, 32);
+            out->have_kft = 1;
         }
     }
     if (rc != PICL_OK)
@@ -174,6 +179,24 @@ picl_status picl__account_login(picl_ks_client *c, const char *email, size_t ema
     picl__wipe(auth, sizeof auth);
     picl__wipe(unwrap, sizeof unwrap);
     picl__wipe(kft, sizeof kft);
+    picl__wipe(wrap, sizeof wrap);
+    return rc;
+}
+
+picl_status picl__account_keys_from_token(picl_ks_client *c, const uint8_t kft[32],
+                                          const uint8_t unwrap[32], uint8_t ka[32], uint8_t kb[32])
+{
+    uint8_t wrap[32];
+    memset(ka, 0, 32);
+    memset(kb, 0, 32);
+    if (!c || !kft || !unwrap)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    memset(wrap, 0, sizeof wrap);
+    picl_status rc = picl__ksc_account_keys(c, kft, ka, wrap);
+    if (rc == PICL_OK)
+        picl__xor(kb, wrap, unwrap, 32);
+    else
+        picl__wipe(ka, 32);
     picl__wipe(wrap, sizeof wrap);
     return rc;
 }

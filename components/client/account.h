@@ -31,6 +31,12 @@ typedef struct picl_account {
     int have_keys;                /* kA and kB fetched (needs a verified email) */
     uint8_t ka[32];
     uint8_t kb[32];
+    /* An unverified sign-in keeps what fetches the keys later without the
+     * password (client.md section 7): the keyFetchToken (24 h, single use)
+     * and the password's unwrapBKey.  Secrets like kB. */
+    int have_kft;
+    uint8_t kft[32];
+    uint8_t unwrap[32];
 } picl_account;
 
 void picl__account_wipe(picl_account *a);
@@ -53,15 +59,21 @@ picl_status picl__account_verify(picl_ks_client *c, const char *uid, const char 
  * floor with PICL_ERROR_WEAK_PARAMS, unknown type PICL_ERROR_UNSUPPORTED)
  * -> SRP -> auth/finish -> session/create -> (when verified) account/keys,
  * kB = wrapKb xor unwrapBKey.  An unverified account signs in with
- * have_keys = 0.  *out is filled on PICL_OK, zeroed otherwise.
+ * have_keys = 0 and have_kft = 1 (keyFetchToken and unwrapBKey kept for
+ * picl__account_keys_from_token()).  *out is filled on PICL_OK, zeroed
+ * otherwise.
  */
 picl_status picl__account_login(picl_ks_client *c, const char *email, size_t emaillen,
                                 const char *password, size_t pwlen,
                                 const picl_stretch_params *floor, picl_account *out);
 
-/* Fetches kA/kB for a signed-in account whose email became verified:
- * needs the password again (kB is never stored server-side). */
-#define picl__account_fetch_keys picl__account_login
+/* Fetches kA and kB with a keyFetchToken kept from an unverified sign-in:
+ * account/keys, kB = wrapKb xor unwrap.  The server consumes the token even
+ * when it fails, so call it only once the email is known to be verified.
+ * PICL_ERROR_TOKEN: the token expired or was used (the password is needed);
+ * PICL_ERROR_UNVERIFIED: still unverified.  ka/kb are zeroed on failure. */
+picl_status picl__account_keys_from_token(picl_ks_client *c, const uint8_t kft[32],
+                                          const uint8_t unwrap[32], uint8_t ka[32], uint8_t kb[32]);
 
 /* session/destroy, then wipes the session from *a. */
 picl_status picl__account_logout(picl_ks_client *c, picl_account *a);

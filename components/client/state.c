@@ -121,6 +121,11 @@ picl_status picl__state_load(picl_state **out, const char *dir, int persist_keys
     } else if (sdr_field(o, "kA", st->ka, 32)) {
         st->has_ka = 1;
     }
+    if (sdr_field(o, "pending_keys", keys, 64)) {
+        memcpy(st->kft, keys, 32);
+        memcpy(st->unwrap, keys + 32, 32);
+        st->has_kft = 1;
+    }
     picl__wipe(keys, sizeof keys);
     const char *tok = json_string_value(json_object_get(o, "storage_token"));
     if (tok) {
@@ -178,6 +183,13 @@ picl_status picl__state_save(const picl_state *st)
     } else if (rc == PICL_OK && st->has_ka) {
         rc = put_sdr(o, "kA", st->ka, 32); /* strict mode: kB stays in memory */
     }
+    if (rc == PICL_OK && st->has_kft && st->persist_keys) {
+        uint8_t pend[64];
+        memcpy(pend, st->kft, 32);
+        memcpy(pend + 32, st->unwrap, 32);
+        rc = put_sdr(o, "pending_keys", pend, 64);
+        picl__wipe(pend, sizeof pend);
+    }
     if (rc == PICL_OK && st->storage_token) {
         char *t = json_dumps(st->storage_token, JSON_COMPACT);
         if (!t)
@@ -200,8 +212,16 @@ picl_status picl__state_save(const picl_state *st)
     return rc;
 }
 
+void picl__state_drop_kft(picl_state *st)
+{
+    picl__wipe(st->kft, sizeof st->kft);
+    picl__wipe(st->unwrap, sizeof st->unwrap);
+    st->has_kft = 0;
+}
+
 void picl__state_sign_out(picl_state *st)
 {
+    picl__state_drop_kft(st);
     picl__wipe(st->session, sizeof st->session);
     picl__wipe(st->ka, sizeof st->ka);
     picl__wipe(st->kb, sizeof st->kb);

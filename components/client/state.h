@@ -21,6 +21,11 @@ typedef struct picl_state {
     int has_session;
     uint8_t ka[32], kb[32];
     int has_ka, has_kb;
+    /* After signing up (unverified): the keyFetchToken and unwrapBKey that
+     * fetch kA/kB once the email is verified (client.md section 7).  As
+     * secret as kB: SDR-encrypted when persist_keys, else memory only. */
+    uint8_t kft[32], unwrap[32];
+    int has_kft;
     json_t *storage_token;  /* {id, key, api_endpoint, uid, expires}, memory + SDR */
     json_t *collections;    /* name -> {"lastSync": "T.tt", "syncID": "...", "enabled": bool} */
     uint64_t classmap_version; /* the highest class map version accepted (never goes down) */
@@ -39,12 +44,16 @@ typedef struct picl_state {
 picl_status picl__state_load(picl_state **out, const char *dir, int persist_keys);
 
 /* Writes DIR/state.json atomically (0600).  kA, the session and the storage
- * token are SDR-encrypted; kB too when persist_keys, else it is not written. */
+ * token are SDR-encrypted; kB and the pending keyFetchToken/unwrapBKey too
+ * when persist_keys, else they are not written. */
 picl_status picl__state_save(const picl_state *st);
 
 /* Forgets the account: secrets wiped, uid/email/tokens/cursors/class map
  * cleared; the endpoints are kept. */
 void picl__state_sign_out(picl_state *st);
+
+/* Forgets the pending keyFetchToken and unwrapBKey (wiped). */
+void picl__state_drop_kft(picl_state *st);
 
 /* Wipes secrets and frees (NULL-safe). */
 void picl__state_free(picl_state *st);

@@ -128,13 +128,27 @@ START_TEST(unverified_login_has_no_keys)
     memset(wrong, '0', 64);
     wrong[64] = 0;
     ck_assert_int_eq(picl__account_verify(cl, uid, wrong), PICL_ERROR_INVALID_CODE);
+    /* the unverified sign-in kept a keyFetchToken and unwrapBKey */
+    ck_assert(a.have_kft && !picl__iszero_ct(a.kft, 32) && !picl__iszero_ct(a.unwrap, 32));
+    picl_account a2;
+    login(PW, &a2);
+    uint8_t ka[32], kb[32];
+    /* too early: refused (and the server burns that token) */
+    ck_assert_int_eq(picl__account_keys_from_token(cl, a2.kft, a2.unwrap, ka, kb), PICL_ERROR_UNVERIFIED);
+    ck_assert(picl__iszero_ct(ka, 32) && picl__iszero_ct(kb, 32));
     ck_assert_int_eq(picl__account_verify(cl, uid, code), PICL_OK);
+    /* once verified: the keys without the password, the same as a password sign-in's */
+    ck_assert_int_eq(picl__account_keys_from_token(cl, a.kft, a.unwrap, ka, kb), PICL_OK);
     picl_account b;
-    ck_assert_int_eq(picl__account_fetch_keys(cl, EMAIL, strlen(EMAIL), PW, strlen(PW),
-                                              tuks_params(), &b),
-                     PICL_OK);
-    ck_assert(b.have_keys);
+    login(PW, &b);
+    ck_assert(b.have_keys && !b.have_kft);
+    ck_assert_mem_eq(ka, b.ka, 32);
+    ck_assert_mem_eq(kb, b.kb, 32);
+    /* single use */
+    ck_assert_int_eq(picl__account_keys_from_token(cl, a.kft, a.unwrap, ka, kb), PICL_ERROR_TOKEN);
+    ck_assert_int_eq(picl__account_keys_from_token(cl, a2.kft, a2.unwrap, ka, kb), PICL_ERROR_TOKEN);
     picl__account_wipe(&a);
+    picl__account_wipe(&a2);
     picl__account_wipe(&b);
 }
 END_TEST

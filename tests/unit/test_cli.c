@@ -54,19 +54,19 @@ static json_t *status_json(const char *state)
 START_TEST(test_story)
 {
     char out[8192], code[128];
-    ck_assert_int_eq(run(out, sizeof out, "PICL_PASSWORD='pw 1' %s --state s1 account create --server %s --email u@x.org",
+    ck_assert_int_eq(run(out, sizeof out, "PICL_PASSWORD='password 1' %s --state s1 account create --server %s --email u@x.org",
                          picl, url), 0);
     ck_assert_ptr_nonnull(strstr(out, "account created"));
     /* a second create of the same email: an authentication-class failure */
-    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=pw %s --state s0 account create --server %s --email u@x.org 2>/dev/null",
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=password1 %s --state s0 account create --server %s --email u@x.org 2>/dev/null",
                          picl, url), 3);
     mail_code("u@x.org", "X-Verify-Code", code, sizeof code);
     ck_assert_uint_eq(strlen(code), 64);
     ck_assert_int_eq(run(NULL, 0, "%s --state s1 account verify --code %s", picl, code), 0);
     ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=wrong %s --state s1 login --email u@x.org 2>/dev/null", picl), 3);
-    ck_assert_int_eq(run(NULL, 0, "echo 'pw 1' > pwfile && %s --state s1 login --email u@x.org --password-file pwfile",
+    ck_assert_int_eq(run(NULL, 0, "echo 'password 1' > pwfile && %s --state s1 login --email u@x.org --password-file pwfile",
                          picl), 0);
-    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD='pw 1' %s --state s2 login --server %s --email u@x.org", picl, url), 0);
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD='password 1' %s --state s2 login --server %s --email u@x.org", picl, url), 0);
     json_t *a = status_json("s1"), *b = status_json("s2");
     ck_assert(json_is_true(json_object_get(a, "verified")));
     ck_assert_str_eq(json_string_value(json_object_get(a, "uid")), json_string_value(json_object_get(b, "uid")));
@@ -97,9 +97,9 @@ START_TEST(test_story)
     ck_assert_int_eq(run(NULL, 0, "%s --state s2 password forgot --server %s --email u@x.org", picl, url), 0);
     mail_code("u@x.org", "X-Recovery-Code", code, sizeof code);
     ck_assert_uint_eq(strlen(code), 8);
-    ck_assert_int_eq(run(NULL, 0, "PICL_NEW_PASSWORD='pw 2' %s --state s2 password reset --code 00000000 2>/dev/null",
+    ck_assert_int_eq(run(NULL, 0, "PICL_NEW_PASSWORD='password 2' %s --state s2 password reset --code 00000000 2>/dev/null",
                          picl), 3);
-    ck_assert_int_eq(run(NULL, 0, "PICL_NEW_PASSWORD='pw 2' %s --state s2 password reset --code %s", picl, code), 0);
+    ck_assert_int_eq(run(NULL, 0, "PICL_NEW_PASSWORD='password 2' %s --state s2 password reset --code %s", picl, code), 0);
     json_t *c = status_json("s2");
     ck_assert_str_eq(json_string_value(json_object_get(a, "kA_fp")), json_string_value(json_object_get(c, "kA_fp")));
     ck_assert_str_ne(json_string_value(json_object_get(a, "kB_fp")), json_string_value(json_object_get(c, "kB_fp")));
@@ -110,16 +110,16 @@ START_TEST(test_story)
     ck_assert_int_eq(run(out, sizeof out, "%s --state s1 sync --store-dir f1 2>&1", picl), 3);
     ck_assert_ptr_nonnull(strstr(out, "sign in again"));
     /* change password keeps kB */
-    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD='pw 2' PICL_NEW_PASSWORD='pw 3' %s --state s2 password change", picl),
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD='password 2' PICL_NEW_PASSWORD='password 3' %s --state s2 password change", picl),
                      0);
     json_t *d = status_json("s2");
     ck_assert_str_eq(json_string_value(json_object_get(c, "kB_fp")), json_string_value(json_object_get(d, "kB_fp")));
     ck_assert_int_eq(run(NULL, 0, "%s --state s2 logout", picl), 0);
     json_t *e = status_json("s2");
     ck_assert(json_is_false(json_object_get(e, "signedIn")));
-    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD='pw 3' %s --state s2 login --email u@x.org", picl), 0);
-    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD='pw 3' %s --state s2 account destroy", picl), 0);
-    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD='pw 3' %s --state s2 login --email u@x.org 2>/dev/null", picl), 3);
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD='password 3' %s --state s2 login --email u@x.org", picl), 0);
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD='password 3' %s --state s2 account destroy", picl), 0);
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD='password 3' %s --state s2 login --email u@x.org 2>/dev/null", picl), 3);
     json_decref(a);
     json_decref(b);
     json_decref(c);
@@ -142,12 +142,12 @@ static void server_kids(char *out, size_t cap)
 START_TEST(test_move_killed_at_each_step)
 {
     char out[8192], code[128];
-    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=pw %s --state s1 --quiet account create --server %s --email k@x.org",
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=password1 %s --state s1 --quiet account create --server %s --email k@x.org",
                          picl, url), 0);
     mail_code("k@x.org", "X-Verify-Code", code, sizeof code);
     ck_assert_int_eq(run(NULL, 0, "%s --state s1 account verify --code %s", picl, code), 0);
-    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=pw %s --state s1 -q login --email k@x.org", picl), 0);
-    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=pw %s --state s2 -q login --server %s --email k@x.org", picl, url), 0);
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=password1 %s --state s1 -q login --email k@x.org", picl), 0);
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=password1 %s --state s2 -q login --server %s --email k@x.org", picl, url), 0);
     ck_assert_int_eq(run(NULL, 0, "mkdir f1 f2 && python3 -c 'import json; print(json.dumps([{\"id\": \"bm%%09d\" %% i, "
                                   "\"type\": \"bookmark\", \"parentid\": \"menu\", \"title\": str(i)} "
                                   "for i in range(30)]))' > f1/bookmarks.json"), 0);

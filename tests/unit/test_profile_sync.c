@@ -19,7 +19,7 @@ static tucli T;
 #define url (T.url)
 #define picl (T.picl)
 
-#define run(out, cap, ...) tucli_run(&T, (out), (cap), "export PICL_PASSWORD=pw && ", __VA_ARGS__)
+#define run(out, cap, ...) tucli_run(&T, (out), (cap), "export PICL_PASSWORD=password1 && ", __VA_ARGS__)
 
 static void setup(void)
 {
