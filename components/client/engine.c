@@ -662,7 +662,15 @@ picl_status picl__eng_rekey_after_reset(picl_engine *e, const char *c, const pic
                 record_failure(e, c, id, why);
             json_array_append_new(dead, json_string(id));
         }
+        size_t total = json_array_size(bsos);
         json_decref(bsos);
+        if (st == PICL_OK && total > 0 && json_array_size(dead) == total) {
+            /* the usual case: all of it was class B under the old kB, one request */
+            st = picl__stc_delete(e->stc, c, NULL, 0, -1, NULL);
+            if (st == PICL_ERROR_NOT_FOUND)
+                st = PICL_OK;
+            json_array_clear(dead);
+        }
         if (st == PICL_OK && json_array_size(records)) {
             st = encrypt_bsos(e, c, to, records, &out);
             picl_stc_post_result pr = {0};

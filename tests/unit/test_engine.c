@@ -655,6 +655,57 @@ START_TEST(test_password_reset_elsewhere)
 }
 END_TEST
 
+/* After a reset the server's unverifiable map can only make a class
+ * stronger: claiming history is class B moves it to B (its class-A
+ * records re-encrypted under the new kB, nothing lost), and claiming
+ * passwords is class A changes nothing. */
+START_TEST(test_reset_rebuild_only_strengthens)
+{
+    device d1, d2, d3;
+    dev_open(&d1, KB);
+    put(d1.hi, HI1);
+    put(d1.pw, PW1);
+    sync_ok(&d1);
+    ANCHOR.current_epoch = 2; /* the password was reset */
+    json_t *map = server_payload("meta", "classes");
+    json_t *cols = json_object_get(map, "collections");
+    json_object_set_new(json_object_get(cols, "history"), "class", json_string("B"));
+    json_object_set_new(json_object_get(cols, "passwords"), "class", json_string("A"));
+    char *text = json_dumps(map, JSON_COMPACT | JSON_SORT_KEYS);
+    server_put("meta", "classes", text);
+    free(text);
+    json_decref(map);
+    uint8_t kb2[32];
+    memset(kb2, 0x55, 32);
+    dev_open(&d2, kb2);
+    json_t *sum;
+    char err[256];
+    ck_assert_int_eq(dev_sync(&d2, &sum, err), PICL_OK);
+    ck_assert_int_eq(total_failed(sum), 0);
+    json_decref(sum);
+    map = server_payload("meta", "classes");
+    ck_assert_str_eq(map_class(map, "history"), "B");
+    ck_assert_str_eq(map_class(map, "passwords"), "B");
+    ck_assert_str_eq(map_class(map, "bookmarks"), "A");
+    json_decref(map);
+    json_t *p = server_payload("history", "hi1_________");
+    ck_assert_str_eq(json_string_value(json_object_get(p, "kid")), "B:2"); /* re-encrypted, not deleted */
+    json_decref(p);
+    json_t *h = get(d2.hi, "hi1_________");
+    ck_assert_ptr_nonnull(h);
+    json_decref(h);
+    ck_assert_ptr_null(server_payload("passwords", "{pw-1}")); /* under the old kB: gone */
+    dev_open(&d3, kb2);
+    ck_assert_int_eq(dev_sync(&d3, &sum, err), PICL_OK);
+    ck_assert_int_eq(total_failed(sum), 0);
+    json_decref(sum);
+    assert_same_store(d2.hi, d3.hi);
+    dev_close(&d1);
+    dev_close(&d2);
+    dev_close(&d3);
+}
+END_TEST
+
 /* A device that crashed (or lost the keyserver) between its two writes
  * left a valid map newer than the anchor: the next device accepts and
  * registers it.  A device whose key epoch is unknown (a state from before
@@ -954,6 +1005,7 @@ int main(void)
     tcase_add_test(tc, test_class_map_attacks);
     tcase_add_test(tc, test_move_and_resume);
     tcase_add_test(tc, test_password_reset_elsewhere);
+    tcase_add_test(tc, test_reset_rebuild_only_strengthens);
     tcase_add_test(tc, test_anchor_newer_map_and_unknown_epoch);
     tcase_add_test(tc, test_strict_mode_locks_class_b);
     tcase_add_test(tc, test_malicious_records);
