@@ -1,6 +1,7 @@
 /* engine.h -- the sync algorithm of client.md section 3 with the security
  * classes of records.md: meta/global, the signed class map, per-collection
- * download / reconcile / apply / upload, class moves, password-reset repair. */
+ * download / reconcile / apply / upload, class moves, the class map anchor
+ * and the rebuild after a password reset. */
 #ifndef PICL_CLIENT_ENGINE_H
 #define PICL_CLIENT_ENGINE_H
 
@@ -53,8 +54,9 @@ void picl__engine_done(picl_engine *e);
 /*
  * Syncs each store's collection (stores[i]->collection).  summary (an
  * object, borrowed) receives {collection: {"downloaded", "applied",
- * "uploaded", "failed", "status"}} and "keys_changed" when a password reset
- * elsewhere made class B unreadable.  Records refused by an integrity check
+ * "uploaded", "failed", "status"}}, and "keys_changed" plus "class_b" (the
+ * class-B collections, for the user) when this device rebuilt the class map
+ * after a password reset.  Records refused by an integrity check
  * (MAC, kid, id, not JSON) are never applied, the rest is, and they are
  * listed in e->failures (and told to the observer, phase "integrity"); the
  * run still returns PICL_OK for them: the caller decides (the service
