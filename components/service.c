@@ -514,7 +514,12 @@ static picl_status do_sync(service *s, const char *const *colls, size_t n, char 
             if (e.failures)
                 json_array_extend(failed, e.failures);
             moved = st != PICL_OK && picl__stc_node_changed(c.stc);
-            if (st != PICL_OK)
+            const picl_stc_result *lr = picl__stc_last(c.stc);
+            if (st == PICL_ERROR_BACKOFF && lr->backoff_s > 0)
+                picl__svc_done(s, st, "the storage server asks to wait %lld s before the next sync%s",
+                               (long long)lr->backoff_s,
+                               lr->backoff_capped ? " (it asked for more than a day: capped)" : "");
+            else if (st != PICL_OK)
                 picl__svc_done(s, st, "%s", *e.error ? e.error : picl_strerror(st));
             picl__engine_done(&e);
         }

@@ -269,6 +269,25 @@ START_TEST(test_destroy_deletes_storage_first)
 }
 END_TEST
 
+/* A node that asks the client to wait: the sync stops with the delay in its
+ * message; a delay of years is capped at a day, and said so. */
+START_TEST(test_backoff_reported_and_capped)
+{
+    picl_service *d = signed_in_device();
+    storage_server_set_unavailable(n1.srv, 30);
+    ck_assert_int_eq(picl_service_sync(d, "bookmarks", NULL), PICL_ERROR_BACKOFF);
+    ck_assert_msg(strstr(picl_service_last_error(d), "wait 30 s") != NULL, "%s", picl_service_last_error(d));
+    storage_server_set_unavailable(n1.srv, 2000000000);
+    ck_assert_int_eq(picl_service_sync(d, "bookmarks", NULL), PICL_ERROR_BACKOFF);
+    ck_assert_msg(strstr(picl_service_last_error(d), "wait 86400 s") != NULL &&
+                      strstr(picl_service_last_error(d), "capped") != NULL,
+                  "%s", picl_service_last_error(d));
+    storage_server_set_unavailable(n1.srv, 0);
+    ck_assert_int_eq(picl_service_sync(d, "bookmarks", NULL), PICL_OK);
+    picl_service_release(d);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("storage_nodes");
@@ -277,6 +296,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_node_reassignment);
     tcase_add_test(tc, test_destroy_deletes_storage_first);
+    tcase_add_test(tc, test_backoff_reported_and_capped);
     suite_add_tcase(s, tc);
     return s;
 }
