@@ -17,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -815,6 +817,79 @@ START_TEST(files_are_private)
 }
 END_TEST
 
+/* ---- the same through the real `picl server` process --------------------- */
+
+/* `picl server` on an existing world-readable data directory, umask 022:
+ * the keyserver's files are private, a 16 KiB+ body is refused from the
+ * headers, and the log line of a hostile target is escaped. */
+START_TEST(picl_server_process)
+{
+    const char *b = getenv("PICL_BUILD");
+    char bin[600], dir[] = "/tmp/picl-ks-srv-XXXXXX", data[200], outf[200], logf[200];
+    snprintf(bin, sizeof bin, "%s/picl", b && *b ? b : "build");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(data, sizeof data, "%s/data", dir);
+    snprintf(outf, sizeof outf, "%s/out", dir);
+    snprintf(logf, sizeof logf, "%s/log", dir);
+    ck_assert_int_eq(mkdir(data, 0755), 0);
+    ck_assert_int_eq(chmod(data, 0755), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        umask(022);
+        if (!freopen(outf, "w", stdout) || !freopen(logf, "w", stderr))
+            _exit(126);
+        setenv("PICL_TEST_STRETCH_FLOOR", "cheap", 1);
+        execl(bin, "picl", "server", "--data", data, "--listen", "127.0.0.1:0", (char *)NULL);
+        _exit(127);
+    }
+    tuks_srv ps;
+    memset(&ps, 0, sizeof ps);
+    for (int i = 0; i < 100 && !ps.port; i++) {
+        usleep(100000);
+        FILE *f = fopen(outf, "r");
+        char line[512];
+        const char *h;
+        if (f && fgets(line, sizeof line, f) && (h = strstr(line, "http://127.0.0.1:")))
+            ps.port = (unsigned)strtoul(h + 17, NULL, 10);
+        if (f)
+            fclose(f);
+    }
+    ck_assert_uint_gt(ps.port, 0);
+    snprintf(ps.base, sizeof ps.base, "http://127.0.0.1:%u", ps.port);
+    snprintf(ps.dir, sizeof ps.dir, "%s", data);
+
+    tuks_account(&ps, VICTIM, PW_VICTIM, 1, NULL);
+    ck_assert_uint_eq(mode_of(data, "keyserver.db"), 0600);
+    ck_assert_uint_eq(mode_of(data, "keyserver.db-wal"), 0600);
+    ck_assert_uint_eq(mode_of(data, "keyserver.db-shm"), 0600);
+    const char *req = "POST /v1/account/create HTTP/1.1\r\nHost: a\r\n"
+                      "Content-Type: application/json\r\nContent-Length: 16385\r\n\r\n";
+    ck_assert_int_eq(raw_status(ps.port, req, strlen(req), 5000), 413);
+    /* a keyserver route (its hooks log it), a terminal title escape in the query */
+    const char evil[] = "GET /v1/account/keys?\x1b]0;owned\x07 HTTP/1.1\r\nHost: a\r\n"
+                        "Connection: close\r\n\r\n";
+    ck_assert_int_eq(raw_status(ps.port, evil, sizeof evil - 1, 5000), 401);
+
+    kill(pid, SIGTERM);
+    int st;
+    waitpid(pid, &st, 0);
+    FILE *f = fopen(logf, "r");
+    ck_assert_ptr_nonnull(f);
+    char log[8192];
+    size_t n = fread(log, 1, sizeof log - 1, f);
+    fclose(f);
+    log[n] = 0;
+    ck_assert_msg(strstr(log, "keyserver GET /v1/account/keys?\\x1b]0;owned\\x07 401"), "%s",
+                  log);
+    ck_assert_ptr_null(memchr(log, 0x1b, n));
+    ck_assert_ptr_null(memchr(log, 0x07, n));
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 /* ---- secrets in jansson objects are wiped -------------------------------- */
 
 START_TEST(json_secrets_wiped)
@@ -876,6 +951,7 @@ static Suite *suite(void)
     tcase_add_test(tc, log_lines_escape_the_request_target);
     tcase_add_test(tc, files_are_private);
     tcase_add_test(tc, json_secrets_wiped);
+    tcase_add_test(tc, picl_server_process);
     suite_add_tcase(s, tc);
     return s;
 }
