@@ -205,6 +205,106 @@ START_TEST(test_usage)
 }
 END_TEST
 
+
+/* A new user's rough edges: each one a usage error with a clear message, and
+ * nothing lost or changed on the way. */
+START_TEST(test_friction)
+{
+    char out[8192], nohooks[600];
+    /* each command has its own --help */
+    ck_assert_int_eq(run(out, sizeof out, "%s sync --help", picl), 0);
+    ck_assert_ptr_nonnull(strstr(out, "--store-dir"));
+    ck_assert_ptr_null(strstr(out, "account create"));
+    /* extra words are refused */
+    ck_assert_int_eq(run(out, sizeof out, "%s --state s0 status foo bar 2>&1", picl), 2);
+    ck_assert_ptr_nonnull(strstr(out, "unexpected argument 'foo'"));
+    ck_assert_int_eq(run(out, sizeof out, "%s --state s0 class get bookmarks extra 2>&1", picl), 2);
+    /* an option is never the value of another */
+    ck_assert_int_eq(run(out, sizeof out, "PICL_PASSWORD=password1 %s --state s0 login --email --server %s 2>&1",
+                         picl, url), 2);
+    ck_assert_ptr_nonnull(strstr(out, "--email needs a value, not the option --server"));
+    ck_assert_int_eq(run(NULL, 0, "test ! -e s0/state.json"), 0);
+    /* weak passwords and non-emails are refused before anything is sent */
+    ck_assert_int_eq(run(out, sizeof out, "PICL_PASSWORD=x %s --state s1 account create --server %s --email p@x.org 2>&1",
+                         picl, url), 2);
+    ck_assert_ptr_nonnull(strstr(out, "at least 8 characters"));
+    ck_assert_int_eq(run(out, sizeof out, "PICL_PASSWORD=password1 %s --state s1 account create --server %s "
+                                          "--email not-an-email 2>&1", picl, url), 2);
+    ck_assert_ptr_nonnull(strstr(out, "not an email address"));
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=x %s --state s9 login --server %s --email p@x.org 2>/dev/null",
+                         picl, url), 3); /* no such account was made */
+    /* the URL with /v1 (what an older banner showed) works */
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=password1 %s --state s1 -q account create --server %s/v1/ "
+                                  "--email p@x.org", picl, url), 0);
+    json_t *a = status_json("s1");
+    ck_assert_str_eq(json_string_value(json_object_get(a, "keyserver")), url);
+    ck_assert(json_is_true(json_object_get(a, "signedIn")));
+    json_decref(a);
+    /* a typo in login --server keeps the sign-in and the URL */
+    ck_assert_int_eq(run(out, sizeof out, "PICL_PASSWORD=password1 %s --state s1 login --server http://127.0.0.1:1 "
+                                          "--email p@x.org 2>&1", picl), 4);
+    ck_assert_ptr_nonnull(strstr(out, "nothing was changed"));
+    /* another server that answers, but the sign-in fails: the old state is back */
+    char other[160];
+    snprintf(other, sizeof other, "http://localhost:%s", strrchr(url, ':') + 1);
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=wrong-password %s --state s1 login --server %s --email p@x.org "
+                                  "2>/dev/null", picl, other), 3);
+    a = status_json("s1");
+    ck_assert_str_eq(json_string_value(json_object_get(a, "keyserver")), url);
+    ck_assert_str_eq(json_string_value(json_object_get(a, "email")), "p@x.org");
+    ck_assert(json_is_true(json_object_get(a, "signedIn")));
+    json_decref(a);
+    /* a too short new password changes nothing */
+    ck_assert_int_eq(run(out, sizeof out, "PICL_PASSWORD=password1 PICL_NEW_PASSWORD=short %s --state s1 password change "
+                                          "2>&1", picl), 2);
+    ck_assert_ptr_nonnull(strstr(out, "at least 8 characters"));
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=password1 %s --state s8 -q login --server %s --email p@x.org", picl,
+                         url), 0);
+    /* a sync failure is said once */
+    ck_assert_int_eq(run(NULL, 0, "mkdir -p f && echo '[]' > f/bookmarks.json"), 0);
+    ck_assert_int_eq(run(out, sizeof out, "%s --state s1 sync --store-dir f 2>&1 | grep -c 'verify the email'", picl),
+                     0);
+    ck_assert_str_eq(out, "1\n");
+    /* a missing profile is named; missing state parents are made 0700 */
+    ck_assert_int_eq(run(out, sizeof out, "%s --state s1 sync --profile /nonexistent 2>&1", picl), 6);
+    ck_assert_ptr_nonnull(strstr(out, "profile directory /nonexistent does not exist"));
+    ck_assert_int_eq(run(NULL, 0, "%s --state deep/er/st status >/dev/null && test \"$(stat -c %%a deep/er)\" = 700",
+                         picl), 0);
+    /* the production command (compiled without PICL_TEST_HOOKS) ignores the
+     * test-only cheap stretching: the account gets the real parameters */
+    snprintf(nohooks, sizeof nohooks, "%s-nohooks", picl);
+    ck_assert_int_eq(run(NULL, 0, "test -x %s", nohooks), 0);
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=password1 %s --state s7 -q account create --server %s --email n@x.org",
+                         nohooks, url), 0);
+    ck_assert_int_eq(run(out, sizeof out, "sqlite3 data/keyserver.db \"SELECT CAST(email AS TEXT), scrypt_n FROM accounts "
+                                          "WHERE CAST(email AS TEXT) IN ('n@x.org', 'p@x.org') ORDER BY 1\""), 0);
+    ck_assert_str_eq(out, "n@x.org|65536\np@x.org|1024\n");
+}
+END_TEST
+
+/* Ctrl-C at the password prompt gives the terminal its echo back. */
+START_TEST(test_sigint_restores_echo)
+{
+    char out[512];
+    ck_assert_int_eq(run(out, sizeof out,
+                         "unset PICL_PASSWORD; python3 -c '\n"
+                         "import os, pty, signal, sys, termios\n"
+                         "pid, fd = pty.fork()\n"
+                         "if pid == 0:\n"
+                         "    os.execv(sys.argv[1], [sys.argv[1], \"--state\", \"sx\", \"login\", \"--email\", \"q@x.org\"])\n"
+                         "buf = b\"\"\n"
+                         "while b\"Password\" not in buf:\n"
+                         "    buf += os.read(fd, 100)\n"
+                         "off = not termios.tcgetattr(fd)[3] & termios.ECHO\n"
+                         "os.kill(pid, signal.SIGINT)\n"
+                         "_, st = os.waitpid(pid, 0)\n"
+                         "on = bool(termios.tcgetattr(fd)[3] & termios.ECHO)\n"
+                         "print(off, on, os.WIFSIGNALED(st) and os.WTERMSIG(st) == signal.SIGINT)\n"
+                         "' %s", picl), 0);
+    ck_assert_str_eq(out, "True True True\n");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli");
@@ -213,6 +313,8 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_story);
     tcase_add_test(tc, test_usage);
+    tcase_add_test(tc, test_friction);
+    tcase_add_test(tc, test_sigint_restores_echo);
     tcase_add_test(tc, test_move_killed_at_each_step);
     suite_add_tcase(s, tc);
     return tu_run(s);
