@@ -305,6 +305,65 @@ START_TEST(test_sigint_restores_echo)
 }
 END_TEST
 
+/* client.md 7 in the CLI: the device that signed up gets its keys without the
+ * password once the email is verified, here or on another device; only an
+ * expired keyFetchToken (24 h) asks for the password once more. */
+START_TEST(test_signup_keys_later)
+{
+    char out[8192], code[128];
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=password1 %s --state s3 -q account create --server %s --email e@x.org",
+                         picl, url), 0);
+    json_t *a = status_json("s3");
+    ck_assert(json_is_true(json_object_get(a, "signedIn")) && !json_is_true(json_object_get(a, "hasKeys")));
+    json_decref(a);
+    /* verified on another device */
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=password1 %s --state s4 -q login --server %s --email e@x.org", picl,
+                         url), 0);
+    mail_code("e@x.org", "X-Verify-Code", code, sizeof code);
+    ck_assert_int_eq(run(NULL, 0, "%s --state s4 -q account verify --code %s", picl, code), 0);
+    /* the sign-up device syncs without a password (none is given: PICL_PASSWORD unset, no terminal) */
+    ck_assert_int_eq(run(NULL, 0, "mkdir -p g && echo '[]' > g/bookmarks.json"), 0);
+    ck_assert_int_eq(run(out, sizeof out, "unset PICL_PASSWORD; setsid %s --state s3 -q sync --store-dir g "
+                                          "--collections bookmarks </dev/null 2>&1", picl), 0);
+    json_t *b = status_json("s3"), *c = status_json("s4");
+    ck_assert(json_is_true(json_object_get(b, "hasKeys")) && json_is_true(json_object_get(b, "verified")));
+    ck_assert_uint_eq(strlen(json_string_value(json_object_get(b, "kB_fp"))), 32);
+    ck_assert_str_eq(json_string_value(json_object_get(b, "kB_fp")), json_string_value(json_object_get(c, "kB_fp")));
+    ck_assert_str_eq(json_string_value(json_object_get(b, "kA_fp")), json_string_value(json_object_get(c, "kA_fp")));
+    json_decref(b);
+    json_decref(c);
+    /* the keyFetchToken expired before the verification: the password once */
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=password1 %s --state s5 -q account create --server %s --email x@x.org",
+                         picl, url), 0);
+    ck_assert_int_eq(run(NULL, 0, "sqlite3 data/keyserver.db \"UPDATE tokens SET expires = 1 WHERE type = 2\""), 0);
+    mail_code("x@x.org", "X-Verify-Code", code, sizeof code);
+    ck_assert_int_eq(run(out, sizeof out, "%s --state s5 account verify --code %s", picl, code), 0);
+    ck_assert_ptr_nonnull(strstr(out, "run picl login"));
+    ck_assert_int_eq(run(out, sizeof out, "%s --state s5 sync --store-dir g --collections bookmarks 2>&1", picl), 3);
+    ck_assert_ptr_nonnull(strstr(out, "password"));
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=password1 %s --state s5 -q login --email x@x.org", picl), 0);
+    ck_assert_int_eq(run(NULL, 0, "%s --state s5 -q sync --store-dir g --collections bookmarks", picl), 0);
+}
+END_TEST
+
+/* picl-keyserver and picl-storage parse with getopt_long too. */
+START_TEST(test_server_programs_options)
+{
+    char out[4096];
+    ck_assert_int_eq(run(out, sizeof out, "%s-keyserver --version && %s-storage --version && %s --version", picl, picl,
+                         picl), 0);
+    ck_assert_str_eq(out, "picl-keyserver 0.1.0\npicl-storage 0.1.0\npicl 0.1.0\n");
+    ck_assert_int_eq(run(out, sizeof out, "%s-keyserver --help", picl), 0);
+    ck_assert_ptr_nonnull(strstr(out, "usage: picl-keyserver"));
+    ck_assert_int_eq(run(out, sizeof out, "%s-keyserver --data --listen 127.0.0.1:0 2>&1", picl), 2);
+    ck_assert_ptr_nonnull(strstr(out, "--data needs a value, not the option --listen"));
+    ck_assert_int_eq(run(out, sizeof out, "%s-storage --listen 2>&1", picl), 2);
+    ck_assert_ptr_nonnull(strstr(out, "--listen needs a value"));
+    ck_assert_int_eq(run(out, sizeof out, "%s-storage --listen 127.0.0.1:1 --secret-file s extra 2>&1", picl), 2);
+    ck_assert_ptr_nonnull(strstr(out, "unexpected argument extra"));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli");
@@ -315,6 +374,8 @@ int main(void)
     tcase_add_test(tc, test_usage);
     tcase_add_test(tc, test_friction);
     tcase_add_test(tc, test_sigint_restores_echo);
+    tcase_add_test(tc, test_signup_keys_later);
+    tcase_add_test(tc, test_server_programs_options);
     tcase_add_test(tc, test_move_killed_at_each_step);
     suite_add_tcase(s, tc);
     return tu_run(s);
