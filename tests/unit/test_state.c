@@ -1,5 +1,6 @@
 /* test_state.c -- local state: round trip, secrets only as SDR blobs,
- * strict mode keeps kB out of the file, a corrupt file refused. */
+ * strict mode keeps kB out of the file, the sign-up's pending keyFetchToken
+ * kept like kB, a corrupt file refused. */
 #include "testutil.h"
 #include "client/state.h"
 #include "crypto/codec.h"
@@ -113,6 +114,48 @@ START_TEST(test_strict_mode)
 }
 END_TEST
 
+/* After signing up: the keyFetchToken and unwrapBKey are kept like kB (SDR,
+ * never in the clear; not written in strict mode) and wiped by a sign-out. */
+START_TEST(test_pending_keys)
+{
+    picl_state *st;
+    for (int persist = 1; persist >= 0; persist--) {
+        ck_assert_int_eq(picl__state_load(&st, dir, persist), PICL_OK);
+        picl__state_set_str(&st->uid, "0123456789abcdef0123456789abcdef");
+        for (int i = 0; i < 32; i++) {
+            st->kft[i] = (uint8_t)(0x60 + i);
+            st->unwrap[i] = (uint8_t)(0xc0 + i);
+        }
+        st->has_kft = 1;
+        ck_assert_int_eq(picl__state_save(st), PICL_OK);
+        picl__state_free(st);
+        char *t = file_text();
+        ck_assert_ptr_null(strstr(t, "606162636465"));
+        ck_assert_ptr_null(strstr(t, "c0c1c2c3c4c5"));
+        ck_assert_ptr_null(strstr(t, "YGFiY2RlZmdo")); /* base64 of the raw token */
+        if (persist)
+            ck_assert_ptr_nonnull(strstr(t, "\"pending_keys\""));
+        else
+            ck_assert_ptr_null(strstr(t, "\"pending_keys\""));
+        free(t);
+        ck_assert_int_eq(picl__state_load(&st, dir, persist), PICL_OK);
+        ck_assert_int_eq(st->has_kft, persist);
+        if (persist) {
+            ck_assert_int_eq(st->kft[0], 0x60);
+            ck_assert_int_eq(st->kft[31], 0x7f);
+            ck_assert_int_eq(st->unwrap[31], 0xdf);
+            picl__state_sign_out(st);
+            ck_assert(!st->has_kft && st->kft[0] == 0 && st->unwrap[31] == 0);
+            ck_assert_int_eq(picl__state_save(st), PICL_OK);
+        }
+        picl__state_free(st);
+    }
+    char *t = file_text();
+    ck_assert_ptr_null(strstr(t, "\"pending_keys\""));
+    free(t);
+}
+END_TEST
+
 START_TEST(test_bad_files)
 {
     char p[256];
@@ -141,6 +184,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_roundtrip);
     tcase_add_test(tc, test_strict_mode);
+    tcase_add_test(tc, test_pending_keys);
     tcase_add_test(tc, test_bad_files);
     suite_add_tcase(s, tc);
     return tu_run(s);
