@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 #include <jansson.h>
 
@@ -202,35 +204,106 @@ int cli_read_secret(const char *file, const char *env, const char *prompt, char 
 
 /* ---- progress --------------------------------------------------------------- */
 
+/* On a terminal: one bar, redrawn in place by the engine's notifications and,
+ * while a step runs without any (a store applying thousands of records in one
+ * transaction, a large batch upload), once a second by a ticker thread with
+ * the seconds spent, so the bar never looks stuck. */
+static pthread_mutex_t bar_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    int shown;       /* a bar is on the current line */
+    char coll[40], phase[16];
+    long long done, total;
+    time_t since;    /* when done last changed */
+    int stop;
+} bar;
+
+static void draw_bar(time_t now)
+{
+    int width = 24;
+    int fill = bar.total > 0 ? (int)(bar.done * width / bar.total) : (bar.done ? width : 0);
+    char cells[32];
+    for (int i = 0; i < width; i++)
+        cells[i] = i < fill ? '#' : '.';
+    cells[width] = 0;
+    fprintf(stderr, "\r\033[K%-10s %-8s [%s] %lld", bar.coll, bar.phase, cells, bar.done);
+    if (bar.total > 0)
+        fprintf(stderr, "/%lld", bar.total);
+    if (now - bar.since >= 2)
+        fprintf(stderr, "  %lds", (long)(now - bar.since));
+    fflush(stderr);
+    bar.shown = 1;
+}
+
+static pthread_cond_t bar_wake = PTHREAD_COND_INITIALIZER;
+
+static void *ticker(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&bar_lock);
+    while (!bar.stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&bar_wake, &bar_lock, &ts);
+        if (!bar.stop && bar.shown)
+            draw_bar(time(NULL));
+    }
+    pthread_mutex_unlock(&bar_lock);
+    return NULL;
+}
+
+static pthread_t ticker_thread;
+static int ticker_running;
+
+static void ticker_start(const cli_opts *o)
+{
+    if (o->json || o->quiet || !isatty(STDERR_FILENO))
+        return;
+    ticker_running = pthread_create(&ticker_thread, NULL, ticker, NULL) == 0;
+}
+
+/* Stops the ticker and clears the bar's line. */
+static void ticker_stop(void)
+{
+    pthread_mutex_lock(&bar_lock);
+    bar.stop = 1;
+    pthread_cond_signal(&bar_wake);
+    if (bar.shown)
+        fprintf(stderr, "\r\033[K");
+    bar.shown = 0;
+    pthread_mutex_unlock(&bar_lock);
+    if (ticker_running)
+        pthread_join(ticker_thread, NULL);
+    ticker_running = 0;
+}
+
 static void on_progress(void *ctx, const char *phase, const char *coll, int64_t done, int64_t total, const char *msg)
 {
     const cli_opts *o = ctx;
     if (o->json || o->quiet)
         return;
     int tty = isatty(STDERR_FILENO);
+    pthread_mutex_lock(&bar_lock);
     if (!strcmp(phase, "status") || !strcmp(phase, "account")) {
         if (*msg) {
             fprintf(stderr, "%s%s%s%s\n", tty ? "\r\033[K" : "", *coll ? coll : "", *coll ? ": " : "", msg);
+            bar.shown = 0;
             if (!*coll)
                 snprintf(last_status, sizeof last_status, "%s", msg);
         }
-        return;
-    }
-    if (tty) {
-        /* a bar per collection, redrawn in place */
-        int width = 24, fill = total > 0 ? (int)(done * width / total) : (done ? width : 0);
-        char bar[32];
-        for (int i = 0; i < width; i++)
-            bar[i] = i < fill ? '#' : '.';
-        bar[width] = 0;
-        fprintf(stderr, "\r\033[K%-10s %-8s [%s] %lld%s%s", coll, phase, bar, (long long)done,
-                total > 0 ? "/" : "", total > 0 ? "" : "");
-        if (total > 0)
-            fprintf(stderr, "%lld", (long long)total);
-        fflush(stderr);
+    } else if (tty) {
+        time_t now = time(NULL);
+        if (strcmp(bar.coll, coll) || strcmp(bar.phase, phase) || bar.done != done)
+            bar.since = now;
+        snprintf(bar.coll, sizeof bar.coll, "%s", coll);
+        snprintf(bar.phase, sizeof bar.phase, "%s", phase);
+        bar.done = done;
+        bar.total = total;
+        draw_bar(now);
     } else if (done == total || total < 0) {
         fprintf(stderr, "picl: %s: %s %lld\n", coll, phase, (long long)done);
     }
+    pthread_mutex_unlock(&bar_lock);
 }
 
 /* ---- commands ------------------------------------------------------------------ */
@@ -576,7 +649,10 @@ static int cmd_class(const cli_opts *o, picl_service *svc)
             fprintf(stderr, "picl: the class is A or B\n");
             return CLI_USAGE;
         }
-        if ((st = picl_service_set_collection_class(svc, o->args[1], o->args[2])) != PICL_OK)
+        ticker_start(o);
+        st = picl_service_set_collection_class(svc, o->args[1], o->args[2]);
+        ticker_stop();
+        if (st != PICL_OK)
             return cli_fail(o, svc, st);
         char line[128];
         snprintf(line, sizeof line, "%s is now class %s", o->args[1], o->args[2]);
@@ -646,9 +722,9 @@ static int cmd_sync(const cli_opts *o, picl_service *svc, const char *state_dir)
     if (st != PICL_OK)
         return cli_fail(o, svc, st);
     char *summary = NULL;
+    ticker_start(o);
     st = picl_service_sync(svc, o->collections ? o->collections : "", &summary);
-    if (!o->json && !o->quiet && isatty(STDERR_FILENO))
-        fprintf(stderr, "\r\033[K");
+    ticker_stop();
     if (o->json && summary) {
         printf("%s\n", summary);
     } else if (summary) {

@@ -310,6 +310,8 @@ static picl_status post_all(picl_engine *e, const char *c, json_t *bsos, int64_t
         json_array_extend(out->success, pr.success);
         json_object_update(out->failed, pr.failed);
         out->modified = pr.modified;
+        if (to < n) /* progress between the parts of a large upload */
+            picl__eng_notify(e, "upload", c, (int64_t)to, (int64_t)n, NULL);
         ius = pr.modified; /* the next part only if nobody wrote in between */
         picl__stc_post_result_clear(&pr);
         from = to;

@@ -364,6 +364,45 @@ START_TEST(test_server_programs_options)
 }
 END_TEST
 
+/* On a terminal the bar moves during a large upload (one step per batch of
+ * the server's max_total_records = 10000), not only at its end. */
+START_TEST(test_upload_progress)
+{
+    char out[65536], code[128];
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=password1 %s --state s1 -q account create --server %s --email g@x.org",
+                         picl, url), 0);
+    mail_code("g@x.org", "X-Verify-Code", code, sizeof code);
+    ck_assert_int_eq(run(NULL, 0, "%s --state s1 -q account verify --code %s", picl, code), 0);
+    ck_assert_int_eq(run(NULL, 0, "mkdir big && python3 -c 'import json; print(json.dumps([{\"id\": \"bm%%09d\" %% i, "
+                                  "\"type\": \"bookmark\", \"parentid\": \"menu\", \"title\": str(i), "
+                                  "\"bmkUri\": \"https://e.org/%%d\" %% i} for i in range(12000)]))' > big/bookmarks.json"),
+                     0);
+    ck_assert_int_eq(run(out, sizeof out,
+                         "python3 -c '\n"
+                         "import os, pty, sys\n"
+                         "pid, fd = pty.fork()\n"
+                         "if pid == 0:\n"
+                         "    os.execv(sys.argv[1], [sys.argv[1], \"--state\", \"s1\", \"sync\", \"--store-dir\", \"big\",\n"
+                         "                          \"--collections\", \"bookmarks\"])\n"
+                         "buf = b\"\"\n"
+                         "while True:\n"
+                         "    try:\n"
+                         "        d = os.read(fd, 4096)\n"
+                         "    except OSError:\n"
+                         "        break\n"
+                         "    if not d:\n"
+                         "        break\n"
+                         "    buf += d\n"
+                         "_, st = os.waitpid(pid, 0)\n"
+                         "sys.stdout.write(buf.decode(errors=\"replace\"))\n"
+                         "sys.exit(os.WEXITSTATUS(st))\n"
+                         "' %s", picl), 0);
+    ck_assert_msg(strstr(out, "upload   [") != NULL, "no upload bar: %s", out);
+    ck_assert_msg(strstr(out, "] 10000/12000") != NULL, "the bar did not move during the upload: %s", out);
+    ck_assert_ptr_nonnull(strstr(out, "uploaded 12000"));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli");
@@ -376,6 +415,7 @@ int main(void)
     tcase_add_test(tc, test_sigint_restores_echo);
     tcase_add_test(tc, test_signup_keys_later);
     tcase_add_test(tc, test_server_programs_options);
+    tcase_add_test(tc, test_upload_progress);
     tcase_add_test(tc, test_move_killed_at_each_step);
     suite_add_tcase(s, tc);
     return tu_run(s);
