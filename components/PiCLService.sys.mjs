@@ -61,6 +61,8 @@ export const PICL_STATUS = Object.freeze({
   INVALID_CODE: 22,
   CONFLICT: 25,
   STATE: 29,
+  CLASSMAP: 30,       /* the storage server's class map is missing, forged or replayed: nothing uploaded */
+  KEYS_CHANGED: 31,   /* the password was reset on another device: sign in again */
   INTERNAL: 34,
   INTEGRITY: 35,   /* records refused by their MAC, kid or id check (client.md 7) */
 });
