@@ -5,6 +5,8 @@
  * deleted map, tampered records, and a password reset. */
 #include "testutil.h"
 #include "testutil_cli.h"
+#include "testutil_ks.h"
+#include "client/keyserver_client.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
@@ -396,6 +398,51 @@ START_TEST(test_password_reset_keeps_class_b)
 }
 END_TEST
 
+/* The client side of GET/POST /v1/account/classmap against the keyserver:
+ * the anchor starts empty, a higher version is registered, the same one
+ * again is fine, another hmac for it or a lower version is 409/123 =
+ * PICL_ERROR_CONFLICT. */
+START_TEST(test_keyserver_client_anchor_calls)
+{
+    tu_nss_setup();
+    tuks_srv ks;
+    tuks_start(&ks, NULL);
+    tuks_account(&ks, "k@x.org", "pw", 1, NULL);
+    uint8_t kft[32], session[32];
+    tuks_session(&ks, "k@x.org", "pw", kft, session);
+    picl_ks_client *c;
+    ck_assert_int_eq(picl__ksc_new(&c, ks.base), PICL_OK);
+    picl_ksc_classmap a;
+    ck_assert_int_eq(picl__ksc_classmap_get(c, session, &a), PICL_OK);
+    ck_assert_uint_eq(a.version, 0);
+    ck_assert_str_eq(a.hmac, "");
+    ck_assert_uint_eq(a.current_epoch, 1);
+    const char *h1 = "1111111111111111111111111111111111111111111111111111111111111111";
+    const char *h2 = "2222222222222222222222222222222222222222222222222222222222222222";
+    ck_assert_int_eq(picl__ksc_classmap_post(c, session, 1, h1), PICL_OK);
+    ck_assert_int_eq(picl__ksc_classmap_post(c, session, 1, h1), PICL_OK); /* the same again */
+    ck_assert_int_eq(picl__ksc_classmap_post(c, session, 1, h2), PICL_ERROR_CONFLICT);
+    ck_assert_int_eq(picl__ksc_last(c)->errnum, 123);
+    ck_assert_int_eq(picl__ksc_classmap_post(c, session, 3, h2), PICL_OK);
+    ck_assert_int_eq(picl__ksc_classmap_post(c, session, 2, h1), PICL_ERROR_CONFLICT);
+    ck_assert_int_eq(picl__ksc_classmap_post(c, session, 0, h1), PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__ksc_classmap_post(c, session, 4, "zz"), PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__ksc_classmap_get(c, session, &a), PICL_OK);
+    ck_assert_uint_eq(a.version, 3);
+    ck_assert_str_eq(a.hmac, h2);
+    ck_assert_uint_eq(a.epoch, 1);
+    ck_assert_uint_eq(a.current_epoch, 1);
+    /* another session's token is not this one: a wrong token is TOKEN */
+    uint8_t bad[32];
+    memset(bad, 0x42, sizeof bad);
+    ck_assert_int_eq(picl__ksc_classmap_get(c, bad, &a), PICL_ERROR_TOKEN);
+    ck_assert_uint_eq(a.version, 0);
+    picl__ksc_free(c);
+    tuks_stop(&ks);
+    tu_nss_teardown();
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("classmap_anchor");
@@ -407,5 +454,8 @@ int main(void)
     tcase_add_test(tc, test_tampered_records_named);
     tcase_add_test(tc, test_password_reset_keeps_class_b);
     suite_add_tcase(s, tc);
+    TCase *kc = tcase_create("keyserver_client");
+    tcase_add_test(kc, test_keyserver_client_anchor_calls);
+    suite_add_tcase(s, kc);
     return tu_run(s);
 }
