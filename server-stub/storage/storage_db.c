@@ -137,7 +137,13 @@ static picl_status migrate(sqlite3 *c)
         if (st == PICL_OK)
             st = exec(c, "DELETE FROM schema_version; INSERT INTO schema_version VALUES(1)");
     }
-    /* Later versions migrate here: if (version < 2) ... */
+    /* v2: open batches are looked up per user (quota, open-batch limit) */
+    if (st == PICL_OK && version < 2) {
+        st = exec(c, "CREATE INDEX IF NOT EXISTS batches_uid ON batches(uid, expires)");
+        if (st == PICL_OK)
+            st = exec(c, "DELETE FROM schema_version; INSERT INTO schema_version VALUES(2)");
+    }
+    /* Later versions migrate here: if (version < 3) ... */
     if (st == PICL_OK)
         st = exec(c, "COMMIT");
     if (st != PICL_OK)

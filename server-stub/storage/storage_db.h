@@ -22,7 +22,7 @@
  * PICL_ERROR_NO_MEMORY.
  */
 
-#define SDB_SCHEMA_VERSION 1
+#define SDB_SCHEMA_VERSION 2 /* 2: index batches(uid, expires) */
 #define SDB_NO_EXPIRY INT64_C(4611686018427387903)
 
 typedef struct sdb sdb;

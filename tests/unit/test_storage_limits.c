@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include <sqlite3.h>
+
 #include "crypto/codec.h"
 #include "crypto/hash.h"
 #include "crypto/kdf.h"
@@ -544,6 +546,41 @@ START_TEST(test_nonce_cache_share_per_user)
 }
 END_TEST
 
+/* A database written by the previous server (schema 1) is migrated on
+ * start: data kept, the per-user batch index added, version 2 recorded. */
+START_TEST(test_schema_v1_migrated)
+{
+    sf_setup();
+    upload("keep", 3, 10);
+    storage_server_free(SF.srv);
+    SF.srv = NULL;
+    char path[128];
+    snprintf(path, sizeof path, "%s/storage.db", SF.dir);
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db, "DROP INDEX batches_uid; UPDATE schema_version SET version = 1", NULL, NULL,
+                                  NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    sf_restart();
+    tu_resp r = sf_req("GET", "/storage/keep", NULL);
+    sf_expect(&r, 200, -1);
+    ck_assert_str_eq(r.body, "[\"r000\",\"r001\",\"r002\"]");
+    tu_resp_free(&r);
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_stmt *q;
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT (SELECT max(version) FROM schema_version),"
+                                            " (SELECT count(*) FROM sqlite_master WHERE name = 'batches_uid')",
+                                        -1, &q, NULL),
+                     SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    ck_assert_int_eq(sqlite3_column_int(q, 0), 2);
+    ck_assert_int_eq(sqlite3_column_int(q, 1), 1);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("storage_limits");
@@ -563,6 +600,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_collection_field_ignored);
     tcase_add_test(tc, test_mozilla_tokens_accepted);
     tcase_add_test(tc, test_nonce_cache_share_per_user);
+    tcase_add_test(tc, test_schema_v1_migrated);
     suite_add_tcase(s, tc);
     return s;
 }
