@@ -1,6 +1,7 @@
 /* records.c -- collection keys, records with kid, the signed class map
  * (records.md sections 2-4; see records.h). */
 #include "client/records.h"
+#include "client/storage_client.h"
 #include "crypto/codec.h"
 #include "crypto/hash.h"
 #include "crypto/kdf.h"
@@ -185,7 +186,7 @@ picl_status picl__record_decrypt(json_t **clear, const char *collection, const c
 done:
     if (pt)
         picl__zfree(pt, ptlen);
-    json_decref(c);
+    picl__json_zdecref(c);
     json_decref(o);
     if (fault)
         *fault = st == PICL_OK ? PICL_RECORD_FAULT_NONE : why;
