@@ -3,7 +3,7 @@
 # unbounded or error-swallowing C library calls may not appear in our sources.
 # A line may opt out with a "banned-ok:" comment saying why.
 src=$1; out=$2
-banned='\b(strcpy|strcat|sprintf|vsprintf|gets|atoi|atol|atof|strtok|tmpnam|mktemp|alloca)[[:space:]]*\('
+banned='\b(strcpy|strcat|strncat|sprintf|vsprintf|gets|atoi|atol|atof|strtok|tmpnam|mktemp|alloca)[[:space:]]*\('
 pass=0; fail=0
 for f in $(cd "$src" && find components server-stub tests/unit bench fuzz -name '*.[ch]' 2>/dev/null | sort); do
     hits=$(grep -nE "$banned" "$src/$f" | grep -v 'banned-ok:')

@@ -556,11 +556,9 @@ static enum MHD_Result start_request(picl_http_server *srv, struct MHD_Connectio
             if (!path_known)
                 st->rt = NULL;
             path_known = 1;
-            if (!strstr(allow, rt->method) && strlen(allow) + strlen(rt->method) + 3 < sizeof allow) {
-                if (*allow)
-                    strncat(allow, ", ", sizeof allow - strlen(allow) - 1);
-                strncat(allow, rt->method, sizeof allow - strlen(allow) - 1);
-            }
+            size_t used = strlen(allow);
+            if (!strstr(allow, rt->method) && used + strlen(rt->method) + 3 < sizeof allow)
+                snprintf(allow + used, sizeof allow - used, "%s%s", used ? ", " : "", rt->method);
         }
     }
     if (!st->rt) {

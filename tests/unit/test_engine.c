@@ -102,9 +102,7 @@ static void teardown(void)
     LAST_FAILURES = NULL;
     sf_teardown();
     picl__nss_release();
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s /tmp/picl-eng-dev-*", nssdir);
-    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(tu_rmtree(nssdir), 0);
 }
 
 static void dev_open(device *d, const uint8_t *kb)
@@ -135,6 +133,7 @@ static void dev_close(device *d)
     picl__store_close(d->hi);
     picl__stc_free(d->stc);
     picl__state_free(d->st);
+    ck_assert_int_eq(tu_rmtree(d->dir), 0);
 }
 
 /* Runs a sync of all three collections; returns the status, summary in *out. */

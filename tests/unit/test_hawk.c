@@ -51,8 +51,8 @@ START_TEST(test_published_cases)
 
         ck_assert_uint_eq(json_array_size(lines), 9);
         json_array_foreach(lines, li, line) {
-            strncat(want, json_string_value(line), sizeof want - strlen(want) - 2);
-            strncat(want, "\n", sizeof want - strlen(want) - 1);
+            tu_append(want, sizeof want, json_string_value(line));
+            tu_append(want, sizeof want, "\n");
         }
         ck_assert_int_eq(picl__hawk_normalized(&norm, &normlen, ts, nonce, method, resource, host, port,
                                                *hashline ? hashline : NULL, ext), PICL_OK);

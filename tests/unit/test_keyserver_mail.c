@@ -127,7 +127,7 @@ static void *smtp_run(void *p)
         } else if (!strncasecmp(line, "DATA", 4)) {
             say(fd, "354 go\r\n");
             while (get_line(fd, line, sizeof line) > 0 && strcmp(line, ".\r\n"))
-                strncat(s->data, line, sizeof s->data - strlen(s->data) - 1);
+                tu_append(s->data, sizeof s->data, line);
             say(fd, "250 queued\r\n");
         } else if (!strncasecmp(line, "QUIT", 4)) {
             say(fd, "221 bye\r\n");
@@ -181,8 +181,8 @@ static char log_text[8192];
 static void log_hook(void *ctx, const char *line)
 {
     pthread_mutex_lock(&log_mu);
-    strncat(log_text, line, sizeof log_text - strlen(log_text) - 2);
-    strncat(log_text, "\n", sizeof log_text - strlen(log_text) - 1);
+    tu_append(log_text, sizeof log_text - 1, line); /* room for the newline */
+    tu_append(log_text, sizeof log_text, "\n");
     pthread_mutex_unlock(&log_mu);
 }
 

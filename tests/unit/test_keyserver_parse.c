@@ -88,13 +88,13 @@ START_TEST(emails)
     memset(text, 0, sizeof text);
     snprintf(text, sizeof text, "{\"e\":\"");
     for (int i = 0; i < 256; i++)
-        strncat(text, "61", sizeof text - strlen(text) - 1);
-    strncat(text, "\"}", sizeof text - strlen(text) - 1);
+        tu_append(text, sizeof text, "61");
+    tu_append(text, sizeof text, "\"}");
     j = obj(text);
     ck_assert_int_eq(ks_parse_email(j, "e", e, &n), PICL_ERROR_INVALID_ARGUMENT);
     json_decref(j);
     text[strlen(text) - 4] = 0;
-    strncat(text, "\"}", sizeof text - strlen(text) - 1);
+    tu_append(text, sizeof text, "\"}");
     j = obj(text);
     ck_assert_int_eq(ks_parse_email(j, "e", e, &n), PICL_OK);
     ck_assert_uint_eq(n, 255);

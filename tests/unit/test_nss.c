@@ -71,8 +71,7 @@ START_TEST(test_profile_context)
     ck_assert_ptr_null(p);
     ck_assert_int_eq(picl__nss_profile_open("/nonexistent/picl/dir", 0, &p), PICL_ERROR_NSS_INIT);
     ck_assert_ptr_null(p);
-    snprintf(path, sizeof path, "rm -rf %s", dir);
-    ck_assert_int_eq(system(path), 0);
+    ck_assert_int_eq(tu_rmtree(dir), 0);
 }
 END_TEST
 

@@ -35,9 +35,7 @@ static void setup(void)
 static void teardown(void)
 {
     picl__nss_release();
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(tu_rmtree(dir), 0);
 }
 
 /* Runs picl-storage with args; returns its exit status, stdout in out. */

@@ -70,9 +70,7 @@ static void proc_stop(proc *p)
     int st;
     ck_assert_int_eq(waitpid(p->pid, &st, 0), p->pid);
     fclose(p->err);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", p->dir);
-    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(tu_rmtree(p->dir), 0);
 }
 
 /* A line of /proc/PID/status in KiB ("VmHWM", "VmRSS"). */

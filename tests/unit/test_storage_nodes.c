@@ -108,9 +108,7 @@ static void teardown(void)
     storage_server_free(n2.srv);
     storage_server_free(n3.srv);
     picl__nss_release();
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
-    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(tu_rmtree(tmp), 0);
 }
 
 typedef struct notes {

@@ -48,8 +48,8 @@ static const char *kids(const json_t *rec)
     ck_assert_ptr_nonnull(rec);
     json_array_foreach(json_object_get(rec, "children"), i, v) {
         if (i)
-            strncat(buf, ",", sizeof buf - strlen(buf) - 1);
-        strncat(buf, json_string_value(v), sizeof buf - strlen(buf) - 1);
+            tu_append(buf, sizeof buf, ",");
+        tu_append(buf, sizeof buf, json_string_value(v));
     }
     return buf;
 }

@@ -20,9 +20,7 @@ static void mkdir_setup(void)
 
 static void rm_teardown(void)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(tu_rmtree(dir), 0);
 }
 
 static json_t *bm(const char *id, const char *title)

@@ -3,9 +3,13 @@
 #include "crypto/nss.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #ifndef PICL_VECTORS
 #define PICL_VECTORS "tests/vectors"
@@ -203,4 +207,32 @@ void tu_nss_setup(void)
 void tu_nss_teardown(void)
 {
     picl__nss_release();
+}
+
+static int rmtree_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    int rc = flag == FTW_DP || flag == FTW_DNR ? rmdir(path) : unlink(path);
+    return rc == 0 || errno == ENOENT ? 0 : -1;
+}
+
+int tu_rmtree(const char *path)
+{
+    if (!path || !*path || strcmp(path, "/") == 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? 0 : -1;
+    return nftw(path, rmtree_one, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -1;
+}
+
+void tu_append(char *buf, size_t cap, const char *s)
+{
+    size_t used = strnlen(buf, cap);
+    if (cap == 0 || used >= cap - 1 || !s)
+        return;
+    snprintf(buf + used, cap - used, "%s", s);
 }

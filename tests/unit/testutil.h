@@ -62,4 +62,14 @@ void tu_nss_teardown(void);
 /* Standard main body: runs suite s, prints Check's summary, returns exit code. */
 int tu_run(Suite *s);
 
+/* Removes path and, when it is a directory, everything under it (nftw,
+ * depth first, symlinks removed, never followed; no shell).  Returns 0 when
+ * path is gone (also when it never existed), -1 with errno set otherwise. */
+int tu_rmtree(const char *path);
+#define testutil_rmtree tu_rmtree
+
+/* Appends s to the NUL-terminated string in buf[cap], truncating what does
+ * not fit (buf stays terminated); the bounded replacement for strncat. */
+void tu_append(char *buf, size_t cap, const char *s);
+
 #endif

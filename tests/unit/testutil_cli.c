@@ -1,5 +1,6 @@
 /* testutil_cli.c -- driving the picl command in tests (see testutil_cli.h). */
 #include "testutil_cli.h"
+#include "testutil.h"
 
 #include <check.h>
 #include <signal.h>
@@ -51,9 +52,7 @@ void tucli_stop(tucli *t)
         int st;
         waitpid(t->server, &st, 0);
     }
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", t->dir);
-    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(tu_rmtree(t->dir), 0);
 }
 
 int tucli_run(const tucli *t, char *out, size_t cap, const char *prefix, const char *fmt, ...)

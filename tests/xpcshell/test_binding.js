@@ -45,10 +45,12 @@ add_task(async function test_shape_matches_idl() {
 });
 
 add_task(async function test_library_path() {
-  Assert.equal(libraryPath(), Services.env.get("PICL_LIB") || libraryPath(), "PICL_LIB wins");
   let saved = Services.env.get("PICL_LIB");
-  Services.env.set("PICL_LIB", "");
+  Assert.ok(saved, "PICL_LIB is set by run.sh");
+  Services.env.set("PICL_LIB", "/from/env/libpicl.so");
   Services.prefs.setStringPref("services.picl.libraryPath", "/x/libpicl.so");
+  Assert.equal(libraryPath(), "/from/env/libpicl.so", "PICL_LIB wins over the pref");
+  Services.env.set("PICL_LIB", "");
   Assert.equal(libraryPath(), "/x/libpicl.so", "then the pref");
   Services.prefs.clearUserPref("services.picl.libraryPath");
   Assert.equal(libraryPath(), PathUtils.join(picl_srcdir(), "components", "libpicl.so"), "then beside the module");
