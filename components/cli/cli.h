@@ -44,7 +44,9 @@ int cli_exit_code(picl_status st);
 int cli_fail(const cli_opts *o, picl_service *svc, picl_status st);
 
 /* Reads a secret: from `file` (first line), else the environment variable,
- * else a no-echo prompt on the terminal.  Never from argv. */
+ * else a no-echo prompt on the terminal (whose echo comes back also when
+ * SIGINT/SIGTERM/SIGHUP/SIGQUIT ends the process at the prompt).  Never from
+ * argv. */
 int cli_read_secret(const char *file, const char *env, const char *prompt, char *buf, size_t cap);
 
 int cli_server(const cli_opts *o);
