@@ -403,6 +403,44 @@ START_TEST(test_upload_progress)
 }
 END_TEST
 
+/* On a terminal a new password is asked twice; two different ones change
+ * nothing. */
+START_TEST(test_new_password_asked_twice)
+{
+    char out[4096];
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=password1 %s --state s1 -q account create --server %s --email t@x.org",
+                         picl, url), 0);
+    ck_assert_int_eq(run(out, sizeof out,
+                         "unset PICL_NEW_PASSWORD; PICL_PASSWORD=password1 python3 -c '\n"
+                         "import os, pty, sys\n"
+                         "pid, fd = pty.fork()\n"
+                         "if pid == 0:\n"
+                         "    os.execv(sys.argv[1], [sys.argv[1], \"--state\", \"s1\", \"password\", \"change\"])\n"
+                         "buf = b\"\"\n"
+                         "for answer in (b\"new password 1\\n\", b\"new password 2\\n\"):\n"
+                         "    while b\"assword: \" not in buf:\n"
+                         "        buf += os.read(fd, 100)\n"
+                         "    buf = b\"\"\n"
+                         "    os.write(fd, answer)\n"
+                         "rest = b\"\"\n"
+                         "while True:\n"
+                         "    try:\n"
+                         "        d = os.read(fd, 4096)\n"
+                         "    except OSError:\n"
+                         "        break\n"
+                         "    if not d:\n"
+                         "        break\n"
+                         "    rest += d\n"
+                         "_, st = os.waitpid(pid, 0)\n"
+                         "print(os.WEXITSTATUS(st), b\"differ\" in rest)\n"
+                         "' %s", picl), 0);
+    ck_assert_str_eq(out, "2 True\n");
+    /* the old password still signs in */
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=password1 %s --state s2 -q login --server %s --email t@x.org", picl,
+                         url), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli");
@@ -416,6 +454,7 @@ int main(void)
     tcase_add_test(tc, test_signup_keys_later);
     tcase_add_test(tc, test_server_programs_options);
     tcase_add_test(tc, test_upload_progress);
+    tcase_add_test(tc, test_new_password_asked_twice);
     tcase_add_test(tc, test_move_killed_at_each_step);
     suite_add_tcase(s, tc);
     return tu_run(s);
