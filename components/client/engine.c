@@ -321,6 +321,8 @@ static picl_status post_all(picl_engine *e, const char *c, json_t *bsos, int64_t
     return st;
 }
 
+static void crash_point(const char *point);
+
 static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summary)
 {
     const char *c = s->collection;
@@ -405,6 +407,7 @@ static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summar
                 picl__json_zdecref(incoming);
                 break;
             }
+            crash_point("sync-downloaded");
         }
         /* 3. reconcile */
         json_t *local = json_object();
@@ -444,6 +447,7 @@ static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summar
             }
             applied += (int64_t)json_array_size(apply);
             picl__eng_notify(e, "apply", c, applied, applied, NULL);
+            crash_point("sync-applied");
         }
         picl__json_zdecref(apply);
         /* 5. upload in one batch, conditional on what we downloaded */
@@ -473,6 +477,7 @@ static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summar
                 break;
             }
             posted = 1;
+            crash_point("sync-uploaded");
             uploaded += (int64_t)json_array_size(pr.success);
             failed += (int64_t)json_object_size(pr.failed);
             new_last = pr.modified;
