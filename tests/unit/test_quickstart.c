@@ -135,20 +135,26 @@ START_TEST(test_readme_quick_start)
     int verified_keys = 0;
     for (int i = 0; i < cmds.n; i++) {
         /* the line as written; only the port and the mailed CODE change */
-        char line[1024] = "", *q = line;
-        for (const char *c = cmds.v[i]; *c && q < line + sizeof line - 32;) {
+        char line[1024] = "";
+        size_t q = 0;
+        for (const char *c = cmds.v[i]; *c && q < sizeof line - 1;) {
+            int w;
             if (!strncmp(c, "8000", 4)) {
-                q += sprintf(q, "%s", portstr);
+                w = snprintf(line + q, sizeof line - q, "%s", portstr);
                 c += 4;
             } else if (!strncmp(c, "CODE", 4)) {
-                q += sprintf(q, "$(grep -h '^X-Verify-Code:' ~/picl-data/mail/new/* | tail -1 | cut -d' ' -f2 | "
-                                "tr -d '\\r')");
+                w = snprintf(line + q, sizeof line - q,
+                             "$(grep -h '^X-Verify-Code:' ~/picl-data/mail/new/* | tail -1 | cut -d' ' -f2 | "
+                             "tr -d '\\r')");
                 c += 4;
             } else {
-                *q++ = *c++;
+                line[q] = *c++;
+                w = 1;
             }
+            ck_assert_msg(w > 0 && (size_t)w < sizeof line - q, "README line too long: %s", cmds.v[i]);
+            q += (size_t)w;
         }
-        *q = 0;
+        line[q] = 0;
         size_t l = strlen(line);
         if (l && line[l - 1] == '&') {
             line[l - 1] = 0;
