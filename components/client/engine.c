@@ -376,16 +376,14 @@ static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summar
         }
         /* 2. download what is newer than lastSync */
         json_t *incoming = json_object();
-        int64_t coll_modified = srv, undecryptable = 0;
+        int64_t coll_modified = srv, undecryptable = 0, listed = -1;
+        int hold_cursor = 0;
         if (srv > last) {
             json_t *bsos = NULL;
-            picl_stc_query q = {0};
-            q.newer = last;
-            q.older = -1;
-            q.full = 1;
-            q.limit = 1000;
-            q.if_modified_since = q.if_unmodified_since = -1;
-            st = picl__stc_get_all(e->stc, c, &q, 0, &bsos);
+            /* the cursor follows only what the listing proved it handed
+             * over (its X-Last-Modified, counts, completeness), never
+             * /info/collections: an incomplete answer is an error */
+            st = picl__stc_download(e->stc, c, last, 0, &bsos, &listed);
             if (st == PICL_ERROR_CONFLICT) {
                 picl__json_zdecref(incoming);
                 continue;
@@ -395,8 +393,10 @@ static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summar
                 st = picl__eng_fail(e, st, "%s: download failed", c);
                 break;
             }
-            if (picl__stc_last(e->stc)->last_modified > 0)
-                coll_modified = picl__stc_last(e->stc)->last_modified;
+            if (st == PICL_OK)
+                coll_modified = listed;
+            else
+                hold_cursor = 1; /* 404: nothing received, nothing to advance to */
             downloaded += (int64_t)json_array_size(bsos);
             picl__eng_notify(e, "download", c, downloaded, downloaded, NULL);
             size_t before = json_array_size(e->failures);
@@ -495,7 +495,7 @@ static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summar
         }
         /* a record we could not read (corrupt, forged, or a move another
          * device has not finished) is fetched again next time, not skipped */
-        if (undecryptable > 0)
+        if (undecryptable > 0 || (hold_cursor && !posted))
             new_last = last;
         char ts[24];
         picl__ts_format(ts, new_last);

@@ -678,8 +678,11 @@ picl_status picl__stc_get(picl_stc *c, const char *coll, const picl_stc_query *q
     return st;
 }
 
-picl_status picl__stc_get_all(picl_stc *c, const char *coll, const picl_stc_query *q,
-                              size_t max_items, json_t **items)
+/* The paging loop of get_all and download.  strict: every page must carry
+ * X-Last-Modified and an X-Weave-Records equal to its item count; the first
+ * page's X-Last-Modified goes to *listed (may be NULL). */
+static picl_status list_pages(picl_stc *c, const char *coll, const picl_stc_query *q,
+                              size_t max_items, int strict, json_t **items, int64_t *listed)
 {
     *items = NULL;
     picl_stc_query page = *q;
@@ -712,11 +715,21 @@ picl_status picl__stc_get_all(picl_stc *c, const char *coll, const picl_stc_quer
             part = NULL;
             st = PICL_ERROR_PROTOCOL;
         }
+        if (st == PICL_OK && strict && part &&
+            (c->last.last_modified < 0 || c->last.records < 0 ||
+             (uint64_t)c->last.records != (uint64_t)json_array_size(part))) {
+            /* an answer that does not say what it holds cannot move a cursor */
+            json_decref(part);
+            part = NULL;
+            st = PICL_ERROR_PROTOCOL;
+        }
         free(offset);
         offset = next;
         if (st != PICL_OK || !part)
             break;
         if (first) {
+            if (listed)
+                *listed = c->last.last_modified;
             /* later pages must see the same state */
             page.if_unmodified_since = c->last.last_modified;
             page.if_modified_since = -1;
@@ -739,6 +752,104 @@ picl_status picl__stc_get_all(picl_stc *c, const char *coll, const picl_stc_quer
     }
     *items = all;
     return PICL_OK;
+}
+
+picl_status picl__stc_get_all(picl_stc *c, const char *coll, const picl_stc_query *q,
+                              size_t max_items, json_t **items)
+{
+    return list_pages(c, coll, q, max_items, 0, items, NULL);
+}
+
+/* A BSO's "modified" in hundredths of a second, or -1. */
+static int64_t bso_centis(const json_t *bso)
+{
+    const json_t *m = json_object_get(bso, "modified");
+    if (!json_is_number(m) || json_number_value(m) < 0 || json_number_value(m) > 1e13)
+        return -1;
+    return (int64_t)(json_number_value(m) * 100.0 + 0.5);
+}
+
+picl_status picl__stc_download(picl_stc *c, const char *coll, int64_t newer, size_t max_items,
+                               json_t **items, int64_t *listed)
+{
+    *items = NULL;
+    *listed = -1;
+    picl_stc_query q = {0};
+    q.newer = newer;
+    q.older = -1;
+    q.full = 1;
+    q.limit = DEFAULT_PAGE;
+    q.sort = "oldest";
+    q.if_modified_since = q.if_unmodified_since = -1;
+    json_t *all = NULL, *probe = NULL;
+    int64_t lm = -1;
+    picl_status st = list_pages(c, coll, &q, max_items, 1, &all, &lm);
+    if (st != PICL_OK)
+        goto done;
+    if (lm < 0) {
+        st = PICL_ERROR_PROTOCOL;
+        goto done;
+    }
+    size_t n = json_array_size(all);
+    if (n) {
+        /* Completeness: oldest first, so what came is a prefix of the
+         * listing.  Ask for the records at or after the newest one received,
+         * one more than we hold there: an id we do not have means the
+         * listing ended early (a lost X-Weave-Next-Offset, a cut page). */
+        int64_t top = -1;
+        size_t at_top = 0, i;
+        json_t *b;
+        json_array_foreach(all, i, b) {
+            int64_t m = bso_centis(b);
+            if (m < 0 || !json_is_string(json_object_get(b, "id"))) {
+                st = PICL_ERROR_PROTOCOL;
+                goto done;
+            }
+            if (m > top)
+                top = m, at_top = 0;
+            if (m == top)
+                at_top++;
+        }
+        picl_stc_query pq = {0};
+        pq.newer = top > 0 ? top - 1 : 0;
+        pq.older = -1;
+        pq.limit = (int64_t)at_top + 1;
+        pq.sort = "oldest";
+        pq.if_modified_since = -1;
+        pq.if_unmodified_since = lm;
+        char *next = NULL;
+        st = picl__stc_get(c, coll, &pq, &probe, &next);
+        free(next);
+        if (st != PICL_OK)
+            goto done;
+        if (!probe) {
+            st = PICL_ERROR_PROTOCOL;
+            goto done;
+        }
+        json_t *pid;
+        size_t k;
+        json_array_foreach(probe, k, pid) {
+            const char *want = json_string_value(pid);
+            int found = 0;
+            for (size_t j = n; want && j-- > 0 && !found;) {
+                const json_t *bj = json_array_get(all, j);
+                if (bso_centis(bj) < top)
+                    break; /* oldest first: the rest is older than the probe */
+                found = !strcmp(want, json_string_value(json_object_get(bj, "id")));
+            }
+            if (!found) {
+                st = PICL_ERROR_PROTOCOL;
+                goto done;
+            }
+        }
+    }
+    *items = all;
+    all = NULL;
+    *listed = lm;
+done:
+    json_decref(probe);
+    picl__json_zdecref(all);
+    return st;
 }
 
 picl_status picl__stc_get_item(picl_stc *c, const char *coll, const char *id, json_t **bso)

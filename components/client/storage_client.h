@@ -140,6 +140,18 @@ picl_status picl__stc_get(picl_stc *c, const char *coll, const picl_stc_query *q
  * max_items items (0 = 1000000) else PICL_ERROR_TOO_LARGE. */
 picl_status picl__stc_get_all(picl_stc *c, const char *coll, const picl_stc_query *q,
                               size_t max_items, json_t **items);
+/* The download a sync cursor may follow (client.md 7): every full BSO
+ * modified after `newer` (centiseconds), oldest first, page by page.  Each
+ * page must carry X-Last-Modified and an X-Weave-Records equal to its item
+ * count, and a last small ids request at the newest timestamp received must
+ * name no record we did not get (a listing that ended early: a lost
+ * X-Weave-Next-Offset, a cut page); anything else is PICL_ERROR_PROTOCOL and
+ * nothing is returned.  On PICL_OK *items holds the BSOs (caller
+ * picl__json_zdecref's) and *listed the listing's X-Last-Modified, the only
+ * value a cursor may advance to.  A change meanwhile is PICL_ERROR_CONFLICT;
+ * max_items as for picl__stc_get_all. */
+picl_status picl__stc_download(picl_stc *c, const char *coll, int64_t newer, size_t max_items,
+                               json_t **items, int64_t *listed);
 /* One BSO object (caller decrefs). */
 picl_status picl__stc_get_item(picl_stc *c, const char *coll, const char *id, json_t **bso);
 
