@@ -15,6 +15,7 @@
 #include "crypto/nss.h"
 #include "stores/logins.h"
 #include "stores/places.h"
+#include "fuzz_util.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -73,6 +74,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     sqlite3 *db = NULL;
     if (picl__nss_acquire() != PICL_OK || !mkdtemp(dir))
         __builtin_trap();
+    fz_remove_at_exit(dir);
     snprintf(path, sizeof path, "%s/places.sqlite", dir);
     if (sqlite3_open(path, &db) != SQLITE_OK || sqlite3_exec(db, SCHEMA, NULL, NULL, NULL) != SQLITE_OK)
         __builtin_trap();
