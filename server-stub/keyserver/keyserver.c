@@ -428,7 +428,8 @@ picl_status ks_send_code(ks_server *s, const ks_account *a, int recovery, const 
         .body = body,
         .unique = unique,
     };
-    rc = ks_mail_send(s->maildir, s->smtp_url, &m);
+    /* no Maildir (PostgreSQL without --data) and no SMTP: nowhere to send */
+    rc = s->maildir || s->smtp_url ? ks_mail_send(s->maildir, s->smtp_url, &m) : PICL_ERROR_IO;
     picl__wipe(body, sizeof body);
     return rc;
 }
@@ -582,7 +583,7 @@ static picl_status ks_private_file(const char *path)
 picl_status ks_server_new(ks_server **out, const ks_config *cfg)
 {
     *out = NULL;
-    if (!cfg || !cfg->data_dir || (cfg->secret && cfg->secret_len < 32) ||
+    if (!cfg || (!cfg->data_dir && !cfg->database) || (cfg->secret && cfg->secret_len < 32) ||
         (cfg->storage_node && !cfg->secret) || cfg->secret_len > 1024)
         return PICL_ERROR_INVALID_ARGUMENT;
     ks_server *s = calloc(1, sizeof *s);
@@ -592,6 +593,12 @@ picl_status ks_server_new(ks_server **out, const ks_config *cfg)
     s->listen = dup_or_null(cfg->listen, &rc);
     s->data_dir = dup_or_null(cfg->data_dir, &rc);
     s->storage_node = dup_or_null(cfg->storage_node, &rc);
+    s->database = dup_or_null(cfg->database, &rc);
+    s->db_pool = cfg->db_pool;
+    s->purge_grace = cfg->purge_grace_s > 0 ? cfg->purge_grace_s : 7 * 86400;
+    s->purge_every = cfg->purge_every_s ? cfg->purge_every_s : 3600;
+    pthread_mutex_init(&s->purge_mu, NULL);
+    pthread_cond_init(&s->purge_cv, NULL);
     s->smtp_url = dup_or_null(cfg->smtp_url, &rc);
     s->mail_from = dup_or_null(cfg->mail_from ? cfg->mail_from : "picl@localhost", &rc);
     s->skew = cfg->hawk_skew_s > 0 ? cfg->hawk_skew_s : PICL_HAWK_DEFAULT_SKEW;
@@ -649,6 +656,8 @@ picl_status ks_server_new(ks_server **out, const ks_config *cfg)
     if (rc != PICL_OK)
         goto fail;
     char path[4096];
+    if (!s->data_dir) /* PostgreSQL without a directory: mail only by SMTP */
+        goto open_db;
     if ((size_t)snprintf(path, sizeof path, "%s/mail", s->data_dir) >= sizeof path) {
         rc = PICL_ERROR_INVALID_ARGUMENT;
         goto fail;
@@ -661,12 +670,26 @@ picl_status ks_server_new(ks_server **out, const ks_config *cfg)
     rc = ks_mail_init(s->maildir);
     if (rc != PICL_OK)
         goto fail;
+open_db:
+    if (s->database) {
+        const char *why = NULL;
+        rc = ks_db_open(&s->db, s->database, s->db_pool, &why);
+        if (rc != PICL_OK && s->log) {
+            char line[256];
+            snprintf(line, sizeof line, "database: %s", why ? why : picl_strerror(rc));
+            s->log(s->hook_ctx, line);
+        }
+        if (rc != PICL_OK)
+            goto fail;
+        *out = s;
+        return PICL_OK;
+    }
     snprintf(path, sizeof path, "%s/keyserver.db", s->data_dir);
     /* kA, wrapKb and verifiers: owner only, whatever the umask or the
      * directory's mode (SQLite gives -wal and -shm the database's mode) */
     rc = ks_private_file(path);
     if (rc == PICL_OK)
-        rc = ks_db_open(&s->db, path);
+        rc = ks_db_open(&s->db, path, 0, NULL);
     if (rc != PICL_OK)
         goto fail;
     *out = s;
@@ -698,6 +721,8 @@ picl_status ks_server_start(ks_server *s)
         rc = ks_routes_mount(s, s->http, 0);
     if (rc == PICL_OK)
         rc = picl_http_server_start(s->http);
+    if (rc == PICL_OK)
+        rc = ks_nodes_start_purger(s);
     if (rc != PICL_OK) {
         picl_http_server_free(s->http);
         s->http = NULL;
@@ -714,6 +739,7 @@ void ks_server_free(ks_server *s)
 {
     if (!s)
         return;
+    ks_nodes_stop_purger(s);
     picl_http_server_free(s->http);
     ks_db_close(s->db);
     picl__hawk_nonce_cache_free(s->nonces);
@@ -724,6 +750,9 @@ void ks_server_free(ks_server *s)
     free(s->data_dir);
     free(s->maildir);
     free(s->storage_node);
+    free(s->database);
+    pthread_mutex_destroy(&s->purge_mu);
+    pthread_cond_destroy(&s->purge_cv);
     free(s->smtp_url);
     free(s->mail_from);
     if (s->nss)

@@ -78,7 +78,16 @@
 
 typedef struct ks_config {
     const char *listen;        /* "HOST:PORT" for ks_server_start (port 0 = any) */
-    const char *data_dir;      /* existing directory */
+    const char *data_dir;      /* existing directory (the Maildir outbox, and
+                                  keyserver.db without database); may be NULL
+                                  with database (then mail needs smtp_url) */
+    const char *database;      /* NULL = SQLite <data_dir>/keyserver.db; else a
+                                  postgresql:// URL (ks_db.h) */
+    unsigned db_pool;          /* PostgreSQL connections, 0 = 8 */
+    int64_t purge_grace_s;     /* a replaced assignment's data is purged this
+                                  long after it was replaced; 0 = 7 days */
+    int64_t purge_every_s;     /* the server's purge runs this often while it
+                                  has nodes; 0 = 3600, < 0 = never */
     const uint8_t *secret;     /* tokenlib secret shared with storage, >= 32 bytes
                                   (copied); may be NULL without storage_node */
     size_t secret_len;
@@ -139,6 +148,34 @@ unsigned ks_server_port(const ks_server *s);
 /* Stops its own HTTP server (if started), waits for requests in flight,
  * closes the database, wipes and frees.  NULL is allowed. */
 void ks_server_free(ks_server *s);
+
+/* ---- storage nodes (storage.md section 6) ---------------------------------
+ *
+ * Without storage_node the keyserver spreads users over the nodes of its
+ * database: /storage/token gives the account's live assignment (made on the
+ * least-loaded node when it has none): uid = the assignment id, api_endpoint
+ * = node "/1.5/" uid, signed with that node's secret
+ *   hex(HKDF(secret, no salt, info = "picl/node-secret/" node_url, 32))
+ * (after the node's g-th drain, info ends in "#g": draining rotates it, so
+ * the drained node, restarted with `node secret`, answers 401 to every token
+ * made before).  With storage_node (one node) nothing of this is used: the
+ * uid is the account id and the token is signed with the secret itself. */
+
+/* The node admin calls (picl-keyserver node ...); the server need not be
+ * started.  CONFLICT for a url already there, NOT_FOUND for an unknown one. */
+picl_status ks_server_node_add(ks_server *s, const char *url, int64_t capacity);
+/* The node's current secret (64 hex characters and a NUL) into out, a
+ * secret the caller wipes.  INVALID_ARGUMENT without a keyserver secret. */
+picl_status ks_server_node_secret(ks_server *s, const char *url, char out[65]);
+/* Drains the node: *moved (may be NULL) = users who get a new node at
+ * their next token request. */
+picl_status ks_server_node_drain(ks_server *s, const char *url, int64_t *moved);
+/* The purge job: for each assignment replaced more than purge_grace_s ago
+ * or of a destroyed account, a Hawk-signed DELETE <node>/1.5/<uid> (a token
+ * for that uid under the node's secret); answered 200 or 404, the
+ * assignment is forgotten.  *purged / *failed (may be NULL) count them;
+ * PICL_OK even when some failed (they are tried again next time). */
+picl_status ks_server_purge(ks_server *s, int64_t *purged, int64_t *failed);
 
 /* Reads a shared secret file into *secret (malloc()ed, caller frees with
  * picl__zfree), creating it first with 64 random hex characters and a

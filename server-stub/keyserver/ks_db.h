@@ -1,5 +1,6 @@
-/* ks_db.h -- the keyserver's SQLite persistence: accounts, derived tokens,
- * SRP sessions, and rate-limit events (in memory). */
+/* ks_db.h -- the keyserver's persistence: accounts, derived tokens, SRP
+ * sessions, rate-limit events, storage nodes and assignments; SQLite (the
+ * embedded default) or PostgreSQL behind one table of functions. */
 #ifndef PICL_KS_DB_H
 #define PICL_KS_DB_H
 
@@ -10,7 +11,11 @@
 #include "protocol/stretch.h"
 
 /*
- * One connection (WAL, synchronous=FULL, foreign keys on) behind one mutex:
+ * Backends (ks_db_impl.h): ks_db_open picks SQLite for a file path and
+ * PostgreSQL for a postgresql:// (or postgres://) URL; both keep the
+ * contract below and pass the same test suites.
+ *
+ * SQLite: one connection (WAL, synchronous=FULL, foreign keys on) behind one mutex:
  * every function is thread-safe and every multi-statement change runs in
  * one BEGIN IMMEDIATE transaction, so "consume a single-use token" is
  * decided by the database exactly once even under concurrent requests.
@@ -26,7 +31,8 @@
 #define KS_EMAIL_MAX 255
 #define KS_UID_BYTES 16
 #define KS_VERIFIER_BYTES 256
-#define KS_SCHEMA_VERSION 2
+#define KS_SCHEMA_VERSION 3
+#define KS_NODE_URL_MAX 255
 
 typedef struct ks_db ks_db;
 
@@ -85,8 +91,17 @@ typedef struct ks_reset {
     int mailbox;                  /* the token proved the mailbox: mark verified */
 } ks_reset;
 
-/* Opens (creating/migrating) the database at path.  Caller closes. */
-picl_status ks_db_open(ks_db **out, const char *path);
+/* Opens (creating/migrating) the database: target is a file path (SQLite)
+ * or a postgresql:// URL (PostgreSQL: a pool of `pool` connections, 0 = 8;
+ * the schema is created or migrated in one transaction under an advisory
+ * lock, so it is never half-migrated and several processes may start at
+ * once).  PICL_ERROR_DATABASE when the database cannot be reached (libpq's
+ * connect_timeout: 10 s unless the URL says otherwise) or was written by a
+ * newer keyserver; *why (may be NULL) receives a static one-line reason.
+ * Caller closes. */
+picl_status ks_db_open(ks_db **out, const char *target, unsigned pool, const char **why);
+/* "sqlite" or "postgresql". */
+const char *ks_db_backend(const ks_db *db);
 void ks_db_close(ks_db *db);
 /* PICL_OK when the database answers a query. */
 picl_status ks_db_ping(ks_db *db);
@@ -169,5 +184,51 @@ picl_status ks_db_rate_refund(ks_db *db, const ks_rate *limits, size_t n);
  * rate events before rate_before, and every account never verified that
  * was created before unverified_before, with all it owns. */
 picl_status ks_db_sweep(ks_db *db, int64_t now, int64_t unverified_before, int64_t rate_before);
+
+/* ---- storage nodes and assignments (storage.md section 6) ---------------- */
+
+typedef struct ks_node {
+    int64_t id;
+    char url[KS_NODE_URL_MAX + 1];
+    int64_t capacity, load;       /* load: live assignments on it */
+    int available, downed;
+    int64_t generation;           /* secret generation: +1 per drain */
+} ks_node;
+
+typedef struct ks_assignment {
+    int64_t uid;                  /* the storage uid: the assignment's id */
+    int64_t account;              /* 0 once the account is destroyed */
+    char node[KS_NODE_URL_MAX + 1];
+    int64_t generation;           /* of the node's secret */
+    int64_t created_at, replaced_at; /* replaced_at 0 = live */
+} ks_assignment;
+
+/* Adds a node (available, not downed, load 0): CONFLICT when url is there
+ * already, INVALID_ARGUMENT for an empty/too long url or capacity < 1. */
+picl_status ks_db_node_add(ks_db *db, const char *url, int64_t capacity);
+/* Calls fn for every node, in id order.  *count (may be NULL) = how many. */
+picl_status ks_db_nodes(ks_db *db, void (*fn)(void *ctx, const ks_node *n), void *ctx,
+                        int64_t *count);
+picl_status ks_db_node_get(ks_db *db, const char *url, ks_node *out);
+/* Drains a node in one transaction: downed, not available, its secret
+ * generation + 1, every live assignment on it replaced at now (its users
+ * get a new node at their next token request), load 0.  *moved (may be
+ * NULL) = the assignments replaced.  NOT_FOUND for an unknown url. */
+picl_status ks_db_node_drain(ks_db *db, const char *url, int64_t now, int64_t *moved);
+/* The account's live assignment, made in one transaction when it has none
+ * (the available, non-downed node with the most spare capacity; ties: the
+ * lowest id; the node's load + 1).  BACKOFF when no node can take it,
+ * NOT_FOUND without the account.  *created (may be NULL) = 1 when new. */
+picl_status ks_db_assign(ks_db *db, int64_t account, int64_t now, ks_assignment *out,
+                         int *created);
+/* The assignment with this uid (live or replaced); NOT_FOUND. */
+picl_status ks_db_assignment(ks_db *db, int64_t uid, ks_assignment *out);
+/* Calls fn for every assignment whose data may go: replaced before
+ * `replaced_before`, or of a destroyed account (any time).  fn returns 0
+ * to go on.  Rows are collected first, so fn may call ks_db_purged. */
+picl_status ks_db_purgeable(ks_db *db, int64_t replaced_before,
+                            int (*fn)(void *ctx, const ks_assignment *a), void *ctx);
+/* Forgets a purged assignment (its data is gone from the node). */
+picl_status ks_db_purged(ks_db *db, int64_t uid);
 
 #endif

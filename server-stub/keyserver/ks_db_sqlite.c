@@ -1,5 +1,6 @@
-/* ks_db.c -- keyserver persistence on SQLite (see ks_db.h). */
-#include "keyserver/ks_db.h"
+/* ks_db_sqlite.c -- the keyserver's SQLite backend (the embedded default;
+ * see ks_db.h for the contract, ks_db_impl.h for the table). */
+#include "keyserver/ks_db_impl.h"
 
 #include <pthread.h>
 #include <sqlite3.h>
@@ -10,7 +11,9 @@
 #include "crypto/util.h"
 #include "protocol/tokens.h"
 
-struct ks_db {
+typedef struct ks_db_impl sq_db;
+
+struct ks_db_impl {
     sqlite3 *h;
     pthread_mutex_t mu;
 };
@@ -56,18 +59,36 @@ static const char *const schema_v2 =
     "ALTER TABLE tokens ADD COLUMN mailbox INTEGER NOT NULL DEFAULT 0;"
     "CREATE INDEX IF NOT EXISTS tokens_expires ON tokens(expires);"
     "CREATE INDEX IF NOT EXISTS accounts_unverified ON accounts(verified, created);"
-    "DROP TABLE IF EXISTS rate_events;"; /* now in memory, see ks_db_open */
+    "DROP TABLE IF EXISTS rate_events;"; /* now in memory, see sq_open */
+
+/* v3 (storage.md section 6): storage nodes and the accounts' assignments.
+ * A storage uid is an assignment id; they start above 2^32 so they never
+ * meet the account ids that a single --storage-node uses as uids. */
+static const char *const schema_v3 =
+    "CREATE TABLE IF NOT EXISTS nodes ("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT, url TEXT NOT NULL UNIQUE,"
+    " capacity INTEGER NOT NULL, current_load INTEGER NOT NULL DEFAULT 0,"
+    " available INTEGER NOT NULL DEFAULT 1, downed INTEGER NOT NULL DEFAULT 0,"
+    " backoff INTEGER NOT NULL DEFAULT 0, generation INTEGER NOT NULL DEFAULT 0);"
+    "CREATE TABLE IF NOT EXISTS assignments ("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT, account INTEGER,"
+    " node INTEGER NOT NULL REFERENCES nodes(id),"
+    " created_at INTEGER NOT NULL, replaced_at INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX IF NOT EXISTS assignments_account ON assignments(account, replaced_at);"
+    "CREATE INDEX IF NOT EXISTS assignments_replaced ON assignments(replaced_at);"
+    "INSERT INTO sqlite_sequence (name, seq) SELECT 'assignments', 4294967295"
+    " WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'assignments');";
 
 /* ---- small helpers ------------------------------------------------------ */
 
-static picl_status exec(ks_db *db, const char *sql)
+static picl_status exec(sq_db *db, const char *sql)
 {
     return sqlite3_exec(db->h, sql, NULL, NULL, NULL) == SQLITE_OK ? PICL_OK : PICL_ERROR_DATABASE;
 }
 
 /* Ends a transaction: COMMIT when rc is PICL_OK, else (or when COMMIT fails)
  * ROLLBACK, so no transaction is ever left open.  Returns the outcome. */
-static picl_status end_tx(ks_db *db, picl_status rc)
+static picl_status end_tx(sq_db *db, picl_status rc)
 {
     if (rc == PICL_OK)
         rc = exec(db, "COMMIT");
@@ -76,7 +97,7 @@ static picl_status end_tx(ks_db *db, picl_status rc)
     return rc;
 }
 
-static picl_status prep(ks_db *db, sqlite3_stmt **st, const char *sql)
+static picl_status prep(sq_db *db, sqlite3_stmt **st, const char *sql)
 {
     return sqlite3_prepare_v2(db->h, sql, -1, st, NULL) == SQLITE_OK ? PICL_OK
                                                                      : PICL_ERROR_DATABASE;
@@ -98,12 +119,12 @@ static void col_text(sqlite3_stmt *st, int i, char *out, size_t cap)
     snprintf(out, cap, "%s", p ? (const char *)p : "");
 }
 
-static void lock(ks_db *db) { pthread_mutex_lock(&db->mu); }
-static void unlock(ks_db *db) { pthread_mutex_unlock(&db->mu); }
+static void lock(sq_db *db) { pthread_mutex_lock(&db->mu); }
+static void unlock(sq_db *db) { pthread_mutex_unlock(&db->mu); }
 
 /* ---- open / migrate ------------------------------------------------------ */
 
-static picl_status migrate(ks_db *db)
+static picl_status migrate(sq_db *db)
 {
     picl_status rc = exec(db, "BEGIN IMMEDIATE");
     if (rc != PICL_OK)
@@ -128,15 +149,22 @@ static picl_status migrate(ks_db *db)
         if (rc == PICL_OK)
             rc = exec(db, "INSERT OR REPLACE INTO meta VALUES ('schema_version', 2)");
     }
-    /* Later versions add "if (version < 3) ..." steps here. */
+    if (rc == PICL_OK && version < 3) {
+        rc = exec(db, schema_v3);
+        if (rc == PICL_OK)
+            rc = exec(db, "INSERT OR REPLACE INTO meta VALUES ('schema_version', 3)");
+    }
+    /* Later versions add "if (version < 4) ..." steps here. */
     rc = end_tx(db, rc);
     return rc;
 }
 
-picl_status ks_db_open(ks_db **out, const char *path)
+static void sq_close(sq_db *db);
+
+static picl_status sq_open(ks_db_impl **out, const char *path, unsigned pool, const char **why)
 {
     *out = NULL;
-    ks_db *db = calloc(1, sizeof *db);
+    sq_db *db = calloc(1, sizeof *db);
     if (!db)
         return PICL_ERROR_NO_MEMORY;
     pthread_mutex_init(&db->mu, NULL);
@@ -163,14 +191,15 @@ picl_status ks_db_open(ks_db **out, const char *path)
                       "CREATE INDEX mem.rate_key ON rate_events(key, t);");
 done:
     if (rc != PICL_OK) {
-        ks_db_close(db);
+        *why = "cannot open or migrate the SQLite database";
+        sq_close(db);
         return rc;
     }
     *out = db;
     return PICL_OK;
 }
 
-void ks_db_close(ks_db *db)
+static void sq_close(sq_db *db)
 {
     if (!db)
         return;
@@ -180,7 +209,7 @@ void ks_db_close(ks_db *db)
     free(db);
 }
 
-picl_status ks_db_ping(ks_db *db)
+static picl_status sq_ping(sq_db *db)
 {
     lock(db);
     sqlite3_stmt *st = NULL;
@@ -194,7 +223,7 @@ picl_status ks_db_ping(ks_db *db)
 
 /* ---- accounts ------------------------------------------------------------ */
 
-picl_status ks_db_account_create(ks_db *db, ks_account *a)
+static picl_status sq_account_create(sq_db *db, ks_account *a)
 {
     lock(db);
     sqlite3_stmt *st = NULL;
@@ -277,7 +306,7 @@ static picl_status account_row(sqlite3_stmt *st, ks_account *a)
     return rc;
 }
 
-static picl_status account_by(ks_db *db, const char *where, const void *key, size_t keylen,
+static picl_status account_by(sq_db *db, const char *where, const void *key, size_t keylen,
                               int64_t id, ks_account *a)
 {
     char sql[512];
@@ -297,25 +326,25 @@ static picl_status account_by(ks_db *db, const char *where, const void *key, siz
     return rc;
 }
 
-picl_status ks_db_account_by_email(ks_db *db, const char *email, size_t len, ks_account *a)
+static picl_status sq_account_by_email(sq_db *db, const char *email, size_t len, ks_account *a)
 {
     if (!len || len > KS_EMAIL_MAX)
         return PICL_ERROR_NOT_FOUND;
     return account_by(db, "WHERE email = ?", email, len, 0, a);
 }
 
-picl_status ks_db_account_by_id(ks_db *db, int64_t id, ks_account *a)
+static picl_status sq_account_by_id(sq_db *db, int64_t id, ks_account *a)
 {
     return account_by(db, "WHERE id = ?", NULL, 0, id, a);
 }
 
-picl_status ks_db_account_by_uid(ks_db *db, const uint8_t uid[KS_UID_BYTES], ks_account *a)
+static picl_status sq_account_by_uid(sq_db *db, const uint8_t uid[KS_UID_BYTES], ks_account *a)
 {
     return account_by(db, "WHERE uid = ?", uid, KS_UID_BYTES, 0, a);
 }
 
 /* Runs a one-statement change binding an integer id first. */
-static picl_status change_by_id(ks_db *db, const char *sql, int64_t id, int *changes)
+static picl_status change_by_id(sq_db *db, const char *sql, int64_t id, int *changes)
 {
     sqlite3_stmt *st = NULL;
     picl_status rc = prep(db, &st, sql);
@@ -330,7 +359,7 @@ static picl_status change_by_id(ks_db *db, const char *sql, int64_t id, int *cha
     return rc;
 }
 
-picl_status ks_db_account_set_verified(ks_db *db, int64_t id)
+static picl_status sq_account_set_verified(sq_db *db, int64_t id)
 {
     lock(db);
     int n = 0;
@@ -339,7 +368,7 @@ picl_status ks_db_account_set_verified(ks_db *db, int64_t id)
     return rc == PICL_OK && n == 0 ? PICL_ERROR_NOT_FOUND : rc;
 }
 
-picl_status ks_db_account_reset(ks_db *db, int64_t id, const ks_reset *r)
+static picl_status sq_account_reset(sq_db *db, int64_t id, const ks_reset *r)
 {
     lock(db);
     sqlite3_stmt *st = NULL;
@@ -403,7 +432,7 @@ out:
     return rc;
 }
 
-picl_status ks_db_classmap_get(ks_db *db, int64_t account, ks_classmap *out)
+static picl_status sq_classmap_get(sq_db *db, int64_t account, ks_classmap *out)
 {
     memset(out, 0, sizeof *out);
     lock(db);
@@ -432,7 +461,7 @@ picl_status ks_db_classmap_get(ks_db *db, int64_t account, ks_classmap *out)
     return rc;
 }
 
-picl_status ks_db_classmap_put(ks_db *db, int64_t account, int64_t version,
+static picl_status sq_classmap_put(sq_db *db, int64_t account, int64_t version,
                                const uint8_t hmac[32])
 {
     if (version < 1)
@@ -482,7 +511,7 @@ out:
     return rc;
 }
 
-picl_status ks_db_account_delete(ks_db *db, int64_t id)
+static picl_status sq_account_delete(sq_db *db, int64_t id)
 {
     lock(db);
     int n = 0;
@@ -491,6 +520,15 @@ picl_status ks_db_account_delete(ks_db *db, int64_t id)
         rc = change_by_id(db, "DELETE FROM tokens WHERE account = ?", id, NULL);
     if (rc == PICL_OK)
         rc = change_by_id(db, "DELETE FROM srp_sessions WHERE account = ?", id, NULL);
+    /* its storage data is purged at once: live assignments end now */
+    if (rc == PICL_OK)
+        rc = change_by_id(db, "UPDATE nodes SET current_load = max(current_load - 1, 0)"
+                              " WHERE id IN (SELECT node FROM assignments WHERE account = ?"
+                              " AND replaced_at = 0)", id, NULL);
+    if (rc == PICL_OK)
+        rc = change_by_id(db, "UPDATE assignments SET account = NULL, replaced_at ="
+                              " CASE replaced_at WHEN 0 THEN strftime('%s','now') ELSE"
+                              " replaced_at END WHERE account = ?", id, NULL);
     if (rc == PICL_OK)
         rc = change_by_id(db, "DELETE FROM accounts WHERE id = ?", id, &n);
     if (rc == PICL_OK && n == 0)
@@ -502,7 +540,7 @@ picl_status ks_db_account_delete(ks_db *db, int64_t id)
 
 /* ---- tokens -------------------------------------------------------------- */
 
-picl_status ks_db_token_put(ks_db *db, const ks_token *t)
+static picl_status sq_token_put(sq_db *db, const ks_token *t)
 {
     lock(db);
     sqlite3_stmt *st = NULL;
@@ -560,7 +598,7 @@ static picl_status token_row(sqlite3_stmt *st, ks_token *t)
 }
 
 /* Reads token (id, type) under the lock already held. */
-static picl_status token_get_locked(ks_db *db, const uint8_t id[32], int type, int64_t now,
+static picl_status token_get_locked(sq_db *db, const uint8_t id[32], int type, int64_t now,
                                     ks_token *t)
 {
     sqlite3_stmt *st = NULL;
@@ -591,7 +629,7 @@ static picl_status token_get_locked(ks_db *db, const uint8_t id[32], int type, i
     return rc;
 }
 
-picl_status ks_db_token_get(ks_db *db, const uint8_t id[32], int type, int64_t now, ks_token *t)
+static picl_status sq_token_get(sq_db *db, const uint8_t id[32], int type, int64_t now, ks_token *t)
 {
     lock(db);
     picl_status rc = token_get_locked(db, id, type, now, t);
@@ -599,7 +637,7 @@ picl_status ks_db_token_get(ks_db *db, const uint8_t id[32], int type, int64_t n
     return rc;
 }
 
-picl_status ks_db_token_consume(ks_db *db, const uint8_t id[32])
+static picl_status sq_token_consume(sq_db *db, const uint8_t id[32])
 {
     lock(db);
     sqlite3_stmt *st = NULL;
@@ -619,7 +657,7 @@ picl_status ks_db_token_consume(ks_db *db, const uint8_t id[32])
     return rc;
 }
 
-picl_status ks_db_token_delete_account(ks_db *db, int64_t account, int type)
+static picl_status sq_token_delete_account(sq_db *db, int64_t account, int type)
 {
     lock(db);
     sqlite3_stmt *st = NULL;
@@ -637,7 +675,7 @@ picl_status ks_db_token_delete_account(ks_db *db, int64_t account, int type)
     return rc;
 }
 
-picl_status ks_db_sessions(ks_db *db, int64_t account, int64_t now,
+static picl_status sq_sessions(sq_db *db, int64_t account, int64_t now,
                            void (*fn)(void *ctx, const ks_token *t), void *ctx)
 {
     lock(db);
@@ -663,7 +701,7 @@ picl_status ks_db_sessions(ks_db *db, int64_t account, int64_t now,
     return rc;
 }
 
-picl_status ks_db_forgot_guess(ks_db *db, const uint8_t id[32], const char code[8], int64_t now,
+static picl_status sq_forgot_guess(sq_db *db, const uint8_t id[32], const char code[8], int64_t now,
                                int *ok, int *tries_left)
 {
     *ok = 0;
@@ -711,7 +749,7 @@ out:
 
 /* ---- SRP sessions -------------------------------------------------------- */
 
-picl_status ks_db_srp_put(ks_db *db, const uint8_t key[32], int64_t account, const uint8_t *b,
+static picl_status sq_srp_put(sq_db *db, const uint8_t key[32], int64_t account, const uint8_t *b,
                           size_t blen, int64_t now, int64_t expires)
 {
     if (!blen || blen > 256)
@@ -749,7 +787,7 @@ picl_status ks_db_srp_put(ks_db *db, const uint8_t key[32], int64_t account, con
     return rc;
 }
 
-picl_status ks_db_srp_take(ks_db *db, const uint8_t key[32], int64_t now, int64_t *account,
+static picl_status sq_srp_take(sq_db *db, const uint8_t key[32], int64_t now, int64_t *account,
                            uint8_t b[256], size_t *blen)
 {
     *account = 0;
@@ -808,7 +846,7 @@ out:
 
 /* Counts the events of key at or after since (pruning older ones), under
  * the lock and inside the caller's transaction. */
-static picl_status rate_count_locked(ks_db *db, const char *key, int64_t since, int64_t *count,
+static picl_status rate_count_locked(sq_db *db, const char *key, int64_t since, int64_t *count,
                                      int64_t *oldest)
 {
     sqlite3_stmt *st = NULL;
@@ -837,7 +875,7 @@ static picl_status rate_count_locked(ks_db *db, const char *key, int64_t since, 
     return rc;
 }
 
-picl_status ks_db_rate_take(ks_db *db, ks_rate *limits, size_t n, int64_t now, int *ok,
+static picl_status sq_rate_take(sq_db *db, ks_rate *limits, size_t n, int64_t now, int *ok,
                             int64_t *retry_after)
 {
     *ok = 0;
@@ -887,7 +925,7 @@ out:
     return rc;
 }
 
-picl_status ks_db_rate_refund(ks_db *db, const ks_rate *limits, size_t n)
+static picl_status sq_rate_refund(sq_db *db, const ks_rate *limits, size_t n)
 {
     lock(db);
     picl_status rc = exec(db, "BEGIN IMMEDIATE");
@@ -900,7 +938,7 @@ picl_status ks_db_rate_refund(ks_db *db, const ks_rate *limits, size_t n)
     return rc;
 }
 
-picl_status ks_db_sweep(ks_db *db, int64_t now, int64_t unverified_before, int64_t rate_before)
+static picl_status sq_sweep(sq_db *db, int64_t now, int64_t unverified_before, int64_t rate_before)
 {
     lock(db);
     picl_status rc = exec(db, "BEGIN IMMEDIATE");
@@ -925,3 +963,339 @@ picl_status ks_db_sweep(ks_db *db, int64_t now, int64_t unverified_before, int64
     unlock(db);
     return rc;
 }
+
+/* ---- storage nodes and assignments ---------------------------------------- */
+
+static picl_status sq_node_add(sq_db *db, const char *url, int64_t capacity)
+{
+    if (!url || !*url || strlen(url) > KS_NODE_URL_MAX || capacity < 1)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    picl_status rc = prep(db, &st, "INSERT INTO nodes (url, capacity) VALUES (?, ?)");
+    if (rc == PICL_OK) {
+        sqlite3_bind_text(st, 1, url, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, capacity);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = sqlite3_extended_errcode(db->h) == SQLITE_CONSTRAINT_UNIQUE ? PICL_ERROR_CONFLICT
+                                                                             : PICL_ERROR_DATABASE;
+    }
+    sqlite3_finalize(st);
+    unlock(db);
+    return rc;
+}
+
+#define NODE_COLS "SELECT id, url, capacity, current_load, available, downed, generation FROM nodes "
+
+static void node_row(sqlite3_stmt *st, ks_node *n)
+{
+    memset(n, 0, sizeof *n);
+    n->id = sqlite3_column_int64(st, 0);
+    col_text(st, 1, n->url, sizeof n->url);
+    n->capacity = sqlite3_column_int64(st, 2);
+    n->load = sqlite3_column_int64(st, 3);
+    n->available = sqlite3_column_int(st, 4);
+    n->downed = sqlite3_column_int(st, 5);
+    n->generation = sqlite3_column_int64(st, 6);
+}
+
+static picl_status sq_nodes(sq_db *db, void (*fn)(void *ctx, const ks_node *n), void *ctx,
+                            int64_t *count)
+{
+    if (count)
+        *count = 0;
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    picl_status rc = prep(db, &st, NODE_COLS "ORDER BY id");
+    if (rc == PICL_OK) {
+        int s;
+        while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+            ks_node n;
+            node_row(st, &n);
+            if (fn)
+                fn(ctx, &n);
+            if (count)
+                (*count)++;
+        }
+        if (s != SQLITE_DONE)
+            rc = PICL_ERROR_DATABASE;
+    }
+    sqlite3_finalize(st);
+    unlock(db);
+    return rc;
+}
+
+static picl_status sq_node_get(sq_db *db, const char *url, ks_node *out)
+{
+    memset(out, 0, sizeof *out);
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    picl_status rc = prep(db, &st, NODE_COLS "WHERE url = ?");
+    if (rc == PICL_OK) {
+        sqlite3_bind_text(st, 1, url, -1, SQLITE_STATIC);
+        int s = sqlite3_step(st);
+        if (s == SQLITE_ROW)
+            node_row(st, out);
+        else
+            rc = s == SQLITE_DONE ? PICL_ERROR_NOT_FOUND : PICL_ERROR_DATABASE;
+    }
+    sqlite3_finalize(st);
+    unlock(db);
+    return rc;
+}
+
+static picl_status sq_node_drain(sq_db *db, const char *url, int64_t now, int64_t *moved)
+{
+    if (moved)
+        *moved = 0;
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    int64_t id = 0;
+    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    if (rc != PICL_OK)
+        goto out;
+    rc = prep(db, &st, "SELECT id FROM nodes WHERE url = ?");
+    if (rc == PICL_OK) {
+        sqlite3_bind_text(st, 1, url, -1, SQLITE_STATIC);
+        int s = sqlite3_step(st);
+        if (s == SQLITE_ROW)
+            id = sqlite3_column_int64(st, 0);
+        else
+            rc = s == SQLITE_DONE ? PICL_ERROR_NOT_FOUND : PICL_ERROR_DATABASE;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (rc == PICL_OK)
+        rc = change_by_id(db, "UPDATE nodes SET downed = 1, available = 0, current_load = 0,"
+                              " generation = generation + 1 WHERE id = ?", id, NULL);
+    if (rc == PICL_OK)
+        rc = prep(db, &st, "UPDATE assignments SET replaced_at = ? WHERE node = ? AND"
+                           " replaced_at = 0");
+    if (rc == PICL_OK) {
+        sqlite3_bind_int64(st, 1, now > 0 ? now : 1);
+        sqlite3_bind_int64(st, 2, id);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = PICL_ERROR_DATABASE;
+        else if (moved)
+            *moved = sqlite3_changes(db->h);
+    }
+    sqlite3_finalize(st);
+    rc = end_tx(db, rc);
+out:
+    unlock(db);
+    return rc;
+}
+
+#define ASSIGN_COLS                                                                         \
+    "SELECT a.id, coalesce(a.account, 0), n.url, n.generation, a.created_at, a.replaced_at," \
+    " n.downed FROM assignments a JOIN nodes n ON n.id = a.node "
+
+static int assignment_row(sqlite3_stmt *st, ks_assignment *a)
+{
+    memset(a, 0, sizeof *a);
+    a->uid = sqlite3_column_int64(st, 0);
+    a->account = sqlite3_column_int64(st, 1);
+    col_text(st, 2, a->node, sizeof a->node);
+    a->generation = sqlite3_column_int64(st, 3);
+    a->created_at = sqlite3_column_int64(st, 4);
+    a->replaced_at = sqlite3_column_int64(st, 5);
+    return sqlite3_column_int(st, 6); /* downed */
+}
+
+static picl_status sq_assign(sq_db *db, int64_t account, int64_t now, ks_assignment *out,
+                             int *created)
+{
+    memset(out, 0, sizeof *out);
+    if (created)
+        *created = 0;
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    int64_t node = 0;
+    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    if (rc != PICL_OK)
+        goto out;
+    rc = prep(db, &st, "SELECT 1 FROM accounts WHERE id = ?");
+    if (rc == PICL_OK) {
+        sqlite3_bind_int64(st, 1, account);
+        int s = sqlite3_step(st);
+        if (s != SQLITE_ROW)
+            rc = s == SQLITE_DONE ? PICL_ERROR_NOT_FOUND : PICL_ERROR_DATABASE;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    /* the live one, unless its node went down (a drain replaces them all,
+     * so that is only a node downed by hand: it is replaced now) */
+    int found = 0;
+    if (rc == PICL_OK)
+        rc = prep(db, &st, ASSIGN_COLS "WHERE a.account = ? AND a.replaced_at = 0"
+                                       " ORDER BY a.id DESC LIMIT 1");
+    if (rc == PICL_OK) {
+        sqlite3_bind_int64(st, 1, account);
+        int s = sqlite3_step(st);
+        if (s == SQLITE_ROW)
+            found = assignment_row(st, out) ? 2 : 1;
+        else if (s != SQLITE_DONE)
+            rc = PICL_ERROR_DATABASE;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (rc == PICL_OK && found == 1)
+        goto commit;
+    if (rc == PICL_OK && found == 2) {
+        rc = prep(db, &st, "UPDATE assignments SET replaced_at = ? WHERE id = ?");
+        if (rc == PICL_OK) {
+            sqlite3_bind_int64(st, 1, now > 0 ? now : 1);
+            sqlite3_bind_int64(st, 2, out->uid);
+            if (sqlite3_step(st) != SQLITE_DONE)
+                rc = PICL_ERROR_DATABASE;
+        }
+        sqlite3_finalize(st);
+        st = NULL;
+    }
+    memset(out, 0, sizeof *out);
+    if (rc == PICL_OK)
+        rc = prep(db, &st, "SELECT id, url, generation FROM nodes WHERE available = 1 AND"
+                           " downed = 0 AND current_load < capacity"
+                           " ORDER BY capacity - current_load DESC, id LIMIT 1");
+    if (rc == PICL_OK) {
+        int s = sqlite3_step(st);
+        if (s == SQLITE_ROW) {
+            node = sqlite3_column_int64(st, 0);
+            col_text(st, 1, out->node, sizeof out->node);
+            out->generation = sqlite3_column_int64(st, 2);
+        } else {
+            rc = s == SQLITE_DONE ? PICL_ERROR_BACKOFF : PICL_ERROR_DATABASE;
+        }
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (rc == PICL_OK)
+        rc = prep(db, &st, "INSERT INTO assignments (account, node, created_at) VALUES (?,?,?)");
+    if (rc == PICL_OK) {
+        sqlite3_bind_int64(st, 1, account);
+        sqlite3_bind_int64(st, 2, node);
+        sqlite3_bind_int64(st, 3, now);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = PICL_ERROR_DATABASE;
+        out->uid = sqlite3_last_insert_rowid(db->h);
+        out->account = account;
+        out->created_at = now;
+    }
+    sqlite3_finalize(st);
+    if (rc == PICL_OK)
+        rc = change_by_id(db, "UPDATE nodes SET current_load = current_load + 1 WHERE id = ?",
+                          node, NULL);
+    if (rc == PICL_OK && created)
+        *created = 1;
+commit:
+    rc = end_tx(db, rc);
+    if (rc != PICL_OK) {
+        memset(out, 0, sizeof *out);
+        if (created)
+            *created = 0;
+    }
+out:
+    unlock(db);
+    return rc;
+}
+
+static picl_status sq_assignment(sq_db *db, int64_t uid, ks_assignment *out)
+{
+    memset(out, 0, sizeof *out);
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    picl_status rc = prep(db, &st, ASSIGN_COLS "WHERE a.id = ?");
+    if (rc == PICL_OK) {
+        sqlite3_bind_int64(st, 1, uid);
+        int s = sqlite3_step(st);
+        if (s == SQLITE_ROW)
+            assignment_row(st, out);
+        else
+            rc = s == SQLITE_DONE ? PICL_ERROR_NOT_FOUND : PICL_ERROR_DATABASE;
+    }
+    sqlite3_finalize(st);
+    unlock(db);
+    return rc;
+}
+
+static picl_status sq_purgeable(sq_db *db, int64_t replaced_before,
+                                int (*fn)(void *ctx, const ks_assignment *a), void *ctx)
+{
+    ks_assignment *list = NULL;
+    size_t n = 0, cap = 0;
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    picl_status rc = prep(db, &st, ASSIGN_COLS "WHERE a.replaced_at > 0 AND (a.replaced_at < ?"
+                                              " OR a.account IS NULL) ORDER BY a.id");
+    if (rc == PICL_OK) {
+        sqlite3_bind_int64(st, 1, replaced_before);
+        int s;
+        while (rc == PICL_OK && (s = sqlite3_step(st)) == SQLITE_ROW) {
+            if (n == cap) {
+                size_t nc = cap ? 2 * cap : 64;
+                ks_assignment *g = realloc(list, nc * sizeof *g);
+                if (!g) {
+                    rc = PICL_ERROR_NO_MEMORY;
+                    break;
+                }
+                list = g;
+                cap = nc;
+            }
+            assignment_row(st, &list[n++]);
+        }
+        if (rc == PICL_OK && s != SQLITE_DONE)
+            rc = PICL_ERROR_DATABASE;
+    }
+    sqlite3_finalize(st);
+    unlock(db);
+    for (size_t i = 0; rc == PICL_OK && i < n; i++)
+        if (fn(ctx, &list[i]))
+            break;
+    free(list);
+    return rc;
+}
+
+static picl_status sq_purged(sq_db *db, int64_t uid)
+{
+    lock(db);
+    int n = 0;
+    picl_status rc =
+        change_by_id(db, "DELETE FROM assignments WHERE id = ? AND replaced_at > 0", uid, &n);
+    unlock(db);
+    return rc == PICL_OK && n == 0 ? PICL_ERROR_NOT_FOUND : rc;
+}
+
+const ks_db_ops ks_db_sqlite_ops = {
+    .name = "sqlite",
+    .open = sq_open,
+    .close = sq_close,
+    .ping = sq_ping,
+    .account_create = sq_account_create,
+    .account_by_email = sq_account_by_email,
+    .account_by_id = sq_account_by_id,
+    .account_by_uid = sq_account_by_uid,
+    .account_set_verified = sq_account_set_verified,
+    .account_reset = sq_account_reset,
+    .classmap_get = sq_classmap_get,
+    .classmap_put = sq_classmap_put,
+    .account_delete = sq_account_delete,
+    .token_put = sq_token_put,
+    .token_get = sq_token_get,
+    .token_consume = sq_token_consume,
+    .token_delete_account = sq_token_delete_account,
+    .sessions = sq_sessions,
+    .forgot_guess = sq_forgot_guess,
+    .srp_put = sq_srp_put,
+    .srp_take = sq_srp_take,
+    .rate_take = sq_rate_take,
+    .rate_refund = sq_rate_refund,
+    .sweep = sq_sweep,
+    .node_add = sq_node_add,
+    .nodes = sq_nodes,
+    .node_get = sq_node_get,
+    .node_drain = sq_node_drain,
+    .assign = sq_assign,
+    .assignment = sq_assignment,
+    .purgeable = sq_purgeable,
+    .purged = sq_purged,
+};

@@ -4,6 +4,7 @@
 #define PICL_KS_INTERNAL_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "crypto/hash.h"
@@ -15,6 +16,14 @@
 
 struct ks_server {
     char *listen, *data_dir, *maildir, *storage_node, *smtp_url, *mail_from;
+    char *database;               /* NULL = SQLite in data_dir */
+    unsigned db_pool;
+    int64_t purge_grace, purge_every;
+    pthread_t purger;             /* the periodic purge (ks_nodes.c) */
+    int purger_running;
+    pthread_mutex_t purge_mu;     /* purger sleeps on purge_cv until stop */
+    pthread_cond_t purge_cv;
+    int purge_stop;
     uint8_t *secret;
     size_t secret_len;
     uint8_t hashed_uid_key[32];
@@ -145,6 +154,17 @@ void ks_h_email_verify(picl_http_request *req, picl_http_response *resp, void *c
 void ks_h_forgot_send(picl_http_request *req, picl_http_response *resp, void *ctx);
 void ks_h_forgot_resend(picl_http_request *req, picl_http_response *resp, void *ctx);
 void ks_h_forgot_verify(picl_http_request *req, picl_http_response *resp, void *ctx);
+
+/* Storage nodes (ks_nodes.c).  The credentials /storage/token hands out
+ * for the account: its node (the --storage-node, else its assignment), the
+ * uid, and the secret to sign with (*secret malloc()ed, caller
+ * picl__zfree()s it).  BACKOFF when no node can take the user. */
+picl_status ks_nodes_credentials(ks_server *s, int64_t account, char *node, size_t node_cap,
+                                 int64_t *uid, uint8_t **secret, size_t *secret_len);
+/* The purge thread: started by ks_server_start, stopped (and joined) by
+ * ks_server_free. */
+picl_status ks_nodes_start_purger(ks_server *s);
+void ks_nodes_stop_purger(ks_server *s);
 
 /* Registers every route on http with the keyserver hooks. */
 picl_status ks_routes_mount(ks_server *s, picl_http_server *http, int skip_heartbeat);

@@ -578,6 +578,9 @@ static void h_storage_token(picl_http_request *req, picl_http_response *resp, vo
     ks_account *a = calloc(1, sizeof *a);
     picl_tokenlib_payload *p = calloc(1, sizeof *p);
     char *token = NULL, *key = NULL;
+    uint8_t *node_secret = NULL;
+    size_t node_secret_len = 0;
+    int64_t uid = 0;
     if (!a || !p) {
         ks_error_internal(resp);
         goto done;
@@ -590,8 +593,19 @@ static void h_storage_token(picl_http_request *req, picl_http_response *resp, vo
         ks_error(resp, 400, KS_ERR_UNVERIFIED, "unverified account");
         goto done;
     }
-    if (!s->storage_node || !s->secret) {
+    if (!s->secret) {
         ks_error_retry(resp, 503, KS_ERR_OVERLOADED, 3600);
+        goto done;
+    }
+    /* its node: the --storage-node, or its assignment (storage.md 6) */
+    picl_status nrc = ks_nodes_credentials(s, a->id, p->node, sizeof p->node, &uid, &node_secret,
+                                           &node_secret_len);
+    if (nrc == PICL_ERROR_BACKOFF || nrc == PICL_ERROR_NOT_FOUND) {
+        ks_error_retry(resp, 503, KS_ERR_OVERLOADED, nrc == PICL_ERROR_BACKOFF ? 300 : 3600);
+        goto done;
+    }
+    if (nrc != PICL_OK) {
+        ks_error_internal(resp);
         goto done;
     }
     const char *kid = picl_http_header(req, "X-KeyID");
@@ -609,8 +623,7 @@ static void h_storage_token(picl_http_request *req, picl_http_response *resp, vo
     char uidhex[33];
     picl__hex_encode(uidhex, a->uid, KS_UID_BYTES);
     int64_t now = ks_now(s);
-    p->uid = a->id;
-    snprintf(p->node, sizeof p->node, "%s", s->storage_node);
+    p->uid = uid;
     p->expires = now + 3600;
     snprintf(p->fxa_uid, sizeof p->fxa_uid, "%s", uidhex);
     snprintf(p->fxa_kid, sizeof p->fxa_kid, "%s", kid ? kid : "");
@@ -621,21 +634,23 @@ static void h_storage_token(picl_http_request *req, picl_http_response *resp, vo
     }
     if (rc == PICL_OK) {
         picl__hex_encode(p->hashed_device_id, h, 16);
-        rc = picl__tokenlib_mint(&token, &key, s->secret, s->secret_len, p);
+        rc = picl__tokenlib_mint(&token, &key, node_secret, node_secret_len, p);
     }
     if (rc != PICL_OK) {
         ks_error_internal(resp);
         goto done;
     }
     char endpoint[PICL_TOKENLIB_MAX_NODE + 64];
-    snprintf(endpoint, sizeof endpoint, "%s/1.5/%lld", s->storage_node, (long long)a->id);
+    snprintf(endpoint, sizeof endpoint, "%s/1.5/%lld", p->node, (long long)uid);
     ks_reply(resp, json_pack("{s:s, s:s, s:I, s:s, s:i, s:s}", "id", token, "key", key, "uid",
-                             (json_int_t)a->id, "api_endpoint", endpoint, "duration", 3600,
+                             (json_int_t)uid, "api_endpoint", endpoint, "duration", 3600,
                              "hashed_fxa_uid", p->hashed_fxa_uid));
 done:
     free(token);
     if (key)
         picl__zfree(key, strlen(key));
+    if (node_secret)
+        picl__zfree(node_secret, node_secret_len);
     picl__wipe(&t, sizeof t);
     if (a)
         picl__zfree(a, sizeof *a);

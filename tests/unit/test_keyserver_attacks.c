@@ -62,22 +62,12 @@ static long post(const char *path, const char *body, tuks_resp *r)
 /* Rows in the tokens table of `type` (-1: all), read from the database. */
 static int count_tokens(int type)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/keyserver.db", srv.dir);
-    sqlite3 *db;
-    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    sqlite3_stmt *st;
-    ck_assert_int_eq(sqlite3_prepare_v2(db, type < 0 ? "SELECT count(*) FROM tokens"
-                                                     : "SELECT count(*) FROM tokens WHERE type = ?",
-                                        -1, &st, NULL),
-                     SQLITE_OK);
-    if (type >= 0)
-        sqlite3_bind_int(st, 1, type);
-    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
-    int n = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return n;
+    char sql[96];
+    if (type < 0)
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM tokens");
+    else
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM tokens WHERE type = %d", type);
+    return (int)tuks_db_int(&srv, sql); /* SQLite or PostgreSQL */
 }
 
 /* auth/start: the srpToken (hex) */

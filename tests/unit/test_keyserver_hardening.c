@@ -121,18 +121,7 @@ static long hawk(const char *method, const char *target, const uint8_t token[32]
 
 static int64_t db_count(const char *sql)
 {
-    char path[300];
-    sqlite3 *db;
-    sqlite3_stmt *q;
-    snprintf(path, sizeof path, "%s/keyserver.db", srv.dir);
-    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    sqlite3_busy_timeout(db, 5000);
-    ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
-    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
-    int64_t n = sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
-    sqlite3_close(db);
-    return n;
+    return tuks_db_int(&srv, sql); /* SQLite or PostgreSQL */
 }
 
 /* The text of every mail waiting in the Maildir, concatenated. */

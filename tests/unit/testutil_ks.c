@@ -1,7 +1,9 @@
 /* testutil_ks.c -- keyserver test helpers (see testutil_ks.h). */
 #include "testutil_ks.h"
+#include "testutil_pg.h"
 
 #include <check.h>
+#include <sqlite3.h>
 #include <curl/curl.h>
 #include <dirent.h>
 #include <ftw.h>
@@ -42,6 +44,10 @@ void tuks_start(tuks_srv *t, const ks_config *cfg)
         memset(&c, 0, sizeof c);
     c.listen = "127.0.0.1:0";
     c.data_dir = t->dir;
+    if (tupg_enabled() && !c.database) {
+        tupg_create_db(t->dburl, sizeof t->dburl, t->pgdb, sizeof t->pgdb);
+        c.database = t->dburl;
+    }
     if (!c.threads)
         c.threads = 4;
     ck_assert_int_eq(ks_server_new(&t->ks, &c), PICL_OK);
@@ -60,6 +66,9 @@ void tuks_stop(tuks_srv *t)
 {
     ks_server_free(t->ks);
     t->ks = NULL;
+    tupg_drop_db(t->pgdb);
+    t->pgdb[0] = 0;
+    t->dburl[0] = 0;
     if (t->dir[0])
         nftw(t->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     t->dir[0] = 0;
@@ -310,4 +319,25 @@ void tuks_session(const tuks_srv *t, const char *email, const char *pw, uint8_t 
     ck_assert_int_eq(picl__ksc_new(&c, t->base), PICL_OK);
     ck_assert_int_eq(picl__ksc_session_create(c, auth, kft, session, uid, &verified), PICL_OK);
     picl__ksc_free(c);
+}
+
+long long tuks_db_int(const tuks_srv *t, const char *sql)
+{
+    if (t->dburl[0]) {
+        char out[64];
+        ck_assert_msg(tupg_query1(t->dburl, sql, out, sizeof out) == 0, "%s failed", sql);
+        return strtoll(out, NULL, 10);
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s/keyserver.db", t->dir);
+    sqlite3 *db;
+    sqlite3_stmt *q;
+    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    long long n = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return n;
 }

@@ -16,11 +16,16 @@ typedef struct tuks_srv {
     char dir[256];     /* temporary data directory (removed by tuks_stop) */
     unsigned port;
     char base[64];     /* "http://127.0.0.1:PORT" */
+    char pgdb[64];     /* PICL_TEST_BACKEND=postgresql: its fresh database
+                          (dropped by tuks_stop), else "" */
+    char dburl[192];   /* that database's URL, else "" */
 } tuks_srv;
 
 /* Starts a keyserver on 127.0.0.1:0 in a fresh temporary directory.  cfg
  * (may be NULL) supplies limits and hooks; listen and data_dir are set
- * here.  Aborts the test on failure. */
+ * here, and with PICL_TEST_BACKEND=postgresql (testutil_pg.h) database is a
+ * fresh PostgreSQL database unless cfg names one.  Aborts the test on
+ * failure. */
 void tuks_start(tuks_srv *t, const ks_config *cfg);
 void tuks_stop(tuks_srv *t);
 
@@ -69,6 +74,11 @@ void tuks_auth_token(const tuks_srv *t, const char *email, const char *pw, uint8
 /* session/create with a fresh authToken: keyFetchToken and sessionToken. */
 void tuks_session(const tuks_srv *t, const char *email, const char *pw, uint8_t kft[32],
                   uint8_t session[32]);
+
+/* The integer in the first column of the first row of sql (a count) in the
+ * server's database, SQLite file or PostgreSQL alike (sql must suit both).
+ * Aborts the test when the query fails. */
+long long tuks_db_int(const tuks_srv *t, const char *sql);
 
 /* hex of len bytes into a malloc()ed string. */
 char *tuks_hex(const void *p, size_t len);
