@@ -323,6 +323,13 @@ static picl_status post_all(picl_engine *e, const char *c, json_t *bsos, int64_t
 
 static void crash_point(const char *point);
 
+/* A store's progress inside apply(), as the engine's "apply" notifications. */
+static void apply_progress(void *ctx, const char *coll, int64_t done, int64_t total)
+{
+    if (done > 0)
+        picl__eng_notify(ctx, "apply", coll, done, total, NULL);
+}
+
 static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summary)
 {
     const char *c = s->collection;
@@ -439,7 +446,11 @@ static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summar
         /* 4. apply in one transaction */
         if (json_array_size(apply)) {
             picl__eng_notify(e, "apply", c, 0, (int64_t)json_array_size(apply), NULL);
-            if ((st = picl__store_apply(s, apply)) != PICL_OK) {
+            s->progress = apply_progress; /* the bar moves during a long apply */
+            s->progress_ctx = e;
+            st = picl__store_apply(s, apply);
+            s->progress = NULL;
+            if (st != PICL_OK) {
                 picl__json_zdecref(apply);
                 picl__json_zdecref(upload);
                 st = picl__eng_fail(e, st, "%s: applying incoming records failed: %s", c, picl__store_error(s));

@@ -606,9 +606,11 @@ static picl_status bm_apply(picl_store *s, const json_t *records)
         for (size_t i = 0; rc == PICL_OK && i < n; i++)
             if (in[i].deleted)
                 rc = apply_delete(p, &in[i], parents, now);
-        for (size_t i = 0; rc == PICL_OK && i < n; i++)
+        for (size_t i = 0; rc == PICL_OK && i < n; i++) {
+            picl__store_progress(s, i, n);
             if (!in[i].deleted)
                 rc = apply_upsert(p, &in[i], i, parents, now);
+        }
         for (size_t i = 0; rc == PICL_OK && i < n; i++)
             if (!in[i].deleted && !in[i].root)
                 rc = place_item(p, in[i].guid, in[i].parent, i, parents);

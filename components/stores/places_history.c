@@ -397,8 +397,10 @@ static picl_status hist_apply(picl_store *s, const json_t *records)
     for (size_t i = 0; rc == PICL_OK && i < n; i++)
         rc = parse_history(p, json_array_get(records, i), i, &in[i]);
     if (rc == PICL_OK && (rc = picl__places_begin(p)) == PICL_OK) {
-        for (size_t i = 0; rc == PICL_OK && i < n; i++)
+        for (size_t i = 0; rc == PICL_OK && i < n; i++) {
+            picl__store_progress(s, i, n);
             rc = in[i].deleted ? history_delete(p, in[i].id) : history_put(p, &in[i]);
+        }
         if (rc == PICL_OK)
             rc = picl__places_fix_touched(p);
         if (rc == PICL_OK)

@@ -3,6 +3,8 @@
 #ifndef PICL_STORES_STORE_H
 #define PICL_STORES_STORE_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <jansson.h>
 #include "picl.h"
 
@@ -52,7 +54,19 @@ struct picl_store {
     const picl_store_ops *ops;
     char collection[33];   /* "bookmarks", "history", "passwords", ... */
     char error[256];       /* last error message, "" when none */
+    /* Progress while apply() works through many records: set by the caller
+     * (the engine; NULL = nobody listens), called through
+     * picl__store_progress() from inside apply(). */
+    void (*progress)(void *ctx, const char *collection, int64_t done, int64_t total);
+    void *progress_ctx;
 };
+
+/* Reports apply() progress every 256 records (see picl_store.progress). */
+static inline void picl__store_progress(picl_store *s, size_t done, size_t total)
+{
+    if (s->progress && done % 256 == 0)
+        s->progress(s->progress_ctx, s->collection, (int64_t)done, (int64_t)total);
+}
 
 /* Convenience wrappers (NULL-safe close). */
 static inline picl_status picl__store_changes(picl_store *s, json_t **r) { return s->ops->changes(s, r); }

@@ -441,6 +441,50 @@ START_TEST(test_new_password_asked_twice)
 }
 END_TEST
 
+/* ... and during a long apply into a Firefox profile (the store reports every
+ * 256 records from inside its one transaction). */
+START_TEST(test_apply_progress)
+{
+    char out[65536], code[128];
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=password1 %s --state s1 -q account create --server %s --email h@x.org",
+                         picl, url), 0);
+    mail_code("h@x.org", "X-Verify-Code", code, sizeof code);
+    ck_assert_int_eq(run(NULL, 0, "%s --state s1 -q account verify --code %s", picl, code), 0);
+    ck_assert_int_eq(run(NULL, 0, "mkdir hist && python3 -c 'import json; print(json.dumps([{\"id\": \"hi%%010d\" %% i, "
+                                  "\"histUri\": \"https://h.example/%%d\" %% i, \"title\": str(i), "
+                                  "\"visits\": [{\"date\": 1700000000000000 + i, \"type\": 1}]} for i in range(600)]))' "
+                                  "> hist/history.json"),
+                     0);
+    ck_assert_int_eq(run(NULL, 0, "%s --state s1 -q sync --store-dir hist --collections history", picl), 0);
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=password1 %s --state s2 -q login --server %s --email h@x.org", picl,
+                         url), 0);
+    ck_assert_int_eq(run(NULL, 0, "$MKP $PWD/prof >/dev/null 2>&1"), 0);
+    ck_assert_int_eq(run(out, sizeof out,
+                         "python3 -c '\n"
+                         "import os, pty, sys\n"
+                         "pid, fd = pty.fork()\n"
+                         "if pid == 0:\n"
+                         "    os.execv(sys.argv[1], [sys.argv[1], \"--state\", \"s2\", \"sync\", \"--profile\", \"prof\",\n"
+                         "                          \"--collections\", \"history\"])\n"
+                         "buf = b\"\"\n"
+                         "while True:\n"
+                         "    try:\n"
+                         "        d = os.read(fd, 4096)\n"
+                         "    except OSError:\n"
+                         "        break\n"
+                         "    if not d:\n"
+                         "        break\n"
+                         "    buf += d\n"
+                         "_, st = os.waitpid(pid, 0)\n"
+                         "sys.stdout.write(buf.decode(errors=\"replace\"))\n"
+                         "sys.exit(os.WEXITSTATUS(st))\n"
+                         "' %s", picl), 0);
+    ck_assert_msg(strstr(out, "apply    [") != NULL, "no apply bar: %s", out);
+    ck_assert_msg(strstr(out, "/600") && strstr(out, "] 256/") && strstr(out, "] 512/"),
+                  "the bar did not move during the apply: %s", out);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cli");
@@ -455,6 +499,7 @@ int main(void)
     tcase_add_test(tc, test_server_programs_options);
     tcase_add_test(tc, test_upload_progress);
     tcase_add_test(tc, test_new_password_asked_twice);
+    tcase_add_test(tc, test_apply_progress);
     tcase_add_test(tc, test_move_killed_at_each_step);
     suite_add_tcase(s, tc);
     return tu_run(s);
