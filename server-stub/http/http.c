@@ -11,11 +11,29 @@
 #include <string.h>
 #include <strings.h>
 #include <malloc.h>
+#include <pthread.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "crypto/util.h"
 
 #define DEFAULT_MAX_BODY (1024u * 1024u)
+#define DEFAULT_MAX_CONNECTIONS 1000u
+#define DEFAULT_PER_IP 64u
+#define DEFAULT_REQUEST_TIMEOUT 60u
+#define FD_RESERVE 64u /* descriptors kept for databases, logs, mail */
+
+/* One open connection, for the request deadline (a slow client cannot hold
+ * a connection by sending a byte now and then: the idle timeout restarts
+ * with every byte, this deadline does not). */
+typedef struct conn_track {
+    struct conn_track *prev, *next;
+    int fd;
+    double deadline; /* monotonic seconds; 0 = none (a handler is running or sending) */
+    int shut;
+} conn_track;
 
 typedef struct route {
     char *method;
@@ -32,7 +50,13 @@ struct picl_http_server {
     size_t max_body;
     int require_cl;
     unsigned threads, timeout_s;
+    unsigned max_conns, per_ip, request_timeout_s;
     picl_http_hooks hooks;
+    pthread_mutex_t lock;       /* guards conns */
+    conn_track *conns;
+    pthread_t watchdog;
+    int watchdog_running, stopping;
+    pthread_cond_t wake;
     route *routes;
     size_t nroutes;
     unsigned port;
@@ -407,6 +431,103 @@ picl_status picl_http_route(picl_http_server *srv, const char *method, const cha
     return PICL_OK;
 }
 
+/* ---- connection deadlines -------------------------------------------- */
+
+/* Process-wide defaults for the limits a config leaves at 0. */
+static picl_http_limits g_limits;
+
+void picl_http_set_default_limits(const picl_http_limits *l)
+{
+    if (l)
+        g_limits = *l;
+    else
+        memset(&g_limits, 0, sizeof g_limits);
+}
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    picl_http_server *srv = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        conn_track *t = calloc(1, sizeof *t);
+        if (!t || !ci) {
+            free(t);
+            return; /* no deadline for this one: the idle timeout still applies */
+        }
+        t->fd = ci->connect_fd;
+        t->deadline = mono_now() + srv->request_timeout_s;
+        pthread_mutex_lock(&srv->lock);
+        t->next = srv->conns;
+        if (srv->conns)
+            srv->conns->prev = t;
+        srv->conns = t;
+        pthread_mutex_unlock(&srv->lock);
+        *socket_context = t;
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
+        /* MHD closes the descriptor only after this returns: the watchdog
+         * never shuts down a descriptor that was reused */
+        conn_track *t = *socket_context;
+        pthread_mutex_lock(&srv->lock);
+        if (t->prev)
+            t->prev->next = t->next;
+        else
+            srv->conns = t->next;
+        if (t->next)
+            t->next->prev = t->prev;
+        pthread_mutex_unlock(&srv->lock);
+        free(t);
+        *socket_context = NULL;
+    }
+}
+
+/* Arms (1) or clears (0) the deadline of the connection carrying c. */
+static void set_deadline(picl_http_server *srv, struct MHD_Connection *c, int arm)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    conn_track *t = ci ? ci->socket_context : NULL;
+    if (!t)
+        return;
+    pthread_mutex_lock(&srv->lock);
+    t->deadline = arm ? mono_now() + srv->request_timeout_s : 0;
+    pthread_mutex_unlock(&srv->lock);
+}
+
+/* Closes (shutdown; MHD then sees the end and frees it) every connection
+ * whose request did not arrive in time. */
+static void *watchdog_main(void *arg)
+{
+    picl_http_server *srv = arg;
+    pthread_mutex_lock(&srv->lock);
+    while (!srv->stopping) {
+        double now = mono_now();
+        for (conn_track *t = srv->conns; t; t = t->next) {
+            if (!t->shut && t->deadline > 0 && now > t->deadline) {
+                shutdown(t->fd, SHUT_RDWR);
+                t->shut = 1;
+            }
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 250 * 1000 * 1000;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&srv->wake, &srv->lock, &until);
+    }
+    pthread_mutex_unlock(&srv->lock);
+    return NULL;
+}
+
 /* ---- request processing ----------------------------------------------- */
 
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
@@ -423,6 +544,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     reqstate *st = *con_cls;
+    /* a kept-alive connection has the same time for its next request */
+    set_deadline(cls, c, 1);
     if (!st)
         return;
     for (size_t i = 0; i < PICL_HTTP_MAX_PARAMS; i++)
@@ -665,6 +788,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     picl_http_response resp;
     memset(&resp, 0, sizeof resp);
     resp.status = 200;
+    set_deadline(srv, c, 0); /* the request is in; the idle timeout covers the answer */
     st->rt->fn(&st->req, &resp, st->rt->ctx);
     if (st->rt->hooks.finish)
         st->rt->hooks.finish(&st->req, &resp, st->rt->hooks.ctx);
@@ -693,6 +817,29 @@ picl_status picl_http_server_new(picl_http_server **out, const picl_http_config 
     srv->require_cl = cfg->require_content_length;
     srv->threads = cfg->threads ? cfg->threads : 4;
     srv->timeout_s = cfg->timeout_s ? cfg->timeout_s : 60;
+    srv->max_conns = cfg->max_connections       ? cfg->max_connections
+                     : g_limits.max_connections ? g_limits.max_connections
+                                                : DEFAULT_MAX_CONNECTIONS;
+    srv->per_ip = cfg->per_ip_connections       ? cfg->per_ip_connections
+                  : g_limits.per_ip_connections ? g_limits.per_ip_connections
+                                                : DEFAULT_PER_IP;
+    srv->request_timeout_s = cfg->request_timeout_s       ? cfg->request_timeout_s
+                             : g_limits.request_timeout_s ? g_limits.request_timeout_s
+                                                          : DEFAULT_REQUEST_TIMEOUT;
+    /* never more connections than descriptors: past that, accept() fails
+     * and nobody at all is answered */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        rlim_t room = rl.rlim_cur > 2 * FD_RESERVE ? rl.rlim_cur - FD_RESERVE : rl.rlim_cur / 2;
+        if (room < 1)
+            room = 1;
+        if ((rlim_t)srv->max_conns > room)
+            srv->max_conns = (unsigned)room;
+    }
+    if (srv->per_ip > srv->max_conns)
+        srv->per_ip = srv->max_conns;
+    pthread_mutex_init(&srv->lock, NULL);
+    pthread_cond_init(&srv->wake, NULL);
     if (cfg->hooks)
         srv->hooks = *cfg->hooks;
     *out = srv;
@@ -744,7 +891,9 @@ picl_status picl_http_server_start(picl_http_server *srv)
     picl_status st = parse_listen(srv->listen, &ss, &v6);
     if (st != PICL_OK)
         return st;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
+    /* ITC: a worker at its connection limit stops polling the listening
+     * socket, so only an inter-thread channel can wake it to stop */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC;
     if (v6)
         flags |= MHD_USE_IPv6;
     srv->mhd = MHD_start_daemon(
@@ -755,9 +904,19 @@ picl_status picl_http_server_start(picl_http_server *srv)
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, (void *)srv,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, (void *)srv,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)srv->max_conns,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)srv->per_ip,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, (void *)srv,
         MHD_OPTION_END);
     if (!srv->mhd)
         return PICL_ERROR_NETWORK;
+    srv->stopping = 0;
+    if (pthread_create(&srv->watchdog, NULL, watchdog_main, srv) != 0) {
+        MHD_stop_daemon(srv->mhd);
+        srv->mhd = NULL;
+        return PICL_ERROR_NO_MEMORY;
+    }
+    srv->watchdog_running = 1;
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
     srv->port = di ? di->port : 0;
     return PICL_OK;
@@ -770,6 +929,14 @@ unsigned picl_http_server_port(const picl_http_server *srv)
 
 void picl_http_server_stop(picl_http_server *srv)
 {
+    if (srv && srv->watchdog_running) {
+        pthread_mutex_lock(&srv->lock);
+        srv->stopping = 1;
+        pthread_cond_signal(&srv->wake);
+        pthread_mutex_unlock(&srv->lock);
+        pthread_join(srv->watchdog, NULL);
+        srv->watchdog_running = 0;
+    }
     if (srv && srv->mhd) {
         MHD_stop_daemon(srv->mhd);
         srv->mhd = NULL;
@@ -788,5 +955,7 @@ void picl_http_server_free(picl_http_server *srv)
     }
     free(srv->routes);
     free(srv->listen);
+    pthread_cond_destroy(&srv->wake);
+    pthread_mutex_destroy(&srv->lock);
     free(srv);
 }

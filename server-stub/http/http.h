@@ -26,6 +26,12 @@
  * SQLite) and must be thread-safe.  A handler is called exactly once per
  * request, after the whole body has been received.
  *
+ * Limits (a slow or idle client cannot hold the server): at most
+ * cfg.max_connections connections, cfg.per_ip_connections per client
+ * address, and a request's headers and body must arrive within
+ * cfg.request_timeout_s however slowly they trickle in (a watchdog thread
+ * closes the connection); cfg.timeout_s is the idle timeout while answering.
+ *
  * Paths: routing is done on the RAW request target (as sent on the wire,
  * still percent-encoded), split at '/'.  A pattern is a literal path in
  * which a segment "*" matches exactly one non-empty segment; the matched
@@ -116,8 +122,25 @@ typedef struct picl_http_config {
     int require_content_length;  /* 1: POST/PUT/PATCH without Content-Length get 411 */
     unsigned threads;            /* MHD thread pool size (0 = 4) */
     unsigned timeout_s;          /* idle connection timeout (0 = 60) */
+    unsigned max_connections;    /* open connections at most (0 = 1000); never more than
+                                    RLIMIT_NOFILE less 64 descriptors: when full, new
+                                    connections wait in the listen queue */
+    unsigned per_ip_connections; /* open connections per client address (0 = 64); more
+                                    are closed at once */
+    unsigned request_timeout_s;  /* a request's headers and body must arrive within this
+                                    many seconds of the connection (or of the previous
+                                    answer on a kept-alive one), however steadily they
+                                    trickle in; else the connection is closed (0 = 60) */
     const picl_http_hooks *hooks;/* default hooks (copied); NULL = none */
 } picl_http_config;
+
+/* Defaults for the three limits above when a config leaves them at 0 (a
+ * server's command line sets them once, before any server is created; not
+ * thread-safe).  NULL = back to the built-in defaults. */
+typedef struct picl_http_limits {
+    unsigned max_connections, per_ip_connections, request_timeout_s;
+} picl_http_limits;
+void picl_http_set_default_limits(const picl_http_limits *l);
 
 /* Creates a server (not listening yet).  Caller frees with picl_http_server_free. */
 picl_status picl_http_server_new(picl_http_server **out, const picl_http_config *cfg);

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "crypto/nss.h"
+#include "http/http.h"
 #include "crypto/util.h"
 #include "protocol/hawk.h"
 #include "protocol/tokenlib.h"
@@ -18,13 +19,19 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: picl-storage --listen HOST:PORT --data DIR --secret-file FILE [--node URL]\n"
-            "                    [--quota-kb N]\n"
+            "                    [--quota-kb N] [--max-connections N] [--per-ip-connections N]\n"
+            "                    [--request-timeout S]\n"
             "       picl-storage --listen HOST:PORT --secret-file FILE [--node URL]\n"
             "                    --mint-token UID [--hawk METHOD URL]\n"
             "       picl-storage --help | --version\n"
             "\n"
             "  --node URL        the node tokens must name (default http://HOST:PORT)\n"
             "  --quota-kb N      per-user quota in KiB (default: none)\n"
+            "  --max-connections N      open connections at most (default 1000, and never\n"
+            "                           more than the descriptor limit allows)\n"
+            "  --per-ip-connections N   open connections per client address (default 64)\n"
+            "  --request-timeout S      seconds a request's headers and body may take to\n"
+            "                           arrive, however slowly they trickle (default 60)\n"
             "  --mint-token UID  DEVELOPMENT HELPER: print a 1-hour token for UID signed\n"
             "                    with the secret file, as the keyserver would, and exit;\n"
             "                    with --hawk, print instead an Authorization header for\n"
@@ -139,7 +146,7 @@ int main(int argc, char **argv)
 {
     const char *listen = NULL, *data = NULL, *secret_file = NULL, *node = NULL;
     const char *hawk_method = NULL, *hawk_url = NULL;
-    int64_t quota = 0, mint_uid = -1;
+    int64_t quota = 0, mint_uid = -1, lim[3] = {0, 0, 0};
     static const struct option opts[] = {
         {"listen", required_argument, NULL, 'l'},
         {"data", required_argument, NULL, 'd'},
@@ -148,6 +155,9 @@ int main(int argc, char **argv)
         {"quota-kb", required_argument, NULL, 'q'},
         {"mint-token", required_argument, NULL, 'm'},
         {"hawk", required_argument, NULL, 'w'}, /* METHOD, then URL as the next word */
+        {"max-connections", required_argument, NULL, 'C'},
+        {"per-ip-connections", required_argument, NULL, 'P'},
+        {"request-timeout", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -178,6 +188,18 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'C':
+        case 'P':
+        case 'T': {
+            int64_t *v = &lim[ch == 'C' ? 0 : ch == 'P' ? 1 : 2];
+            if (parse_int(optarg, v) != 0 || *v < 1 || *v > 1000000) {
+                fprintf(stderr, "picl-storage: --%s takes a number from 1 to 1000000, not %s\n",
+                        ch == 'C' ? "max-connections" : ch == 'P' ? "per-ip-connections" : "request-timeout",
+                        optarg);
+                return 2;
+            }
+            break;
+        }
         case 'w':
             if (optind >= argc) {
                 fprintf(stderr, "picl-storage: --hawk needs METHOD URL\n");
@@ -244,6 +266,8 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    picl_http_limits hl = {(unsigned)lim[0], (unsigned)lim[1], (unsigned)lim[2]};
+    picl_http_set_default_limits(&hl);
     storage_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.listen = listen;
