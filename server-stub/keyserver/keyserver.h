@@ -177,6 +177,10 @@ picl_status ks_server_node_drain(ks_server *s, const char *url, int64_t *moved);
  * PICL_OK even when some failed (they are tried again next time). */
 picl_status ks_server_purge(ks_server *s, int64_t *purged, int64_t *failed);
 
+/* `picl-keyserver node ...` / `picl-keyserver purge` (main's argv: argv[1] is "node" or
+ * "purge"): the exit status (0, 1, 2 usage, 5 node exists). */
+int ks_admin_main(int argc, char **argv);
+
 /* Reads a shared secret file into *secret (malloc()ed, caller frees with
  * picl__zfree), creating it first with 64 random hex characters and a
  * newline, mode 0600, when it does not exist.  The secret is the file's

@@ -17,6 +17,10 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: picl-keyserver --listen 127.0.0.1:PORT --data DIR [--storage-node URL]\n"
                "                      [--secret-file FILE] [--smtp URL]\n"
+               "                      [--database postgresql://... [--db-pool N]]\n"
+               "         (with --database, --data is optional: it holds the Maildir outbox;\n"
+               "          without it mail goes by --smtp, and --secret-file is needed)\n"
+               "       picl-keyserver node add|list|drain|secret ... | purge ...  (node --help)\n"
                "                      [--max-connections N] [--per-ip-connections N]\n"
                "                      [--request-timeout S]\n"
                "       picl-keyserver --help | --version\n");
@@ -55,6 +59,11 @@ static int mkdirs(const char *path)
 int main(int argc, char **argv)
 {
     const char *listen = NULL, *data = NULL, *node = NULL, *secret_file = NULL, *smtp = NULL;
+    const char *database = NULL; /* postgresql://...: the database instead of <data>/keyserver.db */
+    unsigned db_pool = 0;
+    /* the storage-node admin commands (storage.md 6) */
+    if (argc > 1 && (!strcmp(argv[1], "node") || !strcmp(argv[1], "purge")))
+        return ks_admin_main(argc, argv);
     unsigned lim[3] = {0, 0, 0}; /* connections, per address, request seconds (0 = default) */
     static const struct option opts[] = {
         {"listen", required_argument, NULL, 'l'},
@@ -62,6 +71,8 @@ int main(int argc, char **argv)
         {"storage-node", required_argument, NULL, 'n'},
         {"secret-file", required_argument, NULL, 's'},
         {"smtp", required_argument, NULL, 'm'},
+        {"database", required_argument, NULL, 'D'},
+        {"db-pool", required_argument, NULL, 'p'},
         {"max-connections", required_argument, NULL, 'C'},
         {"per-ip-connections", required_argument, NULL, 'P'},
         {"request-timeout", required_argument, NULL, 'T'},
@@ -83,6 +94,19 @@ int main(int argc, char **argv)
         case 'n': node = optarg; break;
         case 's': secret_file = optarg; break;
         case 'm': smtp = optarg; break;
+        case 'D': database = optarg; break;
+        case 'p': {
+            char *end;
+            errno = 0;
+            unsigned long v = strtoul(optarg, &end, 10);
+            if (errno || end == optarg || *end || optarg[0] == '-' || v < 1 || v > 256) {
+                fprintf(stderr, "picl-keyserver: --db-pool takes a number from 1 to 256, not %s\n",
+                        optarg);
+                return 2;
+            }
+            db_pool = (unsigned)v;
+            break;
+        }
         case 'C':
         case 'P':
         case 'T': {
@@ -119,11 +143,20 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (!listen || !data) {
+    if (!listen || (!data && !database)) {
         usage(stderr);
         return 2;
     }
-    if (mkdirs(data) != 0) {
+    if (database && strncmp(database, "postgresql://", 13) && strncmp(database, "postgres://", 11)) {
+        fprintf(stderr, "picl-keyserver: --database takes a postgresql:// URL\n");
+        return 2;
+    }
+    if (!data && (!smtp || !secret_file)) {
+        fprintf(stderr, "picl-keyserver: without --data, give --smtp (no Maildir) and "
+                        "--secret-file\n");
+        return 2;
+    }
+    if (data && mkdirs(data) != 0) {
         fprintf(stderr, "picl-keyserver: cannot create %s: %s\n", data, strerror(errno));
         return 1;
     }
@@ -158,6 +191,8 @@ int main(int argc, char **argv)
     ks_config cfg = {
         .listen = listen,
         .data_dir = data,
+        .database = database,
+        .db_pool = db_pool,
         .secret = secret,
         .secret_len = secret_len,
         .storage_node = node,
@@ -170,12 +205,14 @@ int main(int argc, char **argv)
     if (rc == PICL_OK)
         rc = ks_server_start(ks);
     if (rc != PICL_OK) {
-        fprintf(stderr, "picl-keyserver: cannot start: %s\n", picl_strerror(rc));
+        fprintf(stderr, "picl-keyserver: cannot start: %s%s\n", picl_strerror(rc),
+                rc == PICL_ERROR_DATABASE && database ? " (PostgreSQL: see the line above)" : "");
         ks_server_free(ks);
         return 1;
     }
+    /* never the URL: it may hold a password */
     fprintf(stderr, "picl-keyserver: listening on port %u, data in %s\n", ks_server_port(ks),
-            data);
+            database ? "PostgreSQL" : data);
     int sig = 0;
     sigwait(&set, &sig);
     fprintf(stderr, "picl-keyserver: signal %d, stopping\n", sig);
