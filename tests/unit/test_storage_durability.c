@@ -35,6 +35,11 @@ static void find_binary(void)
     ck_assert_msg(access(bin, X_OK) == 0, "%s not built", bin);
 }
 
+/* The user whose token start() mints.  Each batch round uses its own user:
+ * a batch whose commit was killed stays open (until it expires) and counts
+ * against its user's limit of open batches. */
+static int64_t uid = SF_UID;
+
 static void start(proc *p)
 {
     int fds[2];
@@ -59,7 +64,7 @@ static void start(proc *p)
     unsigned port = 0;
     ck_assert_int_eq(sscanf(u, "serving http://127.0.0.1:%u", &port), 1);
     snprintf(p->base, sizeof p->base, "http://127.0.0.1:%u", port);
-    tu_mint(&p->cred, SF_SECRET, SF_SECRET_LEN, p->base, SF_UID, 3600);
+    tu_mint(&p->cred, SF_SECRET, SF_SECRET_LEN, p->base, uid, 3600);
 }
 
 static void kill9(proc *p)
@@ -73,7 +78,7 @@ static void kill9(proc *p)
 static long request(proc *p, const char *method, const char *path, const char *body, tu_resp *out)
 {
     char target[256];
-    snprintf(target, sizeof target, "/1.5/%d%s", SF_UID, path);
+    snprintf(target, sizeof target, "/1.5/%lld%s", (long long)uid, path);
     tu_req o = {.ctype = body ? "application/json" : NULL, .body = body,
                 .len = body ? strlen(body) : 0, .cred = &p->cred};
     tu_resp r;
@@ -192,6 +197,7 @@ START_TEST(test_kill_during_batch_commit)
     char *body = malloc(100 * 1100 + 16);
     for (int round = 0; round < ROUNDS; round++) {
         proc p;
+        uid = SF_UID + 1000 + round;
         start(&p);
         char coll[32], path[128];
         snprintf(coll, sizeof coll, "batch%02d", round);
