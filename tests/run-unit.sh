@@ -13,7 +13,7 @@ if [ "$SAN" = 1 ]; then
 fi
 for t in "$@"; do
     name=$(basename "$t")
-    log="$t.log"
+    log="$t${PICL_LOG_SUFFIX:-}.log"   # PICL_LOG_SUFFIX: a second pass (PostgreSQL) keeps both logs
     "$t" > "$log" 2>&1
     rc=$?
     line=$(grep -E '^[0-9]+%: Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+' "$log" | tail -n 1)
