@@ -73,6 +73,7 @@ typedef struct reqstate {
     char *pathbuf; /* target copy split into path\0query */
     uint8_t *body;
     size_t body_len, body_cap, limit;
+    size_t announced; /* Content-Length, or 0 */
 } reqstate;
 
 /* ---- responses -------------------------------------------------------- */
@@ -728,12 +729,23 @@ static enum MHD_Result start_request(picl_http_server *srv, struct MHD_Connectio
         if (n > st->limit)
             return glue_error(srv, c, st, 413, PICL_HTTP_ERR_TOO_LARGE, NULL);
         st->req.has_content_length = 1;
-        st->body_cap = (size_t)n + 1;
-        st->body = malloc(st->body_cap);
-        if (!st->body)
-            return glue_error(srv, c, st, 500, PICL_HTTP_ERR_INTERNAL, NULL);
+        st->announced = (size_t)n;
     } else if (body_method && srv->require_cl) {
         return glue_error(srv, c, st, 411, PICL_HTTP_ERR_LENGTH_REQUIRED, NULL);
+    }
+    if ((st->announced || fr.n_te) && st->rt->hooks.before_body) {
+        picl_http_response resp;
+        memset(&resp, 0, sizeof resp);
+        st->rt->hooks.before_body(&st->req, &resp, st->rt->hooks.ctx);
+        if (resp.status || resp.failed) {
+            if (st->rt->hooks.finish)
+                st->rt->hooks.finish(&st->req, &resp, st->rt->hooks.ctx);
+            st->responded = 1;
+            enum MHD_Result r = send_response(c, &resp);
+            response_clear(&resp);
+            return r;
+        }
+        response_clear(&resp);
     }
     return MHD_YES;
 }
@@ -765,6 +777,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             size_t ncap = st->body_cap ? st->body_cap : 4096;
             while (ncap < st->body_len + n + 1)
                 ncap *= 2;
+            /* never more than announced: the room follows the bytes */
+            if (st->announced && ncap > st->announced + 1 && st->announced + 1 >= st->body_len + n + 1)
+                ncap = st->announced + 1;
             uint8_t *p = malloc(ncap);
             if (!p)
                 return MHD_NO;
@@ -781,7 +796,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (st->responded)
         return MHD_YES;
     if (st->body) {
-        st->body[st->body_len] = 0;
+        st->body[st->body_len] = 0; /* body_cap > body_len always */
         st->req.body = st->body;
         st->req.body_len = st->body_len;
     }

@@ -42,7 +42,9 @@
  *
  * Bodies: a Content-Length over the route's cap (hooks.max_body, else
  * cfg.max_body) is answered 413 from the headers alone: the body is never
- * read (and "Expect: 100-continue" clients never send it).  Without
+ * read (and "Expect: 100-continue" clients never send it).  The buffer
+ * grows with the bytes that arrived (never Content-Length up front), after
+ * hooks.before_body let the request through.  Without
  * Content-Length, POST/PUT/PATCH get 411 when cfg.require_content_length is
  * set; otherwise a chunked body streams in and the connection is dropped
  * once it passes the cap.  A request with two Content-Length headers (or a
@@ -114,6 +116,13 @@ typedef struct picl_http_hooks {
     void *ctx;
     size_t max_body; /* body cap of the service's routes; 0 = the server's max_body
                         (so two services with different caps can share one port) */
+    /* before_body: called once the headers are in, for a request that
+     * announces a body (Content-Length > 0 or chunked), before any byte of
+     * it is read or any room is made for it; req->body is still "".  When
+     * it sets resp->status, that is the answer (the finish hook still runs)
+     * and the body is never read: e.g. authenticate from the headers so an
+     * unauthenticated client costs no body buffer.  May be NULL. */
+    void (*before_body)(picl_http_request *req, picl_http_response *resp, void *ctx);
 } picl_http_hooks;
 
 typedef struct picl_http_config {

@@ -196,6 +196,25 @@ static void on_glue_error(picl_http_request *req, picl_http_response *resp, int 
     storage__error(resp, status, status == 413 ? 17 : status == 400 ? 1 : 0);
 }
 
+/* A body is only read for a request whose headers authenticate: an
+ * unknown client costs no buffer (at most the headers). */
+static void on_before_body(picl_http_request *req, picl_http_response *resp, void *ctx)
+{
+    storage_server *s = ctx;
+    int64_t uid = -1;
+    int ok = req->nparams >= 1 && parse_uid(req->params[0], &uid);
+    picl_status st = ok ? storage_auth_check_headers(s->auth, req, atomic_load(&s->node), uid, 0,
+                                                     sdb_now() / 100)
+                        : PICL_ERROR_TOKEN;
+    if (st == PICL_ERROR_BACKOFF || st == PICL_ERROR_NO_MEMORY) {
+        storage__error(resp, 503, 0);
+        picl_http_set_header(resp, "Retry-After", "10");
+    } else if (st != PICL_OK) {
+        storage__error(resp, 401, 0);
+        picl_http_set_header(resp, "WWW-Authenticate", "Hawk");
+    }
+}
+
 static void on_finish(picl_http_request *req, picl_http_response *resp, void *ctx)
 {
     storage_server *s = ctx;
@@ -525,6 +544,7 @@ picl_status storage_server_new(storage_server **out, const storage_config *cfg)
     s->threads = cfg->threads;
     s->hooks.error = on_glue_error;
     s->hooks.finish = on_finish;
+    s->hooks.before_body = on_before_body;
     s->hooks.ctx = s;
     s->hooks.max_body = (size_t)s->lim.max_request_bytes;
     picl_status st = PICL_ERROR_NO_MEMORY;

@@ -34,6 +34,14 @@ void storage_auth_free(storage_auth *a);
 picl_status storage_auth_check(storage_auth *a, const picl_http_request *req, const char *node,
                                int64_t path_uid, int64_t grace_s, int64_t now_s);
 
+/* The same from the headers alone, before a body is read (http.h
+ * before_body): token, node, uid, MAC over the announced payload hash, ts.
+ * It neither checks the payload hash nor records the nonce, so a request
+ * it lets through still goes through storage_auth_check with its body. */
+picl_status storage_auth_check_headers(storage_auth *a, const picl_http_request *req,
+                                       const char *node, int64_t path_uid, int64_t grace_s,
+                                       int64_t now_s);
+
 /* THE parser of the Host header: "host", "host:port", "[v6]", "[v6]:port"
  * into host (cap bytes, NUL-terminated, brackets kept for IPv6 as Hawk
  * clients send them) and port (80 when absent).  0 when malformed: empty

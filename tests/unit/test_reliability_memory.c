@@ -1,0 +1,205 @@
+/* test_reliability_memory.c -- picl-storage authenticates from the headers
+ * before it reads a body: a POST with a bad Hawk header is answered 401
+ * before any body byte is sent, and 100 connections pushing 2 MB bodies
+ * with bad credentials leave the server's peak memory (VmHWM) bounded. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static char dir[64];
+static pid_t srv_pid;
+static unsigned srv_port;
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/picl-lim-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    srv_pid = 0;
+}
+
+static void teardown(void)
+{
+    if (srv_pid > 0) {
+        kill(srv_pid, SIGTERM);
+        waitpid(srv_pid, NULL, 0);
+        srv_pid = 0;
+    }
+    tu_rmtree(dir);
+}
+
+/* Starts picl-storage or picl-keyserver on a free loopback port with at most
+ * `nofile` descriptors; extra (may be NULL) is one more "--opt value" pair. */
+static void start_server(int storage, rlim_t nofile, const char *opt, const char *val)
+{
+    const char *build = getenv("PICL_BUILD");
+    ck_assert_ptr_nonnull(build);
+    char bin[512], data[128], secret[160], log[160];
+    snprintf(bin, sizeof bin, "%s/%s", build, storage ? "picl-storage" : "picl-keyserver");
+    snprintf(data, sizeof data, "%s/data", dir);
+    snprintf(secret, sizeof secret, "%s/secret", dir);
+    snprintf(log, sizeof log, "%s/server.log", dir);
+    FILE *f = fopen(secret, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("0123456789abcdef0123456789abcdef0123456789abcdef", f);
+    fclose(f);
+    mkdir(data, 0700);
+    srv_pid = fork();
+    ck_assert_int_ge(srv_pid, 0);
+    if (srv_pid == 0) {
+        struct rlimit rl = {nofile, nofile};
+        setrlimit(RLIMIT_NOFILE, &rl);
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 2);
+        setenv("PICL_TEST_STRETCH_FLOOR", "cheap", 1);
+        if (storage)
+            execl(bin, "picl-storage", "--listen", "127.0.0.1:0", "--data", data, "--secret-file", secret,
+                  opt ? opt : (char *)NULL, val, (char *)NULL);
+        else
+            execl(bin, "picl-keyserver", "--listen", "127.0.0.1:0", "--data", data, "--secret-file", secret,
+                  opt ? opt : (char *)NULL, val, (char *)NULL);
+        _exit(127);
+    }
+    srv_port = 0;
+    for (int i = 0; i < 200 && !srv_port; i++) {
+        usleep(50000);
+        f = fopen(log, "r");
+        char line[512];
+        while (f && fgets(line, sizeof line, f)) {
+            char *p = strstr(line, "on port ");
+            if (p)
+                srv_port = (unsigned)atoi(p + 8);
+        }
+        if (f)
+            fclose(f);
+    }
+    ck_assert_msg(srv_port, "the server did not start");
+}
+
+/* The server's peak resident memory in KiB (VmHWM). */
+static long vm_hwm_kb(void)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)srv_pid);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmHWM:", 6))
+            kb = atol(line + 6);
+    fclose(f);
+    return kb;
+}
+
+/* A connection from src that sent the headers of a 2 MB POST with a Hawk
+ * header no token stands behind. */
+static int post_open(const char *src)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    inet_pton(AF_INET, src, &a.sin_addr);
+    struct sockaddr_in d = {.sin_family = AF_INET, .sin_port = htons((uint16_t)srv_port)};
+    inet_pton(AF_INET, "127.0.0.1", &d.sin_addr);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&d, sizeof d), 0);
+    char h[512];
+    int n = snprintf(h, sizeof h,
+                     "POST /1.5/7/storage/bookmarks HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n"
+                     "Content-Type: application/json\r\nContent-Length: 2000000\r\n"
+                     "Authorization: Hawk id=\"bm90IGEgdG9rZW4\", ts=\"%lld\", nonce=\"abc\", "
+                     "mac=\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\"\r\n\r\n",
+                     srv_port, (long long)time(NULL));
+    ck_assert_int_eq(send(fd, h, (size_t)n, MSG_NOSIGNAL), n);
+    return fd;
+}
+
+START_TEST(test_401_before_the_body)
+{
+    start_server(1, 1024, NULL, NULL);
+    int fd = post_open("127.0.0.1");
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    char buf[64] = "";
+    ck_assert_msg(poll(&pf, 1, 2000) == 1, "no answer before the body was sent");
+    ck_assert_int_gt(recv(fd, buf, sizeof buf - 1, 0), 12);
+    ck_assert_msg(!strncmp(buf, "HTTP/1.1 401", 12), "answer: %.20s", buf);
+    close(fd);
+}
+END_TEST
+
+START_TEST(test_unauthenticated_bodies_cost_no_memory)
+{
+    start_server(1, 1024, NULL, NULL);
+    long base = vm_hwm_kb();
+    enum { N = 100, BODY = 1900000 };
+    int fds[N];
+    size_t sent[N];
+    for (int i = 0; i < N; i++) {
+        char src[32];
+        snprintf(src, sizeof src, "127.0.3.%d", i % 50 + 1); /* under the per-address cap */
+        fds[i] = post_open(src);
+        sent[i] = 0;
+        fcntl(fds[i], F_SETFL, O_NONBLOCK);
+    }
+    static char chunk[65536];
+    memset(chunk, ' ', sizeof chunk);
+    double t0 = (double)time(NULL);
+    int active = N;
+    while (active > 0 && (double)time(NULL) - t0 < 20) {
+        active = 0;
+        for (int i = 0; i < N; i++) {
+            if (fds[i] < 0 || sent[i] >= BODY)
+                continue;
+            size_t want = BODY - sent[i] < sizeof chunk ? BODY - sent[i] : sizeof chunk;
+            ssize_t w = send(fds[i], chunk, want, MSG_NOSIGNAL);
+            if (w > 0) {
+                sent[i] += (size_t)w;
+                active++;
+            } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                active++;
+            } else {
+                close(fds[i]); /* the server closed it: refused */
+                fds[i] = -1;
+            }
+        }
+        usleep(2000);
+    }
+    usleep(300000);
+    long peak = vm_hwm_kb();
+    for (int i = 0; i < N; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    ck_assert_msg(peak - base < 48 * 1024, "VmHWM grew from %ld to %ld KiB for unauthenticated bodies", base,
+                  peak);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("reliability_memory");
+    TCase *tc = tcase_create("memory");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_401_before_the_body);
+    tcase_add_test(tc, test_unauthenticated_bodies_cost_no_memory);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(suite());
+}
