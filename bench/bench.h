@@ -16,5 +16,7 @@ int bench_keyserver(int argc, char **argv);
 int bench_storage(int argc, char **argv);
 int bench_sync(int argc, char **argv);
 int bench_profile(int argc, char **argv);
+/* bench_loadtest.c: several devices over two storage nodes, one drained */
+int bench_loadtest(int argc, char **argv);
 
 #endif
