@@ -14,6 +14,7 @@
 #include <libgen.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,6 +263,18 @@ START_TEST(test_kill_during_account_changes)
     ck_assert_int_eq(lost, 0);
     ck_assert_int_eq(half, 0);
     ck_assert_int_eq(neither + both, 0);
+    /* the database is sound after all those kills */
+    ks_kill();
+    char db[128];
+    snprintf(db, sizeof db, "%s/data/keyserver.db", T.dir);
+    sqlite3 *c = NULL;
+    sqlite3_stmt *q = NULL;
+    ck_assert_int_eq(sqlite3_open_v2(db, &c, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(c, "PRAGMA integrity_check", -1, &q, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    ck_assert_str_eq((const char *)sqlite3_column_text(q, 0), "ok");
+    sqlite3_finalize(q);
+    sqlite3_close(c);
 }
 END_TEST
 

@@ -9,6 +9,7 @@
 #include <libgen.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -340,11 +341,23 @@ START_TEST(test_kill_during_mixed_writes)
     start(&p);
     lost += verify(&p, L, n, &half);
     reap(&p);
+    /* and the database itself is sound after all those kills */
+    char db[128];
+    snprintf(db, sizeof db, "%s/storage.db", datadir);
+    sqlite3 *c = NULL;
+    sqlite3_stmt *q = NULL;
+    ck_assert_int_eq(sqlite3_open_v2(db, &c, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(c, "PRAGMA integrity_check", -1, &q, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    ck_assert_str_eq((const char *)sqlite3_column_text(q, 0), "ok");
+    sqlite3_finalize(q);
+    sqlite3_close(c);
     size_t committed = 0;
     for (size_t b = 0; b < L->nbatch; b++)
         committed += (size_t)L->batch[b].committed;
     fprintf(stderr, "crash sweep storage PUT/POST/batch: %d rounds, %zu interrupted by kill -9, %zu acknowledged "
-                    "records (%zu PUT keys, %zu POSTed, %zu of %zu batches committed), %zu lost, %zu half batches\n",
+                    "records (%zu PUT keys, %zu POSTed, %zu of %zu batches committed), %zu lost, %zu half batches, "
+                    "integrity_check ok\n",
             n, interrupted, L->acked, (size_t)NKEYS, L->nposted, committed, L->nbatch, lost, half);
     ck_assert_int_eq(lost, 0);
     ck_assert_int_eq(half, 0);
