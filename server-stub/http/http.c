@@ -57,6 +57,8 @@ struct picl_http_server {
     pthread_t watchdog;
     int watchdog_running, stopping;
     pthread_cond_t wake;
+    char *errbuf;               /* the caller's, for start failures */
+    size_t errcap;
     route *routes;
     size_t nroutes;
     unsigned port;
@@ -897,6 +899,37 @@ static picl_status parse_listen(const char *listen, struct sockaddr_storage *ss,
     return PICL_OK;
 }
 
+void picl_http_server_set_error_buffer(picl_http_server *srv, char *buf, size_t cap)
+{
+    if (srv) {
+        srv->errbuf = buf;
+        srv->errcap = buf ? cap : 0;
+    }
+}
+
+/* Why MHD could not listen: binds a socket of our own to find the cause. */
+static void describe_listen_failure(picl_http_server *srv, const struct sockaddr_storage *ss, int v6)
+{
+    if (!srv->errbuf || !srv->errcap)
+        return;
+    int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
+    int one = 1, err = 0;
+    if (fd < 0) {
+        err = errno;
+    } else {
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, (const struct sockaddr *)ss,
+                 v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in)) != 0)
+            err = errno;
+        close(fd);
+    }
+    if (err)
+        snprintf(srv->errbuf, srv->errcap, "cannot listen on %s: %s", srv->listen, strerror(err));
+    else
+        snprintf(srv->errbuf, srv->errcap, "cannot listen on %s: the HTTP server did not start "
+                 "(threads or descriptors exhausted?)", srv->listen);
+}
+
 picl_status picl_http_server_start(picl_http_server *srv)
 {
     if (!srv || srv->mhd)
@@ -923,8 +956,10 @@ picl_status picl_http_server_start(picl_http_server *srv)
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)srv->per_ip,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, (void *)srv,
         MHD_OPTION_END);
-    if (!srv->mhd)
+    if (!srv->mhd) {
+        describe_listen_failure(srv, &ss, v6);
         return PICL_ERROR_NETWORK;
+    }
     srv->stopping = 0;
     if (pthread_create(&srv->watchdog, NULL, watchdog_main, srv) != 0) {
         MHD_stop_daemon(srv->mhd);

@@ -161,6 +161,11 @@ picl_status picl_http_server_new(picl_http_server **out, const picl_http_config 
 picl_status picl_http_route(picl_http_server *srv, const char *method, const char *pattern,
                             picl_http_handler fn, void *ctx, const picl_http_hooks *hooks);
 
+/* Where picl_http_server_start describes why it could not listen ("cannot
+ * listen on 127.0.0.1:8000: Address already in use"); buf (NULL = none) is
+ * the caller's and must outlive the start call. */
+void picl_http_server_set_error_buffer(picl_http_server *srv, char *buf, size_t cap);
+
 /* Binds and starts serving.  PICL_ERROR_INVALID_ARGUMENT for a bad listen
  * address, PICL_ERROR_NETWORK when it cannot bind. */
 picl_status picl_http_server_start(picl_http_server *srv);

@@ -15,6 +15,18 @@
 #include "protocol/tokenlib.h"
 #include "storage/storage.h"
 
+/* A log line on stderr with a UTC time stamp. */
+static void log_line(void *ctx, const char *line)
+{
+    (void)ctx;
+    char ts[32];
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    fprintf(stderr, "%s %s\n", ts, line);
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -268,8 +280,12 @@ int main(int argc, char **argv)
 
     picl_http_limits hl = {(unsigned)lim[0], (unsigned)lim[1], (unsigned)lim[2]};
     picl_http_set_default_limits(&hl);
+    char why[600] = "";
     storage_config cfg;
     memset(&cfg, 0, sizeof cfg);
+    cfg.error = why;
+    cfg.error_cap = sizeof why;
+    cfg.log = log_line;
     cfg.listen = listen;
     cfg.data_dir = data;
     cfg.secret = secret;
@@ -282,7 +298,7 @@ int main(int argc, char **argv)
     if (st == PICL_OK)
         st = storage_server_start(s);
     if (st != PICL_OK) {
-        fprintf(stderr, "picl-storage: cannot start: %s\n", picl_strerror(st));
+        fprintf(stderr, "picl-storage: cannot start: %s\n", *why ? why : picl_strerror(st));
         storage_server_free(s);
         return 1;
     }

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "crypto/nss.h"
 
@@ -40,6 +42,15 @@ void storage__set_modified(sreq *r, int64_t last_modified, int64_t weave_ts)
 
 void storage__db_error(sreq *r, picl_status st)
 {
+    if (st != PICL_ERROR_CONFLICT && st != PICL_ERROR_TOO_LARGE && r->s->log) {
+        /* the operator learns why writes fail (a full disk, a read-only
+         * file), not only the client */
+        char line[512], target[200];
+        picl_http_log_escape(target, sizeof target, r->req->target, 160);
+        snprintf(line, sizeof line, "storage: %s %s: database failure in %s/storage.db: %s",
+                 r->req->method, target, r->s->data_dir, picl_strerror(st));
+        r->s->log(r->s->log_ctx, line);
+    }
     if (st == PICL_ERROR_CONFLICT) {
         storage__error(r->resp, 409, 0);
         picl_http_set_header(r->resp, "Retry-After", "1");
@@ -517,6 +528,9 @@ picl_status storage_server_mount(storage_server *s, picl_http_server *http, int 
     return st;
 }
 
+static void describe_open_failure(storage_server *s, picl_status st);
+static picl_status check_writable(storage_server *s);
+
 picl_status storage_server_new(storage_server **out, const storage_config *cfg)
 {
     *out = NULL;
@@ -561,12 +575,67 @@ picl_status storage_server_new(storage_server **out, const storage_config *cfg)
                                      cfg->hawk_skew_s > 0 ? cfg->hawk_skew_s : 60,
                                      cfg->nonce_cache_entries)) != PICL_OK)
         goto fail;
-    if ((st = sdb_open(&s->db, s->data_dir, cfg->busy_timeout_ms)) != PICL_OK)
+    s->error = cfg->error;
+    s->error_cap = cfg->error_cap;
+    s->log = cfg->log;
+    s->log_ctx = cfg->log_ctx;
+    if ((st = sdb_open(&s->db, s->data_dir, cfg->busy_timeout_ms)) != PICL_OK) {
+        describe_open_failure(s, st);
+        goto fail;
+    }
+    if ((st = check_writable(s)) != PICL_OK)
         goto fail;
     *out = s;
     return PICL_OK;
 fail:
     storage_server_free(s);
+    return st;
+}
+
+/* Why the database did not open, with its path (finding: "file
+ * input/output error" alone sends nobody anywhere). */
+static void describe_open_failure(storage_server *s, picl_status st)
+{
+    if (!s->error || !s->error_cap)
+        return;
+    struct stat sb;
+    const char *d = s->data_dir;
+    if (stat(d, &sb) != 0)
+        snprintf(s->error, s->error_cap, "data directory %s: %s", d, strerror(errno));
+    else if (!S_ISDIR(sb.st_mode))
+        snprintf(s->error, s->error_cap, "data directory %s: not a directory", d);
+    else if (access(d, R_OK | W_OK | X_OK) != 0)
+        snprintf(s->error, s->error_cap, "data directory %s: %s", d, strerror(errno));
+    else
+        snprintf(s->error, s->error_cap, "database %s/storage.db: cannot open or upgrade it: %s", d,
+                 picl_strerror(st));
+}
+
+/* A database opened read-only would answer every write 503 forever: refuse
+ * to start instead, saying which file and why. */
+static picl_status check_writable(storage_server *s)
+{
+    sqlite3 *c = NULL;
+    picl_status st = sdb_acquire(s->db, &c);
+    if (st != PICL_OK) {
+        describe_open_failure(s, st);
+        return st;
+    }
+    const char *why = NULL;
+    if (sqlite3_db_readonly(c, "main") == 1) {
+        why = "opened read-only (check the permissions of the file and its directory, and the mount)";
+    } else if (sqlite3_exec(c, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+        why = sqlite3_errmsg(c);
+    } else {
+        sqlite3_exec(c, "ROLLBACK", NULL, NULL, NULL);
+    }
+    if (why) {
+        if (s->error && s->error_cap)
+            snprintf(s->error, s->error_cap, "database %s/storage.db cannot be written: %s", s->data_dir,
+                     why);
+        st = PICL_ERROR_IO;
+    }
+    sdb_release(s->db, c);
     return st;
 }
 
@@ -582,6 +651,8 @@ picl_status storage_server_start(storage_server *s)
         .hooks = &s->hooks,
     };
     picl_status st = picl_http_server_new(&s->http, &hc);
+    if (st == PICL_OK)
+        picl_http_server_set_error_buffer(s->http, s->error, s->error_cap);
     /* The node may name the port only known once bound: until it is
      * published, requests are checked against "" (which no token matches). */
     int own_node = !atomic_load(&s->node);

@@ -78,12 +78,21 @@ typedef struct storage_config {
                                   409 + Retry-After; 0 = 10000 */
     int64_t max_open_batches;  /* per user; 0 = 10 */
     size_t nonce_cache_entries;/* live Hawk nonces held; 0 = 2^19 (one user: 1/32) */
+    char *error;               /* NULL, or where storage_server_new/_start describe a
+                                  failure (the path and the cause); kept by the
+                                  caller for as long as the server lives */
+    size_t error_cap;
+    void (*log)(void *ctx, const char *line); /* NULL = quiet; I/O and database
+                                  errors of requests are reported here */
+    void *log_ctx;
 } storage_config;
 
 typedef struct storage_server storage_server;
 
 /* Validates the config (secret >= 32 bytes else PICL_ERROR_INVALID_ARGUMENT),
- * acquires NSS and opens the database.  Not listening yet.  The caller frees
+ * acquires NSS and opens the database, which must be writable: a database
+ * opened read-only (permissions, a read-only mount) is PICL_ERROR_IO, never
+ * a server that answers every write 503.  Not listening yet.  The caller frees
  * with storage_server_free(). */
 picl_status storage_server_new(storage_server **out, const storage_config *cfg);
 

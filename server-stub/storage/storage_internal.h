@@ -27,6 +27,10 @@ struct storage_server {
     int pruner_running, stopping;
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    char *error;            /* the config's error buffer, or NULL */
+    size_t error_cap;
+    void (*log)(void *ctx, const char *line);
+    void *log_ctx;
 };
 
 /* One authenticated request being served. */
