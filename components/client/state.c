@@ -109,6 +109,10 @@ picl_status picl__state_load(picl_state **out, const char *dir, int persist_keys
     st->classmap_version = json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
     v = json_object_get(o, "key_epoch");
     st->key_epoch = json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+    v = json_object_get(o, "clock_offset");
+    st->clock_offset = json_is_integer(v) && llabs((long long)json_integer_value(v)) <= 366LL * 86400
+                           ? (int64_t)json_integer_value(v)
+                           : 0;
     json_t *c = json_object_get(o, "collections");
     if (json_is_object(c))
         json_object_update(st->collections, c);
@@ -168,6 +172,8 @@ picl_status picl__state_save(const picl_state *st)
     picl_status rc = PICL_OK;
     if (st->key_epoch)
         json_object_set_new(o, "key_epoch", json_integer((json_int_t)st->key_epoch));
+    if (st->clock_offset)
+        json_object_set_new(o, "clock_offset", json_integer((json_int_t)st->clock_offset));
     if (st->has_forgot) {
         rc = put_sdr(o, "forgot", st->forgot, 32);
         json_object_set_new(o, "forgot_email", json_string(st->forgot_email));

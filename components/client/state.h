@@ -31,6 +31,9 @@ typedef struct picl_state {
     uint64_t classmap_version; /* the highest class map version accepted (never goes down) */
     char *classmap_payload; /* the last class map accepted, as received */
     uint64_t key_epoch;     /* the account's key epoch when kA/kB were fetched, 0 = unknown */
+    int64_t clock_offset;   /* seconds the storage node's clock is ahead of ours, as a
+                               401 it signed (Hawk tsm) taught; kept so that each
+                               sync does not pay the 401 again (|x| <= 1 year) */
     char *global_sync_id;   /* meta/global syncID seen */
     uint8_t forgot[32];     /* forgotPasswordToken between "forgot" and "reset" */
     int has_forgot;

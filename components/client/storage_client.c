@@ -9,6 +9,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include "crypto/codec.h"
+#include "crypto/hash.h"
 #include "crypto/util.h"
 #include "protocol/hawk.h"
 
@@ -263,6 +265,10 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
         r->res->records = x / 100;
     else if (IS("X-Weave-Quota-Remaining") && parse_centis(v, vl, &x))
         r->res->quota_remaining_kb = x / 100;
+    else if (IS("WWW-Authenticate") && vl < 512) {
+        free(r->www_auth);
+        r->www_auth = strndup(v, vl);
+    }
     else if (IS("X-Weave-Next-Offset")) {
         /* an offset we cannot send back is an error, not the end of the list */
         free(r->next_offset);
@@ -391,6 +397,45 @@ done:
     return st;
 }
 
+/* The value of attribute `name` ("ts") of a Hawk challenge into out. */
+static int challenge_attr(const char *www, const char *name, char *out, size_t cap)
+{
+    size_t nl = strlen(name);
+    for (const char *p = www; (p = strstr(p, name)) != NULL; p += nl) {
+        if ((p != www && p[-1] != ' ' && p[-1] != ',') || strncmp(p + nl, "=\"", 2))
+            continue;
+        const char *v = p + nl + 2, *e = strchr(v, '"');
+        if (!e || (size_t)(e - v) >= cap)
+            return 0;
+        memcpy(out, v, (size_t)(e - v));
+        out[e - v] = 0;
+        return 1;
+    }
+    return 0;
+}
+
+/* The server time of a 401's "Hawk ts=..., tsm=..." when the tsm is the
+ * HMAC of "hawk.1.ts\n<ts>\n" under our key (only our storage node can
+ * make it), else -1. */
+static int64_t verified_server_ts(const picl_stc *c, const char *www)
+{
+    char ts[24], tsm[64], want[PICL_HAWK_B64_BYTES + 1], text[48];
+    uint8_t mac[32];
+    if (!www || strncmp(www, "Hawk", 4) || !c->key || !challenge_attr(www, "ts", ts, sizeof ts) ||
+        !challenge_attr(www, "tsm", tsm, sizeof tsm) || strlen(tsm) != PICL_HAWK_B64_BYTES)
+        return -1;
+    char *end;
+    long long t = strtoll(ts, &end, 10);
+    if (*end || end == ts || t <= 0 || t > 100000000000LL)
+        return -1;
+    int n = snprintf(text, sizeof text, "hawk.1.ts\n%lld\n", t);
+    if (picl__hmac_sha256(mac, c->key, strlen(c->key), text, (size_t)n) != PICL_OK)
+        return -1;
+    picl__base64_encode(want, mac, sizeof mac);
+    picl__wipe(mac, sizeof mac);
+    return picl__memeq_ct(want, tsm, PICL_HAWK_B64_BYTES) ? (int64_t)t : -1;
+}
+
 /* Maps a finished exchange to a status (see the header). */
 static picl_status map_status(picl_stc *c, stc_reply *r)
 {
@@ -457,6 +502,7 @@ picl_status picl__stc_request(picl_stc *c, const char *method, const char *rel, 
     for (;;) {
         free(r->body);
         free(r->next_offset);
+        free(r->www_auth);
         memset(r, 0, sizeof *r);
         memset(&c->last, 0, sizeof c->last);
         c->last.last_modified = c->last.timestamp = c->last.records = -1;
@@ -469,7 +515,14 @@ picl_status picl__stc_request(picl_stc *c, const char *method, const char *rel, 
         if (st != PICL_ERROR_TOKEN)
             return st;
         int64_t now = (int64_t)time(NULL) + c->clock_offset;
-        if (!skew_tried && c->last.timestamp >= 0 &&
+        /* a server time we can trust (its tsm is under our key) first */
+        int64_t server_ts = verified_server_ts(c, r->www_auth);
+        if (!skew_tried && server_ts > 0 && llabs(server_ts - now) > SKEW_RETRY_S) {
+            c->clock_offset += server_ts - now;
+            skew_tried = 1;
+            continue;
+        }
+        if (!skew_tried && server_ts < 0 && c->last.timestamp >= 0 &&
             llabs(c->last.timestamp / 100 - now) > SKEW_RETRY_S) {
             c->clock_offset += c->last.timestamp / 100 - now;
             skew_tried = 1;
@@ -508,6 +561,7 @@ void picl__stc_reply_free(stc_reply *r)
 {
     free(r->body);
     free(r->next_offset);
+    free(r->www_auth);
     memset(r, 0, sizeof *r);
 }
 
@@ -616,6 +670,8 @@ picl_status picl__stc_build_get(const char *coll, const picl_stc_query *q, char 
         ADD("%colder=%" PRId64 ".%02d", sep, q->older / 100, (int)(q->older % 100));
     if (q->limit > 0)
         ADD("%climit=%" PRId64, sep, q->limit);
+    if (q->has_as_of)
+        ADD("%cas_of=%" PRId64 ".%02d", sep, q->as_of / 100, (int)(q->as_of % 100));
     if (q->sort)
         ADD("%csort=%s", sep, q->sort);
     if (q->offset) {

@@ -33,6 +33,7 @@ typedef struct stc_reply {
     picl_stc_result *res;
     char *next_offset;
     int bad_offset;  /* X-Weave-Next-Offset empty or too long */
+    char *www_auth;  /* the WWW-Authenticate value, or NULL */
 } stc_reply;
 
 /* One request below the endpoint (rel already percent-encoded), with the

@@ -165,8 +165,10 @@ static int begin_req(sreq *r, storage_server *s, picl_http_request *req,
         return 0;
     }
     if (st != PICL_OK) {
+        char www[200];
+        storage_auth_challenge(s->auth, req, r->now / 100, www, sizeof www);
         storage__error(resp, 401, 0);
-        picl_http_set_header(resp, "WWW-Authenticate", "Hawk");
+        picl_http_set_header(resp, "WWW-Authenticate", www);
         return 0;
     }
     r->uid = uid;
@@ -221,8 +223,10 @@ static void on_before_body(picl_http_request *req, picl_http_response *resp, voi
         storage__error(resp, 503, 0);
         picl_http_set_header(resp, "Retry-After", "10");
     } else if (st != PICL_OK) {
+        char www[200];
+        storage_auth_challenge(s->auth, req, sdb_now() / 100, www, sizeof www);
         storage__error(resp, 401, 0);
-        picl_http_set_header(resp, "WWW-Authenticate", "Hawk");
+        picl_http_set_header(resp, "WWW-Authenticate", www);
     }
 }
 
@@ -266,10 +270,11 @@ static void info(picl_http_request *req, picl_http_response *resp, storage_serve
         picl_buf_printf(&out,
                         "{\"max_request_bytes\":%" PRId64 ",\"max_post_records\":%" PRId64
                         ",\"max_post_bytes\":%" PRId64 ",\"max_total_records\":%" PRId64
-                        ",\"max_total_bytes\":%" PRId64 ",\"max_record_payload_bytes\":%" PRId64 "}",
+                        ",\"max_total_bytes\":%" PRId64 ",\"max_record_payload_bytes\":%" PRId64
+                        ",\"picl_restore_days\":%" PRId64 "}",
                         s->lim.max_request_bytes, s->lim.max_post_records, s->lim.max_post_bytes,
                         s->lim.max_total_records, s->lim.max_total_bytes,
-                        s->lim.max_record_payload_bytes);
+                        s->lim.max_record_payload_bytes, s->restore_days);
         break;
     case INFO_COLLECTIONS: st = sdb_info_collections(c, r.uid, &out); break;
     case INFO_COUNTS: st = sdb_info_counts(c, r.uid, r.now, &out); break;
@@ -551,6 +556,7 @@ picl_status storage_server_new(storage_server **out, const storage_config *cfg)
     DEF(max_record_payload_bytes, 2 * 1024 * 1024);
 #undef DEF
     s->quota_kb = cfg->quota_kb;
+    s->restore_days = cfg->restore_days < 0 ? 0 : cfg->restore_days ? cfg->restore_days : 30;
     s->batch_ttl_s = cfg->batch_ttl_s > 0 ? cfg->batch_ttl_s : 7200;
     s->max_open_batches = cfg->max_open_batches > 0 ? cfg->max_open_batches : 10;
     s->prune_interval_s = cfg->prune_interval_s ? cfg->prune_interval_s : 3600;
@@ -584,6 +590,8 @@ picl_status storage_server_new(storage_server **out, const storage_config *cfg)
         goto fail;
     }
     if ((st = check_writable(s)) != PICL_OK)
+        goto fail;
+    if ((st = sdb_history_configure(s->db, s->restore_days)) != PICL_OK)
         goto fail;
     *out = s;
     return PICL_OK;

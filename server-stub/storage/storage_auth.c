@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crypto/codec.h"
+#include "crypto/hash.h"
 #include "crypto/util.h"
 #include "protocol/hawk.h"
 #include "protocol/tokenlib.h"
@@ -261,4 +263,43 @@ picl_status storage_auth_check_headers(storage_auth *a, const picl_http_request 
                                        int64_t now_s)
 {
     return check(a, req, node, path_uid, grace_s, now_s, 1);
+}
+
+void storage_auth_challenge(storage_auth *a, const picl_http_request *req, int64_t now_s, char *out,
+                            size_t cap)
+{
+    picl_hawk_auth *auth = malloc(sizeof *auth);
+    picl_tokenlib_payload *p = malloc(sizeof *p);
+    char key[PICL_TOKENLIB_KEY_CHARS + 1];
+    memset(key, 0, sizeof key);
+    int have_key = 0;
+    const char *hdr = picl_http_header(req, "Authorization");
+    snprintf(out, cap, "Hawk ts=\"%lld\"", (long long)now_s);
+    if (!auth || !p || !hdr || picl__hawk_parse(auth, hdr, strlen(hdr)) != PICL_OK)
+        goto done;
+    /* the key of a genuine token, expired or not: only its holder can
+     * check the tsm, and so trust the ts */
+    if (cache_get(a, auth->id, p, key))
+        have_key = 1;
+    else if (picl__tokenlib_parse(p, a->secret, a->secretlen, auth->id, strlen(auth->id), now_s,
+                                  (int64_t)3650 * 86400) == PICL_OK &&
+             picl__tokenlib_derive_key(key, a->secret, a->secretlen, auth->id, strlen(auth->id),
+                                       p->salt) == PICL_OK)
+        have_key = 1;
+    if (have_key) {
+        char text[48], tsm[PICL_HAWK_B64_BYTES + 1];
+        uint8_t mac[32];
+        int n = snprintf(text, sizeof text, "hawk.1.ts\n%lld\n", (long long)now_s);
+        if (picl__hmac_sha256(mac, key, strlen(key), text, (size_t)n) == PICL_OK) {
+            picl__base64_encode(tsm, mac, sizeof mac);
+            snprintf(out, cap, "Hawk ts=\"%lld\", tsm=\"%s\", error=\"Unauthorized\"", (long long)now_s,
+                     tsm);
+        }
+        picl__wipe(mac, sizeof mac);
+    }
+done:
+    picl__wipe(key, sizeof key);
+    if (p)
+        picl__zfree(p, sizeof *p);
+    free(auth);
 }

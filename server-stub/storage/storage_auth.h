@@ -42,6 +42,13 @@ picl_status storage_auth_check_headers(storage_auth *a, const picl_http_request 
                                        const char *node, int64_t path_uid, int64_t grace_s,
                                        int64_t now_s);
 
+/* The WWW-Authenticate value of a 401 into out: Hawk ts="<now_s>", and when
+ * the request's token is genuine (expired or not) tsm="<HMAC-SHA256 of
+ * 'hawk.1.ts\n<ts>\n' under its Hawk key, base64>", so that a client with a
+ * wrong clock learns the server's time from an answer it can trust. */
+void storage_auth_challenge(storage_auth *a, const picl_http_request *req, int64_t now_s, char *out,
+                            size_t cap);
+
 /* THE parser of the Host header: "host", "host:port", "[v6]", "[v6]:port"
  * into host (cap bytes, NUL-terminated, brackets kept for IPv6 as Hawk
  * clients send them) and port (80 when absent).  0 when malformed: empty
