@@ -314,6 +314,13 @@ int ks_hawk_auth(ks_server *s, picl_http_request *req, picl_http_response *resp,
                                   .nonces = s->nonces,
                                   .identity = who};
     rc = picl__hawk_verify(auth, tok->hmac_key, sizeof tok->hmac_key, &hr, &opts);
+    /* several keyservers on one PostgreSQL database: a request replayed on
+     * a sibling process is refused there too (the database holds them) */
+    if (rc == PICL_OK) {
+        picl_status nrc = ks_db_nonce_take(s->db, auth->id, auth->ts, auth->nonce,
+                                           now + 2 * s->skew);
+        rc = nrc == PICL_ERROR_CONFLICT ? PICL_HAWK_ERROR_REPLAY : nrc;
+    }
     switch (rc) {
     case PICL_OK:
         ok = 1;

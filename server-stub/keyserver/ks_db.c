@@ -163,6 +163,12 @@ picl_status ks_db_sweep(ks_db *db, int64_t now, int64_t unverified_before, int64
     return db->ops->sweep(db->impl, now, unverified_before, rate_before);
 }
 
+picl_status ks_db_nonce_take(ks_db *db, const char *id, int64_t ts, const char *nonce,
+                             int64_t expires)
+{
+    return db->ops->nonce_take(db->impl, id, ts, nonce, expires);
+}
+
 picl_status ks_db_node_add(ks_db *db, const char *url, int64_t capacity)
 {
     return db->ops->node_add(db->impl, url, capacity);

@@ -185,6 +185,13 @@ picl_status ks_db_rate_refund(ks_db *db, const ks_rate *limits, size_t n);
  * was created before unverified_before, with all it owns. */
 picl_status ks_db_sweep(ks_db *db, int64_t now, int64_t unverified_before, int64_t rate_before);
 
+/* Hawk nonces shared by every keyserver on one database: records (id, ts,
+ * nonce) until expires; CONFLICT when a sibling process (or this one) saw
+ * it already.  SQLite answers PICL_OK: one process serves a file, and its
+ * in-memory nonce cache covers it.  Expired ones go with ks_db_sweep. */
+picl_status ks_db_nonce_take(ks_db *db, const char *id, int64_t ts, const char *nonce,
+                             int64_t expires);
+
 /* ---- storage nodes and assignments (storage.md section 6) ---------------- */
 
 typedef struct ks_node {

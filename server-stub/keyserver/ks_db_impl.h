@@ -45,6 +45,8 @@ typedef struct ks_db_ops {
     picl_status (*rate_refund)(ks_db_impl *db, const ks_rate *limits, size_t n);
     picl_status (*sweep)(ks_db_impl *db, int64_t now, int64_t unverified_before,
                          int64_t rate_before);
+    picl_status (*nonce_take)(ks_db_impl *db, const char *id, int64_t ts, const char *nonce,
+                              int64_t expires);
     picl_status (*node_add)(ks_db_impl *db, const char *url, int64_t capacity);
     picl_status (*nodes)(ks_db_impl *db, void (*fn)(void *ctx, const ks_node *n), void *ctx,
                          int64_t *count);

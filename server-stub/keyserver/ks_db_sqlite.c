@@ -964,6 +964,13 @@ static picl_status sq_sweep(sq_db *db, int64_t now, int64_t unverified_before, i
     return rc;
 }
 
+/* One process serves an SQLite file: its in-memory nonce cache is enough. */
+static picl_status sq_nonce_take(sq_db *db, const char *id, int64_t ts, const char *nonce,
+                                 int64_t expires)
+{
+    return PICL_OK;
+}
+
 /* ---- storage nodes and assignments ---------------------------------------- */
 
 static picl_status sq_node_add(sq_db *db, const char *url, int64_t capacity)
@@ -1290,6 +1297,7 @@ const ks_db_ops ks_db_sqlite_ops = {
     .rate_take = sq_rate_take,
     .rate_refund = sq_rate_refund,
     .sweep = sq_sweep,
+    .nonce_take = sq_nonce_take,
     .node_add = sq_node_add,
     .nodes = sq_nodes,
     .node_get = sq_node_get,

@@ -602,6 +602,70 @@ START_TEST(pg_never_half_migrated)
 }
 END_TEST
 
+/* Two keyservers on one PostgreSQL database (behind one load balancer: the
+ * same Host): a request captured at one is refused at the other. */
+START_TEST(pg_nonce_shared_by_sibling_processes)
+{
+    if (!tupg_enabled()) /* one process per SQLite file */
+        return;
+    tuks_account(&srv, "twin@example.org", PW, 1, NULL);
+    uint8_t kft[32], sess[32];
+    tuks_session(&srv, "twin@example.org", PW, kft, sess);
+    ks_config c;
+    memset(&c, 0, sizeof c);
+    c.listen = "127.0.0.1:0";
+    c.data_dir = tmp;
+    c.database = srv.dburl;
+    c.secret = SECRET;
+    c.secret_len = sizeof SECRET - 1;
+    c.purge_every_s = -1;
+    ks_server *twin = NULL;
+    ck_assert_int_eq(ks_server_new(&twin, &c), PICL_OK);
+    ck_assert_int_eq(ks_server_start(twin), PICL_OK);
+    unsigned twin_port = ks_server_port(twin);
+
+    /* one signed request, as the client made it for the balancer's address */
+    ck_assert_int_eq(picl__nss_acquire(), PICL_OK);
+    picl_token_keys k;
+    ck_assert_int_eq(picl__token_derive(&k, PICL_TOKEN_SESSION, sess), PICL_OK);
+    char id[PICL_TOKEN_ID_HEX_BYTES + 1];
+    picl__token_id_hex(id, &k);
+    picl_hawk_request hr = {.method = "GET", .resource = "/v1/account/devices",
+                            .host = "127.0.0.1", .port = srv.port};
+    char *authz = NULL;
+    ck_assert_int_eq(picl__hawk_client_header(&authz, id, k.hmac_key, 32, &hr, fake_now(NULL),
+                                              "captured-nonce-1", NULL),
+                     PICL_OK);
+    char h1[1024], h2[64];
+    snprintf(h1, sizeof h1, "Authorization: %s", authz);
+    snprintf(h2, sizeof h2, "Host: 127.0.0.1:%u", srv.port);
+    free(authz);
+    const char *hdrs[] = {h1, h2, NULL};
+    tuks_resp r;
+    ck_assert_int_eq(tuks_request(srv.port, "GET", "/v1/account/devices", hdrs, NULL, 0, &r), 200);
+    tuks_resp_free(&r);
+    /* the same bytes at the sibling: a replay */
+    ck_assert_int_eq(tuks_request(twin_port, "GET", "/v1/account/devices", hdrs, NULL, 0, &r),
+                     401);
+    ck_assert_int_eq(json_integer_value(json_object_get(r.json, "errno")), 115);
+    tuks_resp_free(&r);
+    /* a fresh request is served by the sibling: it is the same database */
+    snprintf(h2, sizeof h2, "Host: 127.0.0.1:%u", twin_port);
+    hr.port = twin_port;
+    ck_assert_int_eq(picl__hawk_client_header(&authz, id, k.hmac_key, 32, &hr, fake_now(NULL),
+                                              "fresh-nonce-2", NULL),
+                     PICL_OK);
+    snprintf(h1, sizeof h1, "Authorization: %s", authz);
+    free(authz);
+    ck_assert_int_eq(tuks_request(twin_port, "GET", "/v1/account/devices", hdrs, NULL, 0, &r),
+                     200);
+    tuks_resp_free(&r);
+    picl__token_keys_wipe(&k);
+    picl__nss_release();
+    ks_server_free(twin);
+}
+END_TEST
+
 /* A SQLite database of schema 2 (before nodes) is migrated: its account is
  * kept, and assignment uids still start above every account id. */
 START_TEST(sqlite_v2_migrated)
@@ -659,6 +723,7 @@ static Suite *suite(void)
     tcase_add_test(tc, pg_unreachable_is_a_clear_error);
     tcase_add_test(tc, pg_never_half_migrated);
     tcase_add_test(tc, sqlite_v2_migrated);
+    tcase_add_test(tc, pg_nonce_shared_by_sibling_processes);
     suite_add_tcase(s, tc);
     return s;
 }
