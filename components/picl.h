@@ -191,6 +191,19 @@ typedef struct picl_service_vtbl {
      * key4.db), kept in memory only and wiped on Release; NULL forgets it.
      * Without it such a profile's passwords cannot be read (PICL_ERROR_STATE). */
     picl_status (*SetPrimaryPassword)(picl_service *self, const char *password);
+
+    /* other devices (the clients and tabs collections).  SendTab puts a
+     * displayURI command for url (http or https) into the clients record of
+     * device (its id or its name, from GetRemoteTabsJSON); the target opens
+     * or lists it once, at its next sync.  GetRemoteTabsJSON reads the
+     * server: {"devices": [{"id","name","type","lastSeen","tabs": [{"title",
+     * "url","urlHistory","icon","lastUsed"}]}], "skipped": [{"collection",
+     * "id","reason"}]} without this device and without devices not seen for
+     * 21 days.  GetReceivedTabsJSON: [{"flowID","uri","title","from","at"}]
+     * received by this device, oldest first (local, no network). */
+    picl_status (*SendTab)(picl_service *self, const char *device, const char *url, const char *title);
+    picl_status (*GetRemoteTabsJSON)(picl_service *self, char **json);
+    picl_status (*GetReceivedTabsJSON)(picl_service *self, char **json);
 } picl_service_vtbl;
 
 struct picl_service {
@@ -241,6 +254,10 @@ PICL_EXPORT picl_status picl_service_wipe_server(picl_service *s, const char *co
 PICL_EXPORT picl_status picl_service_reset_local_state(picl_service *s);
 PICL_EXPORT picl_status picl_service_add_observer(picl_service *s, picl_observer_fn fn, void *ctx);
 PICL_EXPORT picl_status picl_service_remove_observer(picl_service *s, picl_observer_fn fn, void *ctx);
+PICL_EXPORT picl_status picl_service_send_tab(picl_service *s, const char *device, const char *url,
+                                             const char *title);
+PICL_EXPORT picl_status picl_service_get_remote_tabs_json(picl_service *s, char **json);
+PICL_EXPORT picl_status picl_service_get_received_tabs_json(picl_service *s, char **json);
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,7 @@
 #include "client/storage_client.h"
 #include "crypto/nss.h"
 #include "crypto/util.h"
+#include "stores/devices.h"
 #include "stores/logins.h"
 #include "stores/places.h"
 #include "stores/store.h"
@@ -317,6 +318,22 @@ static void engine_setup(service *s, conn *c, picl_engine *e)
     e->anchor_ctx = c;
 }
 
+picl_status picl__svc_with_engine(service *s, picl_status (*fn)(service *s, picl_engine *e, void *arg), void *arg)
+{
+    conn c;
+    picl_status st = conn_open(s, &c);
+    if (st != PICL_OK)
+        return st;
+    picl_engine e;
+    engine_setup(s, &c, &e);
+    st = fn(s, &e, arg);
+    if (st != PICL_OK)
+        picl__svc_done(s, st, "%s", *e.error ? e.error : picl_strerror(st));
+    picl__engine_done(&e);
+    conn_close(&c);
+    return st;
+}
+
 /* ---- classes ------------------------------------------------------------------ */
 
 static picl_status svc_get_class(picl_service *self, const char *coll, char **cls)
@@ -465,9 +482,15 @@ static picl_status open_store(service *s, const char *coll, picl_store **out)
     for (size_t i = 0; i < s->ncustom; i++)
         if (!strcmp(s->custom[i].collection, coll))
             return picl__cbstore_open(out, coll, &s->custom[i].cb, s->custom[i].ctx);
+    if (!strcmp(coll, "clients")) { /* this device's record: the same whatever holds the data */
+        picl_status st = picl__clients_open(out, s->st->dir, err, sizeof err);
+        return st == PICL_OK ? st : picl__svc_done(s, st, "clients: %s", *err ? err : picl_strerror(st));
+    }
     if (s->profile_dir) {
         picl_status st;
-        if (!strcmp(coll, "bookmarks") || !strcmp(coll, "history"))
+        if (!strcmp(coll, "tabs"))
+            st = picl__tabs_open(out, s->profile_dir, s->st->dir, err, sizeof err);
+        else if (!strcmp(coll, "bookmarks") || !strcmp(coll, "history"))
             st = picl__places_open(out, s->profile_dir, coll, err, sizeof err);
         else if (!strcmp(coll, "passwords"))
             st = picl__logins_open(out, s->profile_dir, s->st->dir, ask_primary, s, err, sizeof err);
@@ -519,6 +542,23 @@ static picl_status do_sync(service *s, const char *const *colls, size_t n, char 
             picl_engine e;
             engine_setup(s, &c, &e);
             st = picl__engine_sync(&e, stores, count, sum);
+            /* commands handled this run: this device's clients record goes
+             * up again without them (conditional on what was downloaded) */
+            for (size_t i = 0; st == PICL_OK && i < count; i++) {
+                if (!picl__clients_pending(stores[i]))
+                    continue;
+                json_t *pass1 = json_deep_copy(json_object_get(sum, "clients"));
+                st = picl__engine_sync(&e, &stores[i], 1, sum);
+                json_t *again = json_object_get(sum, "clients");
+                if (pass1 && json_is_object(again)) {
+                    json_object_set_new(pass1, "uploaded",
+                                        json_integer(json_integer_value(json_object_get(pass1, "uploaded")) +
+                                                     json_integer_value(json_object_get(again, "uploaded"))));
+                    json_object_set(pass1, "status", json_object_get(again, "status"));
+                    json_object_set(sum, "clients", pass1);
+                }
+                json_decref(pass1);
+            }
             if (e.failures)
                 json_array_extend(failed, e.failures);
             moved = st != PICL_OK && picl__stc_node_changed(c.stc);
@@ -559,6 +599,9 @@ static picl_status do_sync(service *s, const char *const *colls, size_t n, char 
         if (json_is_object(cs))
             json_object_set_new(cs, "unreadable", json_integer((json_int_t)unreadable));
     }
+    json_t *report = NULL; /* tabs received, commands refused (clients) */
+    for (size_t i = 0; i < count && !report; i++)
+        report = picl__clients_report(stores[i]);
     for (size_t i = 0; i < count; i++)
         picl__store_close(stores[i]);
     free(stores);
@@ -573,6 +616,9 @@ static picl_status do_sync(service *s, const char *const *colls, size_t n, char 
     }
     json_t *top = json_pack("{s:o, s:o, s:s, s:s}", "collections", sum, "failed", failed, "status",
                             st == PICL_OK ? "ok" : "error", "message", st == PICL_OK ? "" : s->error);
+    if (top && report)
+        json_object_update(top, report);
+    json_decref(report);
     if (summary && top)
         *summary = json_dumps(top, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(top);
@@ -648,7 +694,8 @@ static const picl_service_vtbl vtbl = {
     svc_set_floor, picl__svc_create, picl__svc_verify, picl__svc_sign_in, picl__svc_sign_out, picl__svc_change_password, picl__svc_forgot, picl__svc_reset,
     picl__svc_destroy, picl__svc_get_email, picl__svc_get_verified, picl__svc_get_uid, picl__svc_status, svc_get_class, svc_set_class,
     svc_collections, svc_use_profile, svc_use_store_dir, svc_set_store, svc_sync, svc_wipe, svc_reset_local,
-    svc_add_obs, svc_remove_obs, svc_last_error, svc_set_primary,
+    svc_add_obs, svc_remove_obs, svc_last_error, svc_set_primary, picl__svc_send_tab, picl__svc_remote_tabs,
+    picl__svc_received_tabs,
 };
 
 /* ---- creation and the flat FFI forms --------------------------------------------- */

@@ -58,6 +58,12 @@ picl_status picl_service_wipe_server(picl_service *s, const char *c) { return CA
 picl_status picl_service_reset_local_state(picl_service *s) { return CALL0(s, ResetLocalState); }
 picl_status picl_service_add_observer(picl_service *s, picl_observer_fn f, void *c) { return CALL(s, AddObserver, f, c); }
 picl_status picl_service_remove_observer(picl_service *s, picl_observer_fn f, void *c) { return CALL(s, RemoveObserver, f, c); }
+picl_status picl_service_send_tab(picl_service *s, const char *d, const char *u, const char *t)
+{
+    return CALL(s, SendTab, d, u, t);
+}
+picl_status picl_service_get_remote_tabs_json(picl_service *s, char **j) { return CALL(s, GetRemoteTabsJSON, j); }
+picl_status picl_service_get_received_tabs_json(picl_service *s, char **j) { return CALL(s, GetReceivedTabsJSON, j); }
 
 picl_status picl_service_sync(picl_service *s, const char *csv, char **summary)
 {

@@ -9,6 +9,7 @@
 #include "client/keyserver_client.h"
 #include "client/state.h"
 #include "protocol/stretch.h"
+#include "client/engine.h"
 
 #define MAX_OBSERVERS 16
 #define MAX_CUSTOM 16
@@ -63,6 +64,15 @@ picl_status picl__svc_delete_storage(void *ctx);
 /* kA/kB from the keyFetchToken kept since signing up, once the email is
  * verified (service_account.c); PICL_OK when there is nothing to fetch. */
 picl_status picl__svc_ensure_keys(service *s, picl_ks_client *c);
+
+/* Runs fn with an authenticated storage connection and an engine set up for
+ * one call (service.c); returns fn's result or the connection's failure. */
+picl_status picl__svc_with_engine(service *s, picl_status (*fn)(service *s, picl_engine *e, void *arg), void *arg);
+
+/* the device methods of the vtable (service_devices.c) */
+picl_status picl__svc_send_tab(picl_service *self, const char *device, const char *url, const char *title);
+picl_status picl__svc_remote_tabs(picl_service *self, char **json);
+picl_status picl__svc_received_tabs(picl_service *self, char **json);
 
 /* the account methods of the vtable (service_account.c) */
 picl_status picl__svc_create(picl_service *self, const char *email, const char *password);

@@ -29,6 +29,8 @@ typedef struct cli_opts {
     const char *collections;   /* --collections a,b */
     const char *data;          /* --data DIR (server) */
     const char *listen;        /* --listen HOST:PORT (server) */
+    const char *title;         /* --title T (send-tab) */
+    int received;              /* --received (tabs) */
     int json;                  /* --json */
     int strict;                /* --strict: keep kB in memory only */
     int quiet;
@@ -50,6 +52,13 @@ int cli_fail(const cli_opts *o, picl_service *svc, picl_status st);
 int cli_read_secret(const char *file, const char *env, const char *prompt, char *buf, size_t cap);
 
 int cli_server(const cli_opts *o);
+/* picl tabs [--received], picl send-tab DEVICE URL [--title T] (devices.c) */
+int cli_tabs(const cli_opts *o, picl_service *svc);
+int cli_send_tab(const cli_opts *o, picl_service *svc);
+/* After a sync: the "received" and "rejected" of its summary (j, a parsed
+ * summary), one line each. */
+struct json_t;
+void cli_print_received(struct json_t *j);
 int cli_demo(const cli_opts *o, const char *self);
 
 #endif

@@ -43,6 +43,9 @@ static const char *USAGE =
     "  sync --profile DIR | --store-dir DIR [--collections a,b,c]\n"
     "                                                 sync a Firefox profile (Firefox closed)\n"
     "                                                 or JSON files DIR/<collection>.json\n"
+    "  tabs [--received]                              other devices' open tabs (or the tabs\n"
+    "                                                 sent to this device)\n"
+    "  send-tab DEVICE URL [--title T]                open URL on another device (its id or name)\n"
     "  demo                                           the whole story on a scratch server\n"
     "  help [COMMAND]                                 this text; also picl COMMAND --help\n"
     "\n"
@@ -749,6 +752,7 @@ static int cmd_sync(const cli_opts *o, picl_service *svc, const char *state_dir)
         json_array_foreach(json_object_get(j, "failed"), fi, fr) /* client.md 7: each one named */
             printf("integrity: %s/%s: %s (not applied)\n", json_string_value(json_object_get(fr, "collection")),
                    json_string_value(json_object_get(fr, "id")), json_string_value(json_object_get(fr, "reason")));
+        cli_print_received(j); /* tabs sent to this device, commands refused */
         if (json_is_true(json_object_get(json_object_get(j, "collections"), "keys_changed"))) {
             char *b = json_dumps(json_object_get(json_object_get(j, "collections"), "class_b"), JSON_COMPACT);
             printf("The password was reset: class-A data is kept; class-B data made under the old password is "
@@ -765,7 +769,7 @@ static int cmd_sync(const cli_opts *o, picl_service *svc, const char *state_dir)
 
 /* ---- options -------------------------------------------------------------------- */
 
-enum { OPT_JSON = 256, OPT_STRICT, OPT_QUIET, OPT_HELP, OPT_VERSION, OPT_PASSWORD, OPT_VALUED };
+enum { OPT_JSON = 256, OPT_STRICT, OPT_QUIET, OPT_HELP, OPT_VERSION, OPT_PASSWORD, OPT_RECEIVED, OPT_VALUED };
 
 /* Options that take a value, in the order of the table below. */
 static const size_t valued_off[] = {
@@ -775,6 +779,7 @@ static const size_t valued_off[] = {
     offsetof(cli_opts, primary_password_file), offsetof(cli_opts, profile),
     offsetof(cli_opts, store_dir),     offsetof(cli_opts, collections),
     offsetof(cli_opts, data),          offsetof(cli_opts, listen),
+    offsetof(cli_opts, title),
 };
 
 static const struct option long_opts[] = {
@@ -790,6 +795,8 @@ static const struct option long_opts[] = {
     {"collections", required_argument, NULL, OPT_VALUED + 9},
     {"data", required_argument, NULL, OPT_VALUED + 10},
     {"listen", required_argument, NULL, OPT_VALUED + 11},
+    {"title", required_argument, NULL, OPT_VALUED + 12},
+    {"received", no_argument, NULL, OPT_RECEIVED},
     {"json", no_argument, NULL, OPT_JSON},
     {"strict", no_argument, NULL, OPT_STRICT},
     {"quiet", no_argument, NULL, OPT_QUIET},
@@ -824,6 +831,7 @@ static int parse(int argc, char **argv, cli_opts *o, const char **words, int *nw
         switch (ch) {
         case OPT_JSON: o->json = 1; break;
         case OPT_STRICT: o->strict = 1; break;
+        case OPT_RECEIVED: o->received = 1; break;
         case 'q':
         case OPT_QUIET: o->quiet = 1; break;
         case 'h':
@@ -968,7 +976,8 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "demo"))
         return cli_demo(&o, argv[0]);
     int known = !strcmp(cmd, "account") || !strcmp(cmd, "login") || !strcmp(cmd, "logout") ||
-                !strcmp(cmd, "status") || !strcmp(cmd, "password") || !strcmp(cmd, "class") || !strcmp(cmd, "sync");
+                !strcmp(cmd, "status") || !strcmp(cmd, "password") || !strcmp(cmd, "class") || !strcmp(cmd, "sync") ||
+                !strcmp(cmd, "tabs") || !strcmp(cmd, "send-tab");
     if (!known) {
         fprintf(stderr, "picl: unknown command '%s' (see picl --help)\n", cmd);
         return CLI_USAGE;
@@ -1031,6 +1040,10 @@ int main(int argc, char **argv)
         rc = cmd_password(&o, svc, w[1], state);
     else if (!strcmp(cmd, "class"))
         rc = cmd_class(&o, svc);
+    else if (!strcmp(cmd, "tabs"))
+        rc = cli_tabs(&o, svc);
+    else if (!strcmp(cmd, "send-tab"))
+        rc = cli_send_tab(&o, svc);
     else
         rc = cmd_sync(&o, svc, state);
     picl_service_release(svc);

@@ -598,13 +598,13 @@ picl_status picl__engine_get_class(picl_engine *e, const char *c, picl_class_ent
     if (st != PICL_OK)
         return st;
     const picl_class_entry *x = picl__classmap_get(&e->map, c);
-    out->cls = x ? x->cls : 'B';
+    out->cls = x ? x->cls : picl__classmap_default_class(c);
     out->generation = x ? x->generation : 1;
     return PICL_OK;
 }
 
-/* The map entry of a collection, adding an unknown one as class B (the
- * stronger default) at generation 1. */
+/* The map entry of a collection, adding an unknown one at generation 1 in
+ * its default class (picl__classmap_default_class: B unless named). */
 picl_status picl__eng_entry_for(picl_engine *e, const char *c, picl_class_entry *out)
 {
     const picl_class_entry *x = picl__classmap_get(&e->map, c);
@@ -614,7 +614,7 @@ picl_status picl__eng_entry_for(picl_engine *e, const char *c, picl_class_entry 
     }
     if (!e->st->has_kb)
         return picl__eng_fail(e, PICL_ERROR_STATE, "enter the password once: %s is not in the class map yet", c);
-    picl_class_entry b = {'B', 1};
+    picl_class_entry b = {picl__classmap_default_class(c), 1};
     picl_status st = picl__classmap_set(&e->map, c, &b);
     if (st != PICL_OK)
         return picl__eng_fail(e, st, "invalid collection name %s", c);

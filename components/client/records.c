@@ -242,6 +242,15 @@ picl_status picl__classmap_defaults(picl_classmap *m, const uint8_t kb[32])
     return st;
 }
 
+char picl__classmap_default_class(const char *c)
+{
+    static const char *const class_a[] = {"bookmarks", "history", "tabs", "forms", "prefs", "clients"};
+    for (size_t i = 0; c && i < sizeof class_a / sizeof class_a[0]; i++)
+        if (!strcmp(c, class_a[i]))
+            return 'A';
+    return 'B';
+}
+
 static json_t *classmap_json(const picl_classmap *m)
 {
     json_t *cols = json_object();

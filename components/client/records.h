@@ -85,6 +85,11 @@ typedef struct picl_classmap {
  * all at generation 1, version 1, epoch 1. */
 picl_status picl__classmap_defaults(picl_classmap *m, const uint8_t kb[32]);
 
+/* The class a collection joins the map with when a device first syncs it:
+ * 'A' for bookmarks, history, tabs, forms, prefs and clients, 'B' for
+ * passwords and any collection not named here (the stronger default). */
+char picl__classmap_default_class(const char *collection);
+
 /* Lookup and update; set adds the collection when absent. */
 const picl_class_entry *picl__classmap_get(const picl_classmap *m, const char *collection);
 picl_status picl__classmap_set(picl_classmap *m, const char *collection, const picl_class_entry *e);
