@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "client/keyserver_client.h"
+#include "keyserver/ks_db.h"
 #include "crypto/codec.h"
 #include "crypto/srp.h"
 #include "protocol/bundle.h"
@@ -710,7 +711,7 @@ START_TEST(newer_schema_refused)
     ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema_version'",
                                         -1, &q, NULL), SQLITE_OK);
     ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
-    ck_assert_int_eq(sqlite3_column_int(q, 0), 3); /* v3: storage nodes */
+    ck_assert_int_eq(sqlite3_column_int(q, 0), KS_SCHEMA_VERSION);
     sqlite3_finalize(q);
     ck_assert_int_eq(sqlite3_exec(db, "UPDATE meta SET value = 99 WHERE key='schema_version'",
                                   NULL, NULL, NULL), SQLITE_OK);

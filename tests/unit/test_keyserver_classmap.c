@@ -12,6 +12,7 @@
 
 #include "client/account.h"
 #include "client/keyserver_client.h"
+#include "keyserver/ks_db.h"
 #include "protocol/tokens.h"
 
 #define EMAIL "carol@example.org"
@@ -306,7 +307,7 @@ START_TEST(schema_v1_migrated)
     ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema_version'",
                                         -1, &q, NULL), SQLITE_OK);
     ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
-    ck_assert_int_eq(sqlite3_column_int(q, 0), 3); /* v3: storage nodes */
+    ck_assert_int_eq(sqlite3_column_int(q, 0), KS_SCHEMA_VERSION);
     sqlite3_finalize(q);
     sqlite3_close(db);
 }

@@ -590,7 +590,7 @@ START_TEST(pg_never_half_migrated)
     ks_db_close(d2);
     ck_assert_int_eq(tupg_query1(url, "SELECT value FROM meta WHERE key = 'schema_version'", out,
                                  sizeof out), 0);
-    ck_assert_str_eq(out, "3");
+    ck_assert_int_eq(strtoll(out, NULL, 10), KS_SCHEMA_VERSION);
     /* written by a newer keyserver: refused, untouched */
     ck_assert_int_eq(tupg_exec(url, "UPDATE meta SET value = 99 WHERE key = 'schema_version'"), 0);
     ck_assert_int_eq(ks_db_open(&db, url, 1, &why), PICL_ERROR_DATABASE);
@@ -699,7 +699,8 @@ START_TEST(sqlite_v2_migrated)
     srv.port = ks_server_port(srv.ks);
     snprintf(srv.base, sizeof srv.base, "http://127.0.0.1:%u", srv.port);
     snprintf(srv.dir, sizeof srv.dir, "%s", dir);
-    ck_assert_int_eq(tuks_db_int(&srv, "SELECT value FROM meta WHERE key = 'schema_version'"), 3);
+    ck_assert_int_eq(tuks_db_int(&srv, "SELECT value FROM meta WHERE key = 'schema_version'"),
+                     KS_SCHEMA_VERSION);
     node_up(&na, "a", 10);
     creds cr;
     token_for("old@example.org", &cr);
