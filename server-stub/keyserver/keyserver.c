@@ -156,6 +156,17 @@ void ks_error_retry(picl_http_response *resp, int code, int errnum, int64_t retr
 /* The last internal error of this thread's request, for the log line. */
 static __thread const char *internal_func;
 static __thread int internal_line;
+/* The last storage failure under the database on this thread (2 = disk
+ * full, 1 = I/O error; ks_db_note_fault), so that a request it broke is
+ * answered 503 + Retry-After and logged with the cause, not 500/999. */
+static __thread int storage_fault;
+static __thread char storage_fault_msg[160];
+
+void ks_db_note_fault(int full, const char *msg)
+{
+    storage_fault = full ? 2 : 1;
+    snprintf(storage_fault_msg, sizeof storage_fault_msg, "%s", msg ? msg : "");
+}
 
 void ks_error_internal_(picl_http_response *resp, const char *func, int line)
 {
@@ -522,11 +533,28 @@ static void hook_finish(picl_http_request *req, picl_http_response *resp, void *
     char v[32];
     snprintf(v, sizeof v, "%lld", (long long)ks_now(s));
     picl_http_set_header(resp, "Timestamp", v);
+    char fault[400] = "";
+    /* a statement of the request that failed for want of disk leaves its
+     * errno (errno is cleared after every answer of this thread) */
+    int e = errno;
+    if (!storage_fault && internal_func && (e == ENOSPC || e == EDQUOT || e == EIO))
+        ks_db_note_fault(e != EIO, strerror(e));
+    if (storage_fault && internal_func && (resp->failed || resp->status == 500)) {
+        /* a full disk or an I/O error is the server's passing trouble, not
+         * the request's: 503 + Retry-After, and the operator is told why */
+        resp->failed = 0;
+        ks_error_retry(resp, 503, KS_ERR_OVERLOADED, 30);
+        snprintf(fault, sizeof fault, "; %s on the database in %.200s: %.120s",
+                 storage_fault == 2 ? "disk full" : "I/O error",
+                 s->data_dir ? s->data_dir : "(database URL)", storage_fault_msg);
+    }
+    storage_fault = 0;
+    errno = 0;
     if (s->log) {
-        char line[600], why[100] = "";
+        char line[1000], why[500] = "";
         if (internal_func)
-            snprintf(why, sizeof why, " (internal error in %.60s:%d)", internal_func,
-                     internal_line);
+            snprintf(why, sizeof why, " (internal error in %.60s:%d%s)", internal_func,
+                     internal_line, fault);
         /* the target is the client's: escaped, it cannot forge log lines */
         char target[330], method[40];
         picl_http_log_escape(target, sizeof target, req->target ? req->target : "-", 300);

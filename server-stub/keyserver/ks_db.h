@@ -238,4 +238,10 @@ picl_status ks_db_purgeable(ks_db *db, int64_t replaced_before,
 /* Forgets a purged assignment (its data is gone from the node). */
 picl_status ks_db_purged(ks_db *db, int64_t uid);
 
+/* Called by a backend, on the request's thread, when the storage under the
+ * database fails (full: 1 for a full disk, 0 for an I/O error; msg the
+ * database's words): the request is then answered 503 + Retry-After and the
+ * log line names the cause and the place (keyserver.c). */
+void ks_db_note_fault(int full, const char *msg);
+
 #endif

@@ -83,7 +83,12 @@ static const char *const schema_v3 =
 
 static picl_status exec(sq_db *db, const char *sql)
 {
-    return sqlite3_exec(db->h, sql, NULL, NULL, NULL) == SQLITE_OK ? PICL_OK : PICL_ERROR_DATABASE;
+    if (sqlite3_exec(db->h, sql, NULL, NULL, NULL) == SQLITE_OK)
+        return PICL_OK;
+    int primary = sqlite3_extended_errcode(db->h) & 0xff; /* a COMMIT on a full disk */
+    if (primary == SQLITE_FULL || primary == SQLITE_IOERR)
+        ks_db_note_fault(primary == SQLITE_FULL, sqlite3_errmsg(db->h));
+    return PICL_ERROR_DATABASE;
 }
 
 /* Ends a transaction: COMMIT when rc is PICL_OK, else (or when COMMIT fails)
