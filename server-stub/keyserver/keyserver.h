@@ -11,8 +11,10 @@
 
 /*
  * Contract.  A ks_server owns an SQLite database <data_dir>/keyserver.db
- * (WAL, synchronous=FULL, schema version in table `meta`, migrated on open)
- * and a Maildir outbox <data_dir>/mail/{tmp,new,cur}.  It answers every
+ * (WAL, synchronous=FULL, schema version in table `meta`, migrated on open),
+ * or with cfg->database a PostgreSQL database (ks_db.h: same schema rules,
+ * a connection pool; several keyservers may share it), and a Maildir outbox
+ * <data_dir>/mail/{tmp,new,cur}.  It answers every
  * endpoint of keyserver.md section 6 under /v1 (and /__heartbeat__), with the
  * JSON errors of section 7 and Hawk of section 8.  All state lives in the
  * ks_server object (no globals), so several may run in one process.

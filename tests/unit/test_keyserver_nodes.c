@@ -392,6 +392,39 @@ START_TEST(destroyed_account_purged_at_once)
 }
 END_TEST
 
+/* The server runs the purge by itself (here every second). */
+START_TEST(server_purges_periodically)
+{
+    tuks_stop(&srv);
+    ks_config c;
+    memset(&c, 0, sizeof c);
+    c.secret = SECRET;
+    c.secret_len = sizeof SECRET - 1;
+    c.now = fake_now;
+    c.purge_grace_s = 100;
+    c.purge_every_s = 1;
+    tuks_start(&srv, &c);
+    node_up(&na, "a", 10);
+    tuks_account(&srv, "auto@example.org", PW, 1, NULL);
+    creds g;
+    token_for("auto@example.org", &g);
+    ck_assert_int_eq(node_req(&na, &g, "PUT", "/storage/history/h1", "{\"payload\":\"g\"}"), 200);
+    uint8_t auth[32];
+    tuks_auth_token(&srv, "auto@example.org", PW, auth);
+    tuks_resp r;
+    ck_assert_int_eq(tuks_hawk(srv.port, "POST", "/v1/account/destroy", auth, PICL_TOKEN_AUTH,
+                               "{}", fake_now(NULL), NULL, NULL, &r), 200);
+    tuks_resp_free(&r);
+    long st = 200;
+    for (int i = 0; i < 50 && st == 200; i++) {
+        usleep(100000);
+        st = node_req(&na, &g, "GET", "/storage/history/h1", NULL);
+    }
+    ck_assert_int_eq(st, 404);
+    ck_assert_int_eq(tuks_db_int(&srv, "SELECT count(*) FROM assignments"), 0);
+}
+END_TEST
+
 /* Concurrent first token requests of one user make ONE assignment. */
 typedef struct racer {
     const uint8_t *sess;
@@ -720,6 +753,7 @@ static Suite *suite(void)
     tcase_add_test(tc, drain_moves_users_rotates_secret_and_purge_deletes);
     tcase_add_test(tc, destroyed_account_purged_at_once);
     tcase_add_test(tc, concurrent_first_tokens_one_assignment);
+    tcase_add_test(tc, server_purges_periodically);
     tcase_add_test(tc, admin_commands);
     tcase_add_test(tc, pg_unreachable_is_a_clear_error);
     tcase_add_test(tc, pg_never_half_migrated);
