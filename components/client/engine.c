@@ -795,8 +795,11 @@ picl_status picl__engine_sync(picl_engine *e, picl_store *const *stores, size_t 
     e->error[0] = 0;
     json_t *info = NULL;
     picl_status st = picl__stc_info(e->stc, "collections", -1, &info);
-    if (st != PICL_OK)
-        return picl__eng_fail(e, st, "cannot reach the storage server");
+    if (st != PICL_OK) {
+        char why[400];
+        picl__stc_describe(e->stc, st, why, sizeof why); /* a 503 is not "cannot reach" */
+        return picl__eng_fail(e, st, "%s", why);
+    }
     json_decref(e->info);
     e->info = info ? info : json_object();
     /* nothing changed anywhere: this one request was the whole sync */

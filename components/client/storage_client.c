@@ -381,6 +381,7 @@ static picl_status exchange(picl_stc *c, const char *method, const char *rel, co
     c->requests++;
     CURLcode cc = curl_easy_perform(h);
     if (cc != CURLE_OK) {
+        snprintf(c->neterr, sizeof c->neterr, "%s", curl_easy_strerror(cc));
         st = r->too_large ? PICL_ERROR_TOO_LARGE : PICL_ERROR_NETWORK;
         goto done;
     }
@@ -670,8 +671,6 @@ picl_status picl__stc_build_get(const char *coll, const picl_stc_query *q, char 
         ADD("%colder=%" PRId64 ".%02d", sep, q->older / 100, (int)(q->older % 100));
     if (q->limit > 0)
         ADD("%climit=%" PRId64, sep, q->limit);
-    if (q->has_as_of)
-        ADD("%cas_of=%" PRId64 ".%02d", sep, q->as_of / 100, (int)(q->as_of % 100));
     if (q->sort)
         ADD("%csort=%s", sep, q->sort);
     if (q->offset) {
@@ -929,4 +928,27 @@ picl_status picl__stc_get_item(picl_stc *c, const char *coll, const char *id, js
 uint64_t picl__stc_request_count(const picl_stc *c)
 {
     return c ? c->requests : 0;
+}
+
+void picl__stc_describe(const picl_stc *c, picl_status st, char *out, size_t cap)
+{
+    const picl_stc_result *l = &c->last;
+    const char *ep = c->endpoint ? c->endpoint : "?";
+    if (st == PICL_ERROR_NETWORK)
+        snprintf(out, cap, "cannot reach the storage server %s: %s", ep, *c->neterr ? c->neterr : "no answer");
+    else if (st == PICL_ERROR_BACKOFF && l->http_status)
+        snprintf(out, cap, "the storage server %s is unavailable (HTTP %d); try again in %lld s", ep,
+                 l->http_status, (long long)l->backoff_s);
+    else if (st == PICL_ERROR_BACKOFF)
+        snprintf(out, cap, "the storage server %s asked to wait %lld s before the next request", ep,
+                 (long long)l->backoff_s);
+    else if (st == PICL_ERROR_SERVER)
+        snprintf(out, cap, "the storage server %s failed (HTTP %d)", ep, l->http_status);
+    else if (st == PICL_ERROR_PROTOCOL)
+        snprintf(out, cap, "the storage server %s sent an answer that does not follow the protocol (HTTP %d)", ep,
+                 l->http_status);
+    else if (l->http_status)
+        snprintf(out, cap, "the storage server %s answered HTTP %d: %s", ep, l->http_status, picl_strerror(st));
+    else
+        snprintf(out, cap, "storage server %s: %s", ep, picl_strerror(st));
 }

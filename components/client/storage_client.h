@@ -87,6 +87,11 @@ const picl_stc_result *picl__stc_last(const picl_stc *c);
  * X-Weave-Timestamp; settable for tests or from another server's clock). */
 int64_t picl__stc_clock_offset(const picl_stc *c);
 void picl__stc_set_clock_offset(picl_stc *c, int64_t offset);
+/* One line for a user about why the last call failed with st, naming the
+ * server and what it did: unreachable (libcurl's words), unavailable (503,
+ * with the wait), failed (5xx), a malformed answer (with the HTTP status),
+ * never "cannot reach" for a server that answered. */
+void picl__stc_describe(const picl_stc *c, picl_status st, char *out, size_t cap);
 /* HTTP requests sent so far by this client (every retry counts). */
 uint64_t picl__stc_request_count(const picl_stc *c);
 /* Forgets a remembered backoff (tests, or a user's "sync now"). */

@@ -24,6 +24,7 @@ struct picl_stc {
     picl_stc_result last;
     uint64_t requests;    /* HTTP exchanges made (benchmarks, tests) */
     int node_changed;     /* a refresh named another api_endpoint: every call fails */
+    char neterr[160];     /* libcurl's words for the last transport failure */
 };
 
 typedef struct stc_reply {

@@ -26,6 +26,9 @@ typedef enum fault {
     F_EMPTY_NO_LM,  /* listing: body [], no X-Last-Modified, X-Weave-Records 0, no next offset */
     F_WHITESPACE,   /* listing: body "[" + 200 kB of spaces + "]", no next offset, other headers kept */
     F_NO_OFFSET,    /* listing: X-Weave-Next-Offset removed */
+    F_INFO_503,     /* /info/collections: 503 with Retry-After: 7 */
+    F_INFO_500,     /* /info/collections: 500 */
+    F_INFO_GARBAGE, /* /info/collections: 200 with a body that is not JSON */
 } fault;
 
 static struct {
@@ -189,6 +192,18 @@ static void serve_one(int cfd)
     db_add(&body, rsp.p + rh, rsp.n - rh);
     db_replace(&body, P.up_hostport, P.my_hostport); /* api_endpoint points here */
     int m = atomic_load(&P.mode);
+    if (m >= F_INFO_503 && strstr(line, "/info/collections")) {
+        atomic_fetch_add(&P.faulted, 1);
+        const char *canned = m == F_INFO_503 ? "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 7\r\n"
+                                               "Content-Length: 1\r\nConnection: close\r\n\r\n0"
+                             : m == F_INFO_500 ? "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 1\r\n"
+                                                 "Connection: close\r\n\r\n0"
+                                               : "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                                 "Content-Length: 9\r\nConnection: close\r\n\r\n<garbage>";
+        write_all(cfd, canned, strlen(canned));
+        free(body.p);
+        goto out;
+    }
     int fault_now = listing && m != F_PASS && strstr(rsp.p, " 200 ") == strchr(rsp.p, ' ');
     if (fault_now) {
         atomic_fetch_add(&P.faulted, 1);
@@ -376,6 +391,35 @@ START_TEST(test_first_page_without_next_offset)
 }
 END_TEST
 
+/* finding: a server that answered is never "cannot reach the storage server" */
+START_TEST(test_errors_name_the_cause)
+{
+    upload_records(3);
+    char out[8192];
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=password1 %s --state s2 login --server http://%s --email r@x.org",
+                         T.picl, P.my_hostport), 0);
+    ck_assert_int_eq(run(NULL, 0, "mkdir f2"), 0);
+    static const struct {
+        fault f;
+        const char *says;
+    } cases[] = {
+        {F_INFO_503, "wait 7 s"},
+        {F_INFO_500, "failed (HTTP 500)"},
+        {F_INFO_GARBAGE, "does not follow the protocol (HTTP 200)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        atomic_store(&P.mode, cases[i].f);
+        int rc = run(out, sizeof out, "%s --state s2 sync --store-dir f2 --collections passwords 2>&1", T.picl);
+        atomic_store(&P.mode, F_PASS);
+        ck_assert_msg(rc == 4, "fault %d: exit %d: %s", (int)cases[i].f, rc, out);
+        ck_assert_msg(strstr(out, cases[i].says) && (cases[i].f == F_INFO_503 || strstr(out, P.my_hostport)),
+                      "fault %d said: %s",
+                      (int)cases[i].f, out);
+        ck_assert_msg(!strstr(out, "cannot reach"), "fault %d said: %s", (int)cases[i].f, out);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("reliability_cursor");
@@ -385,6 +429,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_empty_without_last_modified);
     tcase_add_test(tc, test_whitespace_array);
     tcase_add_test(tc, test_first_page_without_next_offset);
+    tcase_add_test(tc, test_errors_name_the_cause);
     suite_add_tcase(s, tc);
     return s;
 }
