@@ -32,13 +32,15 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: picl-storage --listen HOST:PORT --data DIR --secret-file FILE [--node URL]\n"
             "                    [--quota-kb N] [--max-connections N] [--per-ip-connections N]\n"
-            "                    [--request-timeout S]\n"
+            "                    [--request-timeout S] [--restore-days N]\n"
             "       picl-storage --listen HOST:PORT --secret-file FILE [--node URL]\n"
             "                    --mint-token UID [--hawk METHOD URL]\n"
             "       picl-storage --help | --version\n"
             "\n"
             "  --node URL        the node tokens must name (default http://HOST:PORT)\n"
             "  --quota-kb N      per-user quota in KiB (default: none)\n"
+            "  --restore-days N  keep the previous version of every overwritten or deleted\n"
+            "                    record N days, for picl restore (default 30, 0 = off)\n"
             "  --max-connections N      open connections at most (default 1000, and never\n"
             "                           more than the descriptor limit allows)\n"
             "  --per-ip-connections N   open connections per client address (default 64)\n"
@@ -158,13 +160,14 @@ int main(int argc, char **argv)
 {
     const char *listen = NULL, *data = NULL, *secret_file = NULL, *node = NULL;
     const char *hawk_method = NULL, *hawk_url = NULL;
-    int64_t quota = 0, mint_uid = -1, lim[3] = {0, 0, 0};
+    int64_t quota = 0, mint_uid = -1, lim[3] = {0, 0, 0}, restore_days = 30;
     static const struct option opts[] = {
         {"listen", required_argument, NULL, 'l'},
         {"data", required_argument, NULL, 'd'},
         {"secret-file", required_argument, NULL, 's'},
         {"node", required_argument, NULL, 'n'},
         {"quota-kb", required_argument, NULL, 'q'},
+        {"restore-days", required_argument, NULL, 'R'},
         {"mint-token", required_argument, NULL, 'm'},
         {"hawk", required_argument, NULL, 'w'}, /* METHOD, then URL as the next word */
         {"max-connections", required_argument, NULL, 'C'},
@@ -191,6 +194,12 @@ int main(int argc, char **argv)
         case 'q':
             if (parse_int(optarg, &quota) != 0) {
                 fprintf(stderr, "picl-storage: --quota-kb takes a number of KiB, not %s\n", optarg);
+                return 2;
+            }
+            break;
+        case 'R':
+            if (parse_int(optarg, &restore_days) != 0) {
+                fprintf(stderr, "picl-storage: --restore-days takes a number of days, not %s\n", optarg);
                 return 2;
             }
             break;
@@ -292,6 +301,7 @@ int main(int argc, char **argv)
     cfg.secret_len = slen;
     cfg.node = node; /* NULL: http://HOST:PORT of the port bound (PORT 0 = any) */
     cfg.quota_kb = quota;
+    cfg.restore_days = restore_days > 0 ? restore_days : -1;
     storage_server *s = NULL;
     picl_status st = storage_server_new(&s, &cfg);
     picl__zfree(secret, PICL_TOKENLIB_MAX_SECRET + 2);

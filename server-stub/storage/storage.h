@@ -67,6 +67,8 @@ typedef struct storage_config {
     size_t secret_len;
     const char *node;          /* NULL = "http://HOST:PORT" of the bound listener */
     int64_t quota_kb;          /* 0 = no quota */
+    int64_t restore_days;      /* PiCL undo: previous versions kept this many days
+                                  (picl_restore_days); 0 = 30, < 0 = off */
     storage_limits limits;     /* a 0 field = its default */
     int64_t batch_ttl_s;       /* 0 = 7200 */
     int64_t prune_interval_s;  /* 0 = 3600, < 0 = no pruning thread */

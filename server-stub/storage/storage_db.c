@@ -143,7 +143,13 @@ static picl_status migrate(sqlite3 *c)
         if (st == PICL_OK)
             st = exec(c, "DELETE FROM schema_version; INSERT INTO schema_version VALUES(2)");
     }
-    /* Later versions migrate here: if (version < 3) ... */
+    /* v3: the undo extension's history of previous versions */
+    if (st == PICL_OK && version < 3) {
+        st = sdb__history_migrate(c);
+        if (st == PICL_OK)
+            st = exec(c, "DELETE FROM schema_version; INSERT INTO schema_version VALUES(3)");
+    }
+    /* Later versions migrate here: if (version < 4) ... */
     if (st == PICL_OK)
         st = exec(c, "COMMIT");
     if (st != PICL_OK)
@@ -337,7 +343,8 @@ picl_status sdb_usage(sqlite3 *c, int64_t uid, int64_t now, int64_t *bytes)
     picl_status st = sdb__prep(c, "SELECT IFNULL((SELECT SUM(payload_size) FROM bsos WHERE uid=?1"
                              " AND expiry>?2),0) + IFNULL((SELECT SUM(length(CAST(i.payload AS BLOB)))"
                              " FROM batches b JOIN batch_items i ON i.batch=b.id"
-                             " WHERE b.uid=?1 AND b.expires>?2),0)", &q);
+                             " WHERE b.uid=?1 AND b.expires>?2),0) + IFNULL((SELECT SUM(payload_size)"
+                             " FROM bso_history WHERE uid=?1 AND keep_until>?2),0)", &q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_int64(q, 1, uid);
@@ -487,6 +494,8 @@ picl_status sdb_delete_all(sqlite3 *c, int64_t uid)
     picl_status st = PICL_OK;
     for (size_t i = 0; i < sizeof sql / sizeof sql[0] && st == PICL_OK; i++)
         st = run_uc(c, sql[i], uid, NULL);
+    if (st == PICL_OK)
+        st = sdb__history_delete_user(c, uid);
     return st;
 }
 
@@ -519,6 +528,8 @@ picl_status sdb_prune(sqlite3 *c, int64_t now, int64_t *removed)
         return st;
     if (removed)
         *removed = sqlite3_changes(c);
+    if ((st = sdb__history_prune(c, now, removed)) != PICL_OK)
+        return st;
     st = sdb__prep(c, "DELETE FROM batch_items WHERE batch IN (SELECT id FROM batches WHERE expires<=?1)",
               &q);
     if (st != PICL_OK)
@@ -708,9 +719,9 @@ picl_status sdb_list(sqlite3 *c, const sdb_query *q, picl_buf *out, int64_t *cou
                                           "IFNULL(sortindex," NULL_SORTINDEX ")"};
     picl_buf sql;
     picl_buf_init(&sql, 64 * 1024);
-    picl_buf_printf(&sql, "SELECT id, modified, %s, sortindex, %s FROM bsos"
+    picl_buf_printf(&sql, "SELECT id, modified, %s, sortindex, %s FROM %s"
                           " WHERE uid=?1 AND coll=?2 AND expiry>?3",
-                    q->full ? "payload" : "''", keyexpr[q->sort]);
+                    q->full ? "payload" : "''", keyexpr[q->sort], sdb__history_source(q->has_as_of));
     if (q->has_newer)
         picl_buf_puts(&sql, " AND modified>?4");
     if (q->has_older)
@@ -761,6 +772,8 @@ picl_status sdb_list(sqlite3 *c, const sdb_query *q, picl_buf *out, int64_t *cou
     }
     if (q->limit > 0)
         sqlite3_bind_int64(s, 8, q->limit + 1);
+    if (q->has_as_of)
+        sqlite3_bind_int64(s, 9, q->as_of);
     for (size_t i = 0; i < q->nids; i++)
         sqlite3_bind_text(s, (int)(10 + i), q->ids[i], -1, SQLITE_STATIC);
 

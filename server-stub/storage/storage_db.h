@@ -22,7 +22,7 @@
  * PICL_ERROR_NO_MEMORY.
  */
 
-#define SDB_SCHEMA_VERSION 2 /* 2: index batches(uid, expires) */
+#define SDB_SCHEMA_VERSION 3 /* 2: index batches(uid, expires); 3: bso_history (undo) */
 #define SDB_NO_EXPIRY INT64_C(4611686018427387903)
 
 typedef struct sdb sdb;
@@ -120,6 +120,8 @@ typedef struct sdb_query {
     const char *offset;  /* an X-Weave-Next-Offset value, or NULL */
     int64_t max_bytes;   /* 0 = none; else the page ends (with a next offset)
                             before the output passes this, after >= 1 item */
+    int has_as_of;       /* PiCL undo: list the collection as it was at as_of */
+    int64_t as_of;
 } sdb_query;
 
 /* Lists a collection into out (a JSON array, or one JSON text per line);
@@ -146,6 +148,16 @@ picl_status sdb_batch_apply(sqlite3 *c, const char *id, int64_t uid, const char 
 /* Deletes expired BSOs and batches; *removed (may be NULL) gets the count. */
 picl_status sdb_prune(sqlite3 *c, int64_t now, int64_t *removed);
 
+/* PiCL undo extension (storage_db_history.c).  The previous version of every
+ * overwritten or deleted live BSO is kept for `days` days (<= 0: none are
+ * kept from now on); the kept versions count in sdb_usage, sdb_prune drops
+ * them when their time is up, sdb_delete_all drops the user's. */
+picl_status sdb_history_configure(sdb *db, int64_t days);
+/* Over quota: drops the user's oldest kept versions, at least `bytes` of
+ * payload (fewer when there are not that many), so that freeing space by
+ * deleting still makes room for new writes. */
+picl_status sdb_history_evict(sqlite3 *c, int64_t uid, int64_t bytes);
+
 /* Formats centis as seconds with exactly two decimals ("1234.50"). */
 void sdb_fmt_ts(char out[32], int64_t centis);
 
@@ -154,5 +166,11 @@ void sdb_fmt_ts(char out[32], int64_t centis);
 picl_status sdb__map_rc(int rc);
 picl_status sdb__prep(sqlite3 *c, const char *sql, sqlite3_stmt **st);
 picl_status sdb__run(sqlite3_stmt *st);
+/* storage_db_history.c, for storage_db.c: the v3 schema; pruning (adds to
+ * *removed, may be NULL); a user's history; the FROM source of sdb_list. */
+picl_status sdb__history_migrate(sqlite3 *c);
+picl_status sdb__history_prune(sqlite3 *c, int64_t now, int64_t *removed);
+picl_status sdb__history_delete_user(sqlite3 *c, int64_t uid);
+const char *sdb__history_source(int as_of);
 
 #endif

@@ -16,6 +16,7 @@ struct storage_server {
     _Atomic(char *) node;   /* published once the port is bound; read by handlers */
     storage_limits lim;
     int64_t quota_kb, batch_ttl_s, prune_interval_s, expired_grace_s, max_open_batches;
+    int64_t restore_days;   /* picl_restore_days: 0 = off */
     unsigned threads;
     sdb *db;
     storage_auth *auth;

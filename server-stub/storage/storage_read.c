@@ -128,7 +128,8 @@ void storage__get_coll(sreq *r, const char *coll)
     picl_status st = PICL_OK;
 
     if (!storage__parse_ids(r, &q.ids, &q.nids) || !query_ts(r, "newer", &q.has_newer, &q.newer) ||
-        !query_ts(r, "older", &q.has_older, &q.older) || !query_int(r, "limit", &q.limit))
+        !query_ts(r, "older", &q.has_older, &q.older) || !query_int(r, "limit", &q.limit) ||
+        !query_ts(r, "as_of", &q.has_as_of, &q.as_of)) /* PiCL undo: as it was at as_of */
         goto done;
     q.full = picl_http_query_has(r->req, "full");
     picl_status sq = picl_http_query(r->req, "sort", &sort);

@@ -285,6 +285,12 @@ static int quota_ok(sreq *r, sqlite3 *c, picl_status *st, int64_t *usage)
     if (!r->s->quota_kb)
         return 1;
     *st = sdb_usage(c, r->uid, r->now, usage);
+    if (*st == PICL_OK && *usage > r->s->quota_kb * 1024) {
+        /* PiCL undo: the oldest kept versions give way before a write is refused */
+        *st = sdb_history_evict(c, r->uid, *usage - r->s->quota_kb * 1024);
+        if (*st == PICL_OK)
+            *st = sdb_usage(c, r->uid, r->now, usage);
+    }
     return *st != PICL_OK || *usage <= r->s->quota_kb * 1024;
 }
 

@@ -42,7 +42,8 @@ START_TEST(test_info_configuration)
     ck_assert_int_eq(json_integer_value(json_object_get(j, "max_total_records")), 10000);
     ck_assert_int_eq(json_integer_value(json_object_get(j, "max_total_bytes")), 100 * 1024 * 1024);
     ck_assert_int_eq(json_integer_value(json_object_get(j, "max_record_payload_bytes")), 2 * 1024 * 1024);
-    ck_assert_int_eq(json_object_size(j), 6);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "picl_restore_days")), 30); /* PiCL undo */
+    ck_assert_int_eq(json_object_size(j), 7);
     ck_assert_int_eq(sf_ts_header(&r, "X-Last-Modified"), 0);
     json_decref(j);
     tu_resp_free(&r);
@@ -953,7 +954,7 @@ END_TEST
 
 static void quota_setup(void)
 {
-    storage_config c = {.quota_kb = 2};
+    storage_config c = {.quota_kb = 2, .restore_days = -1}; /* SyncStorage's own quota rules (undo: test_restore) */
     sf_setup_with(&c);
 }
 

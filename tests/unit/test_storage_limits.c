@@ -572,7 +572,7 @@ START_TEST(test_schema_v1_migrated)
                                         -1, &q, NULL),
                      SQLITE_OK);
     ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
-    ck_assert_int_eq(sqlite3_column_int(q, 0), 2);
+    ck_assert_int_eq(sqlite3_column_int(q, 0), 3); /* 3: the undo history */
     ck_assert_int_eq(sqlite3_column_int(q, 1), 1);
     sqlite3_finalize(q);
     sqlite3_close(db);
