@@ -141,14 +141,18 @@ int bench_keyserver(int argc, char **argv)
 {
     int clients = 2;
     double seconds = 5;
+    const char *database = NULL; /* --database postgresql://...: that backend */
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--clients"))
+        if (!strcmp(argv[i], "--database"))
+            database = argv[i + 1];
+        else if (!strcmp(argv[i], "--clients"))
             clients = (int)strtol(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--seconds"))
             seconds = strtod(argv[i + 1], NULL);
     }
     if (clients < 1 || clients > 64 || seconds <= 0) {
-        fprintf(stderr, "keyserver: usage: keyserver [--clients N] [--seconds S]\n");
+        fprintf(stderr, "keyserver: usage: keyserver [--clients N] [--seconds S] "
+                        "[--database postgresql://...]\n");
         return 1;
     }
     if (picl__nss_acquire() != PICL_OK)
@@ -174,7 +178,7 @@ int bench_keyserver(int argc, char **argv)
     forced_b[0] |= 0x80; /* a full 256-bit b, like NSS's */
 
     ks_config cfg = {.listen = "127.0.0.1:0", .data_dir = dir, .random = hook,
-                     .login_max = 1000000};
+                     .login_max = 1000000, .database = database};
     if (ks_server_new(&ks, &cfg) != PICL_OK || ks_server_start(ks) != PICL_OK) {
         fprintf(stderr, "keyserver: cannot start a server\n");
         goto done;
@@ -242,9 +246,9 @@ int bench_keyserver(int argc, char **argv)
         double el = bench_now() - t0, cpu = cpu_now() - c0;
         if (phase) {
             printf("keyserver: %.1f logins/s (auth/start + auth/finish, server-side SRP and "
-                   "SQLite; %d concurrent clients, precomputed; %ld logins in %.2f s, %ld "
+                   "%s; %d concurrent clients, precomputed; %ld logins in %.2f s, %ld "
                    "failures; %.2f ms per login per client)\n",
-                   logins / el, clients, logins, el, failures,
+                   logins / el, database ? "PostgreSQL" : "SQLite", clients, logins, el, failures,
                    logins ? 1000.0 * el * clients / logins : 0.0);
             printf("keyserver: %.2f ms CPU per login (server and the clients' HTTP together), "
                    "%.0f%% of one core used: %.0f logins per CPU-second\n",
