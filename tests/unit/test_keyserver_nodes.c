@@ -699,6 +699,37 @@ START_TEST(pg_nonce_shared_by_sibling_processes)
 }
 END_TEST
 
+/* PostgreSQL goes away under a running keyserver: answers come at once
+ * (503 from the heartbeat, never a hang), and it recovers by itself when
+ * the database is back. */
+START_TEST(pg_restart_under_a_running_keyserver)
+{
+    if (!tupg_enabled())
+        return;
+    tuks_account(&srv, "steady@example.org", PW, 1, NULL);
+    tuks_resp r;
+    ck_assert_int_eq(tuks_request(srv.port, "GET", "/__heartbeat__", NULL, NULL, 0, &r), 200);
+    tuks_resp_free(&r);
+    ck_assert_int_eq(tupg_stop_cluster(), 0);
+    time_t t0 = time(NULL);
+    ck_assert_int_eq(tuks_request(srv.port, "GET", "/__heartbeat__", NULL, NULL, 0, &r), 503);
+    tuks_resp_free(&r);
+    ck_assert_int_eq(tuks_request(srv.port, "GET", "/__heartbeat__", NULL, NULL, 0, &r), 503);
+    tuks_resp_free(&r);
+    ck_assert_int_le(time(NULL) - t0, 5);
+    ck_assert_int_eq(tupg_start_cluster(), 0);
+    long st = 0;
+    for (int i = 0; i < 5 && st != 200; i++) {
+        st = tuks_request(srv.port, "GET", "/__heartbeat__", NULL, NULL, 0, &r);
+        tuks_resp_free(&r);
+    }
+    ck_assert_int_eq(st, 200);
+    /* and the account is there: a login works */
+    uint8_t kft[32], sess[32];
+    tuks_session(&srv, "steady@example.org", PW, kft, sess);
+}
+END_TEST
+
 /* A SQLite database of schema 2 (before nodes) is migrated: its account is
  * kept, and assignment uids still start above every account id. */
 START_TEST(sqlite_v2_migrated)
@@ -759,6 +790,7 @@ static Suite *suite(void)
     tcase_add_test(tc, pg_never_half_migrated);
     tcase_add_test(tc, sqlite_v2_migrated);
     tcase_add_test(tc, pg_nonce_shared_by_sibling_processes);
+    tcase_add_test(tc, pg_restart_under_a_running_keyserver);
     suite_add_tcase(s, tc);
     return s;
 }

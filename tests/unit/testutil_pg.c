@@ -22,6 +22,7 @@
 static char cluster_dir[256];   /* set only in the process that owns the cluster */
 static pid_t owner;
 static char admin_url[128];
+static char start_opts[512];     /* pg_ctl -o of the cluster (for a restart) */
 static unsigned db_seq;
 
 int tupg_enabled(void)
@@ -172,6 +173,7 @@ __attribute__((constructor)) static void cluster_start(void)
                  "-F -p %u -h 127.0.0.1 -k %s -c max_connections=300 -c shared_buffers=32MB"
                  " -c synchronous_commit=off -c full_page_writes=off",
                  port, cluster_dir);
+        snprintf(start_opts, sizeof start_opts, "%s", opts);
         char *const start_argv[] = {pg_ctl, "-D", data, "-l", log, "-o", opts, "-t", "30", "-w",
                                     "start", NULL};
         started = run(start_argv, log) == 0;
@@ -253,4 +255,33 @@ void tupg_drop_db(const char *name)
     snprintf(url, sizeof url, "%.*s/picl", (int)(slash - admin), admin);
     snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE", name);
     tupg_exec(url, sql);
+}
+
+/* pg_ctl stop|start on the cluster this process tree started. */
+static int cluster_ctl(const char *what)
+{
+    if (!cluster_dir[0])
+        return -1;
+    const char *bin = getenv("PICL_PG_BIN") ? getenv("PICL_PG_BIN") : "/usr/lib/postgresql/15/bin";
+    char pg_ctl[512], data[320], log[320];
+    snprintf(pg_ctl, sizeof pg_ctl, "%s/pg_ctl", bin);
+    snprintf(data, sizeof data, "%s/data", cluster_dir);
+    snprintf(log, sizeof log, "%s/setup.log", cluster_dir);
+    if (!strcmp(what, "stop")) {
+        char *const argv[] = {pg_ctl, "-D", data, "-m", "fast", "-w", "stop", NULL};
+        return run(argv, log);
+    }
+    char *const argv[] = {pg_ctl, "-D", data, "-l", log, "-o", start_opts, "-t", "30", "-w",
+                          "start", NULL};
+    return run(argv, log);
+}
+
+int tupg_stop_cluster(void)
+{
+    return cluster_ctl("stop");
+}
+
+int tupg_start_cluster(void)
+{
+    return cluster_ctl("start");
 }

@@ -44,4 +44,10 @@ int tupg_exec(const char *url, const char *sql);
  * there was one. */
 int tupg_query1(const char *url, const char *sql, char *out, size_t cap);
 
+/* Stops / starts again the cluster (same port and data) from a test of the
+ * binary that started it: 0 when done, -1 when there is none (another
+ * binary's cluster, or not enabled). */
+int tupg_stop_cluster(void);
+int tupg_start_cluster(void);
+
 #endif
