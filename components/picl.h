@@ -230,6 +230,10 @@ PICL_EXPORT picl_status picl_service_set_stretching_floor(picl_service *s, uint3
                                                           uint32_t r, uint32_t p, uint32_t r2);
 PICL_EXPORT picl_status picl_service_create_account(picl_service *s, const char *email, const char *password);
 PICL_EXPORT picl_status picl_service_verify_email(picl_service *s, const char *code);
+/* Mails the verification code of the signed-in, unverified account again
+ * (the keyserver may have stopped before mailing it).  PICL_ERROR_STATE when
+ * not signed in or already verified. */
+PICL_EXPORT picl_status picl_service_resend_verification(picl_service *s);
 PICL_EXPORT picl_status picl_service_sign_in(picl_service *s, const char *email, const char *password);
 PICL_EXPORT picl_status picl_service_sign_out(picl_service *s);
 PICL_EXPORT picl_status picl_service_change_password(picl_service *s, const char *old_pw, const char *new_pw);

@@ -31,6 +31,7 @@ typedef struct cli_opts {
     const char *listen;        /* --listen HOST:PORT (server) */
     const char *title;         /* --title T (send-tab) */
     int received;              /* --received (tabs) */
+    int resend;                /* --resend (account verify): mail the code again */
     int json;                  /* --json */
     int strict;                /* --strict: keep kB in memory only */
     int quiet;

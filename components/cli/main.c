@@ -30,6 +30,7 @@ static const char *USAGE =
     "  server [--data DIR] [--listen 127.0.0.1:PORT]  keyserver + storage server, one process\n"
     "  account create --server URL --email E          create an account and sign in (a code is mailed)\n"
     "  account verify --code C                        verify the email address (fetches the keys)\n"
+    "  account verify --resend                        mail the verification code again\n"
     "  account status                                 same as status\n"
     "  account destroy                                erase the account on the server\n"
     "  login [--server URL] --email E                 sign in on this device, fetch kA and kB\n"
@@ -526,6 +527,18 @@ static int cmd_account(const cli_opts *o, picl_service *svc, const char *sub, co
         return ok_line(o, "account created; this device is signed in to it.  A verification code was mailed: "
                           "run picl account verify --code CODE");
     }
+    if (!strcmp(sub, "verify") && o->resend) {
+        /* the keyserver may have stopped before mailing the code */
+        if (too_many(o, 0, "account verify --resend"))
+            return CLI_USAGE;
+        if (o->code) {
+            fprintf(stderr, "picl: account verify takes --code C or --resend, not both\n");
+            return CLI_USAGE;
+        }
+        st = picl_service_resend_verification(svc);
+        return st == PICL_OK ? ok_line(o, "the verification code was mailed again: run picl account verify --code CODE")
+                             : cli_fail(o, svc, st);
+    }
     if (!strcmp(sub, "verify")) {
         if (too_many(o, 0, "account verify --code C"))
             return CLI_USAGE;
@@ -769,7 +782,7 @@ static int cmd_sync(const cli_opts *o, picl_service *svc, const char *state_dir)
 
 /* ---- options -------------------------------------------------------------------- */
 
-enum { OPT_JSON = 256, OPT_STRICT, OPT_QUIET, OPT_HELP, OPT_VERSION, OPT_PASSWORD, OPT_RECEIVED, OPT_VALUED };
+enum { OPT_JSON = 256, OPT_STRICT, OPT_QUIET, OPT_HELP, OPT_VERSION, OPT_PASSWORD, OPT_RECEIVED, OPT_RESEND, OPT_VALUED };
 
 /* Options that take a value, in the order of the table below. */
 static const size_t valued_off[] = {
@@ -797,6 +810,7 @@ static const struct option long_opts[] = {
     {"listen", required_argument, NULL, OPT_VALUED + 11},
     {"title", required_argument, NULL, OPT_VALUED + 12},
     {"received", no_argument, NULL, OPT_RECEIVED},
+    {"resend", no_argument, NULL, OPT_RESEND},
     {"json", no_argument, NULL, OPT_JSON},
     {"strict", no_argument, NULL, OPT_STRICT},
     {"quiet", no_argument, NULL, OPT_QUIET},
@@ -832,6 +846,7 @@ static int parse(int argc, char **argv, cli_opts *o, const char **words, int *nw
         case OPT_JSON: o->json = 1; break;
         case OPT_STRICT: o->strict = 1; break;
         case OPT_RECEIVED: o->received = 1; break;
+        case OPT_RESEND: o->resend = 1; break;
         case 'q':
         case OPT_QUIET: o->quiet = 1; break;
         case 'h':
