@@ -1,7 +1,9 @@
-/* test_reliability_memory.c -- picl-storage authenticates from the headers
- * before it reads a body: a POST with a bad Hawk header is answered 401
- * before any body byte is sent, and 100 connections pushing 2 MB bodies
- * with bad credentials leave the server's peak memory (VmHWM) bounded. */
+/* test_reliability_memory.c -- picl-storage's memory per request is
+ * bounded: it authenticates from the headers before it reads a body (a POST
+ * with a bad Hawk header is answered 401 before any body byte is sent; 100
+ * connections pushing 2 MB bodies with bad credentials leave the peak
+ * memory, VmHWM, bounded), and 16 clients that ask for a 23 MB collection
+ * and do not read cost a bounded amount too (listings are paged). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "crypto/nss.h"
+#include "protocol/hawk.h"
 #include "testutil.h"
+#include "testutil_http.h"
 
 static char dir[64];
 static pid_t srv_pid;
@@ -182,8 +187,79 @@ START_TEST(test_unauthenticated_bodies_cost_no_memory)
     for (int i = 0; i < N; i++)
         if (fds[i] >= 0)
             close(fds[i]);
+    fprintf(stderr, "100 unauthenticated 1.9 MB bodies: VmHWM %ld -> %ld KiB\n", base, peak);
     ck_assert_msg(peak - base < 48 * 1024, "VmHWM grew from %ld to %ld KiB for unauthenticated bodies", base,
                   peak);
+}
+END_TEST
+
+START_TEST(test_unread_big_listings_cost_bounded_memory)
+{
+    start_server(1, 1024, NULL, NULL);
+    ck_assert_int_eq(picl__nss_acquire(), PICL_OK);
+    char base[64], node[64];
+    snprintf(base, sizeof base, "http://127.0.0.1:%u", srv_port);
+    snprintf(node, sizeof node, "http://127.0.0.1:%u", srv_port);
+    static const uint8_t secret[] = "0123456789abcdef0123456789abcdef0123456789abcdef";
+    tu_cred cred;
+    tu_mint(&cred, secret, sizeof secret - 1, node, 7, 3600);
+    /* 12 POSTs of 100 records of 19 000 bytes: 23 MB in one collection */
+    enum { PAY = 19000 };
+    char *body = malloc(100 * (PAY + 64) + 16);
+    char *pay = malloc(PAY + 1);
+    memset(pay, 'x', PAY);
+    pay[PAY] = 0;
+    const char *hdr[] = {"Content-Type: application/json", NULL};
+    for (int part = 0; part < 12; part++) {
+        size_t o = (size_t)sprintf(body, "[");
+        for (int i = 0; i < 100; i++)
+            o += (size_t)sprintf(body + o, "%s{\"id\":\"r%02d%03d\",\"payload\":\"%s\"}", i ? "," : "", part, i,
+                                 pay);
+        o += (size_t)sprintf(body + o, "]");
+        tu_req rq = {.ctype = "application/json", .body = body, .len = o, .headers = hdr, .cred = &cred};
+        tu_resp r;
+        ck_assert_int_eq(tu_http(&r, "POST", base, "/1.5/7/storage/big", &rq), 0);
+        ck_assert_msg(r.status == 200, "POST %d: %ld %.100s", part, r.status, r.body);
+        tu_resp_free(&r);
+    }
+    free(body);
+    free(pay);
+    long before = vm_hwm_kb();
+    /* 16 clients ask for all of it and read nothing */
+    int fds[16];
+    for (int i = 0; i < 16; i++) {
+        picl_hawk_request hr = {.method = "GET", .resource = "/1.5/7/storage/big?full=1", .host = "127.0.0.1",
+                                .port = srv_port};
+        char *hv = NULL;
+        ck_assert_int_eq(picl__hawk_client_header(&hv, cred.token, cred.key, strlen(cred.key), &hr,
+                                                  (int64_t)time(NULL), NULL, NULL), PICL_OK);
+        char src[32];
+        snprintf(src, sizeof src, "127.0.4.%d", i + 1);
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        int small = 4096;
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+        struct sockaddr_in a = {.sin_family = AF_INET};
+        inet_pton(AF_INET, src, &a.sin_addr);
+        struct sockaddr_in d = {.sin_family = AF_INET, .sin_port = htons((uint16_t)srv_port)};
+        inet_pton(AF_INET, "127.0.0.1", &d.sin_addr);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+        ck_assert_int_eq(connect(fd, (struct sockaddr *)&d, sizeof d), 0);
+        char req[2048];
+        int n = snprintf(req, sizeof req, "GET /1.5/7/storage/big?full=1 HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n"
+                                          "Authorization: %s\r\n\r\n", srv_port, hv);
+        free(hv);
+        ck_assert_int_eq(send(fd, req, (size_t)n, MSG_NOSIGNAL), n);
+        fds[i] = fd;
+    }
+    sleep(2); /* every answer built and stuck in its socket */
+    long peak = vm_hwm_kb();
+    for (int i = 0; i < 16; i++)
+        close(fds[i]);
+    tu_cred_free(&cred);
+    picl__nss_release();
+    fprintf(stderr, "16 unread 23 MB listings: VmHWM %ld -> %ld KiB\n", before, peak);
+    /* one page is at most max_request_bytes (2 MiB): 16 of them, not 16 x 23 MB */
+    ck_assert_msg(peak - before < 96 * 1024, "VmHWM grew from %ld to %ld KiB for 16 unread listings", before, peak);
 }
 END_TEST
 
@@ -195,6 +271,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_401_before_the_body);
     tcase_add_test(tc, test_unauthenticated_bodies_cost_no_memory);
+    tcase_add_test(tc, test_unread_big_listings_cost_bounded_memory);
     suite_add_tcase(s, tc);
     return s;
 }
