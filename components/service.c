@@ -316,6 +316,7 @@ static void engine_setup(service *s, conn *c, picl_engine *e)
     e->anchor_get = anchor_get;
     e->anchor_post = anchor_post;
     e->anchor_ctx = c;
+    e->allow_mass_delete = s->allow_mass_delete;
 }
 
 picl_status picl__svc_with_engine(service *s, picl_status (*fn)(service *s, picl_engine *e, void *arg), void *arg)

@@ -40,6 +40,7 @@ typedef struct service {
     custom_store custom[MAX_CUSTOM];
     size_t ncustom;
     char *primary; /* the profile's primary password, wiped on release */
+    int allow_mass_delete; /* the next syncs may delete more than half a collection */
 } service;
 
 #define SVC(self) ((service *)(self))

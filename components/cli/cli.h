@@ -35,6 +35,9 @@ typedef struct cli_opts {
     int json;                  /* --json */
     int strict;                /* --strict: keep kB in memory only */
     int quiet;
+    const char *as_of;         /* --as-of TIME (restore) */
+    int yes;                   /* --yes: answer the question (restore) */
+    int allow_mass_delete;     /* --allow-mass-delete (sync) */
     char *args[8];             /* positional arguments after the command words */
     int nargs;
 } cli_opts;
@@ -61,5 +64,7 @@ int cli_send_tab(const cli_opts *o, picl_service *svc);
 struct json_t;
 void cli_print_received(struct json_t *j);
 int cli_demo(const cli_opts *o, const char *self);
+/* picl restore COLLECTION --as-of TIME [--yes] (restore.c) */
+int cli_restore(const cli_opts *o, picl_service *svc);
 
 #endif

@@ -44,6 +44,11 @@ static const char *USAGE =
     "  sync --profile DIR | --store-dir DIR [--collections a,b,c]\n"
     "                                                 sync a Firefox profile (Firefox closed)\n"
     "                                                 or JSON files DIR/<collection>.json\n"
+    "          [--allow-mass-delete]                  let a sync delete more than half of a\n"
+    "                                                 collection (else it stops, exit 5)\n"
+    "  restore COLLECTION --as-of TIME [--yes] --profile DIR | --store-dir DIR\n"
+    "                                                 bring a collection back to how it was at\n"
+    "                                                 TIME (ISO 8601 UTC or Unix seconds)\n"
     "  tabs [--received]                              other devices' open tabs (or the tabs\n"
     "                                                 sent to this device)\n"
     "  send-tab DEVICE URL [--title T]                open URL on another device (its id or name)\n"
@@ -782,7 +787,7 @@ static int cmd_sync(const cli_opts *o, picl_service *svc, const char *state_dir)
 
 /* ---- options -------------------------------------------------------------------- */
 
-enum { OPT_JSON = 256, OPT_STRICT, OPT_QUIET, OPT_HELP, OPT_VERSION, OPT_PASSWORD, OPT_RECEIVED, OPT_RESEND, OPT_VALUED };
+enum { OPT_JSON = 256, OPT_YES, OPT_ALLOW_MASS_DELETE, OPT_STRICT, OPT_QUIET, OPT_HELP, OPT_VERSION, OPT_PASSWORD, OPT_RECEIVED, OPT_RESEND, OPT_VALUED };
 
 /* Options that take a value, in the order of the table below. */
 static const size_t valued_off[] = {
@@ -792,7 +797,7 @@ static const size_t valued_off[] = {
     offsetof(cli_opts, primary_password_file), offsetof(cli_opts, profile),
     offsetof(cli_opts, store_dir),     offsetof(cli_opts, collections),
     offsetof(cli_opts, data),          offsetof(cli_opts, listen),
-    offsetof(cli_opts, title),
+    offsetof(cli_opts, title),         offsetof(cli_opts, as_of),
 };
 
 static const struct option long_opts[] = {
@@ -809,6 +814,9 @@ static const struct option long_opts[] = {
     {"data", required_argument, NULL, OPT_VALUED + 10},
     {"listen", required_argument, NULL, OPT_VALUED + 11},
     {"title", required_argument, NULL, OPT_VALUED + 12},
+    {"as-of", required_argument, NULL, OPT_VALUED + 13},
+    {"yes", no_argument, NULL, OPT_YES},
+    {"allow-mass-delete", no_argument, NULL, OPT_ALLOW_MASS_DELETE},
     {"received", no_argument, NULL, OPT_RECEIVED},
     {"resend", no_argument, NULL, OPT_RESEND},
     {"json", no_argument, NULL, OPT_JSON},
@@ -844,6 +852,8 @@ static int parse(int argc, char **argv, cli_opts *o, const char **words, int *nw
         }
         switch (ch) {
         case OPT_JSON: o->json = 1; break;
+        case OPT_YES: o->yes = 1; break;
+        case OPT_ALLOW_MASS_DELETE: o->allow_mass_delete = 1; break;
         case OPT_STRICT: o->strict = 1; break;
         case OPT_RECEIVED: o->received = 1; break;
         case OPT_RESEND: o->resend = 1; break;
@@ -992,7 +1002,7 @@ int main(int argc, char **argv)
         return cli_demo(&o, argv[0]);
     int known = !strcmp(cmd, "account") || !strcmp(cmd, "login") || !strcmp(cmd, "logout") ||
                 !strcmp(cmd, "status") || !strcmp(cmd, "password") || !strcmp(cmd, "class") || !strcmp(cmd, "sync") ||
-                !strcmp(cmd, "tabs") || !strcmp(cmd, "send-tab");
+                !strcmp(cmd, "tabs") || !strcmp(cmd, "send-tab") || !strcmp(cmd, "restore");
     if (!known) {
         fprintf(stderr, "picl: unknown command '%s' (see picl --help)\n", cmd);
         return CLI_USAGE;
@@ -1036,6 +1046,8 @@ int main(int argc, char **argv)
     }
     if (o.strict)
         picl_service_set_persist_keys(svc, 0);
+    if (o.allow_mass_delete)
+        picl_service_set_allow_mass_delete(svc, 1);
     picl_service_add_observer(svc, on_progress, &o);
 #ifdef PICL_TEST_HOOKS /* test builds only (Makefile.in: TEST_HOOKS): cheap stretching */
     const char *floor = getenv("PICL_TEST_STRETCH_FLOOR");
@@ -1059,6 +1071,8 @@ int main(int argc, char **argv)
         rc = cli_tabs(&o, svc);
     else if (!strcmp(cmd, "send-tab"))
         rc = cli_send_tab(&o, svc);
+    else if (!strcmp(cmd, "restore"))
+        rc = cli_restore(&o, svc);
     else
         rc = cmd_sync(&o, svc, state);
     picl_service_release(svc);

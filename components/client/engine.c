@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MAX_ATTEMPTS 3
 
@@ -85,6 +86,8 @@ void picl__engine_done(picl_engine *e)
     e->meta_cache = NULL;
     json_decref(e->failures);
     e->failures = NULL;
+    json_decref(e->guarded);
+    e->guarded = NULL;
 }
 
 json_t *picl__eng_coll_state(picl_engine *e, const char *c)
@@ -330,6 +333,59 @@ static void apply_progress(void *ctx, const char *coll, int64_t done, int64_t to
         picl__eng_notify(ctx, "apply", coll, done, total, NULL);
 }
 
+/* The mass-deletion guard (see engine.h).  Counts the deletions in upload;
+ * from PICL_MASS_DELETE_MIN on, the collection's records are the store's
+ * live records plus those deletions (a store that cannot tell stops the
+ * sync: fail closed).  *held when the upload must not happen. */
+static picl_status mass_delete_guard(picl_engine *e, picl_store *s, json_t *upload, int64_t restore_point,
+                                     int *held)
+{
+    const char *c = s->collection;
+    *held = 0;
+    size_t i;
+    json_t *r;
+    int64_t deletions = 0, records = 0;
+    json_array_foreach(upload, i, r) deletions += picl__is_tombstone(r) ? 1 : 0;
+    if (deletions < PICL_MASS_DELETE_MIN)
+        return PICL_OK;
+    json_t *all = NULL;
+    picl_status st = picl__store_all(s, &all);
+    if (st != PICL_OK)
+        return picl__eng_fail(e, st, "%s: cannot count the records before deleting %lld of them: %s", c,
+                              (long long)deletions, picl__store_error(s));
+    json_array_foreach(all, i, r) records += picl__is_tombstone(r) ? 0 : 1;
+    picl__json_zdecref(all);
+    records += deletions;
+    if (deletions * 2 <= records)
+        return PICL_OK;
+    char ts[24];
+    picl__ts_format(ts, restore_point);
+    json_object_set_new(picl__eng_coll_state(e, c), "restorePoint", json_string(ts));
+    if ((st = picl__state_save(e->st)) != PICL_OK)
+        return picl__eng_fail(e, st, "cannot save the local state");
+    if (e->allow_mass_delete) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "deleting %lld of %lld records (allowed); restore point %s", (long long)deletions,
+                 (long long)records, ts);
+        picl__eng_notify(e, "mass-delete", c, deletions, records, msg);
+        return PICL_OK;
+    }
+    *held = 1;
+    if (!e->guarded)
+        e->guarded = json_array();
+    json_array_append_new(e->guarded, json_pack("{s:s, s:I, s:I, s:s}", "collection", c, "deletions",
+                                                (json_int_t)deletions, "records", (json_int_t)records,
+                                                "restorePoint", ts));
+    char msg[256];
+    snprintf(msg, sizeof msg,
+             "this sync would delete %lld of the %lld records: nothing was changed; if that is meant, sync again "
+             "with --allow-mass-delete (restore point %s)", (long long)deletions, (long long)records, ts);
+    picl__eng_notify(e, "mass-delete", c, deletions, records, msg);
+    if (!*e->error)
+        snprintf(e->error, sizeof e->error, "%.32s: %.200s", c, msg);
+    return PICL_OK;
+}
+
 static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summary)
 {
     const char *c = s->collection;
@@ -443,6 +499,14 @@ static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summar
             fix_orphans(s, apply, upload, incoming);
         picl__json_zdecref(local);
         picl__json_zdecref(incoming);
+        int held = 0;
+        if ((st = mass_delete_guard(e, s, upload, coll_modified, &held)) != PICL_OK || held) {
+            picl__json_zdecref(apply);
+            picl__json_zdecref(upload);
+            if (held)
+                status = "held";
+            break; /* nothing applied, uploaded or advanced */
+        }
         /* 4. apply in one transaction */
         if (json_array_size(apply)) {
             picl__eng_notify(e, "apply", c, 0, (int64_t)json_array_size(apply), NULL);
@@ -848,6 +912,8 @@ picl_status picl__engine_sync(picl_engine *e, picl_store *const *stores, size_t 
         if (st == PICL_ERROR_TOKEN || st == PICL_ERROR_NETWORK || st == PICL_ERROR_BACKOFF)
             break; /* the others would fail the same way */
     }
+    if (first == PICL_OK && e->guarded)
+        first = PICL_ERROR_CONFLICT; /* e->error names the collection and --allow-mass-delete */
     /* remember meta's timestamp as read -- unless we wrote meta ourselves:
      * another device may have written it too meanwhile, so the next sync
      * reads it once more rather than trust our own write */
@@ -869,4 +935,125 @@ picl_status picl__engine_sync(picl_engine *e, picl_store *const *stores, size_t 
         json_object_set_new(summary, "class_b", b);
     }
     return first;
+}
+
+/* ---- undo: a collection as it was (storage extension picl_restore_days) ------ */
+
+/* Every full BSO of c now (as_of < 0) or as it was at as_of, decrypted into
+ * out (id -> cleartext); *listed gets the listing's X-Last-Modified. */
+static picl_status restore_list(picl_engine *e, const char *c, const picl_class_entry *entry, int64_t as_of,
+                                json_t *out, int64_t *unreadable, int64_t *listed)
+{
+    picl_stc_query q;
+    memset(&q, 0, sizeof q);
+    q.newer = q.older = q.if_modified_since = q.if_unmodified_since = -1;
+    q.full = 1;
+    q.has_as_of = as_of >= 0;
+    q.as_of = as_of;
+    json_t *bsos = NULL;
+    picl_status st = picl__stc_get_all(e->stc, c, &q, 0, &bsos);
+    if (st == PICL_ERROR_NOT_FOUND) {
+        *listed = 0;
+        return PICL_OK;
+    }
+    if (st != PICL_OK)
+        return picl__eng_fail(e, st, "%s: cannot list the collection%s", c, as_of >= 0 ? " as it was" : "");
+    *listed = picl__stc_last(e->stc)->last_modified;
+    st = decrypt_all(e, c, entry, bsos, out, unreadable);
+    picl__json_zdecref(bsos);
+    return st;
+}
+
+picl_status picl__engine_restore(picl_engine *e, const char *c, int64_t as_of, int apply, json_t *plan)
+{
+    e->error[0] = 0;
+    json_t *then = json_object(), *now = json_object(), *upload = json_array();
+    json_t *restore_ids = json_array(), *delete_ids = json_array(), *cfg = NULL, *info = NULL;
+    picl_class_entry entry;
+    int64_t unreadable = 0, listed_then = 0, listed_now = 0;
+    picl_status st = picl__stc_info(e->stc, "configuration", -1, &cfg);
+    if (st != PICL_OK) {
+        st = picl__eng_fail(e, st, "cannot read the storage server's configuration");
+        goto done;
+    }
+    json_t *days = json_object_get(cfg, "picl_restore_days");
+    if (!json_is_integer(days) || json_integer_value(days) <= 0) {
+        st = picl__eng_fail(e, PICL_ERROR_UNSUPPORTED, "this storage server keeps no earlier versions "
+                                                       "(picl_restore_days is %s)", json_is_integer(days) ? "0" : "absent");
+        goto done;
+    }
+    int64_t oldest = (int64_t)time(NULL) * 100 - (int64_t)json_integer_value(days) * 86400 * 100;
+    if (as_of < oldest) {
+        st = picl__eng_fail(e, PICL_ERROR_UNSUPPORTED, "the storage server keeps earlier versions for %lld days only",
+                            (long long)json_integer_value(days));
+        goto done;
+    }
+    if ((st = picl__stc_info(e->stc, "collections", -1, &info)) != PICL_OK) {
+        char why[400];
+        picl__stc_describe(e->stc, st, why, sizeof why);
+        st = picl__eng_fail(e, st, "%s", why);
+        goto done;
+    }
+    json_decref(e->info);
+    e->info = info ? info : json_object();
+    if ((st = picl__eng_ensure_map(e)) != PICL_OK || (st = picl__eng_entry_for(e, c, &entry)) != PICL_OK)
+        goto done;
+    if ((st = restore_list(e, c, &entry, -1, now, &unreadable, &listed_now)) != PICL_OK ||
+        (st = restore_list(e, c, &entry, as_of, then, &unreadable, &listed_then)) != PICL_OK)
+        goto done;
+    const char *id;
+    json_t *r;
+    json_object_foreach(then, id, r) {
+        json_t *cur = json_object_get(now, id);
+        if (picl__is_tombstone(r)) {
+            if (cur && !picl__is_tombstone(cur)) {
+                json_array_append_new(delete_ids, json_string(id));
+                json_array_append_new(upload, json_pack("{s:s, s:b}", "id", id, "deleted", 1));
+            }
+        } else if (!cur || !json_equal(cur, r)) {
+            json_array_append_new(restore_ids, json_string(id));
+            json_array_append(upload, r);
+        }
+    }
+    json_object_foreach(now, id, r) {
+        if (!json_object_get(then, id) && !picl__is_tombstone(r)) {
+            json_array_append_new(delete_ids, json_string(id));
+            json_array_append_new(upload, json_pack("{s:s, s:b}", "id", id, "deleted", 1));
+        }
+    }
+    char ts[24];
+    picl__ts_format(ts, as_of);
+    json_object_set_new(plan, "collection", json_string(c));
+    json_object_set_new(plan, "asOf", json_string(ts));
+    json_object_set(plan, "restore", restore_ids);
+    json_object_set(plan, "delete", delete_ids);
+    json_object_set_new(plan, "unreadable", json_integer((json_int_t)unreadable));
+    json_object_set_new(plan, "applied", json_false());
+    if (!apply || !json_array_size(upload))
+        goto done;
+    json_t *bsos = NULL;
+    picl_stc_post_result pr = {0};
+    if ((st = encrypt_bsos(e, c, &entry, upload, &bsos)) == PICL_OK) {
+        picl__eng_notify(e, "upload", c, 0, (int64_t)json_array_size(bsos), NULL);
+        st = post_all(e, c, bsos, listed_now > 0 ? listed_now : 0, &pr);
+    }
+    json_decref(bsos);
+    if (st == PICL_OK && json_object_size(pr.failed))
+        st = PICL_ERROR_PROTOCOL;
+    picl__stc_post_result_clear(&pr);
+    if (st == PICL_ERROR_CONFLICT)
+        st = picl__eng_fail(e, st, "%s changed on the server during the restore: nothing was restored, try again", c);
+    else if (st != PICL_OK)
+        st = picl__eng_fail(e, st, "%s: uploading the restored records failed", c);
+    else
+        json_object_set_new(plan, "applied", json_true());
+done:
+    (void)listed_then;
+    json_decref(cfg);
+    picl__json_zdecref(then);
+    picl__json_zdecref(now);
+    picl__json_zdecref(upload);
+    json_decref(restore_ids);
+    json_decref(delete_ids);
+    return st;
 }

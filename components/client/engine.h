@@ -45,7 +45,17 @@ typedef struct picl_engine {
     int64_t meta_written;     /* last-modified of our last meta write, 0 none */
     json_t *failures;         /* [{collection, id, reason}]: records refused by an
                                  integrity check this run (NULL = none) */
+    /* mass-deletion guard: a sync that would delete more than half of a
+     * collection's records (and at least PICL_MASS_DELETE_MIN) applies and
+     * uploads nothing for it unless allow_mass_delete (set by the caller);
+     * either way the collection's restore point (its server timestamp
+     * before the deletion) is saved first as "restorePoint" in its state */
+    int allow_mass_delete;
+    json_t *guarded;          /* [{collection, deletions, records, restorePoint}]
+                                 held back this run (NULL = none) */
 } picl_engine;
+
+#define PICL_MASS_DELETE_MIN 20
 
 /* Sets up e (zeroed) for one run over an authenticated storage client. */
 void picl__engine_init(picl_engine *e, picl_stc *stc, picl_state *st);
@@ -77,6 +87,19 @@ picl_status picl__engine_set_class(picl_engine *e, const char *collection, char 
 
 /* The class of a collection from the map (fetching it when needed). */
 picl_status picl__engine_get_class(picl_engine *e, const char *collection, picl_class_entry *out);
+
+/*
+ * Undo (storage extension picl_restore_days): compares the collection as it
+ * was at as_of (centis) with what it is now, both decrypted, into plan
+ * {"collection", "asOf", "restore": [ids], "delete": [ids], "unreadable": n}:
+ * records to bring back (absent, deleted or different now) and records that
+ * did not exist then.  With apply, uploads them as ordinary changes
+ * (re-encrypted under the collection's current key, conditional on the
+ * listing just read), so every device's next sync follows.  A server
+ * without the extension, or an as_of older than it keeps, is
+ * PICL_ERROR_UNSUPPORTED with e->error saying which.
+ */
+picl_status picl__engine_restore(picl_engine *e, const char *collection, int64_t as_of, int apply, json_t *plan);
 
 /* Deletes a collection on the server and forgets its cursor. */
 picl_status picl__engine_wipe_server(picl_engine *e, const char *collection);

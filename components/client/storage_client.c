@@ -671,6 +671,8 @@ picl_status picl__stc_build_get(const char *coll, const picl_stc_query *q, char 
         ADD("%colder=%" PRId64 ".%02d", sep, q->older / 100, (int)(q->older % 100));
     if (q->limit > 0)
         ADD("%climit=%" PRId64, sep, q->limit);
+    if (q->has_as_of)
+        ADD("%cas_of=%" PRId64 ".%02d", sep, q->as_of / 100, (int)(q->as_of % 100));
     if (q->sort)
         ADD("%csort=%s", sep, q->sort);
     if (q->offset) {

@@ -133,6 +133,8 @@ typedef struct picl_stc_query {
     const char *sort;        /* NULL, "newest", "oldest", "index" */
     const char *offset;      /* a next_offset from an earlier page, or NULL */
     int64_t if_modified_since, if_unmodified_since; /* -1 = none */
+    int has_as_of;           /* PiCL undo extension: the collection as it was at */
+    int64_t as_of;           /* as_of (centis; storage server's picl_restore_days) */
 } picl_stc_query;
 
 /* One page: *items is the JSON array (caller decrefs); *next_offset
