@@ -230,10 +230,6 @@ PICL_EXPORT picl_status picl_service_set_stretching_floor(picl_service *s, uint3
                                                           uint32_t r, uint32_t p, uint32_t r2);
 PICL_EXPORT picl_status picl_service_create_account(picl_service *s, const char *email, const char *password);
 PICL_EXPORT picl_status picl_service_verify_email(picl_service *s, const char *code);
-/* Mails the verification code of the signed-in, unverified account again
- * (the keyserver may have stopped before mailing it).  PICL_ERROR_STATE when
- * not signed in or already verified. */
-PICL_EXPORT picl_status picl_service_resend_verification(picl_service *s);
 PICL_EXPORT picl_status picl_service_sign_in(picl_service *s, const char *email, const char *password);
 PICL_EXPORT picl_status picl_service_sign_out(picl_service *s);
 PICL_EXPORT picl_status picl_service_change_password(picl_service *s, const char *old_pw, const char *new_pw);
@@ -263,22 +259,41 @@ PICL_EXPORT picl_status picl_service_send_tab(picl_service *s, const char *devic
 PICL_EXPORT picl_status picl_service_get_remote_tabs_json(picl_service *s, char **json);
 PICL_EXPORT picl_status picl_service_get_received_tabs_json(picl_service *s, char **json);
 
-/* Undo (the storage server's picl_restore_days extension).
- * SetAllowMassDelete: by default a sync that would delete more than half of
- * a collection's records (and at least 20) changes nothing for that
- * collection, saves a restore point and returns PICL_ERROR_CONFLICT naming
- * it (observers: phase "mass-delete"); allow = 1 lets such deletions
- * through (a restore point is still saved).
- * RestoreCollection: as_of in seconds since 1970 (UTC); *plan_json (may be
- * NULL; free with picl_free) is {"collection", "asOf", "restore": [ids],
- * "delete": [ids], "unreadable", "applied"}.  With apply = 0 nothing is
- * changed (a preview); with apply = 1 the records are uploaded as ordinary
- * changes and the collection is synced, so this device and then every other
- * device follow.  PICL_ERROR_UNSUPPORTED when the server keeps no earlier
- * versions or not that far back. */
-PICL_EXPORT picl_status picl_service_set_allow_mass_delete(picl_service *s, int allow);
-PICL_EXPORT picl_status picl_service_restore_collection(picl_service *s, const char *collection, double as_of,
-                                                       int apply, char **plan_json);
+/* ---- devices, security events, recovery key, stretching (client.md 7) ----
+ * Each needs a signed-in device unless said otherwise; a device signed out
+ * from elsewhere gets PICL_ERROR_TOKEN ("sign in again").
+ * set_device: this device's name (1..64 characters, NULL/"" = the host
+ *   name) and type ("cli", "browser", "desktop", "mobile"; NULL/"" = cli),
+ *   used when it signs in (no network).
+ * get_devices_json: {"devices": [{"id","name","type","createdAt",
+ *   "lastAccessAt","current"}]} (times in Unix seconds; current marks this
+ *   device).  rename_device names this device.  sign_out_device signs the
+ *   device with that id out (PICL_ERROR_INVALID_ARGUMENT for an unknown id).
+ * get_security_events_json: {"events": [{"type","time","device","address"}]},
+ *   newest first, the last 100.
+ * create_recovery_key: checks the password (a fresh sign-in), seals kB
+ *   under a new random key and stores it on the keyserver, replacing an
+ *   earlier one; *key (picl_free) is the key as 13 groups of 4 characters,
+ *   shown once: it is not kept anywhere.
+ * complete_password_reset_with_recovery_key: like complete_password_reset,
+ *   but kB is kept (class-B data survives); the key is used up.  A wrong key
+ *   is PICL_ERROR_INVALID_CODE and changes nothing (the code is spent).
+ * set_stretching: the password stretching to register (inside the accepted
+ *   range); a sign-in to an account stretched more weakly re-stretches it
+ *   with these, keeping kB. */
+PICL_EXPORT picl_status picl_service_set_device(picl_service *s, const char *name, const char *type);
+PICL_EXPORT picl_status picl_service_get_devices_json(picl_service *s, char **json);
+PICL_EXPORT picl_status picl_service_rename_device(picl_service *s, const char *name);
+PICL_EXPORT picl_status picl_service_sign_out_device(picl_service *s, const char *id);
+PICL_EXPORT picl_status picl_service_get_security_events_json(picl_service *s, char **json);
+PICL_EXPORT picl_status picl_service_create_recovery_key(picl_service *s, const char *password, char **key);
+PICL_EXPORT picl_status picl_service_get_recovery_key_exists(picl_service *s, int *exists);
+PICL_EXPORT picl_status picl_service_remove_recovery_key(picl_service *s);
+PICL_EXPORT picl_status picl_service_complete_password_reset_with_recovery_key(picl_service *s, const char *code,
+                                                                              const char *new_pw,
+                                                                              const char *recovery_key);
+PICL_EXPORT picl_status picl_service_set_stretching(picl_service *s, uint32_t r1, uint64_t n, uint32_t r,
+                                                    uint32_t p, uint32_t r2);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,7 @@
  * account flows of client/account.h. */
 #include "service_int.h"
 #include "client/records.h"
+#include "client/recovery_key.h"
 #include "client/storage_client.h"
 #include "crypto/util.h"
 
@@ -96,9 +97,30 @@ static picl_status adopt(service *s, picl_account *a)
     }
     picl__json_zdecref(st->storage_token);
     st->storage_token = NULL;
+    int named = a->have_session;
     picl__account_wipe(a);
     picl_status rc = picl__state_save(st);
+    if (rc == PICL_OK && named)
+        picl__svc_name_device(s, NULL); /* client.md 7: each device names itself */
     return rc == PICL_OK ? rc : picl__svc_done(s, rc, "cannot save the local state in %s", st->dir);
+}
+
+/* The stretching new passwords get: the configured one, else the floor's
+ * (the spec's when no floor was set). */
+static const picl_stretch_params *stretch_target(service *s, picl_stretch_params *def)
+{
+    if (s->stretch_set)
+        return &s->stretch;
+    if (s->floor_set)
+        return &s->floor;
+    picl__stretch_default_params(def);
+    return def;
+}
+
+static int weaker(const picl_stretch_params *a, const picl_stretch_params *b)
+{
+    return a->pbkdf2_rounds_1 < b->pbkdf2_rounds_1 || a->scrypt_n < b->scrypt_n || a->scrypt_r < b->scrypt_r ||
+           a->scrypt_p < b->scrypt_p || a->pbkdf2_rounds_2 < b->pbkdf2_rounds_2;
 }
 
 /* Fetches kA/kB with the keyFetchToken kept since an unverified sign-in,
@@ -213,9 +235,33 @@ picl_status picl__svc_sign_in(picl_service *self, const char *email, const char 
     picl_account a;
     picl__svc_fanout(s, "account", "", 0, -1, "stretching the password");
     st = picl__account_login(c, email, strlen(email), password, strlen(password), picl__svc_floor_of(s), &a);
-    picl__ksc_free(c);
-    if (st != PICL_OK)
+    if (st != PICL_OK) {
+        picl__ksc_free(c);
         return picl__svc_flow_fail(s, st, "signing in failed");
+    }
+    /* Stretch upgrade (keyserver.md 9): an account stretched more weakly
+     * than this client's configuration is re-stretched and kB re-wrapped
+     * with the same password, silently; kB and every record are kept.
+     * When it fails the sign-in stands as it was. */
+    picl_stretch_params def;
+    const picl_stretch_params *want = stretch_target(s, &def);
+    if (a.have_keys && weaker(&a.params, want)) {
+        picl_account b;
+        uint8_t kb[32];
+        memcpy(kb, a.kb, 32);
+        picl__svc_fanout(s, "account", "", 0, -1, "strengthening the password stretching");
+        if (picl__account_change_password(c, email, strlen(email), password, strlen(password), password,
+                                          strlen(password), want, picl__svc_floor_of(s), &b) == PICL_OK) {
+            if (b.have_keys && picl__memeq_ct(b.kb, kb, 32)) {
+                picl__account_wipe(&a);
+                a = b;
+            } else {
+                picl__account_wipe(&b);
+            }
+        }
+        picl__wipe(kb, sizeof kb);
+    }
+    picl__ksc_free(c);
     st = adopt(s, &a);
     return st == PICL_OK ? picl__svc_done(s, st, NULL) : st;
 }
@@ -311,6 +357,63 @@ picl_status picl__svc_reset(picl_service *self, const char *code, const char *ne
         } else {
             picl__svc_flow_fail(s, st, "the password was reset, but signing in failed");
         }
+    } else {
+        picl__svc_flow_fail(s, st, "resetting the password failed");
+    }
+    picl__ksc_free(c);
+    return st == PICL_OK ? picl__svc_done(s, st, NULL) : st;
+}
+
+picl_status picl__svc_reset_rk(picl_service *self, const char *code, const char *new_pw, const char *recovery_key)
+{
+    service *s = SVC(self);
+    uint8_t rk[32];
+    if (!code || !*code || !new_pw || !*new_pw || !recovery_key)
+        return picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT, "the code, a new password and the recovery key are needed");
+    if (picl__rk_parse(rk, recovery_key) != PICL_OK)
+        return picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT,
+                              "this is not a recovery key: 52 characters A-Z and 2-7 in groups of 4");
+    if (!s->st->has_forgot) {
+        picl__wipe(rk, sizeof rk);
+        return picl__svc_done(s, PICL_ERROR_STATE, "ask for a reset code first (forgotPassword)");
+    }
+    if (strlen(code) != 8 || strspn(code, "0123456789") != 8) {
+        picl__wipe(rk, sizeof rk);
+        return picl__svc_done(s, PICL_ERROR_INVALID_CODE, "resetting the password failed: the code is wrong (8 digits)");
+    }
+    picl_ks_client *c;
+    picl_status st = picl__svc_ks_open(s, &c);
+    if (st != PICL_OK) {
+        picl__wipe(rk, sizeof rk);
+        return st;
+    }
+    char email[256];
+    snprintf(email, sizeof email, "%s", s->st->forgot_email);
+    picl_stretch_params def;
+    st = picl__account_forgot_finish_rk(c, s->st->forgot, code, email, strlen(email), new_pw, strlen(new_pw),
+                                        stretch_target(s, &def), rk);
+    picl__wipe(rk, sizeof rk);
+    /* the code is spent whatever followed it */
+    if (st == PICL_OK || st == PICL_ERROR_DECRYPT || (st == PICL_ERROR_INVALID_CODE && picl__ksc_last(c)->errnum == 124)) {
+        picl__wipe(s->st->forgot, 32);
+        s->st->has_forgot = 0;
+        picl__state_save(s->st);
+    }
+    if (st == PICL_OK) {
+        picl_account a;
+        st = picl__account_login(c, email, strlen(email), new_pw, strlen(new_pw), picl__svc_floor_of(s), &a);
+        if (st == PICL_OK) {
+            st = adopt(s, &a);
+            picl__svc_fanout(s, "account", "", 0, -1,
+                             "password reset with the recovery key: class-A and class-B data are kept; "
+                             "the recovery key is used up: make a new one");
+        } else {
+            picl__svc_flow_fail(s, st, "the password was reset, but signing in failed");
+        }
+    } else if (st == PICL_ERROR_DECRYPT || (st == PICL_ERROR_INVALID_CODE && picl__ksc_last(c)->errnum == 124)) {
+        st = picl__svc_done(s, PICL_ERROR_INVALID_CODE,
+                            "resetting the password failed: the recovery key is wrong (nothing was changed; "
+                            "ask for a new code with 'picl password forgot')");
     } else {
         picl__svc_flow_fail(s, st, "resetting the password failed");
     }

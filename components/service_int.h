@@ -40,7 +40,10 @@ typedef struct service {
     custom_store custom[MAX_CUSTOM];
     size_t ncustom;
     char *primary; /* the profile's primary password, wiped on release */
-    int allow_mass_delete; /* the next syncs may delete more than half a collection */
+    char device_name[65];  /* this device's name at sign-in ("" = the host name) */
+    char device_type[16];  /* cli, browser, desktop, mobile ("" = cli) */
+    picl_stretch_params stretch; /* what passwords are stretched with when stretch_set */
+    int stretch_set;
 } service;
 
 #define SVC(self) ((service *)(self))
@@ -69,6 +72,12 @@ picl_status picl__svc_ensure_keys(service *s, picl_ks_client *c);
 /* Runs fn with an authenticated storage connection and an engine set up for
  * one call (service.c); returns fn's result or the connection's failure. */
 picl_status picl__svc_with_engine(service *s, picl_status (*fn)(service *s, picl_engine *e, void *arg), void *arg);
+
+/* Names this device's session on the keyserver (service_acct.c; best
+ * effort, c NULL = a client of its own). */
+void picl__svc_name_device(service *s, picl_ks_client *c);
+/* Completes a password reset keeping kB with a recovery key (service_account.c). */
+picl_status picl__svc_reset_rk(picl_service *self, const char *code, const char *new_pw, const char *recovery_key);
 
 /* the device methods of the vtable (service_devices.c) */
 picl_status picl__svc_send_tab(picl_service *self, const char *device, const char *url, const char *title);

@@ -30,7 +30,6 @@ static const char *USAGE =
     "  server [--data DIR] [--listen 127.0.0.1:PORT]  keyserver + storage server, one process\n"
     "  account create --server URL --email E          create an account and sign in (a code is mailed)\n"
     "  account verify --code C                        verify the email address (fetches the keys)\n"
-    "  account verify --resend                        mail the verification code again\n"
     "  account status                                 same as status\n"
     "  account destroy                                erase the account on the server\n"
     "  login [--server URL] --email E                 sign in on this device, fetch kA and kB\n"
@@ -39,16 +38,17 @@ static const char *USAGE =
     "  password change                                new password, same kB (class B kept)\n"
     "  password forgot [--server URL] --email E       mail a reset code\n"
     "  password reset --code C                        set a new password (class B is lost)\n"
+    "          [--recovery-key-file F]                with the recovery key in F: class B is kept\n"
+    "  recovery-key create|status|remove              a key that keeps class B through a\n"
+    "                                                 forgotten password (shown once)\n"
+    "  device list|rename NAME|remove ID              the devices signed in to the account;\n"
+    "                                                 remove signs one out\n"
+    "  account events                                 sign-ins, password and device changes\n"
     "  class get COLLECTION                           A or B\n"
     "  class set COLLECTION A|B                       move a collection to another class\n"
     "  sync --profile DIR | --store-dir DIR [--collections a,b,c]\n"
     "                                                 sync a Firefox profile (Firefox closed)\n"
     "                                                 or JSON files DIR/<collection>.json\n"
-    "          [--allow-mass-delete]                  let a sync delete more than half of a\n"
-    "                                                 collection (else it stops, exit 5)\n"
-    "  restore COLLECTION --as-of TIME [--yes] --profile DIR | --store-dir DIR\n"
-    "                                                 bring a collection back to how it was at\n"
-    "                                                 TIME (ISO 8601 UTC or Unix seconds)\n"
     "  tabs [--received]                              other devices' open tabs (or the tabs\n"
     "                                                 sent to this device)\n"
     "  send-tab DEVICE URL [--title T]                open URL on another device (its id or name)\n"
@@ -532,18 +532,6 @@ static int cmd_account(const cli_opts *o, picl_service *svc, const char *sub, co
         return ok_line(o, "account created; this device is signed in to it.  A verification code was mailed: "
                           "run picl account verify --code CODE");
     }
-    if (!strcmp(sub, "verify") && o->resend) {
-        /* the keyserver may have stopped before mailing the code */
-        if (too_many(o, 0, "account verify --resend"))
-            return CLI_USAGE;
-        if (o->code) {
-            fprintf(stderr, "picl: account verify takes --code C or --resend, not both\n");
-            return CLI_USAGE;
-        }
-        st = picl_service_resend_verification(svc);
-        return st == PICL_OK ? ok_line(o, "the verification code was mailed again: run picl account verify --code CODE")
-                             : cli_fail(o, svc, st);
-    }
     if (!strcmp(sub, "verify")) {
         if (too_many(o, 0, "account verify --code C"))
             return CLI_USAGE;
@@ -565,6 +553,8 @@ static int cmd_account(const cli_opts *o, picl_service *svc, const char *sub, co
     }
     if (!strcmp(sub, "status"))
         return too_many(o, 0, "account status") ? CLI_USAGE : cmd_status(o, svc);
+    if (!strcmp(sub, "events"))
+        return cli_account_events(o, svc);
     if (!strcmp(sub, "destroy")) {
         if (too_many(o, 0, "account destroy"))
             return CLI_USAGE;
@@ -574,7 +564,7 @@ static int cmd_account(const cli_opts *o, picl_service *svc, const char *sub, co
         explicit_bzero(pw, sizeof pw);
         return st == PICL_OK ? ok_line(o, "account destroyed") : cli_fail(o, svc, st);
     }
-    fprintf(stderr, "picl: unknown account command '%s' (create, verify, status, destroy)\n", sub);
+    fprintf(stderr, "picl: unknown account command '%s' (create, verify, status, events, destroy)\n", sub);
     return CLI_USAGE;
 }
 
@@ -638,6 +628,19 @@ static int cmd_password(const cli_opts *o, picl_service *svc, const char *sub, c
         if (!new_password(o->new_password_file ? o->new_password_file : o->password_file, "PICL_NEW_PASSWORD",
                           npw, sizeof npw))
             return CLI_USAGE;
+        if (o->recovery_key_file) {
+            char rk[256];
+            if (cli_read_secret(o->recovery_key_file, "PICL_RECOVERY_KEY", "Recovery key: ", rk, sizeof rk) != 0) {
+                explicit_bzero(npw, sizeof npw);
+                return CLI_USAGE;
+            }
+            st = picl_service_complete_password_reset_with_recovery_key(svc, o->code, npw, rk);
+            explicit_bzero(rk, sizeof rk);
+            explicit_bzero(npw, sizeof npw);
+            return st == PICL_OK ? ok_line(o, "password reset with the recovery key: class-A and class-B data are "
+                                              "kept.  The key is used up: make a new one with picl recovery-key create")
+                                 : cli_fail(o, svc, st);
+        }
         st = picl_service_complete_password_reset(svc, o->code, npw);
         explicit_bzero(npw, sizeof npw);
         return st == PICL_OK ? ok_line(o, "password reset: class-A data is kept, class-B data is lost by design")
@@ -787,7 +790,7 @@ static int cmd_sync(const cli_opts *o, picl_service *svc, const char *state_dir)
 
 /* ---- options -------------------------------------------------------------------- */
 
-enum { OPT_JSON = 256, OPT_YES, OPT_ALLOW_MASS_DELETE, OPT_STRICT, OPT_QUIET, OPT_HELP, OPT_VERSION, OPT_PASSWORD, OPT_RECEIVED, OPT_RESEND, OPT_VALUED };
+enum { OPT_JSON = 256, OPT_STRICT, OPT_QUIET, OPT_HELP, OPT_VERSION, OPT_PASSWORD, OPT_RECEIVED, OPT_VALUED };
 
 /* Options that take a value, in the order of the table below. */
 static const size_t valued_off[] = {
@@ -797,7 +800,7 @@ static const size_t valued_off[] = {
     offsetof(cli_opts, primary_password_file), offsetof(cli_opts, profile),
     offsetof(cli_opts, store_dir),     offsetof(cli_opts, collections),
     offsetof(cli_opts, data),          offsetof(cli_opts, listen),
-    offsetof(cli_opts, title),         offsetof(cli_opts, as_of),
+    offsetof(cli_opts, title),         offsetof(cli_opts, recovery_key_file),
 };
 
 static const struct option long_opts[] = {
@@ -814,11 +817,8 @@ static const struct option long_opts[] = {
     {"data", required_argument, NULL, OPT_VALUED + 10},
     {"listen", required_argument, NULL, OPT_VALUED + 11},
     {"title", required_argument, NULL, OPT_VALUED + 12},
-    {"as-of", required_argument, NULL, OPT_VALUED + 13},
-    {"yes", no_argument, NULL, OPT_YES},
-    {"allow-mass-delete", no_argument, NULL, OPT_ALLOW_MASS_DELETE},
+    {"recovery-key-file", required_argument, NULL, OPT_VALUED + 13},
     {"received", no_argument, NULL, OPT_RECEIVED},
-    {"resend", no_argument, NULL, OPT_RESEND},
     {"json", no_argument, NULL, OPT_JSON},
     {"strict", no_argument, NULL, OPT_STRICT},
     {"quiet", no_argument, NULL, OPT_QUIET},
@@ -852,11 +852,8 @@ static int parse(int argc, char **argv, cli_opts *o, const char **words, int *nw
         }
         switch (ch) {
         case OPT_JSON: o->json = 1; break;
-        case OPT_YES: o->yes = 1; break;
-        case OPT_ALLOW_MASS_DELETE: o->allow_mass_delete = 1; break;
         case OPT_STRICT: o->strict = 1; break;
         case OPT_RECEIVED: o->received = 1; break;
-        case OPT_RESEND: o->resend = 1; break;
         case 'q':
         case OPT_QUIET: o->quiet = 1; break;
         case 'h':
@@ -1002,12 +999,14 @@ int main(int argc, char **argv)
         return cli_demo(&o, argv[0]);
     int known = !strcmp(cmd, "account") || !strcmp(cmd, "login") || !strcmp(cmd, "logout") ||
                 !strcmp(cmd, "status") || !strcmp(cmd, "password") || !strcmp(cmd, "class") || !strcmp(cmd, "sync") ||
-                !strcmp(cmd, "tabs") || !strcmp(cmd, "send-tab") || !strcmp(cmd, "restore");
+                !strcmp(cmd, "tabs") || !strcmp(cmd, "send-tab") || !strcmp(cmd, "device") ||
+                !strcmp(cmd, "recovery-key");
     if (!known) {
         fprintf(stderr, "picl: unknown command '%s' (see picl --help)\n", cmd);
         return CLI_USAGE;
     }
-    int subs = !strcmp(cmd, "account") || !strcmp(cmd, "password");
+    int subs = !strcmp(cmd, "account") || !strcmp(cmd, "password") || !strcmp(cmd, "device") ||
+               !strcmp(cmd, "recovery-key");
     if (subs && nw < 2) {
         fprintf(stderr, "picl: '%s' needs a subcommand (see picl %s --help)\n", cmd, cmd);
         return CLI_USAGE;
@@ -1046,8 +1045,6 @@ int main(int argc, char **argv)
     }
     if (o.strict)
         picl_service_set_persist_keys(svc, 0);
-    if (o.allow_mass_delete)
-        picl_service_set_allow_mass_delete(svc, 1);
     picl_service_add_observer(svc, on_progress, &o);
 #ifdef PICL_TEST_HOOKS /* test builds only (Makefile.in: TEST_HOOKS): cheap stretching */
     const char *floor = getenv("PICL_TEST_STRETCH_FLOOR");
@@ -1071,8 +1068,10 @@ int main(int argc, char **argv)
         rc = cli_tabs(&o, svc);
     else if (!strcmp(cmd, "send-tab"))
         rc = cli_send_tab(&o, svc);
-    else if (!strcmp(cmd, "restore"))
-        rc = cli_restore(&o, svc);
+    else if (!strcmp(cmd, "device"))
+        rc = cli_device(&o, svc, w[1]);
+    else if (!strcmp(cmd, "recovery-key"))
+        rc = cli_recovery_key(&o, svc, w[1]);
     else
         rc = cmd_sync(&o, svc, state);
     picl_service_release(svc);

@@ -1,6 +1,8 @@
 /* account.c -- the client's account flows (see account.h). */
 #include "client/account.h"
+#include "client/recovery_key.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "crypto/codec.h"
@@ -103,9 +105,23 @@ picl_status picl__account_verify(picl_ks_client *c, const char *uid, const char 
 }
 
 /* auth/start .. auth/finish: authToken and the password's unwrapBKey. */
+static picl_status srp_auth_ex(picl_ks_client *c, const char *email, size_t emaillen,
+                               const char *pw, size_t pwlen, const picl_stretch_params *floor,
+                               uint8_t auth_token[32], uint8_t unwrap[32],
+                               picl_stretch_params *used);
+
 static picl_status srp_auth(picl_ks_client *c, const char *email, size_t emaillen,
                             const char *pw, size_t pwlen, const picl_stretch_params *floor,
                             uint8_t auth_token[32], uint8_t unwrap[32])
+{
+    return srp_auth_ex(c, email, emaillen, pw, pwlen, floor, auth_token, unwrap, NULL);
+}
+
+/* srp_auth, also telling the account's stretching parameters (used may be NULL). */
+static picl_status srp_auth_ex(picl_ks_client *c, const char *email, size_t emaillen,
+                               const char *pw, size_t pwlen, const picl_stretch_params *floor,
+                               uint8_t auth_token[32], uint8_t unwrap[32],
+                               picl_stretch_params *used)
 {
     picl_ksc_auth_start st;
     pwkeys k;
@@ -131,9 +147,11 @@ static picl_status srp_auth(picl_ks_client *c, const char *email, size_t emaille
         rc = picl__srp_client_key(srp, K, sizeof K);
     if (rc == PICL_OK)
         rc = picl__ksc_auth_finish(c, st.srp_token, A, M, K, auth_token);
-    if (rc == PICL_OK)
+    if (rc == PICL_OK) {
         memcpy(unwrap, k.unwrap, 32);
-    else {
+        if (used)
+            *used = st.params;
+    } else {
         memset(auth_token, 0, 32);
         memset(unwrap, 0, 32);
     }
@@ -154,7 +172,8 @@ picl_status picl__account_login(picl_ks_client *c, const char *email, size_t ema
         return PICL_ERROR_INVALID_ARGUMENT;
     memset(kft, 0, sizeof kft);
     memset(wrap, 0, sizeof wrap);
-    picl_status rc = srp_auth(c, email, emaillen, password, pwlen, floor, auth, unwrap);
+    picl_status rc = srp_auth_ex(c, email, emaillen, password, pwlen, floor, auth, unwrap,
+                                 &out->params);
     if (rc == PICL_OK)
         rc = picl__ksc_session_create(c, auth, kft, out->session_token, out->uid, &out->verified);
     if (rc == PICL_OK) {
@@ -288,6 +307,47 @@ picl_status picl__account_forgot_finish(picl_ks_client *c, const uint8_t forgot_
     if (rc == PICL_OK)
         rc = picl__ksc_account_reset(c, reset, zero, n.verifier, n.srp_salt, params, n.main_salt);
     picl__wipe(reset, sizeof reset);
+    picl__wipe(&n, sizeof n);
+    return rc;
+}
+
+picl_status picl__account_forgot_finish_rk(picl_ks_client *c, const uint8_t forgot_token[32],
+                                           const char *code, const char *email, size_t emaillen,
+                                           const char *new_pw, size_t newlen,
+                                           const picl_stretch_params *params,
+                                           const uint8_t recovery_key[32])
+{
+    uint8_t reset[32], kb[32], wrap[32];
+    char id[33];
+    char *data = NULL;
+    picl_stretch_params def;
+    newpw n;
+    memset(&n, 0, sizeof n);
+    memset(reset, 0, sizeof reset);
+    memset(kb, 0, sizeof kb);
+    memset(wrap, 0, sizeof wrap);
+    if (!c || !forgot_token || !code || !email || !emaillen || !new_pw || !recovery_key)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    params = params_or_default(params, &def);
+    picl_status rc = picl__rk_id(id, recovery_key);
+    if (rc == PICL_OK)
+        rc = picl__ksc_forgot_verify(c, forgot_token, code, reset);
+    if (rc == PICL_OK)
+        rc = picl__ksc_recovery_key_get(c, reset, id, &data);
+    if (rc == PICL_OK)
+        rc = picl__rk_open(kb, recovery_key, data);
+    if (rc == PICL_OK)
+        rc = make_newpw(&n, email, emaillen, new_pw, newlen, params);
+    /* newWrapKb = kB xor newUnwrapBKey: the recovered kB survives the reset */
+    if (rc == PICL_OK) {
+        picl__xor(wrap, kb, n.k.unwrap, 32);
+        rc = picl__ksc_account_reset_rk(c, reset, wrap, n.verifier, n.srp_salt, params,
+                                        n.main_salt, id);
+    }
+    free(data);
+    picl__wipe(reset, sizeof reset);
+    picl__wipe(kb, sizeof kb);
+    picl__wipe(wrap, sizeof wrap);
     picl__wipe(&n, sizeof n);
     return rc;
 }

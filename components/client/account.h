@@ -37,6 +37,7 @@ typedef struct picl_account {
     int have_kft;
     uint8_t kft[32];
     uint8_t unwrap[32];
+    picl_stretch_params params;   /* the account's stretching at this sign-in */
 } picl_account;
 
 void picl__account_wipe(picl_account *a);
@@ -98,6 +99,18 @@ picl_status picl__account_forgot_finish(picl_ks_client *c, const uint8_t forgot_
                                         const char *code, const char *email, size_t emaillen,
                                         const char *new_pw, size_t newlen,
                                         const picl_stretch_params *params);
+
+/* Step 2 with a recovery key (keyserver.md section 9): verifies the code,
+ * fetches recoveryData for the key's id, opens kB with the key, and resets
+ * with wrapKb = kB xor newUnwrapBKey naming the key: kB (and class B) is
+ * kept, the key is used up.  A wrong key is PICL_ERROR_INVALID_CODE (the
+ * keyserver knows no such key) or PICL_ERROR_DECRYPT, and nothing changes
+ * (the code is spent: ask for a new one). */
+picl_status picl__account_forgot_finish_rk(picl_ks_client *c, const uint8_t forgot_token[32],
+                                           const char *code, const char *email, size_t emaillen,
+                                           const char *new_pw, size_t newlen,
+                                           const picl_stretch_params *params,
+                                           const uint8_t recovery_key[32]);
 
 /* Signs in (proving the password) and destroys the account. */
 picl_status picl__account_destroy(picl_ks_client *c, const char *email, size_t emaillen,

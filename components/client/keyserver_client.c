@@ -159,6 +159,9 @@ static picl_status map_errno(int http, int errnum)
     case 109: case 110: case 111: case 115: return PICL_ERROR_TOKEN;
     case 114: case 201: return PICL_ERROR_BACKOFF;
     case 106: case 107: case 108: case 112: case 113: return PICL_ERROR_PROTOCOL;
+    case 124: return PICL_ERROR_INVALID_CODE; /* unknown recovery key */
+    case 125: return PICL_ERROR_TOKEN;        /* sign in again first */
+    case 126: return PICL_ERROR_NOT_FOUND;    /* unknown device */
     default: break;
     }
     if (http == 429 || http == 503)
@@ -588,6 +591,39 @@ picl_status picl__ksc_account_reset(picl_ks_client *c, const uint8_t account_res
                                     const uint8_t srp_salt[32], const picl_stretch_params *params,
                                     const uint8_t main_salt[32])
 {
+    return picl__ksc_account_reset_rk(c, account_reset_token, wrap_kb, verifier, srp_salt, params,
+                                      main_salt, NULL);
+}
+
+picl_status picl__ksc_recovery_key_get(picl_ks_client *c, const uint8_t account_reset_token[32],
+                                       const char *recovery_key_id, char **data)
+{
+    json_t *ans = NULL;
+    char path[64];
+    *data = NULL;
+    if (strlen(recovery_key_id) != 32 || strspn(recovery_key_id, "0123456789abcdef") != 32)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    snprintf(path, sizeof path, "/v1/recoveryKey/%s", recovery_key_id);
+    picl_status rc = picl__ksc_call(c, "GET", path, account_reset_token, PICL_TOKEN_ACCOUNT_RESET,
+                                    NULL, &ans);
+    if (rc == PICL_OK) {
+        const char *d = json_string_value(json_object_get(ans, "recoveryData"));
+        *data = d ? strdup(d) : NULL;
+        if (!d)
+            rc = PICL_ERROR_PROTOCOL;
+        else if (!*data)
+            rc = PICL_ERROR_NO_MEMORY;
+    }
+    json_decref(ans);
+    return rc;
+}
+
+picl_status picl__ksc_account_reset_rk(picl_ks_client *c, const uint8_t account_reset_token[32],
+                                       const uint8_t wrap_kb[32], const uint8_t verifier[256],
+                                       const uint8_t srp_salt[32],
+                                       const picl_stretch_params *params,
+                                       const uint8_t main_salt[32], const char *recovery_key_id)
+{
     picl_token_keys k;
     uint8_t payload[288];
     char *bundle = NULL;
@@ -602,6 +638,11 @@ picl_status picl__ksc_account_reset(picl_ks_client *c, const uint8_t account_res
         body = json_pack("{s:s, s:{s:s, s:o}, s:o}", "bundle", bundle, "srp", "type", SRP_TYPE,
                          "salt", hex_json(srp_salt, 32), "passwordStretching",
                          stretch_json(params, main_salt));
+        if (body && recovery_key_id &&
+            json_object_set_new(body, "recoveryKeyId", json_string(recovery_key_id))) {
+            json_decref(body);
+            body = NULL;
+        }
         rc = body ? picl__ksc_call(c, "POST", "/v1/account/reset", account_reset_token,
                                    PICL_TOKEN_ACCOUNT_RESET, body, NULL)
                   : PICL_ERROR_NO_MEMORY;

@@ -96,6 +96,19 @@ picl_status picl__ksc_account_reset(picl_ks_client *c, const uint8_t account_res
                                     const uint8_t wrap_kb[32], const uint8_t verifier[256],
                                     const uint8_t srp_salt[32], const picl_stretch_params *params,
                                     const uint8_t main_salt[32]);
+/* The same, for a reset that keeps kB with a recovery key: wrap_kb is the
+ * recovered kB xor the new unwrapBKey and the body names the key
+ * (keyserver.md section 9); recovery_key_id NULL = a plain reset. */
+picl_status picl__ksc_account_reset_rk(picl_ks_client *c, const uint8_t account_reset_token[32],
+                                       const uint8_t wrap_kb[32], const uint8_t verifier[256],
+                                       const uint8_t srp_salt[32],
+                                       const picl_stretch_params *params,
+                                       const uint8_t main_salt[32], const char *recovery_key_id);
+/* GET /v1/recoveryKey/{id} with the forgot flow's accountResetToken:
+ * *data = recoveryData (malloc()ed, caller frees); a wrong id is
+ * PICL_ERROR_INVALID_CODE (404/124, and it costs one of the account's tries). */
+picl_status picl__ksc_recovery_key_get(picl_ks_client *c, const uint8_t account_reset_token[32],
+                                       const char *recovery_key_id, char **data);
 picl_status picl__ksc_account_destroy(picl_ks_client *c, const uint8_t auth_token[32]);
 /* email receives the raw email (NUL-terminated, <= 255 bytes). */
 picl_status picl__ksc_email_status(picl_ks_client *c, const uint8_t session_token[32],

@@ -335,6 +335,9 @@ int ks_hawk_auth(ks_server *s, picl_http_request *req, picl_http_response *resp,
     switch (rc) {
     case PICL_OK:
         ok = 1;
+        /* a device's last access (keyserver.md section 9); best effort */
+        if (type == PICL_TOKEN_SESSION)
+            ks_db_session_touch(s->db, tok->id, now);
         break;
     case PICL_HAWK_ERROR_STALE: {
         json_t *j = error_json(401, KS_ERR_SKEW, "timestamp outside the allowed skew");

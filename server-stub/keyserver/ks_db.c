@@ -210,3 +210,45 @@ picl_status ks_db_purged(ks_db *db, int64_t uid)
 {
     return db->ops->purged(db->impl, uid);
 }
+
+picl_status ks_db_session_touch(ks_db *db, const uint8_t id[32], int64_t now)
+{
+    return db->ops->session_touch(db->impl, id, now);
+}
+
+picl_status ks_db_session_rename(ks_db *db, const uint8_t id[32], const char *name,
+                                 const char *type)
+{
+    return db->ops->session_rename(db->impl, id, name, type);
+}
+
+picl_status ks_db_session_destroy(ks_db *db, int64_t account, const char *device_id)
+{
+    return db->ops->session_destroy(db->impl, account, device_id);
+}
+
+picl_status ks_db_event_add(ks_db *db, int64_t account, const ks_event *e)
+{
+    return db->ops->event_add(db->impl, account, e);
+}
+
+picl_status ks_db_events(ks_db *db, int64_t account, void (*fn)(void *ctx, const ks_event *e),
+                         void *ctx)
+{
+    return db->ops->events(db->impl, account, fn, ctx);
+}
+
+picl_status ks_db_recovery_put(ks_db *db, int64_t account, const char *id, const char *data)
+{
+    return db->ops->recovery_put(db->impl, account, id, data);
+}
+
+picl_status ks_db_recovery_get(ks_db *db, int64_t account, char id[33], char *data, size_t cap)
+{
+    return db->ops->recovery_get(db->impl, account, id, data, cap);
+}
+
+picl_status ks_db_recovery_delete(ks_db *db, int64_t account)
+{
+    return db->ops->recovery_delete(db->impl, account);
+}

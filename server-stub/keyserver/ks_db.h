@@ -31,7 +31,7 @@
 #define KS_EMAIL_MAX 255
 #define KS_UID_BYTES 16
 #define KS_VERIFIER_BYTES 256
-#define KS_SCHEMA_VERSION 3
+#define KS_SCHEMA_VERSION 4
 #define KS_NODE_URL_MAX 255
 
 typedef struct ks_db ks_db;
@@ -68,6 +68,7 @@ typedef struct ks_token {
     int tries;
     int mailbox;                  /* accountResetToken from a reset code: it proved
                                      the mailbox (its reset verifies the email) */
+    int64_t last_access;          /* sessions: last authenticated request (0 = none) */
 } ks_token;
 
 /* The class map anchor of an account (keyserver.md section 9). */
@@ -237,6 +238,40 @@ picl_status ks_db_purgeable(ks_db *db, int64_t replaced_before,
                             int (*fn)(void *ctx, const ks_assignment *a), void *ctx);
 /* Forgets a purged assignment (its data is gone from the node). */
 picl_status ks_db_purged(ks_db *db, int64_t uid);
+
+/* ---- devices, security events, recovery key (keyserver.md section 9) ---- */
+
+#define KS_EVENTS_KEPT 100
+#define KS_RECOVERY_DATA_MAX 1024
+
+typedef struct ks_event {
+    char type[32];                /* "login", "password.reset", ... */
+    int64_t time;
+    char device[65];              /* device name, "" when none */
+    char address[64];             /* client address, "" when none */
+} ks_event;
+
+/* Records the session's last access at now (no write when it is already now). */
+picl_status ks_db_session_touch(ks_db *db, const uint8_t id[32], int64_t now);
+/* Names the session with token id: NOT_FOUND when it is gone. */
+picl_status ks_db_session_rename(ks_db *db, const uint8_t id[32], const char *name,
+                                 const char *type);
+/* Deletes the account's session whose device id is device_id (and so every
+ * request it signs from then on): NOT_FOUND when there is none. */
+picl_status ks_db_session_destroy(ks_db *db, int64_t account, const char *device_id);
+/* Appends an event and keeps only the newest KS_EVENTS_KEPT of the account. */
+picl_status ks_db_event_add(ks_db *db, int64_t account, const ks_event *e);
+/* Calls fn for the account's events, newest first. */
+picl_status ks_db_events(ks_db *db, int64_t account, void (*fn)(void *ctx, const ks_event *e),
+                         void *ctx);
+/* Stores the account's recovery key (id: 32 hex; data: at most
+ * KS_RECOVERY_DATA_MAX characters), replacing an earlier one. */
+picl_status ks_db_recovery_put(ks_db *db, int64_t account, const char *id, const char *data);
+/* The account's recovery key: id (33 bytes) and data (cap bytes);
+ * NOT_FOUND when it has none. */
+picl_status ks_db_recovery_get(ks_db *db, int64_t account, char id[33], char *data, size_t cap);
+/* Deletes it: NOT_FOUND when there was none. */
+picl_status ks_db_recovery_delete(ks_db *db, int64_t account);
 
 /* Called by a backend, on the request's thread, when the storage under the
  * database fails (full: 1 for a full disk, 0 for an I/O error; msg the

@@ -58,6 +58,18 @@ typedef struct ks_db_ops {
     picl_status (*purgeable)(ks_db_impl *db, int64_t replaced_before,
                              int (*fn)(void *ctx, const ks_assignment *a), void *ctx);
     picl_status (*purged)(ks_db_impl *db, int64_t uid);
+    picl_status (*session_touch)(ks_db_impl *db, const uint8_t id[32], int64_t now);
+    picl_status (*session_rename)(ks_db_impl *db, const uint8_t id[32], const char *name,
+                                  const char *type);
+    picl_status (*session_destroy)(ks_db_impl *db, int64_t account, const char *device_id);
+    picl_status (*event_add)(ks_db_impl *db, int64_t account, const ks_event *e);
+    picl_status (*events)(ks_db_impl *db, int64_t account,
+                          void (*fn)(void *ctx, const ks_event *e), void *ctx);
+    picl_status (*recovery_put)(ks_db_impl *db, int64_t account, const char *id,
+                                const char *data);
+    picl_status (*recovery_get)(ks_db_impl *db, int64_t account, char id[33], char *data,
+                                size_t cap);
+    picl_status (*recovery_delete)(ks_db_impl *db, int64_t account);
 } ks_db_ops;
 
 extern const ks_db_ops ks_db_sqlite_ops;

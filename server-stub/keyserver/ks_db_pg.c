@@ -66,6 +66,21 @@ static const char *const schema_v3 =
     "CREATE INDEX assignments_account ON assignments(account, replaced_at);"
     "CREATE INDEX assignments_replaced ON assignments(replaced_at);";
 
+/* v4 (keyserver.md section 9): devices' last access, security events and
+ * the recovery key. */
+static const char *const schema_v4 =
+    "CREATE TABLE IF NOT EXISTS session_access ("
+    " id BYTEA PRIMARY KEY REFERENCES tokens(id) ON DELETE CASCADE, t BIGINT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS events ("
+    " id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+    " account BIGINT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,"
+    " type TEXT NOT NULL, t BIGINT NOT NULL, device TEXT NOT NULL DEFAULT '',"
+    " address TEXT NOT NULL DEFAULT '');"
+    "CREATE INDEX IF NOT EXISTS events_account ON events(account, id);"
+    "CREATE TABLE IF NOT EXISTS recovery_keys ("
+    " account BIGINT PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,"
+    " key_id TEXT NOT NULL, data TEXT NOT NULL);";
+
 #define ACCOUNT_COLS                                                                          \
     "SELECT id, uid, email, verified, verify_code, ka, wrap_kb, verifier, srp_salt, main_salt," \
     " pbkdf2_rounds_1, scrypt_n, scrypt_r, scrypt_p, pbkdf2_rounds_2, epoch FROM accounts "
@@ -87,6 +102,8 @@ enum {
     S_RATE_DEL, S_SWEEP_TOK, S_SWEEP_SRP, S_SWEEP_RATE, S_SWEEP_ACC, S_NODE_ADD, S_NODES,
     S_NODE_GET, S_NODE_DRAIN, S_NODE_DRAIN_ASSIGN, S_ACC_LOCK, S_ASSIGN_LIVE, S_ASSIGN_REPLACE,
     S_NODE_PICK, S_ASSIGN_INSERT, S_NODE_INC, S_ASSIGN_GET, S_PURGEABLE, S_PURGED,
+    S_SESS_TOUCH, S_SESS_RENAME, S_SESS_DESTROY, S_EVENT_ADD, S_EVENT_PRUNE, S_EVENTS,
+    S_RK_PUT, S_RK_GET, S_RK_DEL,
     S_NONCE_ADD, S_SWEEP_NONCES, S_COUNT
 };
 
@@ -126,8 +143,11 @@ static const char *const sql[S_COUNT] = {
     [S_TOK_GET_LOCK] = TOKEN_COLS "WHERE id = $1 AND type = $2 FOR UPDATE",
     [S_TOK_DEL] = "DELETE FROM tokens WHERE id = $1",
     [S_TOK_TRIES] = "UPDATE tokens SET tries = tries - 1 WHERE id = $1",
-    [S_SESSIONS] = TOKEN_COLS "WHERE account = $1 AND type = $2 AND"
-                              " (expires = 0 OR expires >= $3) ORDER BY seq",
+    [S_SESSIONS] = "SELECT id, type, account, hmac_key, request_key, created, expires,"
+                   " device_id, device_name, device_type, code, tries, mailbox,"
+                   " coalesce((SELECT a.t FROM session_access a WHERE a.id = tokens.id), 0)"
+                   " FROM tokens WHERE account = $1 AND type = $2 AND"
+                   " (expires = 0 OR expires >= $3) ORDER BY seq",
     [S_SRP_PUT] = "INSERT INTO srp_sessions (key, account, b, expires) VALUES ($1,$2,$3,$4)",
     [S_SRP_GC] = "DELETE FROM srp_sessions WHERE expires < $1",
     [S_SRP_TAKE] = "DELETE FROM srp_sessions WHERE key = $1 RETURNING account, b, expires",
@@ -163,6 +183,23 @@ static const char *const sql[S_COUNT] = {
     [S_PURGEABLE] = ASSIGN_COLS "WHERE a.replaced_at > 0 AND (a.replaced_at < $1 OR"
                                 " a.account IS NULL) ORDER BY a.id",
     [S_PURGED] = "DELETE FROM assignments WHERE id = $1 AND replaced_at > 0",
+    [S_SESS_TOUCH] = "INSERT INTO session_access (id, t) VALUES ($1, $2) ON CONFLICT (id)"
+                     " DO UPDATE SET t = EXCLUDED.t WHERE session_access.t <> EXCLUDED.t",
+    [S_SESS_RENAME] = "UPDATE tokens SET device_name = $1, device_type = $2"
+                      " WHERE id = $3 AND type = $4",
+    [S_SESS_DESTROY] = "DELETE FROM tokens WHERE account = $1 AND type = $2 AND"
+                       " device_id = $3 AND device_id <> ''",
+    [S_EVENT_ADD] = "INSERT INTO events (account, type, t, device, address)"
+                    " VALUES ($1,$2,$3,$4,$5)",
+    [S_EVENT_PRUNE] = "DELETE FROM events WHERE account = $1 AND id NOT IN (SELECT id FROM"
+                      " events WHERE account = $1 ORDER BY id DESC LIMIT $2)",
+    [S_EVENTS] = "SELECT type, t, device, address FROM events WHERE account = $1"
+                 " ORDER BY id DESC LIMIT $2",
+    [S_RK_PUT] = "INSERT INTO recovery_keys (account, key_id, data) VALUES ($1,$2,$3)"
+                 " ON CONFLICT (account) DO UPDATE SET key_id = EXCLUDED.key_id,"
+                 " data = EXCLUDED.data",
+    [S_RK_GET] = "SELECT key_id, data FROM recovery_keys WHERE account = $1",
+    [S_RK_DEL] = "DELETE FROM recovery_keys WHERE account = $1",
     [S_NONCE_ADD] = "INSERT INTO hawk_nonces (key, expires) VALUES ($1, $2)"
                     " ON CONFLICT (key) DO NOTHING",
     [S_SWEEP_NONCES] = "DELETE FROM hawk_nonces WHERE expires < $1",
@@ -433,7 +470,15 @@ static picl_status migrate(pconn *c, const char **why)
             rc = simple(c, "INSERT INTO meta VALUES ('schema_version', 3) ON CONFLICT (key)"
                            " DO UPDATE SET value = 3");
     }
-    /* Later versions add "if (version < 4) ..." steps here. */
+    if (rc == PICL_OK && version < 4) {
+        rc = simple(c, schema_v4);
+        if (rc != PICL_OK)
+            *why = reason("cannot create the schema", c->c);
+        if (rc == PICL_OK)
+            rc = simple(c, "INSERT INTO meta VALUES ('schema_version', 4) ON CONFLICT (key)"
+                           " DO UPDATE SET value = 4");
+    }
+    /* Later versions add "if (version < 5) ..." steps here. */
     rc = end_tx(c, rc);
     if (rc != PICL_OK && !*why)
         *why = reason("cannot migrate the schema", c->c);
@@ -886,8 +931,10 @@ static picl_status pg_sessions(pg_db *db, int64_t account, int64_t now,
     conn_put(db, c);
     for (int i = 0; rc == PICL_OK && i < PQntuples(r); i++) {
         ks_token t;
-        if (token_row(r, i, &t) == PICL_OK)
+        if (token_row(r, i, &t) == PICL_OK) {
+            t.last_access = g_i64(r, i, 13);
             fn(ctx, &t);
+        }
         picl__wipe(&t, sizeof t);
     }
     clear_secret(r);
@@ -1355,6 +1402,135 @@ static picl_status pg_purged(pg_db *db, int64_t uid)
     return rc == PICL_OK && n == 0 ? PICL_ERROR_NOT_FOUND : rc;
 }
 
+/* ---- devices, security events, recovery key ------------------------------- */
+
+static picl_status pg_session_touch(pg_db *db, const uint8_t id[32], int64_t now)
+{
+    pq_args g = {0};
+    a_bin(&g, id, 32);
+    a_i64(&g, now);
+    pconn *c = conn_get(db);
+    picl_status rc = q(c, S_SESS_TOUCH, &g, NULL, NULL);
+    conn_put(db, c);
+    return rc;
+}
+
+static picl_status pg_session_rename(pg_db *db, const uint8_t id[32], const char *name,
+                                     const char *type)
+{
+    pq_args g = {0};
+    a_text(&g, name);
+    a_text(&g, type);
+    a_bin(&g, id, 32);
+    a_i64(&g, PICL_TOKEN_SESSION);
+    int64_t n = 0;
+    pconn *c = conn_get(db);
+    picl_status rc = q(c, S_SESS_RENAME, &g, NULL, &n);
+    conn_put(db, c);
+    return rc == PICL_OK && n != 1 ? PICL_ERROR_NOT_FOUND : rc;
+}
+
+static picl_status pg_session_destroy(pg_db *db, int64_t account, const char *device_id)
+{
+    pq_args g = {0};
+    a_i64(&g, account);
+    a_i64(&g, PICL_TOKEN_SESSION);
+    a_text(&g, device_id);
+    int64_t n = 0;
+    pconn *c = conn_get(db);
+    picl_status rc = q(c, S_SESS_DESTROY, &g, NULL, &n);
+    conn_put(db, c);
+    return rc == PICL_OK && n < 1 ? PICL_ERROR_NOT_FOUND : rc;
+}
+
+static picl_status pg_event_add(pg_db *db, int64_t account, const ks_event *e)
+{
+    pq_args g = {0}, p = {0};
+    a_i64(&g, account);
+    a_text(&g, e->type);
+    a_i64(&g, e->time);
+    a_text(&g, e->device);
+    a_text(&g, e->address);
+    a_i64(&p, account);
+    a_i64(&p, KS_EVENTS_KEPT);
+    pconn *c = conn_get(db);
+    picl_status rc = begin(c);
+    if (rc == PICL_OK)
+        rc = q(c, S_EVENT_ADD, &g, NULL, NULL);
+    if (rc == PICL_OK)
+        rc = q(c, S_EVENT_PRUNE, &p, NULL, NULL);
+    rc = end_tx(c, rc);
+    conn_put(db, c);
+    return rc;
+}
+
+static picl_status pg_events(pg_db *db, int64_t account, void (*fn)(void *ctx, const ks_event *e),
+                             void *ctx)
+{
+    pq_args g = {0};
+    a_i64(&g, account);
+    a_i64(&g, KS_EVENTS_KEPT);
+    pconn *c = conn_get(db);
+    PGresult *r = NULL;
+    picl_status rc = q(c, S_EVENTS, &g, &r, NULL);
+    conn_put(db, c);
+    for (int i = 0; rc == PICL_OK && i < PQntuples(r); i++) {
+        ks_event e;
+        memset(&e, 0, sizeof e);
+        g_text(r, i, 0, e.type, sizeof e.type);
+        e.time = g_i64(r, i, 1);
+        g_text(r, i, 2, e.device, sizeof e.device);
+        g_text(r, i, 3, e.address, sizeof e.address);
+        fn(ctx, &e);
+    }
+    PQclear(r);
+    return rc;
+}
+
+static picl_status pg_recovery_put(pg_db *db, int64_t account, const char *id, const char *data)
+{
+    if (strlen(id) != 32 || strlen(data) > KS_RECOVERY_DATA_MAX)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    pq_args g = {0};
+    a_i64(&g, account);
+    a_text(&g, id);
+    a_text(&g, data);
+    pconn *c = conn_get(db);
+    picl_status rc = q(c, S_RK_PUT, &g, NULL, NULL);
+    conn_put(db, c);
+    return rc;
+}
+
+static picl_status pg_recovery_get(pg_db *db, int64_t account, char id[33], char *data,
+                                   size_t cap)
+{
+    id[0] = 0;
+    if (cap)
+        data[0] = 0;
+    pq_args g = {0};
+    a_i64(&g, account);
+    pconn *c = conn_get(db);
+    PGresult *r = NULL;
+    picl_status rc = q(c, S_RK_GET, &g, &r, NULL);
+    conn_put(db, c);
+    if (rc == PICL_OK && PQntuples(r) != 1)
+        rc = PICL_ERROR_NOT_FOUND;
+    if (rc == PICL_OK) {
+        g_text(r, 0, 0, id, 33);
+        if (cap)
+            g_text(r, 0, 1, data, cap);
+    }
+    PQclear(r);
+    return rc;
+}
+
+static picl_status pg_recovery_delete(pg_db *db, int64_t account)
+{
+    int64_t n = 0;
+    picl_status rc = one_i64(db, S_RK_DEL, account, &n);
+    return rc == PICL_OK && n == 0 ? PICL_ERROR_NOT_FOUND : rc;
+}
+
 const ks_db_ops ks_db_pg_ops = {
     .name = "postgresql",
     .open = pg_open,
@@ -1389,4 +1565,12 @@ const ks_db_ops ks_db_pg_ops = {
     .assignment = pg_assignment,
     .purgeable = pg_purgeable,
     .purged = pg_purged,
+    .session_touch = pg_session_touch,
+    .session_rename = pg_session_rename,
+    .session_destroy = pg_session_destroy,
+    .event_add = pg_event_add,
+    .events = pg_events,
+    .recovery_put = pg_recovery_put,
+    .recovery_get = pg_recovery_get,
+    .recovery_delete = pg_recovery_delete,
 };

@@ -79,6 +79,21 @@ static const char *const schema_v3 =
     "INSERT INTO sqlite_sequence (name, seq) SELECT 'assignments', 4294967295"
     " WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'assignments');";
 
+/* v4 (keyserver.md section 9): devices' last access, security events and
+ * the recovery key.  Every step is idempotent. */
+static const char *const schema_v4 =
+    "CREATE TABLE IF NOT EXISTS session_access ("
+    " id BLOB PRIMARY KEY REFERENCES tokens(id) ON DELETE CASCADE, t INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS events ("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " account INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,"
+    " type TEXT NOT NULL, t INTEGER NOT NULL, device TEXT NOT NULL DEFAULT '',"
+    " address TEXT NOT NULL DEFAULT '');"
+    "CREATE INDEX IF NOT EXISTS events_account ON events(account, id);"
+    "CREATE TABLE IF NOT EXISTS recovery_keys ("
+    " account INTEGER PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,"
+    " key_id TEXT NOT NULL, data TEXT NOT NULL);";
+
 /* ---- small helpers ------------------------------------------------------ */
 
 static picl_status exec(sq_db *db, const char *sql)
@@ -159,7 +174,12 @@ static picl_status migrate(sq_db *db)
         if (rc == PICL_OK)
             rc = exec(db, "INSERT OR REPLACE INTO meta VALUES ('schema_version', 3)");
     }
-    /* Later versions add "if (version < 4) ..." steps here. */
+    if (rc == PICL_OK && version < 4) {
+        rc = exec(db, schema_v4);
+        if (rc == PICL_OK)
+            rc = exec(db, "INSERT OR REPLACE INTO meta VALUES ('schema_version', 4)");
+    }
+    /* Later versions add "if (version < 5) ..." steps here. */
     rc = end_tx(db, rc);
     return rc;
 }
@@ -685,8 +705,12 @@ static picl_status sq_sessions(sq_db *db, int64_t account, int64_t now,
 {
     lock(db);
     sqlite3_stmt *st = NULL;
-    picl_status rc = prep(db, &st, TOKEN_COLS "WHERE account = ? AND type = ? AND"
-                                              " (expires = 0 OR expires >= ?) ORDER BY rowid");
+    picl_status rc = prep(db, &st,
+                          "SELECT id, type, account, hmac_key, request_key, created, expires,"
+                          " device_id, device_name, device_type, code, tries, mailbox,"
+                          " coalesce((SELECT t FROM session_access a WHERE a.id = tokens.id), 0)"
+                          " FROM tokens WHERE account = ? AND type = ? AND"
+                          " (expires = 0 OR expires >= ?) ORDER BY rowid");
     if (rc == PICL_OK) {
         sqlite3_bind_int64(st, 1, account);
         sqlite3_bind_int(st, 2, PICL_TOKEN_SESSION);
@@ -694,8 +718,10 @@ static picl_status sq_sessions(sq_db *db, int64_t account, int64_t now,
         int s;
         while ((s = sqlite3_step(st)) == SQLITE_ROW) {
             ks_token t;
-            if (token_row(st, &t) == PICL_OK)
+            if (token_row(st, &t) == PICL_OK) {
+                t.last_access = sqlite3_column_int64(st, 13);
                 fn(ctx, &t);
+            }
             picl__wipe(&t, sizeof t);
         }
         if (s != SQLITE_DONE)
@@ -1277,6 +1303,184 @@ static picl_status sq_purged(sq_db *db, int64_t uid)
     return rc == PICL_OK && n == 0 ? PICL_ERROR_NOT_FOUND : rc;
 }
 
+/* ---- devices, security events, recovery key ------------------------------- */
+
+static picl_status sq_session_touch(sq_db *db, const uint8_t id[32], int64_t now)
+{
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    picl_status rc = prep(db, &st, "INSERT INTO session_access (id, t) VALUES (?, ?)"
+                                   " ON CONFLICT (id) DO UPDATE SET t = excluded.t"
+                                   " WHERE t <> excluded.t");
+    if (rc == PICL_OK) {
+        sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, now);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = PICL_ERROR_DATABASE;
+    }
+    sqlite3_finalize(st);
+    unlock(db);
+    return rc;
+}
+
+static picl_status sq_session_rename(sq_db *db, const uint8_t id[32], const char *name,
+                                     const char *type)
+{
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    picl_status rc = prep(db, &st, "UPDATE tokens SET device_name = ?, device_type = ?"
+                                   " WHERE id = ? AND type = ?");
+    if (rc == PICL_OK) {
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 3, id, 32, SQLITE_STATIC);
+        sqlite3_bind_int(st, 4, PICL_TOKEN_SESSION);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = PICL_ERROR_DATABASE;
+        else if (sqlite3_changes(db->h) != 1)
+            rc = PICL_ERROR_NOT_FOUND;
+    }
+    sqlite3_finalize(st);
+    unlock(db);
+    return rc;
+}
+
+static picl_status sq_session_destroy(sq_db *db, int64_t account, const char *device_id)
+{
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    picl_status rc = prep(db, &st, "DELETE FROM tokens WHERE account = ? AND type = ? AND"
+                                   " device_id = ? AND device_id <> ''");
+    if (rc == PICL_OK) {
+        sqlite3_bind_int64(st, 1, account);
+        sqlite3_bind_int(st, 2, PICL_TOKEN_SESSION);
+        sqlite3_bind_text(st, 3, device_id, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = PICL_ERROR_DATABASE;
+        else if (sqlite3_changes(db->h) < 1)
+            rc = PICL_ERROR_NOT_FOUND;
+    }
+    sqlite3_finalize(st);
+    unlock(db);
+    return rc;
+}
+
+static picl_status sq_event_add(sq_db *db, int64_t account, const ks_event *e)
+{
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    if (rc == PICL_OK)
+        rc = prep(db, &st, "INSERT INTO events (account, type, t, device, address)"
+                           " VALUES (?,?,?,?,?)");
+    if (rc == PICL_OK) {
+        sqlite3_bind_int64(st, 1, account);
+        sqlite3_bind_text(st, 2, e->type, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, e->time);
+        sqlite3_bind_text(st, 4, e->device, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 5, e->address, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = PICL_ERROR_DATABASE;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (rc == PICL_OK)
+        rc = prep(db, &st, "DELETE FROM events WHERE account = ?1 AND id NOT IN (SELECT id"
+                           " FROM events WHERE account = ?1 ORDER BY id DESC LIMIT ?2)");
+    if (rc == PICL_OK) {
+        sqlite3_bind_int64(st, 1, account);
+        sqlite3_bind_int(st, 2, KS_EVENTS_KEPT);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = PICL_ERROR_DATABASE;
+    }
+    sqlite3_finalize(st);
+    rc = end_tx(db, rc);
+    unlock(db);
+    return rc;
+}
+
+static picl_status sq_events(sq_db *db, int64_t account, void (*fn)(void *ctx, const ks_event *e),
+                             void *ctx)
+{
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    picl_status rc = prep(db, &st, "SELECT type, t, device, address FROM events"
+                                   " WHERE account = ? ORDER BY id DESC LIMIT ?");
+    if (rc == PICL_OK) {
+        sqlite3_bind_int64(st, 1, account);
+        sqlite3_bind_int(st, 2, KS_EVENTS_KEPT);
+        int s;
+        while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+            ks_event e;
+            memset(&e, 0, sizeof e);
+            col_text(st, 0, e.type, sizeof e.type);
+            e.time = sqlite3_column_int64(st, 1);
+            col_text(st, 2, e.device, sizeof e.device);
+            col_text(st, 3, e.address, sizeof e.address);
+            fn(ctx, &e);
+        }
+        if (s != SQLITE_DONE)
+            rc = PICL_ERROR_DATABASE;
+    }
+    sqlite3_finalize(st);
+    unlock(db);
+    return rc;
+}
+
+static picl_status sq_recovery_put(sq_db *db, int64_t account, const char *id, const char *data)
+{
+    if (strlen(id) != 32 || strlen(data) > KS_RECOVERY_DATA_MAX)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    picl_status rc = prep(db, &st, "INSERT OR REPLACE INTO recovery_keys (account, key_id, data)"
+                                   " VALUES (?,?,?)");
+    if (rc == PICL_OK) {
+        sqlite3_bind_int64(st, 1, account);
+        sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, data, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = PICL_ERROR_DATABASE;
+    }
+    sqlite3_finalize(st);
+    unlock(db);
+    return rc;
+}
+
+static picl_status sq_recovery_get(sq_db *db, int64_t account, char id[33], char *data,
+                                   size_t cap)
+{
+    id[0] = 0;
+    if (cap)
+        data[0] = 0;
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    picl_status rc = prep(db, &st, "SELECT key_id, data FROM recovery_keys WHERE account = ?");
+    if (rc == PICL_OK) {
+        sqlite3_bind_int64(st, 1, account);
+        int s = sqlite3_step(st);
+        if (s == SQLITE_ROW) {
+            col_text(st, 0, id, 33);
+            if (cap)
+                col_text(st, 1, data, cap);
+        } else {
+            rc = s == SQLITE_DONE ? PICL_ERROR_NOT_FOUND : PICL_ERROR_DATABASE;
+        }
+    }
+    sqlite3_finalize(st);
+    unlock(db);
+    return rc;
+}
+
+static picl_status sq_recovery_delete(sq_db *db, int64_t account)
+{
+    lock(db);
+    int n = 0;
+    picl_status rc = change_by_id(db, "DELETE FROM recovery_keys WHERE account = ?", account, &n);
+    unlock(db);
+    return rc == PICL_OK && n == 0 ? PICL_ERROR_NOT_FOUND : rc;
+}
+
 const ks_db_ops ks_db_sqlite_ops = {
     .name = "sqlite",
     .open = sq_open,
@@ -1311,4 +1515,12 @@ const ks_db_ops ks_db_sqlite_ops = {
     .assignment = sq_assignment,
     .purgeable = sq_purgeable,
     .purged = sq_purged,
+    .session_touch = sq_session_touch,
+    .session_rename = sq_session_rename,
+    .session_destroy = sq_session_destroy,
+    .event_add = sq_event_add,
+    .events = sq_events,
+    .recovery_put = sq_recovery_put,
+    .recovery_get = sq_recovery_get,
+    .recovery_delete = sq_recovery_delete,
 };

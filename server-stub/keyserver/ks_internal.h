@@ -50,7 +50,8 @@ enum {
     KS_ERR_CODE = 105, KS_ERR_JSON = 106, KS_ERR_PARAM = 107, KS_ERR_MISSING = 108,
     KS_ERR_SIGNATURE = 109, KS_ERR_TOKEN = 110, KS_ERR_SKEW = 111, KS_ERR_LENGTH = 112,
     KS_ERR_TOO_LARGE = 113, KS_ERR_THROTTLED = 114, KS_ERR_NONCE = 115,
-    KS_ERR_STALE_CLASSMAP = 123, KS_ERR_OVERLOADED = 201,
+    KS_ERR_STALE_CLASSMAP = 123, KS_ERR_RECOVERY_KEY = 124, KS_ERR_RECENT_LOGIN = 125,
+    KS_ERR_UNKNOWN_DEVICE = 126, KS_ERR_OVERLOADED = 201,
     KS_ERR_UNEXPECTED = 999
 };
 
@@ -165,6 +166,25 @@ picl_status ks_nodes_credentials(ks_server *s, int64_t account, char *node, size
  * ks_server_free. */
 picl_status ks_nodes_start_purger(ks_server *s);
 void ks_nodes_stop_purger(ks_server *s);
+
+/* Devices, security events and the recovery key (ks_account_ext.c,
+ * keyserver.md section 9). */
+/* A recovery key is made only by a session younger than this (seconds). */
+#define KS_RECENT_LOGIN 600
+/* Records an event of type for the account (device name may be NULL; the
+ * address is req's client, none when req is NULL).  A failure is logged,
+ * never answered. */
+void ks_event_log(ks_server *s, picl_http_request *req, int64_t account, const char *type,
+                  const char *device);
+void ks_h_device_name(picl_http_request *req, picl_http_response *resp, void *ctx);
+void ks_h_device_destroy(picl_http_request *req, picl_http_response *resp, void *ctx);
+void ks_h_events(picl_http_request *req, picl_http_response *resp, void *ctx);
+void ks_h_recovery_key_post(picl_http_request *req, picl_http_response *resp, void *ctx);
+void ks_h_recovery_key_get(picl_http_request *req, picl_http_response *resp, void *ctx);
+void ks_h_recovery_key_delete(picl_http_request *req, picl_http_response *resp, void *ctx);
+/* PICL_OK when id (32 hex) is the account's recovery key, NOT_FOUND when
+ * it is not (or there is none), else the database's status. */
+picl_status ks_recovery_key_used(ks_server *s, int64_t account, const char *id);
 
 /* Registers every route on http with the keyserver hooks. */
 picl_status ks_routes_mount(ks_server *s, picl_http_server *http, int skip_heartbeat);

@@ -101,8 +101,11 @@ void ks_h_email_verify(picl_http_request *req, picl_http_response *resp, void *c
         ks_error(resp, 400, KS_ERR_CODE, "invalid verification code");
     else if (!a->verified && ks_db_account_set_verified(s->db, a->id) != PICL_OK)
         ks_error_internal(resp);
-    else
+    else {
+        if (!a->verified)
+            ks_event_log(s, req, a->id, "account.verified", NULL);
         ks_reply(resp, json_object());
+    }
 done:
     picl__wipe(code, sizeof code);
     ks_json_free(body);

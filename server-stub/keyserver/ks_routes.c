@@ -151,6 +151,7 @@ static void h_account_create(picl_http_request *req, picl_http_response *resp, v
         ks_error_internal(resp);
         goto done;
     }
+    ks_event_log(s, req, a->id, "account.created", NULL);
     json_t *j = json_object();
     if (j && ks_set_hex(j, "uid", a->uid, KS_UID_BYTES)) {
         json_decref(j);
@@ -292,6 +293,7 @@ static void h_auth_finish(picl_http_request *req, picl_http_response *resp, void
         goto done;
     }
     if (rc == PICL_ERROR_SRP_PROOF) {
+        ks_event_log(s, req, a->id, "login.failed", NULL);
         ks_error(resp, 400, KS_ERR_PASSWORD, "incorrect password");
         goto done;
     }
@@ -361,6 +363,7 @@ static void two_tokens(ks_server *s, picl_http_request *req, picl_http_response 
     }
     json_t *extra = NULL;
     if (second_type == PICL_TOKEN_SESSION) {
+        ks_event_log(s, req, a->id, "login", name);
         extra = json_object();
         if (!extra || ks_set_hex(extra, "uid", a->uid, KS_UID_BYTES) ||
             json_object_set_new(extra, "verified", json_boolean(a->verified))) {
@@ -432,11 +435,20 @@ done:
 
 /* ---- GET /v1/account/devices -------------------------------------------- */
 
+struct device_list {
+    json_t *list;
+    const uint8_t *caller;        /* the caller's token id */
+};
+
 static void add_device(void *ctx, const ks_token *t)
 {
-    json_t *list = ctx;
-    json_array_append_new(list, json_pack("{s:s, s:s, s:s}", "id", t->device_id, "type",
-                                          t->device_type, "name", t->device_name));
+    struct device_list *d = ctx;
+    int64_t last = t->last_access > t->created ? t->last_access : t->created;
+    json_array_append_new(d->list,
+                          json_pack("{s:s, s:s, s:s, s:I, s:I, s:b}", "id", t->device_id, "type",
+                                    t->device_type, "name", t->device_name, "createdAt",
+                                    (json_int_t)t->created, "lastAccessAt", (json_int_t)last,
+                                    "current", picl__memeq_ct(t->id, d->caller, 32)));
 }
 
 static void h_account_devices(picl_http_request *req, picl_http_response *resp, void *ctx)
@@ -446,7 +458,8 @@ static void h_account_devices(picl_http_request *req, picl_http_response *resp, 
     if (!ks_hawk_auth(s, req, resp, PICL_TOKEN_SESSION, &t))
         return;
     json_t *list = json_array();
-    if (!list || ks_db_sessions(s->db, t.account, ks_now(s), add_device, list) != PICL_OK) {
+    struct device_list d = {.list = list, .caller = t.id};
+    if (!list || ks_db_sessions(s->db, t.account, ks_now(s), add_device, &d) != PICL_OK) {
         json_decref(list);
         ks_error_internal(resp);
     } else {
@@ -488,9 +501,26 @@ static void h_account_reset(picl_http_request *req, picl_http_response *resp, vo
         rc = PICL_ERROR_INVALID_ARGUMENT;
     if (rc == PICL_OK && !ks_srp_value_ok(payload + 32))
         rc = PICL_ERROR_INVALID_ARGUMENT;
+    /* "recoveryKeyId": the wrapKb carries the kB a recovery key restored */
+    json_t *rkv = json_object_get(body, "recoveryKeyId");
+    const char *rk = NULL;
+    if (rc == PICL_OK && rkv && !json_is_null(rkv) &&
+        (!(rk = json_string_value(rkv)) || picl__iszero_ct(payload, 32)))
+        rc = PICL_ERROR_INVALID_ARGUMENT;
     if (rc != PICL_OK) {
         ks_error_parse(resp, rc);
         goto done;
+    }
+    if (rk) {
+        rc = ks_recovery_key_used(s, t.account, rk);
+        if (rc == PICL_ERROR_NOT_FOUND) {
+            ks_error(resp, 400, KS_ERR_RECOVERY_KEY, "unknown recovery key");
+            goto done;
+        }
+        if (rc != PICL_OK) {
+            ks_error_internal(resp);
+            goto done;
+        }
     }
     /* An all-zero wrapKb asks for a fresh one: kB changes (forgotten password). */
     int kb_changed = picl__iszero_ct(payload, 32);
@@ -513,6 +543,18 @@ static void h_account_reset(picl_http_request *req, picl_http_response *resp, vo
     };
     if (rc == PICL_OK)
         rc = ks_db_account_reset(s->db, t.account, &r);
+    /* a used recovery key is single-use; one that wraps a kB that just
+     * changed is useless */
+    if (rc == PICL_OK && (rk || kb_changed)) {
+        picl_status drc = ks_db_recovery_delete(s->db, t.account);
+        if (drc != PICL_OK && drc != PICL_ERROR_NOT_FOUND)
+            rc = drc;
+    }
+    if (rc == PICL_OK) {
+        ks_event_log(s, req, t.account, t.mailbox ? "password.reset" : "password.changed", NULL);
+        if (rk)
+            ks_event_log(s, req, t.account, "recoveryKey.used", NULL);
+    }
     if (rc == PICL_ERROR_NOT_FOUND)
         ks_error(resp, 401, KS_ERR_TOKEN, "invalid or expired token");
     else if (rc != PICL_OK)
@@ -718,7 +760,13 @@ static void h_classmap_post(picl_http_request *req, picl_http_response *resp, vo
         ks_error(resp, 400, KS_ERR_UNVERIFIED, "unverified account");
         goto done;
     }
-    rc = ks_db_classmap_put(s->db, a->id, (int64_t)json_integer_value(v), hmac);
+    ks_classmap before;
+    memset(&before, 0, sizeof before);
+    rc = ks_db_classmap_get(s->db, a->id, &before);
+    if (rc == PICL_OK)
+        rc = ks_db_classmap_put(s->db, a->id, (int64_t)json_integer_value(v), hmac);
+    if (rc == PICL_OK && json_integer_value(v) > before.version)
+        ks_event_log(s, req, a->id, "classmap.changed", t.device_name);
     if (rc == PICL_OK)
         ks_reply(resp, json_object());
     else if (rc == PICL_ERROR_CONFLICT)
@@ -761,6 +809,12 @@ picl_status ks_routes_mount(ks_server *s, picl_http_server *http, int skip_heart
         {"GET", "/v1/storage/token", h_storage_token},
         {"GET", "/v1/account/classmap", h_classmap_get},
         {"POST", "/v1/account/classmap", h_classmap_post},
+        {"POST", "/v1/account/device", ks_h_device_name},
+        {"POST", "/v1/account/device/destroy", ks_h_device_destroy},
+        {"GET", "/v1/account/events", ks_h_events},
+        {"POST", "/v1/recoveryKey", ks_h_recovery_key_post},
+        {"DELETE", "/v1/recoveryKey", ks_h_recovery_key_delete},
+        {"GET", "/v1/recoveryKey/*", ks_h_recovery_key_get},
     };
     picl_status rc = PICL_OK;
     for (size_t i = 0; rc == PICL_OK && i < sizeof routes / sizeof routes[0]; i++)
