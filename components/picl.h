@@ -230,6 +230,10 @@ PICL_EXPORT picl_status picl_service_set_stretching_floor(picl_service *s, uint3
                                                           uint32_t r, uint32_t p, uint32_t r2);
 PICL_EXPORT picl_status picl_service_create_account(picl_service *s, const char *email, const char *password);
 PICL_EXPORT picl_status picl_service_verify_email(picl_service *s, const char *code);
+/* Mails the verification code of the signed-in, unverified account again
+ * (the keyserver may have stopped before mailing it).  PICL_ERROR_STATE when
+ * not signed in or already verified. */
+PICL_EXPORT picl_status picl_service_resend_verification(picl_service *s);
 PICL_EXPORT picl_status picl_service_sign_in(picl_service *s, const char *email, const char *password);
 PICL_EXPORT picl_status picl_service_sign_out(picl_service *s);
 PICL_EXPORT picl_status picl_service_change_password(picl_service *s, const char *old_pw, const char *new_pw);
@@ -258,6 +262,23 @@ PICL_EXPORT picl_status picl_service_send_tab(picl_service *s, const char *devic
                                              const char *title);
 PICL_EXPORT picl_status picl_service_get_remote_tabs_json(picl_service *s, char **json);
 PICL_EXPORT picl_status picl_service_get_received_tabs_json(picl_service *s, char **json);
+
+/* Undo (the storage server's picl_restore_days extension).
+ * SetAllowMassDelete: by default a sync that would delete more than half of
+ * a collection's records (and at least 20) changes nothing for that
+ * collection, saves a restore point and returns PICL_ERROR_CONFLICT naming
+ * it (observers: phase "mass-delete"); allow = 1 lets such deletions
+ * through (a restore point is still saved).
+ * RestoreCollection: as_of in seconds since 1970 (UTC); *plan_json (may be
+ * NULL; free with picl_free) is {"collection", "asOf", "restore": [ids],
+ * "delete": [ids], "unreadable", "applied"}.  With apply = 0 nothing is
+ * changed (a preview); with apply = 1 the records are uploaded as ordinary
+ * changes and the collection is synced, so this device and then every other
+ * device follow.  PICL_ERROR_UNSUPPORTED when the server keeps no earlier
+ * versions or not that far back. */
+PICL_EXPORT picl_status picl_service_set_allow_mass_delete(picl_service *s, int allow);
+PICL_EXPORT picl_status picl_service_restore_collection(picl_service *s, const char *collection, double as_of,
+                                                       int apply, char **plan_json);
 
 /* ---- devices, security events, recovery key, stretching (client.md 7) ----
  * Each needs a signed-in device unless said otherwise; a device signed out

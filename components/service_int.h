@@ -40,6 +40,7 @@ typedef struct service {
     custom_store custom[MAX_CUSTOM];
     size_t ncustom;
     char *primary; /* the profile's primary password, wiped on release */
+    int allow_mass_delete; /* the next syncs may delete more than half a collection */
     char device_name[65];  /* this device's name at sign-in ("" = the host name) */
     char device_type[16];  /* cli, browser, desktop, mobile ("" = cli) */
     picl_stretch_params stretch; /* what passwords are stretched with when stretch_set */

@@ -31,9 +31,13 @@ typedef struct cli_opts {
     const char *listen;        /* --listen HOST:PORT (server) */
     const char *title;         /* --title T (send-tab) */
     int received;              /* --received (tabs) */
+    int resend;                /* --resend (account verify): mail the code again */
     int json;                  /* --json */
     int strict;                /* --strict: keep kB in memory only */
     int quiet;
+    const char *as_of;         /* --as-of TIME (restore) */
+    int yes;                   /* --yes: answer the question (restore) */
+    int allow_mass_delete;     /* --allow-mass-delete (sync) */
     const char *recovery_key_file; /* --recovery-key-file F (password reset) */
     char *args[8];             /* positional arguments after the command words */
     int nargs;
@@ -61,6 +65,9 @@ int cli_send_tab(const cli_opts *o, picl_service *svc);
 struct json_t;
 void cli_print_received(struct json_t *j);
 int cli_demo(const cli_opts *o, const char *self);
+/* picl restore COLLECTION --as-of TIME [--yes] (restore.c) */
+int cli_restore(const cli_opts *o, picl_service *svc);
+
 /* picl device list|rename NAME|remove ID, picl account events, picl
  * recovery-key create|status|remove (account_ext.c) */
 int cli_device(const cli_opts *o, picl_service *svc, const char *sub);

@@ -30,6 +30,7 @@ static const char *USAGE =
     "  server [--data DIR] [--listen 127.0.0.1:PORT]  keyserver + storage server, one process\n"
     "  account create --server URL --email E          create an account and sign in (a code is mailed)\n"
     "  account verify --code C                        verify the email address (fetches the keys)\n"
+    "  account verify --resend                        mail the verification code again\n"
     "  account status                                 same as status\n"
     "  account destroy                                erase the account on the server\n"
     "  login [--server URL] --email E                 sign in on this device, fetch kA and kB\n"
@@ -49,6 +50,11 @@ static const char *USAGE =
     "  sync --profile DIR | --store-dir DIR [--collections a,b,c]\n"
     "                                                 sync a Firefox profile (Firefox closed)\n"
     "                                                 or JSON files DIR/<collection>.json\n"
+    "          [--allow-mass-delete]                  let a sync delete more than half of a\n"
+    "                                                 collection (else it stops, exit 5)\n"
+    "  restore COLLECTION --as-of TIME [--yes] --profile DIR | --store-dir DIR\n"
+    "                                                 bring a collection back to how it was at\n"
+    "                                                 TIME (ISO 8601 UTC or Unix seconds)\n"
     "  tabs [--received]                              other devices' open tabs (or the tabs\n"
     "                                                 sent to this device)\n"
     "  send-tab DEVICE URL [--title T]                open URL on another device (its id or name)\n"
@@ -532,6 +538,18 @@ static int cmd_account(const cli_opts *o, picl_service *svc, const char *sub, co
         return ok_line(o, "account created; this device is signed in to it.  A verification code was mailed: "
                           "run picl account verify --code CODE");
     }
+    if (!strcmp(sub, "verify") && o->resend) {
+        /* the keyserver may have stopped before mailing the code */
+        if (too_many(o, 0, "account verify --resend"))
+            return CLI_USAGE;
+        if (o->code) {
+            fprintf(stderr, "picl: account verify takes --code C or --resend, not both\n");
+            return CLI_USAGE;
+        }
+        st = picl_service_resend_verification(svc);
+        return st == PICL_OK ? ok_line(o, "the verification code was mailed again: run picl account verify --code CODE")
+                             : cli_fail(o, svc, st);
+    }
     if (!strcmp(sub, "verify")) {
         if (too_many(o, 0, "account verify --code C"))
             return CLI_USAGE;
@@ -790,7 +808,7 @@ static int cmd_sync(const cli_opts *o, picl_service *svc, const char *state_dir)
 
 /* ---- options -------------------------------------------------------------------- */
 
-enum { OPT_JSON = 256, OPT_STRICT, OPT_QUIET, OPT_HELP, OPT_VERSION, OPT_PASSWORD, OPT_RECEIVED, OPT_VALUED };
+enum { OPT_JSON = 256, OPT_YES, OPT_ALLOW_MASS_DELETE, OPT_STRICT, OPT_QUIET, OPT_HELP, OPT_VERSION, OPT_PASSWORD, OPT_RECEIVED, OPT_RESEND, OPT_VALUED };
 
 /* Options that take a value, in the order of the table below. */
 static const size_t valued_off[] = {
@@ -800,7 +818,8 @@ static const size_t valued_off[] = {
     offsetof(cli_opts, primary_password_file), offsetof(cli_opts, profile),
     offsetof(cli_opts, store_dir),     offsetof(cli_opts, collections),
     offsetof(cli_opts, data),          offsetof(cli_opts, listen),
-    offsetof(cli_opts, title),         offsetof(cli_opts, recovery_key_file),
+    offsetof(cli_opts, title),         offsetof(cli_opts, as_of),
+    offsetof(cli_opts, recovery_key_file),
 };
 
 static const struct option long_opts[] = {
@@ -817,8 +836,12 @@ static const struct option long_opts[] = {
     {"data", required_argument, NULL, OPT_VALUED + 10},
     {"listen", required_argument, NULL, OPT_VALUED + 11},
     {"title", required_argument, NULL, OPT_VALUED + 12},
-    {"recovery-key-file", required_argument, NULL, OPT_VALUED + 13},
+    {"as-of", required_argument, NULL, OPT_VALUED + 13},
+    {"recovery-key-file", required_argument, NULL, OPT_VALUED + 14},
+    {"yes", no_argument, NULL, OPT_YES},
+    {"allow-mass-delete", no_argument, NULL, OPT_ALLOW_MASS_DELETE},
     {"received", no_argument, NULL, OPT_RECEIVED},
+    {"resend", no_argument, NULL, OPT_RESEND},
     {"json", no_argument, NULL, OPT_JSON},
     {"strict", no_argument, NULL, OPT_STRICT},
     {"quiet", no_argument, NULL, OPT_QUIET},
@@ -852,8 +875,11 @@ static int parse(int argc, char **argv, cli_opts *o, const char **words, int *nw
         }
         switch (ch) {
         case OPT_JSON: o->json = 1; break;
+        case OPT_YES: o->yes = 1; break;
+        case OPT_ALLOW_MASS_DELETE: o->allow_mass_delete = 1; break;
         case OPT_STRICT: o->strict = 1; break;
         case OPT_RECEIVED: o->received = 1; break;
+        case OPT_RESEND: o->resend = 1; break;
         case 'q':
         case OPT_QUIET: o->quiet = 1; break;
         case 'h':
@@ -999,8 +1025,8 @@ int main(int argc, char **argv)
         return cli_demo(&o, argv[0]);
     int known = !strcmp(cmd, "account") || !strcmp(cmd, "login") || !strcmp(cmd, "logout") ||
                 !strcmp(cmd, "status") || !strcmp(cmd, "password") || !strcmp(cmd, "class") || !strcmp(cmd, "sync") ||
-                !strcmp(cmd, "tabs") || !strcmp(cmd, "send-tab") || !strcmp(cmd, "device") ||
-                !strcmp(cmd, "recovery-key");
+                !strcmp(cmd, "tabs") || !strcmp(cmd, "send-tab") || !strcmp(cmd, "restore") ||
+                !strcmp(cmd, "device") || !strcmp(cmd, "recovery-key");
     if (!known) {
         fprintf(stderr, "picl: unknown command '%s' (see picl --help)\n", cmd);
         return CLI_USAGE;
@@ -1045,6 +1071,8 @@ int main(int argc, char **argv)
     }
     if (o.strict)
         picl_service_set_persist_keys(svc, 0);
+    if (o.allow_mass_delete)
+        picl_service_set_allow_mass_delete(svc, 1);
     picl_service_add_observer(svc, on_progress, &o);
 #ifdef PICL_TEST_HOOKS /* test builds only (Makefile.in: TEST_HOOKS): cheap stretching */
     const char *floor = getenv("PICL_TEST_STRETCH_FLOOR");
@@ -1068,6 +1096,8 @@ int main(int argc, char **argv)
         rc = cli_tabs(&o, svc);
     else if (!strcmp(cmd, "send-tab"))
         rc = cli_send_tab(&o, svc);
+    else if (!strcmp(cmd, "restore"))
+        rc = cli_restore(&o, svc);
     else if (!strcmp(cmd, "device"))
         rc = cli_device(&o, svc, w[1]);
     else if (!strcmp(cmd, "recovery-key"))
