@@ -498,11 +498,9 @@ static Suite *suite(void)
     tcase_add_test(tc, test_storage_fsync_eio);
     tcase_add_test(tc, test_storage_write_eio);
     tcase_add_test(tc, test_storage_disk_full);
-    /* finding 5 of the reliability issue (keyserver disk full = 500/999, no
-     * Retry-After) is not fixed in this tree yet: the case fails today and
-     * runs only when asked (PICL_RUN_PENDING=1) until the fix lands */
-    if (getenv("PICL_RUN_PENDING"))
-        tcase_add_test(tc, test_keyserver_write_enospc);
+    /* finding 5 of the reliability issue (keyserver disk full was 500/999,
+     * no Retry-After): fixed in a80eb44 */
+    tcase_add_test(tc, test_keyserver_write_enospc);
     suite_add_tcase(s, tc);
     tc = tcase_create("client");
     tcase_add_checked_fixture(tc, cli_setup, cli_teardown);
