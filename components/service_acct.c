@@ -15,12 +15,18 @@ static int device_type_ok(const char *t)
     return !strcmp(t, "cli") || !strcmp(t, "browser") || !strcmp(t, "desktop") || !strcmp(t, "mobile");
 }
 
-/* This device's name and type: the configured ones, else the host name and "cli". */
+/* This device's name and type: the configured ones, else $PICL_DEVICE_NAME or
+ * the host name, and "cli". */
 static void device_of(service *s, char name[65], char type[16])
 {
     snprintf(type, 16, "%s", *s->device_type ? s->device_type : "cli");
     if (*s->device_name) {
         snprintf(name, 65, "%s", s->device_name);
+        return;
+    }
+    const char *env = getenv("PICL_DEVICE_NAME"); /* as the clients record (stores/clients.c) */
+    if (env && *env && strlen(env) <= 64 && !strchr(env, '\n')) {
+        snprintf(name, 65, "%s", env);
         return;
     }
     char host[256] = "";
