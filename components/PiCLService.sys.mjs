@@ -275,6 +275,38 @@ class Service {
     });
   }
 
+  /* Undo.  allowMassDelete: let the next syncs delete more than half of a
+   * collection (else such a sync changes nothing for it, rejects with
+   * PICL_STATUS.CONFLICT and notifies "picl:sync:mass-delete" with
+   * [{collection, message}]). */
+  get allowMassDelete() {
+    return !!this._config.allowMassDelete;
+  }
+
+  set allowMassDelete(allow) {
+    this._config.allowMassDelete = !!allow;
+    this._enqueue("setAllowMassDelete", { allow: !!allow });
+  }
+
+  /* Brings a collection back to how it was at asOf (seconds since 1970,
+   * UTC) on the storage server's history (picl_restore_days): resolves to
+   * the plan JSON {collection, asOf, restore: [ids], delete: [ids],
+   * unreadable, applied}; apply false previews, true restores and syncs. */
+  restoreCollection(collection, asOf, apply) {
+    collection = String(collection);
+    asOf = Number(asOf);
+    if (!COLLECTION_RE.test(collection)) {
+      return Promise.reject(piclError(PICL_STATUS.INVALID_ARGUMENT,
+                                      "restoreCollection: bad collection name " + JSON.stringify(collection)));
+    }
+    if (!Number.isFinite(asOf) || asOf < 0) {
+      return Promise.reject(piclError(PICL_STATUS.INVALID_ARGUMENT, "restoreCollection: asOf must be seconds"));
+    }
+    let live = COLLECTIONS.includes(collection) ? [collection] : [];
+    return this._run(() => this._withStores(live, snaps =>
+      ["restoreCollection", { collection, asOf, apply: !!apply, snaps }]));
+  }
+
   addObserver(observer) {
     if (!observer || (typeof observer != "function" && typeof observer.onProgress != "function")) {
       throw piclError(PICL_STATUS.INVALID_ARGUMENT, "addObserver: an nsIPiCLObserver is required");
@@ -448,6 +480,10 @@ class Service {
         if (!this._failedRecords.some(x => x.collection == f.collection && x.id == f.id)) {
           this._failedRecords.push(f);
         }
+      }
+      if (msg.phase == "mass-delete" && /nothing was changed/.test(String(msg.message))) {
+        Services.obs.notifyObservers(null, "picl:sync:mass-delete",
+                                     JSON.stringify([{ collection: msg.collection, message: msg.message }]));
       }
       this._notify(msg.phase, msg.collection, msg.done, msg.total, msg.message);
       return;

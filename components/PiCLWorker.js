@@ -112,6 +112,11 @@ function open(path) {
   declare("picl_service_wipe_server", st, svcp, cp);
   declare("picl_service_reset_local_state", st, svcp);
   declare("picl_service_add_observer", st, svcp, T.observer.ptr, ctypes.voidptr_t);
+  /* undo (optional: a library without them still loads) */
+  try {
+    declare("picl_service_set_allow_mass_delete", st, svcp, ctypes.int);
+    declare("picl_service_restore_collection", st, svcp, cp, ctypes.double, ctypes.int, cpp);
+  } catch (e) { /* older libpicl */ }
 }
 
 /* Calls a picl_service_* function; throws {result, message} on failure. */
@@ -467,6 +472,14 @@ const ops = {
   wipeServer({ collection }) {
     call("picl_service_wipe_server", cstr(collection));
     return { value: undefined };
+  },
+  setAllowMassDelete({ allow }) {
+    call("picl_service_set_allow_mass_delete", allow ? 1 : 0);
+    return { value: undefined };
+  },
+  restoreCollection({ collection, asOf, apply, snaps }) {
+    return withSnapshots(snaps, () =>
+      callOut("picl_service_restore_collection", cstr(collection), asOf, apply ? 1 : 0));
   },
   resetLocalState() {
     call("picl_service_reset_local_state");
