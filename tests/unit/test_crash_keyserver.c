@@ -6,7 +6,7 @@
  * the change or reset was acknowledged.  An account killed between its
  * commit and its mail must get its code from `picl account verify --resend`
  * (counted and printed while the picl in the tree has no such option).  20
- * rounds (6 under ASan);
+ * rounds (3 under ASan);
  * PICL_CRASH_ROUNDS sets them (make soak raises it). */
 #include "testutil.h"
 #include "testutil_cli.h"
@@ -32,7 +32,7 @@ static int rounds(void)
 {
     const char *r = getenv("PICL_CRASH_ROUNDS");
     int n = r && *r ? (int)strtol(r, NULL, 10) : 0;
-    return n >= 3 ? n : tu_slow() ? 20 : 6;
+    return n >= 3 ? n : tu_slow() ? 20 : 3;
 }
 
 /* Starts picl-keyserver on T.dir/data (log in T.dir/ks.log); sets T.url. */

@@ -3,7 +3,7 @@
  * directory and for a Firefox profile: the next sync converges, every record
  * a clean sync acknowledged is on both devices exactly once, nothing is lost
  * or duplicated; and kill -9 of picl server under a sync's upload.  21, 20
- * and 20 rounds (6 under ASan); PICL_CRASH_ROUNDS sets the rounds (make soak
+ * and 20 rounds (3 under ASan); PICL_CRASH_ROUNDS sets the rounds (make soak
  * raises it). */
 #include "testutil.h"
 #include "testutil_cli.h"
@@ -26,13 +26,13 @@ static tucli T;
 
 static const char *const POINTS[] = {"sync-downloaded", "sync-applied", "sync-uploaded"};
 
-/* PICL_CRASH_ROUNDS, else dflt; the ASan build (PICL_SLOW=0) runs a few
- * rounds only: it looks for memory errors, the plain build for losses. */
+/* PICL_CRASH_ROUNDS, else dflt; the ASan build (PICL_SLOW=0) runs 3 rounds
+ * only: it looks for memory errors, the plain build for losses. */
 static int rounds(int dflt)
 {
     const char *r = getenv("PICL_CRASH_ROUNDS");
     int n = r && *r ? (int)strtol(r, NULL, 10) : 0;
-    return n >= 3 ? n : tu_slow() ? dflt : 6;
+    return n >= 3 ? n : tu_slow() ? dflt : 3;
 }
 
 static void setup(void)

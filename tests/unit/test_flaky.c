@@ -132,9 +132,14 @@ static void flaky(const char *what, tupx_fault f, const char *match, int count, 
     if (f == TUPX_STATUS && arg == 503)
         usleep(1100000); /* the Retry-After: 1 the client keeps */
     ck_assert_msg(run(out, sizeof out, SYNC1) == 0, "%s: the clean sync after it failed: %s", what, out);
-    ck_assert_int_eq(run(NULL, 0, SYNC0), 0);
     converged("f1", what);
-    converged("f0", what);
+}
+
+/* device 0 ends with everything too (what device 1 uploaded, once) */
+static void device0_converged(void)
+{
+    ck_assert_int_eq(run(NULL, 0, SYNC0), 0);
+    converged("f0", "device 0 at the end");
 }
 
 /* Faults on the download: device 0 wrote, device 1 must not lose it. */
@@ -160,6 +165,7 @@ START_TEST(test_download_faults)
         ck_assert_int_eq(run(NULL, 0, SYNC0), 0);
         flaky(cases[i].what, cases[i].f, "GET *storage/passwords?*full=1", -1, cases[i].arg, cases[i].rc);
     }
+    device0_converged();
 }
 END_TEST
 
@@ -177,15 +183,20 @@ START_TEST(test_info_faults)
     add("f0", 2);
     ck_assert_int_eq(run(NULL, 0, SYNC0), 0);
     flaky("info/collections 500", TUPX_STATUS, "GET *info/collections", -1, 500, 4);
+    device0_converged();
 }
 END_TEST
 
-/* A 64 MiB record in the listing: refused, nothing applied, the cursor kept. */
+/* A 64 MiB record in the listing (2 MiB under ASan, where the client's
+ * receive buffer, grown by each 16 KiB piece, is copied at every step):
+ * refused, nothing applied, the cursor kept. */
 START_TEST(test_huge_body)
 {
     add("f0", 4);
     ck_assert_int_eq(run(NULL, 0, SYNC0), 0);
-    flaky("a 64 MiB body", TUPX_HUGE, "GET *storage/passwords?*full=1", -1, 64, 4);
+    flaky(tu_slow() ? "a 64 MiB body" : "a 2 MiB body", TUPX_HUGE, "GET *storage/passwords?*full=1", -1,
+          tu_slow() ? 64 : 2, 4);
+    device0_converged();
 }
 END_TEST
 
@@ -208,6 +219,7 @@ START_TEST(test_upload_faults)
         add("f1", 4);
         flaky(cases[i].what, cases[i].f, "POST *storage/passwords", -1, cases[i].arg, 4);
     }
+    device0_converged();
 }
 END_TEST
 
