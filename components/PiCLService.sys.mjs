@@ -216,6 +216,42 @@ class Service {
     });
   }
 
+  /* Devices, security events and the recovery key (client.md 7). */
+  getDevices() {
+    return this._run(() => this._call("devicesJSON", {})).then(t => JSON.parse(t));
+  }
+
+  renameDevice(name) {
+    return this._account("renameDevice", { name: String(name || "") }, "renameDevice: name");
+  }
+
+  signOutDevice(id) {
+    return this._account("signOutDevice", { id: String(id || "") }, "signOutDevice: id");
+  }
+
+  getSecurityEvents() {
+    return this._run(() => this._call("eventsJSON", {})).then(t => JSON.parse(t));
+  }
+
+  createRecoveryKey(password) {
+    return this._account("createRecoveryKey", { password: String(password || "") }, "createRecoveryKey: password");
+  }
+
+  getRecoveryKeyExists() {
+    return this._run(() => this._call("recoveryKeyExists", {}));
+  }
+
+  removeRecoveryKey() {
+    return this._run(() => this._call("removeRecoveryKey", {}));
+  }
+
+  completePasswordResetWithRecoveryKey(code, newPassword, recoveryKey) {
+    return this._account("completePasswordResetWithRecoveryKey",
+                         { code: String(code || ""), newPassword: String(newPassword || ""),
+                           recoveryKey: String(recoveryKey || "") },
+                         "completePasswordResetWithRecoveryKey: code, new password and recovery key");
+  }
+
   getCollectionClass(collection) {
     collection = String(collection);
     if (!COLLECTION_RE.test(collection)) {
@@ -354,7 +390,9 @@ class Service {
                                                        this._blocker);
         }
         let { keyserverURL, storageURL, persistKeys } = this._config;
-        await this._post("init", { libPath: libraryPath(), stateDir, keyserverURL, storageURL, persistKeys })
+        let deviceName = ("Firefox " + PathUtils.filename(PathUtils.profileDir)).slice(0, 64);
+        await this._post("init", { libPath: libraryPath(), stateDir, keyserverURL, storageURL, persistKeys,
+                                   deviceName })
           .catch(e => {
             throw loadFailure(e);
           });

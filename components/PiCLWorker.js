@@ -112,6 +112,18 @@ function open(path) {
   declare("picl_service_wipe_server", st, svcp, cp);
   declare("picl_service_reset_local_state", st, svcp);
   declare("picl_service_add_observer", st, svcp, T.observer.ptr, ctypes.voidptr_t);
+  /* devices, security events, recovery key (optional, like undo) */
+  try {
+    declare("picl_service_set_device", st, svcp, cp, cp);
+    declare("picl_service_get_devices_json", st, svcp, cpp);
+    declare("picl_service_rename_device", st, svcp, cp);
+    declare("picl_service_sign_out_device", st, svcp, cp);
+    declare("picl_service_get_security_events_json", st, svcp, cpp);
+    declare("picl_service_create_recovery_key", st, svcp, cp, cpp);
+    declare("picl_service_get_recovery_key_exists", st, svcp, ctypes.int.ptr);
+    declare("picl_service_remove_recovery_key", st, svcp);
+    declare("picl_service_complete_password_reset_with_recovery_key", st, svcp, cp, cp, cp);
+  } catch (e) { /* older libpicl */ }
   /* undo (optional: a library without them still loads) */
   try {
     declare("picl_service_set_allow_mass_delete", st, svcp, ctypes.int);
@@ -381,7 +393,7 @@ const ops = {
       l.close();
     }
   },
-  init({ libPath, stateDir, keyserverURL, storageURL, persistKeys }) {
+  init({ libPath, stateDir, keyserverURL, storageURL, persistKeys, deviceName }) {
     if (!svc) {
       try {
         open(libPath);
@@ -405,6 +417,12 @@ const ops = {
         }
       }));
       call("picl_service_add_observer", observer, ctypes.voidptr_t(0));
+      /* this device on the account: a browser, named after its profile */
+      if (fn.picl_service_set_device) {
+        try {
+          call("picl_service_set_device", cstr(deviceName || ""), cstr("browser"));
+        } catch (e) { /* a name it refuses: the host name */ }
+      }
       for (let c of KNOWN) {
         makeStore(c);
       }
@@ -430,6 +448,40 @@ const ops = {
   },
   verifyEmail({ code }) {
     call("picl_service_verify_email", cstr(code));
+    return { value: undefined };
+  },
+  devicesJSON() {
+    return { value: callOut("picl_service_get_devices_json") };
+  },
+  renameDevice({ name }) {
+    call("picl_service_rename_device", cstr(name));
+    return { value: undefined };
+  },
+  signOutDevice({ id }) {
+    call("picl_service_sign_out_device", cstr(id));
+    return { value: undefined };
+  },
+  eventsJSON() {
+    return { value: callOut("picl_service_get_security_events_json") };
+  },
+  createRecoveryKey({ password }) {
+    return { value: callOut("picl_service_create_recovery_key", cstr(password)) };
+  },
+  recoveryKeyExists() {
+    let v = ctypes.int(0);
+    call("picl_service_get_recovery_key_exists", v.address());
+    return { value: !!v.value };
+  },
+  removeRecoveryKey() {
+    call("picl_service_remove_recovery_key");
+    return { value: undefined };
+  },
+  completePasswordResetWithRecoveryKey({ code, newPassword, recoveryKey }) {
+    call("picl_service_complete_password_reset_with_recovery_key", cstr(code), cstr(newPassword), cstr(recoveryKey));
+    return { value: undefined };
+  },
+  resendVerification() {
+    call("picl_service_resend_verification");
     return { value: undefined };
   },
   signIn({ email, password }) {

@@ -24,6 +24,11 @@ picl_status picl__svc_ks_open(service *s, picl_ks_client **c)
     if (!*s->st->keyserver)
         return picl__svc_done(s, PICL_ERROR_STATE, "no keyserver configured: set keyserverURL (picl --server URL)");
     picl_status st = picl__ksc_new(c, s->st->keyserver);
+    if (st == PICL_OK) {
+        char name[65], type[16];
+        picl__svc_device_of(s, name, type);
+        picl__ksc_set_device(*c, name, type);
+    }
     return st == PICL_OK ? st : picl__svc_done(s, st, "invalid keyserver URL %s", s->st->keyserver);
 }
 

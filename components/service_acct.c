@@ -17,7 +17,7 @@ static int device_type_ok(const char *t)
 
 /* This device's name and type: the configured ones, else $PICL_DEVICE_NAME or
  * the host name, and "cli". */
-static void device_of(service *s, char name[65], char type[16])
+void picl__svc_device_of(service *s, char name[65], char type[16])
 {
     snprintf(type, 16, "%s", *s->device_type ? s->device_type : "cli");
     if (*s->device_name) {
@@ -49,7 +49,7 @@ void picl__svc_name_device(service *s, picl_ks_client *c)
     char name[65], type[16];
     if (!s->st->has_session)
         return;
-    device_of(s, name, type);
+    picl__svc_device_of(s, name, type);
     picl_ks_client *own = NULL;
     if (!c && picl__ksc_new(&own, s->st->keyserver) != PICL_OK)
         return;
@@ -131,7 +131,7 @@ PICL_EXPORT picl_status picl_service_rename_device(picl_service *self, const cha
     if (st != PICL_OK)
         return st;
     char old[65], type[16];
-    device_of(s, old, type);
+    picl__svc_device_of(s, old, type);
     st = post_device(s, c, name, type);
     picl__ksc_free(c);
     if (st != PICL_OK)

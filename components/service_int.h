@@ -77,6 +77,9 @@ picl_status picl__svc_with_engine(service *s, picl_status (*fn)(service *s, picl
 /* Names this device's session on the keyserver (service_acct.c; best
  * effort, c NULL = a client of its own). */
 void picl__svc_name_device(service *s, picl_ks_client *c);
+/* This device's name and type: the configured ones, else $PICL_DEVICE_NAME
+ * or the host name, and "cli" (service_acct.c). */
+void picl__svc_device_of(service *s, char name[65], char type[16]);
 /* Completes a password reset keeping kB with a recovery key (service_account.c). */
 picl_status picl__svc_reset_rk(picl_service *self, const char *code, const char *new_pw, const char *recovery_key);
 

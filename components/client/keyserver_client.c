@@ -27,7 +27,14 @@ struct picl_ks_client {
     int64_t max_wait;
     picl_ksc_result last;
     CURL *curl;
+    char dev_name[65], dev_type[16]; /* sent with session/create ("" = none) */
 };
+
+void picl__ksc_set_device(picl_ks_client *c, const char *name, const char *type)
+{
+    snprintf(c->dev_name, sizeof c->dev_name, "%s", name ? name : "");
+    snprintf(c->dev_type, sizeof c->dev_type, "%s", type ? type : "");
+}
 
 static int64_t now_s(void) { return (int64_t)time(NULL); }
 
@@ -487,6 +494,13 @@ static picl_status pair_call(picl_ks_client *c, const char *path, const uint8_t 
     picl_token_keys k;
     uint8_t pair[64];
     json_t *body = json_object();
+    /* the device names itself as it signs in (keyserver.md 9) */
+    if (body && type == PICL_TOKEN_AUTH && !strcmp(path, "/v1/session/create") && *c->dev_name &&
+        (json_object_set_new(body, "name", json_string(c->dev_name)) ||
+         json_object_set_new(body, "type", json_string(c->dev_type)))) {
+        json_decref(body);
+        body = NULL;
+    }
     picl_status rc = body ? picl__token_derive(&k, (picl_token_type)type, token)
                           : PICL_ERROR_NO_MEMORY;
     if (rc == PICL_OK)

@@ -50,6 +50,9 @@ void picl__ksc_set_clock_offset(picl_ks_client *c, int64_t offset);
  * (default 0 = never wait: BACKOFF at once). */
 void picl__ksc_set_max_wait(picl_ks_client *c, int64_t seconds);
 const picl_ksc_result *picl__ksc_last(const picl_ks_client *c);
+/* The name (1..64 characters) and type ("cli", "browser", ...) sent with
+ * every session/create of this client; NULL/"" = none. */
+void picl__ksc_set_device(picl_ks_client *c, const char *name, const char *type);
 
 /*
  * Generic call: method, path ("/v1/..."), optional Hawk credentials of a
