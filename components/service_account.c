@@ -6,6 +6,7 @@
 #include "client/recovery_key.h"
 #include "client/storage_client.h"
 #include "crypto/util.h"
+#include "crypto/alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -484,7 +485,7 @@ picl_status picl__svc_status(picl_service *self, char **out)
                           st->email, "uid", st->uid, "verified", st->verified, "kA_fp", fa, "kB_fp", fb, "keyserver",
                           st->keyserver, "storage", storage ? storage : "", "persistKeys", st->persist_keys,
                           "hasKeys", st->has_ka && st->has_kb);
-    *out = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    *out = o ? picl__json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(o);
     return *out ? PICL_OK : PICL_ERROR_NO_MEMORY;
 }

@@ -100,7 +100,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     switch (data[0] % 3) {
     case 0:
-        (void)fz_exchange(port, data + 1, size - 1, 1, 5000);
+        (void)fz_exchange(port, data + 1, size - 1, 1, 1000);
         /* the server still answers afterwards */
         framed("POST", "/v1/get_random_bytes", NULL, (const uint8_t *)"", 0);
         break;

@@ -112,7 +112,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     unsigned op = data[0] % NOPS;
     if (op == 0) {
-        (void)fz_exchange(port, data + 1, size - 1, 1, 5000);
+        (void)fz_exchange(port, data + 1, size - 1, 1, 1000);
         return 0;
     }
     /* segment \0 query \0 body */

@@ -6,6 +6,7 @@
 #include "crypto/codec.h"
 #include "crypto/hash.h"
 #include "crypto/util.h"
+#include "crypto/alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,7 +177,7 @@ picl_status picl__eng_ensure_global(picl_engine *e, picl_store *const *stores, s
             json_decref(g);
             return PICL_OK;
         }
-        char *text = json_dumps(g, JSON_COMPACT | JSON_SORT_KEYS);
+        char *text = picl__json_dumps(g, JSON_COMPACT | JSON_SORT_KEYS);
         json_decref(g);
         if (!text)
             return PICL_ERROR_NO_MEMORY;

@@ -13,6 +13,7 @@
 #include "protocol/bundle.h"
 #include "protocol/hawk.h"
 #include "protocol/tokens.h"
+#include "crypto/alloc.h"
 
 #define MAX_ANSWER (64u * 1024u)
 #define SRP_TYPE "SRP-6a/SHA256/2048/v1"
@@ -320,7 +321,7 @@ picl_status picl__ksc_call(picl_ks_client *c, const char *method, const char *pa
     c->not_before = 0;
     char *text = NULL;
     if (body) {
-        text = json_dumps(body, JSON_COMPACT);
+        text = picl__json_dumps(body, JSON_COMPACT);
         if (!text)
             return PICL_ERROR_NO_MEMORY;
     }

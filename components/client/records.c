@@ -7,6 +7,7 @@
 #include "crypto/kdf.h"
 #include "crypto/util.h"
 #include "protocol/stretch.h"
+#include "crypto/alloc.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -71,7 +72,7 @@ picl_status picl__record_encrypt(char **payload, const char *collection, const j
     if (!json_is_object(cleartext) || !id || !*id || strchr(id, '\n') || !picl__collection_name_ok(collection) ||
         (kid->cls != 'A' && kid->cls != 'B') || kid->generation == 0)
         return PICL_ERROR_INVALID_ARGUMENT;
-    char *clear = json_dumps(cleartext, JSON_COMPACT);
+    char *clear = picl__json_dumps(cleartext, JSON_COMPACT);
     if (!clear)
         return PICL_ERROR_NO_MEMORY;
     size_t clen = strlen(clear);
@@ -89,7 +90,7 @@ picl_status picl__record_encrypt(char **payload, const char *collection, const j
     picl__sealed_free(&s);
     if (!o)
         return PICL_ERROR_NO_MEMORY;
-    *payload = json_dumps(o, JSON_COMPACT);
+    *payload = picl__json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return *payload ? PICL_OK : PICL_ERROR_NO_MEMORY;
 }
@@ -110,11 +111,14 @@ const char *picl__record_fault_text(picl_record_fault f)
     }
 }
 
-static json_t *load_payload(const char *payload)
+/* *oom is set when the text could not be parsed for want of memory (that
+ * is not a malformed payload: the caller says NO_MEMORY, not DECRYPT). */
+static json_t *load_payload_oom(const char *payload, int *oom)
 {
+    *oom = 0;
     if (!payload || strlen(payload) > PAYLOAD_MAX)
         return NULL;
-    json_t *o = json_loads(payload, JSON_REJECT_DUPLICATES, NULL);
+    json_t *o = picl__json_loadb(payload, strlen(payload), JSON_REJECT_DUPLICATES, NULL, oom);
     if (o && !json_is_object(o)) {
         json_decref(o);
         o = NULL;
@@ -124,9 +128,10 @@ static json_t *load_payload(const char *payload)
 
 picl_status picl__record_kid(const char *payload, picl_class_entry *kid)
 {
-    json_t *o = load_payload(payload);
+    int oom;
+    json_t *o = load_payload_oom(payload, &oom);
     if (!o)
-        return PICL_ERROR_DECRYPT;
+        return oom ? PICL_ERROR_NO_MEMORY : PICL_ERROR_DECRYPT;
     picl_status st = picl__kid_parse(json_string_value(json_object_get(o, "kid")), kid);
     json_decref(o);
     return st == PICL_OK ? PICL_OK : PICL_ERROR_DECRYPT;
@@ -141,8 +146,11 @@ picl_status picl__record_decrypt(json_t **clear, const char *collection, const c
     picl_record_fault why = PICL_RECORD_FAULT_NOT_JSON;
     uint8_t *pt = NULL;
     size_t ptlen = 0;
-    json_t *c = NULL, *o = load_payload(payload);
+    int oom;
+    json_t *c = NULL, *o = load_payload_oom(payload, &oom);
     picl_class_entry kid;
+    if (!o && oom)
+        st = PICL_ERROR_NO_MEMORY;
     if (!o || !bso_id || !collection)
         goto done;
     /* 1. the kid against the class map */
@@ -173,7 +181,9 @@ picl_status picl__record_decrypt(json_t **clear, const char *collection, const c
         goto done;
     /* 3. the cleartext must be an object naming this very BSO */
     why = PICL_RECORD_FAULT_NOT_JSON;
-    c = json_loadb((const char *)pt, ptlen, JSON_REJECT_DUPLICATES, NULL);
+    c = picl__json_loadb((const char *)pt, ptlen, JSON_REJECT_DUPLICATES, NULL, &oom);
+    if (oom)
+        st = PICL_ERROR_NO_MEMORY;
     if (!json_is_object(c))
         goto done;
     why = PICL_RECORD_FAULT_ID;
@@ -242,6 +252,7 @@ picl_status picl__classmap_defaults(picl_classmap *m, const uint8_t kb[32])
     return st;
 }
 
+/* NULL when out of memory: never a map with a collection left out. */
 char picl__classmap_default_class(const char *c)
 {
     static const char *const class_a[] = {"bookmarks", "history", "tabs", "forms", "prefs", "clients"};
@@ -256,9 +267,15 @@ static json_t *classmap_json(const picl_classmap *m)
     json_t *cols = json_object();
     for (size_t i = 0; cols && i < m->n; i++) {
         char cls[2] = {m->items[i].e.cls, 0};
-        json_object_set_new(cols, m->items[i].name,
-                            json_pack("{s:s, s:I}", "class", cls, "generation", (json_int_t)m->items[i].e.generation));
+        if (json_object_set_new(cols, m->items[i].name,
+                                json_pack("{s:s, s:I}", "class", cls, "generation",
+                                          (json_int_t)m->items[i].e.generation)) != 0) {
+            json_decref(cols);
+            return NULL;
+        }
     }
+    if (!cols)
+        return NULL;
     return json_pack("{s:I, s:I, s:s, s:o}", "version", (json_int_t)m->version, "epoch", (json_int_t)m->epoch, "kB",
                      m->kb_fp, "collections", cols);
 }
@@ -266,7 +283,7 @@ static json_t *classmap_json(const picl_classmap *m)
 static picl_status classmap_mac(char out[65], const json_t *obj, const uint8_t kb[32])
 {
     uint8_t key[32], mac[32];
-    char *canon = json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS);
+    char *canon = picl__json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS);
     if (!canon)
         return PICL_ERROR_NO_MEMORY;
     picl_status st = picl__hkdf_sha256(key, 32, kb, 32, NULL, 0, PICL_KW_PREFIX "classmap",
@@ -294,9 +311,10 @@ picl_status picl__classmap_sign(char **payload, picl_classmap *m, const uint8_t 
         return PICL_ERROR_NO_MEMORY;
     char mac[65];
     st = classmap_mac(mac, o, kb);
+    if (st == PICL_OK && json_object_set_new(o, "hmac", json_string(mac)) != 0)
+        st = PICL_ERROR_NO_MEMORY;
     if (st == PICL_OK) {
-        json_object_set_new(o, "hmac", json_string(mac));
-        *payload = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+        *payload = picl__json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
         if (!*payload)
             st = PICL_ERROR_NO_MEMORY;
         else
@@ -338,8 +356,9 @@ static picl_status parse_collections(picl_classmap *m, json_t *o)
 picl_status picl__classmap_parse_trusted(picl_classmap *m, const char *payload)
 {
     memset(m, 0, sizeof *m);
-    json_t *o = load_payload(payload);
-    picl_status st = o ? parse_collections(m, o) : PICL_ERROR_CLASSMAP;
+    int oom;
+    json_t *o = load_payload_oom(payload, &oom);
+    picl_status st = o ? parse_collections(m, o) : oom ? PICL_ERROR_NO_MEMORY : PICL_ERROR_CLASSMAP;
     if (st != PICL_OK)
         memset(m, 0, sizeof *m);
     json_decref(o);
@@ -350,7 +369,10 @@ picl_status picl__classmap_verify(picl_classmap *m, const char *payload, const u
 {
     memset(m, 0, sizeof *m);
     picl_status st = PICL_ERROR_CLASSMAP;
-    json_t *o = load_payload(payload), *unsigned_obj = NULL;
+    int oom;
+    json_t *o = load_payload_oom(payload, &oom), *unsigned_obj = NULL;
+    if (!o && oom)
+        st = PICL_ERROR_NO_MEMORY;
     if (!o || json_object_size(o) != 5)
         goto done;
     json_t *mac = json_object_get(o, "hmac");

@@ -5,6 +5,7 @@
 #include "crypto/sdr.h"
 #include "crypto/util.h"
 #include "stores/fileutil.h"
+#include "crypto/alloc.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -89,12 +90,13 @@ picl_status picl__state_load(picl_state **out, const char *dir, int persist_keys
         picl__state_free(st);
         return rc;
     }
-    json_t *o = json_loadb(text, len, 0, NULL);
+    int oom;
+    json_t *o = picl__json_loadb(text, len, 0, NULL, &oom);
     free(text);
     if (!json_is_object(o)) {
         json_decref(o);
         picl__state_free(st);
-        return PICL_ERROR_ENCODING;
+        return oom ? PICL_ERROR_NO_MEMORY : PICL_ERROR_ENCODING;
     }
     if (picl__state_set_str(&st->keyserver, jstr(o, "keyserver")) ||
         picl__state_set_str(&st->storage_override, jstr(o, "storage_override")) ||
@@ -197,7 +199,7 @@ picl_status picl__state_save(const picl_state *st)
         picl__wipe(pend, sizeof pend);
     }
     if (rc == PICL_OK && st->storage_token) {
-        char *t = json_dumps(st->storage_token, JSON_COMPACT);
+        char *t = picl__json_dumps(st->storage_token, JSON_COMPACT);
         if (!t)
             rc = PICL_ERROR_NO_MEMORY;
         else {
@@ -205,7 +207,7 @@ picl_status picl__state_save(const picl_state *st)
             picl__zfree(t, strlen(t));
         }
     }
-    char *text = rc == PICL_OK ? json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
+    char *text = rc == PICL_OK ? picl__json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
     json_decref(o);
     if (rc != PICL_OK)
         return rc;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "client/storage_client_internal.h"
+#include "crypto/alloc.h"
 
 
 picl_status picl__stc_put(picl_stc *c, const char *coll, const char *id, const json_t *bso,
@@ -18,7 +19,7 @@ picl_status picl__stc_put(picl_stc *c, const char *coll, const char *id, const j
     picl__stc_encode(ec, sizeof ec, coll);
     picl__stc_encode(ei, sizeof ei, id);
     snprintf(rel, sizeof rel, "/storage/%s/%s", ec, ei);
-    char *body = json_dumps(bso, JSON_COMPACT);
+    char *body = picl__json_dumps(bso, JSON_COMPACT);
     if (!body)
         return PICL_ERROR_NO_MEMORY;
     stc_reply r = {0};
@@ -48,7 +49,7 @@ static picl_status post_part(picl_stc *c, const char *ecoll, const json_t *bsos,
         return PICL_ERROR_NO_MEMORY;
     for (size_t i = from; i < to; i++)
         json_array_append(part, json_array_get(bsos, i));
-    char *body = json_dumps(part, JSON_COMPACT);
+    char *body = picl__json_dumps(part, JSON_COMPACT);
     json_decref(part);
     if (!body)
         return PICL_ERROR_NO_MEMORY;
@@ -109,7 +110,7 @@ picl_status picl__stc_post(picl_stc *c, const char *coll, const json_t *bsos, in
     }
     for (size_t i = 0; i < n; i++) {
         json_t *b = json_array_get(bsos, i);
-        char *t = json_dumps(b, JSON_COMPACT);
+        char *t = picl__json_dumps(b, JSON_COMPACT);
         if (!json_is_object(b) || !t) {
             free(t);
             st = t ? PICL_ERROR_INVALID_ARGUMENT : PICL_ERROR_NO_MEMORY;

@@ -127,8 +127,13 @@ picl_status picl__record_open(uint8_t **clear, size_t *clearlen, const picl_keyp
     /* 1. the MAC over macInput, the texts exactly as received, in constant time */
     if (picl__hex_decode_exact(want, 32, hmac_hex) != PICL_OK)
         goto done;
-    if (mac_input(got, keys->hmac, ctx, iv_b64, ct_b64, ctlen_txt) != PICL_OK)
+    /* a MAC we could not compute for want of memory is not a forgery */
+    picl_status mst = mac_input(got, keys->hmac, ctx, iv_b64, ct_b64, ctlen_txt);
+    if (mst != PICL_OK) {
+        if (mst == PICL_ERROR_NO_MEMORY)
+            st = mst;
         goto done;
+    }
     if (!picl__memeq_ct(want, got, 32))
         goto done;
     /* 2. only now decode and decrypt */
@@ -146,8 +151,12 @@ picl_status picl__record_open(uint8_t **clear, size_t *clearlen, const picl_keyp
         st = PICL_ERROR_NO_MEMORY;
         goto done;
     }
-    if (picl__aes256_cbc_decrypt(pt, &ptlen, keys->enc, iv, ct, ctlen) != PICL_OK)
+    picl_status ast = picl__aes256_cbc_decrypt(pt, &ptlen, keys->enc, iv, ct, ctlen);
+    if (ast != PICL_OK) {
+        if (ast == PICL_ERROR_NO_MEMORY)
+            st = ast;
         goto done;
+    }
     pt[ptlen] = 0;
     *clear = pt;
     *clearlen = ptlen;

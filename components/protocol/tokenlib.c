@@ -11,6 +11,7 @@
 #include "crypto/hash.h"
 #include "crypto/kdf.h"
 #include "crypto/util.h"
+#include "crypto/alloc.h"
 
 #define MAX_UID ((int64_t)1 << 53)
 #define MAX_DECODED (PICL_TOKENLIB_MAX_TOKEN / 4 * 3 + 3)
@@ -90,7 +91,7 @@ static picl_status payload_json(char **out, const picl_tokenlib_payload *p, cons
         json_object_set_new(o, "salt", json_string(salt)))
         goto done;
     /* no JSON_COMPACT: ", " and ": " like Python's json.dumps */
-    *out = json_dumps(o, JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+    *out = picl__json_dumps(o, JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
     if (*out)
         st = PICL_OK;
 done:
@@ -195,15 +196,15 @@ static const char *const field_names[F_COUNT] = {
 
 static picl_status parse_payload(picl_tokenlib_payload *out, const uint8_t *json, size_t len)
 {
-    json_error_t err;
-    json_t *o = json_loadb((const char *)json, len, JSON_REJECT_DUPLICATES, &err);
+    int oom;
+    json_t *o = picl__json_loadb((const char *)json, len, JSON_REJECT_DUPLICATES, NULL, &oom);
     const char *name;
     json_t *v;
     int seen[F_COUNT] = {0};
     picl_status st = PICL_ERROR_ENCODING;
 
     if (!o)
-        return PICL_ERROR_ENCODING;
+        return oom ? PICL_ERROR_NO_MEMORY : PICL_ERROR_ENCODING;
     if (!json_is_object(o))
         goto done;
     json_object_foreach(o, name, v) {

@@ -1,6 +1,7 @@
 /* callback.c -- a store implemented by the caller through picl_store_callbacks
  * (the browser's live PlacesUtils / Services.logins hooks over js-ctypes). */
 #include "stores/store.h"
+#include "crypto/alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,7 +68,7 @@ static picl_status cb_get(picl_store *s, const char *id, json_t **out)
 
 static picl_status pass_json(picl_store *s, picl_status (*fn)(void *, const char *), void *ctx, const json_t *j)
 {
-    char *text = json_dumps(j, JSON_COMPACT);
+    char *text = picl__json_dumps(j, JSON_COMPACT);
     if (!text)
         return PICL_ERROR_NO_MEMORY;
     picl_status st = fn(ctx, text);

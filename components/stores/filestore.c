@@ -2,6 +2,7 @@
  * cleartext records edited by people and scripts (client.md section 5). */
 #include "stores/store.h"
 #include "stores/fileutil.h"
+#include "crypto/alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,7 +99,7 @@ static picl_status save_map(filestore *f, const char *path, const json_t *m, int
         free(ids);
         doc = a;
     }
-    char *text = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS);
+    char *text = picl__json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS);
     json_decref(a);
     if (!text)
         return PICL_ERROR_NO_MEMORY;

@@ -20,6 +20,7 @@
 #include "stores/fileutil.h"
 #include "stores/key4.h"
 #include "stores/profile.h"
+#include "crypto/alloc.h"
 
 #define LOGINS_MAX_FILE (64u << 20)  /* logins.json over 64 MiB is not Firefox's */
 #define LOGINS_MAX_FIELD 65536       /* any string of an incoming record */
@@ -173,7 +174,7 @@ static picl_status entry_digest(const json_t *e, char out[33])
         if (v)
             json_object_set(o, keys[i], v);
     }
-    char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    char *s = picl__json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(o);
     if (!s)
         return PICL_ERROR_NO_MEMORY;
@@ -223,7 +224,7 @@ static picl_status save_state(logins *l)
 {
     json_t *o = json_pack("{s:i, s:s, s:O}", "version", 1, "profile", picl__profile_dir(l->profile), "synced",
                           l->synced);
-    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    char *s = o ? picl__json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(o);
     if (!s)
         return picl__logins_fail(l, PICL_ERROR_NO_MEMORY, "out of memory");
@@ -234,7 +235,7 @@ static picl_status save_state(logins *l)
 
 static picl_status save_doc(logins *l, const json_t *doc)
 {
-    char *s = json_dumps(doc, JSON_COMPACT);
+    char *s = picl__json_dumps(doc, JSON_COMPACT);
     if (!s)
         return picl__logins_fail(l, PICL_ERROR_NO_MEMORY, "out of memory");
     picl_status rc = picl__write_file_atomic(l->json_path, s, strlen(s), 0600);
@@ -511,6 +512,26 @@ static picl_status put_encrypted(logins *l, json_t *obj, const char *key, PK11Sy
 }
 
 /* Writes record r into the entry list of doc (new entry or update). */
+/* 1 when entry e has every member a login of ours has, with its type: the
+ * sets above do not stop on a failed allocation, this check does (a login
+ * written without its id or its encrypted password would make logins.json
+ * unreadable or lose the password). */
+static int entry_whole(const json_t *doc, const json_t *e, const char *guid)
+{
+    static const char *const strs[] = {"hostname", "usernameField", "passwordField", "encryptedUsername",
+                                       "encryptedPassword", "guid"};
+    static const char *const ints[] = {"id", "encType", "syncCounter"};
+    for (size_t k = 0; k < sizeof strs / sizeof strs[0]; k++)
+        if (!json_is_string(json_object_get(e, strs[k])))
+            return 0;
+    for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++)
+        if (!json_is_integer(json_object_get(e, ints[k])))
+            return 0;
+    return json_object_get(e, "httpRealm") && json_object_get(e, "formSubmitURL") &&
+           json_is_boolean(json_object_get(e, "everSynced")) && json_is_integer(json_object_get(doc, "nextId")) &&
+           strcmp(json_string_value(json_object_get(e, "guid")), guid) == 0;
+}
+
 static picl_status upsert(logins *l, json_t *doc, const json_t *r, const login_in *in, PK11SymKey *key, int aes)
 {
     json_t *list = json_object_get(doc, "logins");
@@ -536,6 +557,8 @@ static picl_status upsert(logins *l, json_t *doc, const json_t *r, const login_i
         json_int_t next = int_or(doc, "nextId", 1);
         json_array_foreach(list, i, x) if (int_or(x, "id", 0) >= next) next = int_or(x, "id", 0) + 1;
         e = json_object();
+        if (!e)
+            return picl__logins_fail(l, PICL_ERROR_NO_MEMORY, "out of memory");
         json_object_set_new(e, "id", json_integer(next));
         json_object_set_new(doc, "nextId", json_integer(next + 1));
         /* Firefox's member order, so a diff of the file stays readable */
@@ -551,7 +574,8 @@ static picl_status upsert(logins *l, json_t *doc, const json_t *r, const login_i
         json_object_set_new(e, "timeLastBreachAlertDismissed", json_integer(0));
         json_object_set_new(e, "syncCounter", json_integer(0));
         json_object_set_new(e, "everSynced", json_true());
-        json_array_append_new(list, e);
+        if (json_array_append_new(list, e) != 0) /* (e is freed) */
+            return picl__logins_fail(l, PICL_ERROR_NO_MEMORY, "out of memory");
     }
     json_object_set_new(e, "hostname", json_copy(json_object_get(r, "hostname")));
     json_object_set_new(e, "httpRealm", text_or_null(r, "httpRealm"));
@@ -574,12 +598,14 @@ static picl_status upsert(logins *l, json_t *doc, const json_t *r, const login_i
     if (rc == PICL_OK)
         rc = put_encrypted(l, e, "encryptedPassword", key, aes, json_string_value(p), json_string_length(p));
     if (rc == PICL_OK && in->unknown) {
-        char *s = json_dumps(in->unknown, JSON_COMPACT);
+        char *s = picl__json_dumps(in->unknown, JSON_COMPACT);
         rc = s ? put_encrypted(l, e, "encryptedUnknownFields", key, aes, s, strlen(s)) : PICL_ERROR_NO_MEMORY;
         free(s);
     } else if (rc == PICL_OK) {
         json_object_del(e, "encryptedUnknownFields");
     }
+    if (rc == PICL_OK && !entry_whole(doc, e, in->id))
+        rc = picl__logins_fail(l, PICL_ERROR_NO_MEMORY, "out of memory");
     return rc;
 }
 
@@ -595,7 +621,7 @@ static picl_status write_logins(logins *l, const json_t *records)
     for (size_t i = 0; rc == PICL_OK && i < n; i++)
         rc = parse_login(l, json_array_get(records, i), i, &in[i]);
     int need_key = 0, need_read = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; rc == PICL_OK && i < n; i++) {
         json_t *x = in[i].deleted && in[i].id ? entry_by_guid(l, in[i].id, NULL) : NULL;
         need_key |= !in[i].deleted;
         need_read |= x && !is_tombstone(x);
@@ -625,8 +651,9 @@ static picl_status write_logins(logins *l, const json_t *records)
                 }
                 /* as Firefox's sync deletes a login: a tombstone, nothing left to upload */
                 make_tombstone(x);
-                json_object_set_new(x, "syncCounter", json_integer(0));
-                json_object_set_new(x, "everSynced", json_true());
+                if (json_object_set_new(x, "syncCounter", json_integer(0)) != 0 ||
+                    json_object_set_new(x, "everSynced", json_true()) != 0 || !is_tombstone(x))
+                    rc = picl__logins_fail(l, PICL_ERROR_NO_MEMORY, "out of memory");
                 break;
             }
             json_object_del(synced, in[i].id);
@@ -643,8 +670,9 @@ static picl_status write_logins(logins *l, const json_t *records)
         json_array_foreach(list, k, x) {
             const char *g = json_string_value(json_object_get(x, "guid"));
             char d[33];
-            if (g && strcmp(g, in[i].id) == 0 && (rc = entry_digest(x, d)) == PICL_OK)
-                json_object_set_new(synced, g, json_string(d));
+            if (g && strcmp(g, in[i].id) == 0 && (rc = entry_digest(x, d)) == PICL_OK &&
+                json_object_set_new(synced, g, json_string(d)) != 0)
+                rc = picl__logins_fail(l, PICL_ERROR_NO_MEMORY, "out of memory");
         }
     }
     if (key)
@@ -729,8 +757,13 @@ static picl_status load_doc(logins *l, json_t **out)
     if (rc != PICL_OK)
         return picl__logins_fail(l, rc, "cannot read logins.json");
     json_error_t je;
-    doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    int oom;
+    doc = picl__json_loadb(text, len, JSON_REJECT_DUPLICATES, &je, &oom);
     free(text);
+    if (oom) {
+        rc = picl__logins_fail(l, PICL_ERROR_NO_MEMORY, "out of memory reading logins.json");
+        goto done;
+    }
     if (!json_is_object(doc)) {
         rc = picl__logins_fail(l, PICL_ERROR_ENCODING, "logins.json is corrupt (line %d: %s)", je.line, je.text);
         goto done;
@@ -768,8 +801,11 @@ static picl_status load_state(logins *l)
     }
     if (rc != PICL_OK)
         return picl__logins_fail(l, rc, "cannot read %s", l->state_path);
-    json_t *o = json_loadb(text, len, 0, NULL);
+    int oom;
+    json_t *o = picl__json_loadb(text, len, 0, NULL, &oom);
     free(text);
+    if (oom)
+        return picl__logins_fail(l, PICL_ERROR_NO_MEMORY, "out of memory reading %s", l->state_path);
     json_t *s = json_object_get(o, "synced");
     if (!json_is_object(s)) {
         json_decref(o);

@@ -71,22 +71,28 @@ static picl_status vq(places *p, int64_t *out, const char *sql, const char *type
     picl_status rc = picl__places_prep(p, &st, sql);
     if (rc != PICL_OK)
         return rc;
+    /* a bind that fails (SQLITE_TRANSIENT copies the text: out of memory)
+     * would leave the parameter NULL and write a row without it */
+    int b = SQLITE_OK;
     for (int i = 0; types[i]; i++) {
         if (types[i] == 'i') {
-            sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
+            int64_t v = va_arg(ap, int64_t);
+            if (b == SQLITE_OK)
+                b = sqlite3_bind_int64(st, i + 1, v);
         } else if (types[i] == 'n') {
             int64_t v = va_arg(ap, int64_t);
-            if (v)
-                sqlite3_bind_int64(st, i + 1, v);
-            else
-                sqlite3_bind_null(st, i + 1);
+            if (b == SQLITE_OK)
+                b = v ? sqlite3_bind_int64(st, i + 1, v) : sqlite3_bind_null(st, i + 1);
         } else {
             const char *s = va_arg(ap, const char *);
-            if (s)
-                sqlite3_bind_text(st, i + 1, s, -1, SQLITE_TRANSIENT);
-            else
-                sqlite3_bind_null(st, i + 1);
+            if (b == SQLITE_OK)
+                b = s ? sqlite3_bind_text(st, i + 1, s, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, i + 1);
         }
+    }
+    if (b != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return picl__store_fail(&p->base, b == SQLITE_NOMEM ? PICL_ERROR_NO_MEMORY : PICL_ERROR_DATABASE,
+                                "places.sqlite: %s", sqlite3_errstr(b));
     }
     int r = sqlite3_step(st);
     if (out)

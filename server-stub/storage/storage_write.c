@@ -1,6 +1,7 @@
 /* storage_write.c -- the storage server's writes: the BSO input parser, PUT,
  * POST and batches (see storage_internal.h). */
 #include "storage/storage_internal.h"
+#include "crypto/alloc.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -426,7 +427,7 @@ static char *render_post(const char *batch, int64_t t, const sdb_bso *ok, size_t
         picl_buf_json_string(&b, ok[i].id, strlen(ok[i].id));
     }
     picl_buf_puts(&b, "],\"failed\":");
-    char *f = json_dumps(failed, JSON_COMPACT | JSON_SORT_KEYS);
+    char *f = picl__json_dumps(failed, JSON_COMPACT | JSON_SORT_KEYS);
     if (!f)
         b.failed = 1;
     else
