@@ -1,4 +1,4 @@
-/* popup.js -- the PiCL popup: sign in / create / verify, forgot and change password, status and last sync, class per collection (a move is confirmed first), sync now. */
+/* popup.js -- the PiCL popup: sign in / create / verify, forgot and change password, status and last sync, class per collection (a move is confirmed first), sync now, devices, recovery key and security events. */
 "use strict";
 
 const $ = id => document.getElementById(id);
@@ -158,7 +158,88 @@ async function render() {
     sel.addEventListener("change", () => askMove(c, sel));
     row.insertCell().append(sel);
   }
+  await renderSecurity(signedIn && st.verified && st.hasKeys);
 }
+
+/* ---- devices, recovery key, security events (client.md 7) ------------------ */
+
+const EVENT_TEXT = {
+  "account.created": "account created", "account.verified": "email verified", "login": "signed in",
+  "login.failed": "failed sign-in", "password.changed": "password changed", "password.reset": "password reset",
+  "device.destroyed": "device signed out", "recoveryKey.created": "recovery key created",
+  "recoveryKey.used": "recovery key used", "classmap.changed": "classes changed",
+};
+
+async function renderSecurity(show) {
+  $("security").hidden = !show;
+  if (!show) {
+    return;
+  }
+  let devices, events, exists;
+  try {
+    [devices, events, exists] = await Promise.all([browser.picl.getDevices(), browser.picl.getSecurityEvents(),
+                                                   browser.picl.getRecoveryKeyExists()]);
+  } catch (e) {
+    $("rk-state").textContent = "Devices and activity are unavailable: " + e.message;
+    return;
+  }
+  let ul = $("devices");
+  ul.textContent = "";
+  for (let d of devices.devices) {
+    let li = document.createElement("li");
+    li.className = "device";
+    li.textContent = (d.name || "(unnamed)") + " — " + (d.type || "?") + ", last active " +
+      relativeTime(d.lastAccessAt * 1000, Date.now());
+    if (d.current) {
+      li.append(" (this device)");
+    } else {
+      let b = document.createElement("button");
+      b.type = "button";
+      b.id = "remove-" + d.id;
+      b.textContent = "Sign out";
+      b.addEventListener("click", () => run(async () => {
+        await browser.picl.signOutDevice(d.id);
+        return (d.name || "The device") + " is signed out: it stops syncing at its next request.";
+      }));
+      li.append(" ", b);
+    }
+    ul.append(li);
+  }
+  $("rk-state").textContent = exists
+    ? "A recovery key is set: a forgotten password keeps your class B data."
+    : "No recovery key: a forgotten password loses your class B data.";
+  $("rk-remove").hidden = !exists;
+  let ol = $("events");
+  ol.textContent = "";
+  for (let e of events.events.slice(0, 10)) {
+    let li = document.createElement("li");
+    li.className = "event";
+    li.dataset.type = e.type;
+    li.textContent = (EVENT_TEXT[e.type] || e.type) + ", " + relativeTime(e.time * 1000, Date.now()) +
+      (e.device ? " — " + e.device : "") + (e.address ? " (" + e.address + ")" : "");
+    ol.append(li);
+  }
+}
+
+$("rk-create").addEventListener("click", () => {
+  let pw = $("rk-password").value;
+  if (!pw) {
+    say("Enter your password to create a recovery key.", "error");
+    return;
+  }
+  run(async () => {
+    let key = await browser.picl.createRecoveryKey(pw);
+    $("rk-password").value = "";
+    $("rk-key").textContent = key;
+    $("rk-key").hidden = false;
+    return "Write this recovery key down and keep it safe, away from this computer: it is shown only now.";
+  });
+});
+$("rk-remove").addEventListener("click", () => run(async () => {
+  await browser.picl.removeRecoveryKey();
+  $("rk-key").hidden = true;
+  return "Recovery key removed.";
+}));
 
 /* ---- moving a collection between classes: confirmed first ---------------- */
 
@@ -349,14 +430,21 @@ $("forgot").addEventListener("submit", ev => {
     say(problem, "error");
     return;
   }
+  let key = $("reset-recovery-key").value.trim();
   run(async () => {
-    await browser.picl.completePasswordReset(code, $("reset-password").value);
-    for (let id of ["reset-code", "reset-password", "reset-password2"]) {
+    if (key) {
+      await browser.picl.completePasswordResetWithRecoveryKey(code, $("reset-password").value, key);
+    } else {
+      await browser.picl.completePasswordReset(code, $("reset-password").value);
+    }
+    for (let id of ["reset-code", "reset-password", "reset-password2", "reset-recovery-key"]) {
       $(id).value = "";
     }
     forgotOpen = false;
-    return "Password reset; you are signed in. Class A data is kept; class B data on the server was " +
-      "lost and is uploaded again from this device at the next sync.";
+    return key ? "Password reset with your recovery key; you are signed in and all your data is kept. " +
+                 "The key is used up: create a new one."
+               : "Password reset; you are signed in. Class A data is kept; class B data on the server was " +
+                 "lost and is uploaded again from this device at the next sync.";
   });
 });
 

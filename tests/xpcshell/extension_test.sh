@@ -197,6 +197,27 @@ if r is not None:
                         "d3": "3 days ago"}
                 check(all(rt.get(k) == v for k, v in want.items()), "relative times: %s" % rt)
 
+            # devices, recovery key, recent activity
+            x = r.get("security") or {}
+            check(x.get("hidden") is False and len(x.get("devices", [])) == 1
+                  and "(this device)" in x["devices"][0] and "browser" in x["devices"][0]
+                  and x["devices"][0].startswith("Firefox "),
+                  "the popup lists this browser as the account's one device: %s" % x.get("devices"))
+            check(x.get("rkState", "").startswith("No recovery key") and x.get("rkRemoveHidden") is True,
+                  "no recovery key yet: %s" % x.get("rkState"))
+            check(x.get("events", [])[:3] == ["classmap.changed", "account.verified", "login"],
+                  "recent activity, newest first: %s" % x.get("events"))
+            x = r.get("rkWrong") or {}
+            check(x.get("messageClass") == "error" and x.get("messageCode") == "18" and x.get("rkKey") is None,
+                  "a wrong password makes no recovery key: %s" % x)
+            x = r.get("rkCreate") or {}
+            check(x.get("messageClass") == "success"
+                  and re.match(r"^([A-Z2-7]{4}-){12}[A-Z2-7]{4}$", x.get("rkKey") or "") is not None
+                  and x.get("rkState", "").startswith("A recovery key is set") and x.get("rkRemoveHidden") is False
+                  and (r.get("rkExists") or {}).get("value") is True
+                  and x.get("events", [])[:2] == ["recoveryKey.created", "login"],
+                  "the popup makes a recovery key and shows it once: %s" % x)
+
             # a class move is confirmed first
             x = r.get("moveAsk") or {}
             check(x.get("hidden", {}).get("confirm-move") is False, "moving bookmarks to B asks first: %s" % x)

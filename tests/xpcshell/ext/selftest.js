@@ -74,6 +74,18 @@ function view() {
   };
 }
 
+/* The popup's devices, recovery key and recent activity. */
+function securityView() {
+  return {
+    hidden: $("security").hidden,
+    devices: Array.from(win.document.querySelectorAll("#devices li")).map(li => li.textContent),
+    rkState: $("rk-state").textContent,
+    rkKey: $("rk-key").hidden ? null : $("rk-key").textContent,
+    rkRemoveHidden: $("rk-remove").hidden,
+    events: Array.from(win.document.querySelectorAll("#events li")).map(li => li.dataset.type),
+  };
+}
+
 /* Runs an action in the popup (a click, a submit) and waits until the
  * popup is idle again with a message shown. */
 async function act(f) {
@@ -145,6 +157,14 @@ async function popupFlows(cfg, r) {
   r.syncWindow = [t0, Date.now()];
   mark("synced");
   r.stateSynced = await attempt(() => browser.picl.getState());
+  /* devices, the recovery key and recent activity (client.md 7) */
+  r.security = securityView();
+  fill({ "rk-password": "wrong password" });
+  r.rkWrong = Object.assign(await act(() => click("rk-create")), securityView());
+  fill({ "rk-password": PW });
+  r.rkCreate = Object.assign(await act(() => click("rk-create")), securityView());
+  r.rkExists = await attempt(() => browser.picl.getRecoveryKeyExists());
+  mark("recovery key");
   let now = Date.now();
   r.relativeTimes = {
     locale: browser.i18n.getUILanguage(),
