@@ -12,6 +12,7 @@
 #include "crypto/nss.h"
 #include "crypto/util.h"
 #include "stores/devices.h"
+#include "stores/forms.h"
 #include "stores/logins.h"
 #include "stores/places.h"
 #include "stores/store.h"
@@ -491,6 +492,10 @@ static picl_status open_store(service *s, const char *coll, picl_store **out)
         picl_status st;
         if (!strcmp(coll, "tabs"))
             st = picl__tabs_open(out, s->profile_dir, s->st->dir, err, sizeof err);
+        else if (!strcmp(coll, "forms"))
+            st = picl__forms_open(out, s->profile_dir, s->st->dir, err, sizeof err);
+        else if (!strcmp(coll, "prefs"))
+            st = picl__prefs_open(out, s->profile_dir, s->st->dir, err, sizeof err);
         else if (!strcmp(coll, "bookmarks") || !strcmp(coll, "history"))
             st = picl__places_open(out, s->profile_dir, coll, err, sizeof err);
         else if (!strcmp(coll, "passwords"))
@@ -603,6 +608,13 @@ static picl_status do_sync(service *s, const char *const *colls, size_t n, char 
     json_t *report = NULL; /* tabs received, commands refused (clients) */
     for (size_t i = 0; i < count && !report; i++)
         report = picl__clients_report(stores[i]);
+    for (size_t i = 0; i < count; i++) { /* preferences refused (not on the allow-list) */
+        json_t *refused = picl__prefs_refused(stores[i]);
+        if (refused && !report)
+            report = json_object();
+        if (refused)
+            json_object_set_new(report, "refused", refused);
+    }
     for (size_t i = 0; i < count; i++)
         picl__store_close(stores[i]);
     free(stores);

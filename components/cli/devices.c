@@ -19,6 +19,9 @@ void cli_print_received(json_t *j)
     }
     json_array_foreach(json_object_get(j, "rejected"), i, r)
         printf("refused command: %s\n", json_string_value(json_object_get(r, "reason")));
+    json_array_foreach(json_object_get(j, "refused"), i, r)
+        printf("refused pref: %s: %s\n", json_string_value(json_object_get(r, "name")),
+               json_string_value(json_object_get(r, "reason")));
 }
 
 int cli_tabs(const cli_opts *o, picl_service *svc)
