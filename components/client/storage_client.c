@@ -281,6 +281,17 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
+/* The size of the body buffer that holds len bytes + NUL: a power of two
+ * (at least 4 KiB, at most MAX_BODY + 1), so a large answer is copied
+ * O(log n) times as it grows, not once per piece curl hands over. */
+static size_t body_cap(size_t len)
+{
+    size_t c = 4096;
+    while (c < len + 1 && c <= MAX_BODY)
+        c *= 2;
+    return c < MAX_BODY + 1 ? c : MAX_BODY + 1;
+}
+
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
 {
     stc_reply *r = ud;
@@ -289,13 +300,16 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
         r->too_large = 1;
         return 0;
     }
-    char *p = realloc(r->body, r->len + n + 1);
-    if (!p)
-        return 0;
-    memcpy(p + r->len, ptr, n);
+    /* the buffer is body_cap(len) bytes: it only grows here */
+    if (!r->body || r->len + n + 1 > body_cap(r->len)) {
+        char *p = realloc(r->body, body_cap(r->len + n));
+        if (!p)
+            return 0;
+        r->body = p;
+    }
+    memcpy(r->body + r->len, ptr, n);
     r->len += n;
-    p[r->len] = 0;
-    r->body = p;
+    r->body[r->len] = 0;
     return n;
 }
 
