@@ -49,10 +49,9 @@ PICL_EXPORT picl_status picl_service_restore_collection(picl_service *self, cons
         goto done;
     /* this device follows at once, through an ordinary sync */
     if (apply && json_is_true(json_object_get(plan, "applied"))) {
-        int allow = s->allow_mass_delete;
-        s->allow_mass_delete = 1; /* a restore may delete what did not exist then */
+        /* the guard stays as set: the restore's own deletions came from the
+         * server, only this device's pending deletions could trip it */
         st = s->base.vtbl->Sync(&s->base, &collection, 1, NULL);
-        s->allow_mass_delete = allow;
         if (st != PICL_OK)
             goto done;
     }
