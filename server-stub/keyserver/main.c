@@ -6,8 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "crypto/util.h"
 #include "http/http.h"
@@ -54,6 +58,50 @@ static int mkdirs(const char *path)
         }
     }
     return 0;
+}
+
+/* Why the server did not start, with the address or the path: "file
+ * input/output error" or "network error" alone sends nobody anywhere. */
+static void describe_failure(picl_status rc, const char *listen, const char *data, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s", picl_strerror(rc));
+    if (rc == PICL_ERROR_NETWORK) {
+        /* bind a socket of our own to the address to learn the cause */
+        const char *colon = strrchr(listen, ':');
+        struct sockaddr_in a;
+        memset(&a, 0, sizeof a);
+        a.sin_family = AF_INET;
+        char host[64];
+        size_t hl = colon ? (size_t)(colon - listen) : 0;
+        if (!colon || hl >= sizeof host)
+            return;
+        memcpy(host, listen, hl);
+        host[hl] = 0;
+        a.sin_port = htons((uint16_t)atoi(colon + 1));
+        int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+        if (fd < 0 || inet_pton(AF_INET, host, &a.sin_addr) != 1) {
+            if (fd >= 0)
+                close(fd);
+            return;
+        }
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0)
+            snprintf(out, cap, "cannot listen on %s: %s", listen, strerror(errno));
+        close(fd);
+        return;
+    }
+    if (!data)
+        return;
+    char db[300];
+    if ((size_t)snprintf(db, sizeof db, "%.280s/keyserver.db", data) >= sizeof db)
+        return;
+    if (access(data, R_OK | W_OK | X_OK) != 0)
+        snprintf(out, cap, "data directory %.280s: %s", data, strerror(errno));
+    else if (access(db, F_OK) == 0 && access(db, R_OK | W_OK) != 0)
+        snprintf(out, cap, "database %s: %s", db, strerror(errno));
+    else if (rc == PICL_ERROR_DATABASE || rc == PICL_ERROR_IO)
+        snprintf(out, cap, "database %s: %s (not a keyserver database, damaged, or read-only)", db,
+                 picl_strerror(rc));
 }
 
 int main(int argc, char **argv)
@@ -205,7 +253,9 @@ int main(int argc, char **argv)
     if (rc == PICL_OK)
         rc = ks_server_start(ks);
     if (rc != PICL_OK) {
-        fprintf(stderr, "picl-keyserver: cannot start: %s%s\n", picl_strerror(rc),
+        char why[600];
+        describe_failure(rc, listen, database ? NULL : data, why, sizeof why);
+        fprintf(stderr, "picl-keyserver: cannot start: %s%s\n", why,
                 rc == PICL_ERROR_DATABASE && database ? " (PostgreSQL: see the line above)" : "");
         ks_server_free(ks);
         return 1;

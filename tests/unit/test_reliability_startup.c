@@ -1,7 +1,7 @@
 /* test_reliability_startup.c -- picl-storage refuses to start on a database
  * it cannot write (instead of answering every write 503 forever), and its
  * start-up failures name the path or address and the cause: a read-only
- * database, a missing data directory, a port in use. */
+ * database, a missing data directory, a port in use; picl-keyserver's too. */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -43,10 +43,10 @@ static void teardown(void)
 /* Runs picl-storage with `listen` and `data` (as uid when uid >= 0) for at
  * most 3 s; stderr goes to out.  Returns its exit status, or -1 when it was
  * still running (serving) after 3 s (then it is stopped). */
-static int run_storage(const char *listen, const char *data, int uid)
+static int run_server(const char *name, const char *listen, const char *data, int uid)
 {
     char bin[512], secret[128], log[128];
-    snprintf(bin, sizeof bin, "%s/picl-storage", getenv("PICL_BUILD"));
+    snprintf(bin, sizeof bin, "%s/%s", getenv("PICL_BUILD"), name);
     snprintf(secret, sizeof secret, "%s/secret", dir);
     snprintf(log, sizeof log, "%s/stderr", dir);
     pid_t pid = fork();
@@ -56,7 +56,7 @@ static int run_storage(const char *listen, const char *data, int uid)
         dup2(fd, 2);
         if (uid >= 0 && (setgid((gid_t)uid) != 0 || setuid((uid_t)uid) != 0))
             _exit(126);
-        execl(bin, "picl-storage", "--listen", listen, "--data", data, "--secret-file", secret, (char *)NULL);
+        execl(bin, name, "--listen", listen, "--data", data, "--secret-file", secret, (char *)NULL);
         _exit(127);
     }
     int st = 0, rc = -1;
@@ -77,6 +77,11 @@ static int run_storage(const char *listen, const char *data, int uid)
     if (f)
         fclose(f);
     return rc;
+}
+
+static int run_storage(const char *listen, const char *data, int uid)
+{
+    return run_server("picl-storage", listen, data, uid);
 }
 
 START_TEST(test_read_only_database)
@@ -104,7 +109,8 @@ START_TEST(test_missing_data_directory)
 }
 END_TEST
 
-START_TEST(test_port_in_use)
+/* the port test for either server */
+static void port_in_use(const char *name)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET};
@@ -116,11 +122,37 @@ START_TEST(test_port_in_use)
     char listen_at[64], data[128];
     snprintf(listen_at, sizeof listen_at, "127.0.0.1:%u", ntohs(a.sin_port));
     snprintf(data, sizeof data, "%s/data", dir);
-    int rc = run_storage(listen_at, data, -1);
+    int rc = run_server(name, listen_at, data, -1);
     close(fd);
     ck_assert_int_eq(rc, 1);
     ck_assert_msg(strstr(out, listen_at) && strstr(out, "Address already in use"), "message: %s", out);
     ck_assert_ptr_null(strstr(out, "unreachable"));
+}
+
+START_TEST(test_port_in_use)
+{
+    port_in_use("picl-storage");
+}
+END_TEST
+
+START_TEST(test_keyserver_port_in_use)
+{
+    port_in_use("picl-keyserver");
+}
+END_TEST
+
+/* picl-keyserver on a database it cannot write: it refuses (it always
+ * did), and now says which file and why */
+START_TEST(test_keyserver_read_only_database)
+{
+    char data[128], db[160];
+    snprintf(data, sizeof data, "%s/data", dir);
+    snprintf(db, sizeof db, "%s/keyserver.db", data);
+    ck_assert_int_eq(run_server("picl-keyserver", "127.0.0.1:0", data, -1), -1);
+    ck_assert_int_eq(chmod(db, 0444), 0);
+    int rc = run_server("picl-keyserver", "127.0.0.1:0", data, 65534);
+    ck_assert_msg(rc == 1, "exit %d: %s", rc, out);
+    ck_assert_msg(strstr(out, db), "the message does not name %s: %s", db, out);
 }
 END_TEST
 
@@ -130,10 +162,13 @@ static Suite *suite(void)
     TCase *tc = tcase_create("startup");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 30);
-    if (geteuid() == 0) /* a read-only file means nothing to root: run it as nobody */
+    if (geteuid() == 0) { /* a read-only file means nothing to root: run it as nobody */
         tcase_add_test(tc, test_read_only_database);
+        tcase_add_test(tc, test_keyserver_read_only_database);
+    }
     tcase_add_test(tc, test_missing_data_directory);
     tcase_add_test(tc, test_port_in_use);
+    tcase_add_test(tc, test_keyserver_port_in_use);
     suite_add_tcase(s, tc);
     return s;
 }
