@@ -261,9 +261,8 @@ picl_status picl__svc_sign_in(picl_service *self, const char *email, const char 
             if (b.have_keys && picl__memeq_ct(b.kb, kb, 32)) {
                 picl__account_wipe(&a);
                 a = b;
-            } else {
-                picl__account_wipe(&b);
             }
+            picl__account_wipe(&b);
         }
         picl__wipe(kb, sizeof kb);
     }
