@@ -279,6 +279,36 @@ START_TEST(test_corrupt_session_and_class_moves)
 }
 END_TEST
 
+/* Another device's tabs record over the limit (a store directory uploads
+ * what it is given): skipped with a report, the device still listed. */
+START_TEST(test_oversized_tabs_record)
+{
+    char out[16384], id2[16];
+    account();
+    ck_assert_int_eq(run(NULL, 0, "mkdir st2 && PICL_DEVICE_NAME=big $P --state s2 -q sync --store-dir st2 "
+                                  "--collections clients"), 0);
+    device_id("s2", id2);
+    ck_assert_int_eq(run(NULL, 0, "python3 -c \"import json; json.dump([{'id': '%s', 'clientName': 'big', 'tabs': "
+                                  "[{'title': 'x' * 1000, 'urlHistory': ['https://big.example/%%d' %% i], 'icon': '', "
+                                  "'lastUsed': i} for i in range(190)]}], open('st2/tabs.json', 'w'))\"", id2), 0);
+    ck_assert_int_eq(run(NULL, 0, "$P --state s2 -q sync --store-dir st2 --collections clients,tabs"), 0);
+    ck_assert_int_eq(run(NULL, 0, "mkdir st1 && $P --state s1 -q sync --store-dir st1 --collections clients"), 0);
+    ck_assert_int_eq(run(out, sizeof out, "$P --state s1 tabs 2>&1"), 0);
+    char want[128];
+    snprintf(want, sizeof want, "picl: skipped tabs/%s: tabs record of ", id2);
+    ck_assert_msg(strstr(out, want) != NULL, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "(over 184320): skipped"));
+    ck_assert_ptr_nonnull(strstr(out, "big ("));
+    ck_assert_ptr_null(strstr(out, "big.example"));
+    json_t *j = devices("s1");
+    const json_t *d = find_device(j, id2);
+    ck_assert_ptr_nonnull(d);
+    ck_assert_uint_eq(json_array_size(json_object_get(d, "tabs")), 0);
+    ck_assert_uint_eq(json_array_size(json_object_get(j, "skipped")), 1);
+    json_decref(j);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("devices");
@@ -288,6 +318,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_tabs_and_send_tab);
     tcase_add_test(tc, test_hostile_commands);
     tcase_add_test(tc, test_corrupt_session_and_class_moves);
+    tcase_add_test(tc, test_oversized_tabs_record);
     suite_add_tcase(s, tc);
     return s;
 }
