@@ -66,7 +66,7 @@ static size_t count(const char *dev)
         const char *id = json_string_value(json_object_get(r, "id"));
         if (id && !strncmp(id, "bmk", 3) && !json_is_true(json_object_get(r, "deleted"))) {
             char want[32];
-            snprintf(want, sizeof want, "Site %d", atoi(id + 3));
+            snprintf(want, sizeof want, "Site %ld", strtol(id + 3, NULL, 10));
             ck_assert_str_eq(json_string_value(json_object_get(r, "title")), want);
             n++;
         }
@@ -102,7 +102,7 @@ START_TEST(restore_1000_bookmarks_on_two_devices)
     ck_assert_uint_eq(count("f0"), 0);
     /* the restore, in ISO 8601 UTC */
     char iso[40];
-    time_t tt = (time_t)atoll(t);
+    time_t tt = (time_t)strtoll(t, NULL, 10);
     strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", gmtime(&tt));
     ck_assert_int_eq(run(out, sizeof out, "$P --state s0 restore bookmarks --as-of %s --yes --store-dir f0", iso), 0);
     ck_assert_ptr_nonnull(strstr(out, "1000 brought back, 0 deleted"));
