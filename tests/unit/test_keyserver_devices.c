@@ -231,6 +231,43 @@ START_TEST(test_recovery_key_endpoints)
 }
 END_TEST
 
+/* Only the newest 100 events of an account are kept. */
+START_TEST(test_events_kept)
+{
+    tuks_stop(&srv);
+    ks_config cfg = {.now = clock_hook, .login_max = 1000};
+    fake_now = time(NULL);
+    tuks_start(&srv, &cfg);
+    uint8_t kft[32], s1[32], A[256];
+    tuks_resp r;
+    tuks_account(&srv, EMAIL, PW, 1, NULL);
+    memset(A, 0x22, sizeof A);
+    char *ahex = tuks_hex(A, 256);
+    char *body = malloc(1024);
+    const char *h[] = {"Content-Type: application/json", NULL};
+    const char *start = "{\"email\":\"" EMAIL_HEX "\"}";
+    for (int i = 0; i < 103; i++) {
+        ck_assert_int_eq(tuks_request(srv.port, "POST", "/v1/auth/start", h, start, strlen(start), &r), 200);
+        snprintf(body, 1024, "{\"srpToken\":\"%s\",\"A\":\"%s\",\"M\":\"%064d\"}",
+                 json_string_value(json_object_get(r.json, "srpToken")), ahex, 0);
+        tuks_resp_free(&r);
+        tuks_request(srv.port, "POST", "/v1/auth/finish", h, body, strlen(body), &r);
+        assert_err(&r, 400, 103);
+    }
+    free(body);
+    free(ahex);
+    tuks_session(&srv, EMAIL, PW, kft, s1);
+    ck_assert_int_eq(call("GET", "/v1/account/events", s1, PICL_TOKEN_SESSION, NULL, &r), 200);
+    json_t *ev = json_object_get(r.json, "events");
+    ck_assert_uint_eq(json_array_size(ev), 100);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(ev, 0), "type")), "login");
+    for (size_t i = 1; i < 100; i++)
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(ev, i), "type")), "login.failed");
+    tuks_resp_free(&r);
+    ck_assert_int_eq(tuks_db_int(&srv, "SELECT count(*) FROM events"), 100);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("keyserver_devices");
@@ -239,6 +276,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_devices_endpoints);
     tcase_add_test(tc, test_recovery_key_endpoints);
+    tcase_add_test(tc, test_events_kept);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
