@@ -1,4 +1,4 @@
-/* test_mass_delete.c -- the mass-deletion guard over picl server: a sync that would delete more than half of a collection (and at least 20) changes nothing, exits 5 naming --allow-mass-delete and saves a restore point; with the flag it goes through; smaller deletions are never held. */
+/* test_mass_delete.c -- the mass-deletion guard over picl server: a sync that would delete more than half of a collection (and at least 20) changes nothing, exits 5 naming --allow-mass-delete and saves a restore point; with the flag it goes through, and picl restore to the restore point brings the records back on both devices; smaller deletions are never held. */
 #include "testutil.h"
 #include "testutil_cli.h"
 
@@ -80,7 +80,11 @@ START_TEST(guard_both_ways)
     ck_assert_uint_eq(count("f1"), 41); /* the other device lost nothing */
     ck_assert_uint_eq(count("f0"), 20); /* and the local file was not touched */
     /* the restore point was saved in the state */
-    ck_assert_int_eq(run(out, sizeof out, "grep -c restorePoint s0/state.json"), 0);
+    char rp[64];
+    ck_assert_int_eq(run(rp, sizeof rp, "python3 -c 'import json; print(json.load(open(\"s0/state.json\"))"
+                                        "[\"collections\"][\"passwords\"][\"restorePoint\"])'"), 0);
+    rp[strcspn(rp, "\n")] = 0;
+    ck_assert(strtod(rp, NULL) > 1e9);
     /* again without the flag: still held */
     ck_assert_int_eq(run(NULL, 0, SYNC(0) " 2>/dev/null"), 5);
     /* --json: the collection's status says held */
@@ -91,6 +95,12 @@ START_TEST(guard_both_ways)
     ck_assert_int_eq(run(NULL, 0, SYNC(1)), 0);
     ck_assert_uint_eq(count("f1"), 20);
     ck_assert_uint_eq(count("f0"), 20);
+    /* the restore point brings the 41 back on both devices */
+    ck_assert_int_eq(run(out, sizeof out, "$P --state s0 restore passwords --as-of %s --yes --store-dir f0", rp), 0);
+    ck_assert_ptr_nonnull(strstr(out, "21 brought back, 0 deleted"));
+    ck_assert_uint_eq(count("f0"), 41);
+    ck_assert_int_eq(run(NULL, 0, SYNC(1)), 0);
+    ck_assert_uint_eq(count("f1"), 41);
 }
 END_TEST
 
