@@ -682,6 +682,69 @@ START_TEST(test_store_bookmarks_apply)
 }
 END_TEST
 
+/* picl__json_dumps / picl__json_loadb under every failed allocation: the
+ * exact text / value, or nothing -- where jansson's own json_dumps gives
+ * {"id":"rec1",":"hunter2"} and its loader drops a character of a string. */
+START_TEST(test_json_text_whole_or_nothing)
+{
+    static const char TEXT[] = "{\"id\":\"rec1\",\"password\":\"hunter2\",\"hostname\":\"https://example.com/a/b\","
+                               "\"n\":[1,2,{\"deep\":\"value with \\u00e9\"}]}";
+    json_t *want = json_loads(TEXT, 0, NULL);
+    ck_assert_ptr_nonnull(want);
+    char *exact = picl__json_dumps(want, JSON_COMPACT | JSON_SORT_KEYS);
+    ck_assert_ptr_nonnull(exact);
+    long dumps = 0, loads = 0, damaged_by_jansson = 0;
+    for (long n = 1;; n++) {
+        picl__test_alloc_fail_at(n, 0);
+        char *t = picl__json_dumps(want, JSON_COMPACT | JSON_SORT_KEYS);
+        long injected = picl__test_alloc_injected();
+        picl__test_alloc_fail_at(n, 0);
+        char *raw = json_dumps(want, JSON_COMPACT | JSON_SORT_KEYS);
+        picl__test_alloc_fail_at(0, 0);
+        if (t)
+            ck_assert_str_eq(t, exact);
+        if (raw && strcmp(raw, exact) != 0)
+            damaged_by_jansson++;
+        free(t);
+        free(raw);
+        if (!injected) {
+            dumps = n - 1;
+            break;
+        }
+    }
+    for (long n = 1;; n++) {
+        int oom = -1;
+        picl__test_alloc_fail_at(n, 0);
+        json_t *j = picl__json_loadb(TEXT, strlen(TEXT), JSON_REJECT_DUPLICATES, NULL, &oom);
+        long injected = picl__test_alloc_injected();
+        picl__test_alloc_fail_at(n, 0);
+        json_t *raw = json_loadb(TEXT, strlen(TEXT), JSON_REJECT_DUPLICATES, NULL);
+        picl__test_alloc_fail_at(0, 0);
+        if (j) {
+            ck_assert(json_equal(j, want));
+            ck_assert_int_eq(oom, 0);
+        } else {
+            ck_assert_int_eq(oom, injected ? 1 : 0);
+        }
+        if (raw && !json_equal(raw, want))
+            damaged_by_jansson++;
+        json_decref(j);
+        json_decref(raw);
+        if (!injected) {
+            ck_assert_ptr_nonnull(j);
+            loads = n - 1;
+            break;
+        }
+    }
+    ck_assert_int_gt(dumps, 3);
+    ck_assert_int_gt(loads, 3);
+    printf("alloc sweep json text: %ld dump and %ld load allocations: never damaged (jansson alone damaged %ld)\n",
+           dumps, loads, damaged_by_jansson);
+    free(exact);
+    json_decref(want);
+}
+END_TEST
+
 /* The injector itself: exactly the Nth counted allocation fails. */
 START_TEST(test_injector_counts)
 {
@@ -723,6 +786,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_injector_counts);
+    tcase_add_test(tc, test_json_text_whole_or_nothing);
     tcase_add_test(tc, test_crypto_record_and_codecs);
     tcase_add_test(tc, test_records_encrypt_decrypt);
     tcase_add_test(tc, test_protocol_tokens_hawk_bundles);
