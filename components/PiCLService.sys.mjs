@@ -60,6 +60,7 @@ export const PICL_STATUS = Object.freeze({
   UNKNOWN_ACCOUNT: 21,
   INVALID_CODE: 22,
   CONFLICT: 25,
+  NOT_FOUND: 27,
   STATE: 29,
   CLASSMAP: 30,       /* the storage server's class map is missing, forged or replayed: nothing uploaded */
   KEYS_CHANGED: 31,   /* the password was reset on another device: sign in again */
@@ -67,7 +68,8 @@ export const PICL_STATUS = Object.freeze({
   INTEGRITY: 35,   /* records refused by their MAC, kid or id check (client.md 7) */
 });
 
-const DEFAULT_CLASS = { bookmarks: "A", history: "A", passwords: "B" };
+const DEFAULT_CLASS = { bookmarks: "A", history: "A", passwords: "B", tabs: "A", forms: "A", prefs: "A",
+                        clients: "A" };
 const COLLECTION_RE = /^[a-z][a-z0-9_-]{0,31}$/;
 /* collections whose full record set is always gathered (cheap) */
 const GATHER_ALL = new Set(["bookmarks", "passwords"]);
@@ -252,6 +254,46 @@ class Service {
                          "completePasswordResetWithRecoveryKey: code, new password and recovery key");
   }
 
+  /* Other devices (the clients and tabs collections): send a tab, their
+   * open tabs (read from the server), the tabs this device received. */
+  sendTab(deviceId, url, title) {
+    if (!deviceId || !url) {
+      return Promise.reject(piclError(PICL_STATUS.INVALID_ARGUMENT, "sendTab: device and url are required"));
+    }
+    return this._run(() => this._call("sendTab", { device: String(deviceId), url: String(url),
+                                                   title: String(title || "") }));
+  }
+
+  getRemoteTabs() {
+    return this._run(() => this._call("remoteTabsJSON", {})).then(t => JSON.parse(t));
+  }
+
+  getReceivedTabs() {
+    return this._run(() => this._call("receivedTabsJSON", {})).then(t => JSON.parse(t));
+  }
+
+  /* Tabs another device sent, received by the sync that just ran: told to
+   * observers ("picl:tabs:received", data = JSON [{uri, title, from, ...}])
+   * and opened in the most recent browser window when there is one. */
+  _openReceived(summary) {
+    let got;
+    try {
+      got = JSON.parse(summary).received;
+    } catch (e) {
+      return;
+    }
+    if (!Array.isArray(got) || !got.length) {
+      return;
+    }
+    Services.obs.notifyObservers(null, "picl:tabs:received", JSON.stringify(got));
+    let win = Services.wm.getMostRecentWindow("navigator:browser");
+    for (let t of got) {
+      if (win && win.gBrowser && /^https?:\/\//.test(t.uri)) {
+        win.gBrowser.addTab(t.uri, { triggeringPrincipal: Services.scriptSecurityManager.createNullPrincipal({}) });
+      }
+    }
+  }
+
   getCollectionClass(collection) {
     collection = String(collection);
     if (!COLLECTION_RE.test(collection)) {
@@ -305,6 +347,7 @@ class Service {
         throw e;
       }
       this._failedRecords = null;
+      this._openReceived(r);
       Services.prefs.setStringPref(LAST_SYNC_PREF, String(Date.now()));
       this._notify("status", "", 1, 1, "sync finished");
       return r;

@@ -124,6 +124,12 @@ function open(path) {
     declare("picl_service_remove_recovery_key", st, svcp);
     declare("picl_service_complete_password_reset_with_recovery_key", st, svcp, cp, cp, cp);
   } catch (e) { /* older libpicl */ }
+  /* other devices: send tab, their open tabs (optional, like undo) */
+  try {
+    declare("picl_service_send_tab", st, svcp, cp, cp, cp);
+    declare("picl_service_get_remote_tabs_json", st, svcp, cpp);
+    declare("picl_service_get_received_tabs_json", st, svcp, cpp);
+  } catch (e) { /* older libpicl */ }
   /* undo (optional: a library without them still loads) */
   try {
     declare("picl_service_set_allow_mass_delete", st, svcp, ctypes.int);
@@ -520,6 +526,16 @@ const ops = {
   },
   collectionsJSON() {
     return { value: callOut("picl_service_get_collections_json") };
+  },
+  sendTab({ device, url, title }) {
+    call("picl_service_send_tab", cstr(device), cstr(url), cstr(title));
+    return { value: undefined };
+  },
+  remoteTabsJSON() {
+    return { value: callOut("picl_service_get_remote_tabs_json") };
+  },
+  receivedTabsJSON() {
+    return { value: callOut("picl_service_get_received_tabs_json") };
   },
   wipeServer({ collection }) {
     call("picl_service_wipe_server", cstr(collection));
