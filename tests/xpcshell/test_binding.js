@@ -24,7 +24,8 @@ async function idlMembers() {
 
 add_task(async function test_shape_matches_idl() {
   let idl = await idlMembers();
-  Assert.equal(Object.keys(idl).length, 16, "16 IDL members");
+  /* the IDL grows (devices, recovery key, undo ...): every member is checked below */
+  Assert.ok(Object.keys(idl).length >= 16, Object.keys(idl).length + " IDL members, at least the first 16");
   let proto = Object.getPrototypeOf(PiCLService);
   for (let [name, m] of Object.entries(idl)) {
     let d = Object.getOwnPropertyDescriptor(proto, name);
