@@ -193,6 +193,7 @@ START_TEST(test_unauthenticated_bodies_cost_no_memory)
 }
 END_TEST
 
+#ifndef __SANITIZE_ADDRESS__
 START_TEST(test_unread_big_listings_cost_bounded_memory)
 {
     start_server(1, 1024, NULL, NULL);
@@ -262,6 +263,7 @@ START_TEST(test_unread_big_listings_cost_bounded_memory)
     ck_assert_msg(peak - before < 96 * 1024, "VmHWM grew from %ld to %ld KiB for 16 unread listings", before, peak);
 }
 END_TEST
+#endif
 
 static Suite *suite(void)
 {
@@ -271,7 +273,11 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_401_before_the_body);
     tcase_add_test(tc, test_unauthenticated_bodies_cost_no_memory);
+#ifndef __SANITIZE_ADDRESS__
+    /* ASan's quarantine and redzones keep freed pages resident: a peak
+     * measured under it says nothing about the server's own bound */
     tcase_add_test(tc, test_unread_big_listings_cost_bounded_memory);
+#endif
     suite_add_tcase(s, tc);
     return s;
 }
