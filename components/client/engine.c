@@ -243,8 +243,12 @@ static picl_status encrypt_bsos(picl_engine *e, const char *c, const picl_class_
         st = picl__record_encrypt(&payload, c, r, &keys, entry);
         if (st != PICL_OK)
             break;
-        json_array_append_new(out, json_pack("{s:O, s:s}", "id", json_object_get(r, "id"), "payload", payload));
+        json_t *bso = json_pack("{s:O, s:s}", "id", json_object_get(r, "id"), "payload", payload);
         free(payload);
+        /* a device's own records expire on the server when it stops syncing */
+        if (bso && (!strcmp(c, "tabs") || !strcmp(c, "clients")))
+            json_object_set_new(bso, "ttl", json_integer(PICL_DEVICE_RECORD_TTL_S));
+        json_array_append_new(out, bso);
     }
     picl__wipe(&keys, sizeof keys);
     if (st != PICL_OK) {

@@ -57,6 +57,11 @@ typedef struct picl_engine {
 
 #define PICL_MASS_DELETE_MIN 20
 
+/* The ttl (seconds) of the BSOs of the tabs and clients collections: like
+ * Firefox's, they go away 21 days after a device last uploaded them (the
+ * stores upload them again at least weekly while the device syncs). */
+#define PICL_DEVICE_RECORD_TTL_S (21 * 86400)
+
 /* Sets up e (zeroed) for one run over an authenticated storage client. */
 void picl__engine_init(picl_engine *e, picl_stc *stc, picl_state *st);
 void picl__engine_done(picl_engine *e);

@@ -244,7 +244,9 @@ static picl_status cl_changes(picl_store *s, json_t **out)
     json_t *own = own_record(d);
     char *text = json_dumps(own, JSON_COMPACT | JSON_SORT_KEYS);
     *out = json_array();
-    if (text && strcmp(text, json_string_value(json_object_get(d, "uploaded"))))
+    json_int_t at = json_integer_value(json_object_get(d, "uploadedAt"));
+    if (text && (strcmp(text, json_string_value(json_object_get(d, "uploaded"))) ||
+                 (json_int_t)time(NULL) - at > PICL_DEVICE_REFRESH_S))
         json_array_append(*out, own);
     free(text);
     json_decref(own);
@@ -406,6 +408,7 @@ static picl_status cl_mark_synced(picl_store *s, const json_t *records)
             goto done;
         }
         json_object_set_new(d, "uploaded", json_string(text));
+        json_object_set_new(d, "uploadedAt", json_integer((json_int_t)time(NULL)));
         free(text);
         c->pending = 0;
         if ((st = picl__devices_save(c->dir, d)) != PICL_OK)

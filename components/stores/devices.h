@@ -15,6 +15,9 @@
 /* The largest cleartext tabs record uploaded or accepted (bytes of compact
  * JSON): the encrypted BSO stays under the servers' 256 KiB payload limit. */
 #define PICL_TABS_RECORD_MAX (180u * 1024u)
+/* A device's own clients and tabs records are uploaded again after this
+ * long even unchanged (their server copies expire after 21 days). */
+#define PICL_DEVICE_REFRESH_S (7 * 86400)
 /* The longest URL sent or accepted in a command or a tab. */
 #define PICL_URL_MAX 8192
 
@@ -25,6 +28,8 @@
  *    "name": its name (PICL_DEVICE_NAME when first made, else "PiCL on <host>"),
  *    "uploaded": the own clients record as last uploaded (canonical JSON), "",
  *    "tabsUploaded": the own tabs record as last uploaded, "",
+ *    "uploadedAt", "tabsUploadedAt": when (Unix seconds; a week later they
+ *                 are uploaded again, see PICL_DEVICE_REFRESH_S),
  *    "handled": [flowID, ...] commands already handled (the newest 1000),
  *    "received": [{"flowID","uri","title","from","fromName","at"}] tabs
  *                 received (the newest 1000)}

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define URL_HISTORY_MAX 25
 
@@ -225,7 +226,9 @@ static picl_status tb_changes(picl_store *s, json_t **out)
         return st;
     char *text = json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS);
     *out = json_array();
-    if (text && strcmp(text, json_string_value(json_object_get(d, "tabsUploaded"))))
+    json_int_t at = json_integer_value(json_object_get(d, "tabsUploadedAt"));
+    if (text && (strcmp(text, json_string_value(json_object_get(d, "tabsUploaded"))) ||
+                 (json_int_t)time(NULL) - at > PICL_DEVICE_REFRESH_S))
         json_array_append(*out, rec);
     free(text);
     json_decref(rec);
@@ -264,6 +267,7 @@ static picl_status set_uploaded(tabs_store *t, const char *text)
         return picl__store_fail(&t->base, st, "cannot lock the device file");
     if ((st = picl__devices_read(t->dir, &d, err, sizeof err)) == PICL_OK) {
         json_object_set_new(d, "tabsUploaded", json_string(text));
+        json_object_set_new(d, "tabsUploadedAt", json_integer(*text ? (json_int_t)time(NULL) : 0));
         st = picl__devices_save(t->dir, d);
     }
     json_decref(d);

@@ -101,6 +101,29 @@ START_TEST(test_tabs_and_send_tab)
     device_id("s1", id1);
     device_id("s2", id2);
     ck_assert_str_ne(id1, id2);
+    /* both records expire 21 days after their upload, like Firefox's; a
+     * bookmark would not */
+    ck_assert_int_eq(run(out, sizeof out, "sqlite3 data/storage.db \"SELECT coll, expiry - modified FROM bsos WHERE "
+                                          "id = '%s' ORDER BY coll\"", id1), 0);
+    ck_assert_str_eq(out, "clients|181440000\ntabs|181440000\n");
+    /* unchanged, they are not uploaded again ... until a week has passed */
+    ck_assert_int_eq(run(out, sizeof out, "$P --state s1 sync --profile p1 --collections clients,tabs --json"), 0);
+    sum = json_loads(out, 0, NULL);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(json_object_get(sum, "collections"), "tabs"),
+                                                        "uploaded")), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(
+                         json_object_get(json_object_get(sum, "collections"), "clients"), "uploaded")), 0);
+    json_decref(sum);
+    ck_assert_int_eq(run(NULL, 0, "python3 -c \"import json; d = json.load(open('s1/devices.json')); "
+                                  "d['uploadedAt'] -= 8 * 86400; d['tabsUploadedAt'] -= 8 * 86400; "
+                                  "json.dump(d, open('s1/devices.json', 'w'))\""), 0);
+    ck_assert_int_eq(run(out, sizeof out, "$P --state s1 sync --profile p1 --collections clients,tabs --json"), 0);
+    sum = json_loads(out, 0, NULL);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(json_object_get(sum, "collections"), "tabs"),
+                                                        "uploaded")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(
+                         json_object_get(json_object_get(sum, "collections"), "clients"), "uploaded")), 1);
+    json_decref(sum);
     /* the new collections joined the class map as class A */
     ck_assert_int_eq(run(out, sizeof out, "$P --state s2 class get tabs --json"), 0);
     ck_assert_ptr_nonnull(strstr(out, "\"class\":\"A\""));
