@@ -14,6 +14,7 @@
 #include <libgen.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,7 @@ static void ks_start(void)
     ks = fork();
     ck_assert_int_ge(ks, 0);
     if (ks == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives a failed test */
         if (!freopen("/dev/null", "w", stdout) || !freopen(logf, "w", stderr))
             _exit(126);
         setenv("PICL_TEST_STRETCH_FLOOR", "cheap", 1);

@@ -9,6 +9,7 @@
 #include <libgen.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -40,6 +41,7 @@ static void start(proc *p)
     p->pid = fork();
     ck_assert_int_ge(p->pid, 0);
     if (p->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives a failed test */
         dup2(fds[1], 2);
         close(fds[0]);
         close(fds[1]);

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <libgen.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sqlite3.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -41,6 +42,10 @@ static void setup(void)
 static void teardown(void)
 {
     picl__nss_release();
+    /* a disk-full test stopped half-way leaves its tmpfs mounted */
+    char mnt[128];
+    snprintf(mnt, sizeof mnt, "%s/mnt", work);
+    umount2(mnt, MNT_DETACH);
     ck_assert_int_eq(tu_rmtree(work), 0);
 }
 
@@ -62,6 +67,7 @@ static void spawn(srv *s, const char *name, const char *const *argv, const char 
     s->pid = fork();
     ck_assert_int_ge(s->pid, 0);
     if (s->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives a failed test */
         if (!freopen("/dev/null", "w", stdout) || !freopen(s->log, "a", stderr))
             _exit(126);
         for (size_t i = 0; env && env[i]; i++)
