@@ -182,6 +182,10 @@ class Service {
     return this._account("verifyEmail", { code: String(code) }, "verifyEmail: code");
   }
 
+  resendVerification() {
+    return this._account("resendVerification", {}, "resendVerification");
+  }
+
   signIn(email, password) {
     return this._account("signIn", { email: String(email), password: String(password) },
                          "signIn: email and password");

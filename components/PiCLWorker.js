@@ -95,6 +95,7 @@ function open(path) {
   declare("picl_service_set_persist_keys", st, svcp, ctypes.int);
   declare("picl_service_create_account", st, svcp, cp, cp);
   declare("picl_service_verify_email", st, svcp, cp);
+  declare("picl_service_resend_verification", st, svcp);
   declare("picl_service_sign_in", st, svcp, cp, cp);
   declare("picl_service_sign_out", st, svcp);
   declare("picl_service_change_password", st, svcp, cp, cp);
