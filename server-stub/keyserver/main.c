@@ -77,7 +77,7 @@ static void describe_failure(picl_status rc, const char *listen, const char *dat
             return;
         memcpy(host, listen, hl);
         host[hl] = 0;
-        a.sin_port = htons((uint16_t)atoi(colon + 1));
+        a.sin_port = htons((uint16_t)strtoul(colon + 1, NULL, 10));
         int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
         if (fd < 0 || inet_pton(AF_INET, host, &a.sin_addr) != 1) {
             if (fd >= 0)

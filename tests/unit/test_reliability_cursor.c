@@ -269,7 +269,7 @@ static void proxy_start(const char *upstream_url)
     const char *hp = strstr(upstream_url, "://");
     ck_assert_ptr_nonnull(hp);
     snprintf(P.up_hostport, sizeof P.up_hostport, "%s", hp + 3);
-    P.up_port = (unsigned)atoi(strrchr(P.up_hostport, ':') + 1);
+    P.up_port = (unsigned)strtoul(strrchr(P.up_hostport, ':') + 1, NULL, 10);
     P.lfd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET};
     inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
@@ -313,7 +313,7 @@ static long count_passwords(const char *d)
     if (run(out, sizeof out, "python3 -c 'import json; print(len(json.load(open(\"%s/passwords.json\"))))' 2>/dev/null",
             d) != 0)
         return -1;
-    return atol(out);
+    return strtol(out, NULL, 10);
 }
 
 /* The lastSync of passwords in STATE/state.json ("" when none). */

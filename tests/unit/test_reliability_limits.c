@@ -89,7 +89,7 @@ static void start_server(int storage, rlim_t nofile, const char *opt, const char
         while (f && fgets(line, sizeof line, f)) {
             char *p = strstr(line, "on port ");
             if (p)
-                srv_port = (unsigned)atoi(p + 8);
+                srv_port = (unsigned)strtoul(p + 8, NULL, 10);
         }
         if (f)
             fclose(f);
@@ -170,7 +170,7 @@ static int honest(int *fds, int n, double within, double *took)
         }
         buf[got] = 0;
         if (got >= 12 && !strncmp(buf, "HTTP/1.1 ", 9))
-            status = atoi(buf + 9);
+            status = (int)strtol(buf + 9, NULL, 10);
     }
     close(fd);
     *took = now_s() - t0;

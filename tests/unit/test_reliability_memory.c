@@ -86,7 +86,7 @@ static void start_server(int storage, rlim_t nofile, const char *opt, const char
         while (f && fgets(line, sizeof line, f)) {
             char *p = strstr(line, "on port ");
             if (p)
-                srv_port = (unsigned)atoi(p + 8);
+                srv_port = (unsigned)strtoul(p + 8, NULL, 10);
         }
         if (f)
             fclose(f);
@@ -104,7 +104,7 @@ static long vm_hwm_kb(void)
     long kb = -1;
     while (fgets(line, sizeof line, f))
         if (!strncmp(line, "VmHWM:", 6))
-            kb = atol(line + 6);
+            kb = strtol(line + 6, NULL, 10);
     fclose(f);
     return kb;
 }
@@ -212,11 +212,12 @@ START_TEST(test_unread_big_listings_cost_bounded_memory)
     pay[PAY] = 0;
     const char *hdr[] = {"Content-Type: application/json", NULL};
     for (int part = 0; part < 12; part++) {
-        size_t o = (size_t)sprintf(body, "[");
+        const size_t cap = 100 * (PAY + 64) + 16;
+        size_t o = (size_t)snprintf(body, cap, "[");
         for (int i = 0; i < 100; i++)
-            o += (size_t)sprintf(body + o, "%s{\"id\":\"r%02d%03d\",\"payload\":\"%s\"}", i ? "," : "", part, i,
-                                 pay);
-        o += (size_t)sprintf(body + o, "]");
+            o += (size_t)snprintf(body + o, cap - o, "%s{\"id\":\"r%02d%03d\",\"payload\":\"%s\"}", i ? "," : "",
+                                  part, i, pay);
+        o += (size_t)snprintf(body + o, cap - o, "]");
         tu_req rq = {.ctype = "application/json", .body = body, .len = o, .headers = hdr, .cred = &cred};
         tu_resp r;
         ck_assert_int_eq(tu_http(&r, "POST", base, "/1.5/7/storage/big", &rq), 0);

@@ -26,7 +26,7 @@ static int mails(void)
 {
     char out[64];
     run(out, sizeof out, "grep -l '^X-Verify-Code:' data/mail/new/* 2>/dev/null | wc -l");
-    return atoi(out);
+    return (int)strtol(out, NULL, 10);
 }
 
 START_TEST(test_resend_after_a_lost_mail)

@@ -52,7 +52,7 @@ static void setup(void)
         f = fopen(log, "r");
         while (f && fgets(line, sizeof line, f))
             if (strstr(line, "on port "))
-                port = (unsigned)atoi(strstr(line, "on port ") + 8);
+                port = (unsigned)strtoul(strstr(line, "on port ") + 8, NULL, 10);
         if (f)
             fclose(f);
     }
