@@ -43,7 +43,7 @@
  * wrong.
  */
 
-import { PiCLStores, COLLECTIONS } from "./PiCLStores.sys.mjs";
+import { PiCLStores, COLLECTIONS, EXTRA_COLLECTIONS } from "./PiCLStores.sys.mjs";
 import { AsyncShutdown } from "resource://gre/modules/AsyncShutdown.sys.mjs";
 
 /* picl_status codes used here (components/picl.h; numbers are ABI). */
@@ -329,7 +329,8 @@ class Service {
                                       "sync: collections must be an array of collection names"));
     }
     let names = Array.from(new Set(collections));
-    let live = names.length ? names.filter(c => COLLECTIONS.includes(c)) : COLLECTIONS.slice();
+    let live = names.length ? names.filter(c => COLLECTIONS.includes(c) || EXTRA_COLLECTIONS.includes(c))
+                            : COLLECTIONS.slice();
     return this._run(async () => {
       this._notify("status", "", 0, -1, "sync started");
       let r;

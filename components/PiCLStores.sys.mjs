@@ -42,6 +42,11 @@
  *              was not loaded; markSynced() resets the counters; incoming
  *              records are written fromSync (deletions become tombstones
  *              with nothing to upload).
+ *   forms      the "satchel-storage-changed" notifications of FormHistory
+ *              (formhistory-add/-update/-remove, by entry GUID) feed the
+ *              tracker; records {id: guid, name: fieldname, value}; incoming
+ *              ones are written with FormHistory.update.  A live collection
+ *              when named (EXTRA_COLLECTIONS), not synced by default.
  *   The tracker lives in <profile>/picl/tracker.json.  A collection the
  *   tracker has never seen starts "reset" (everything is a change), so a
  *   first sync uploads the whole local store.
@@ -56,9 +61,12 @@ const lazy = {};
 ChromeUtils.defineESModuleGetters(lazy, {
   PlacesUtils: "resource://gre/modules/PlacesUtils.sys.mjs",
   PlacesSyncUtils: "resource://gre/modules/PlacesSyncUtils.sys.mjs",
+  FormHistory: "resource://gre/modules/FormHistory.sys.mjs",
 });
 
 export const COLLECTIONS = ["bookmarks", "history", "passwords"];
+/* live stores synced only when named */
+export const EXTRA_COLLECTIONS = ["forms"];
 
 /* Places root GUIDs <-> Sync record ids (records.md section 3). */
 const ROOT_GUID_TO_ID = {
@@ -131,7 +139,7 @@ class Tracker {
     }
     this.data = {};
     this.seq = (saved && Number.isInteger(saved.seq)) ? saved.seq : 0;
-    for (let c of ["history", "passwords"]) {
+    for (let c of ["history", "passwords", "forms"]) {
       let d = saved && saved.collections && saved.collections[c];
       if (d && typeof d.changed == "object" && d.changed) {
         this.data[c] = { reset: !!d.reset, changed: d.changed };
@@ -1140,12 +1148,148 @@ class PasswordsStore {
  * The set of stores and their observers
  * ---------------------------------------------------------------------- */
 
+/* ------------------------------------------------------------------------
+ * Form history (FormHistory, formhistory.sqlite)
+ * ---------------------------------------------------------------------- */
+class FormsStore {
+  constructor(stores) {
+    this.stores = stores;
+    this.applying = 0;
+    this.snap = null;
+  }
+
+  async _map() {
+    let rows = await lazy.FormHistory.search(["fieldname", "value", "guid"], {});
+    let m = new Map();
+    for (let r of rows) {
+      if (r.guid) {
+        m.set(r.guid, { id: r.guid, name: r.fieldname, value: r.value });
+      }
+    }
+    return m;
+  }
+
+  async changes() {
+    let snap = this.stores.tracker.snapshot("forms");
+    let live = await this._map();
+    let ids = snap.reset ? new Set(live.keys()) : new Set();
+    for (let id of Object.keys(snap.changed)) {
+      ids.add(id);
+    }
+    let out = [];
+    for (let id of ids) {
+      out.push(live.has(id) ? live.get(id) : { id, deleted: true });
+    }
+    this.snap = snap;
+    return out;
+  }
+
+  async all() {
+    return Array.from((await this._map()).values());
+  }
+
+  async markSynced(records) {
+    if (this.snap) {
+      await this.stores.tracker.clear("forms", this.snap, records.map(r => r.id));
+    }
+  }
+
+  /* A reset asked by the engine after changes() reported everything (a
+   * first sync) is settled by markSynced(); otherwise the next changes()
+   * reports everything. */
+  async reset() {
+    if (!(this.snap && this.snap.reset)) {
+      this.snap = null;
+    }
+    await this.stores.tracker.reset("forms");
+  }
+
+  async wipe() {
+    this.snap = null;
+    this.applying++;
+    try {
+      await lazy.FormHistory.update({ op: "remove" });
+    } finally {
+      this.applying--;
+    }
+    await this.stores.tracker.reset("forms");
+  }
+
+  /* Tombstones remove the entry; an entry equal to a local one under
+   * another GUID replaces it (one entry per field and value, the incoming
+   * GUID); malformed records are skipped, never written. */
+  async apply(records) {
+    let have = await this._map();
+    let changes = [];
+    let adds = [];
+    for (let r of records) {
+      if (!r || typeof r.id != "string" || !r.id) {
+        throw new Error("forms: a record without an id");
+      }
+      if (r.deleted) {
+        if (have.has(r.id)) {
+          changes.push({ op: "remove", guid: r.id });
+        }
+        continue;
+      }
+      if (typeof r.name != "string" || !r.name || r.name.length > 200 || typeof r.value != "string" ||
+          r.value.length > 4096) {
+        continue;
+      }
+      let cur = have.get(r.id);
+      if (cur) {
+        if (cur.name != r.name || cur.value != r.value) {
+          changes.push({ op: "update", guid: r.id, fieldname: r.name, value: r.value });
+        }
+        continue;
+      }
+      for (let [guid, e] of have) {
+        if (e.name == r.name && e.value == r.value) {
+          changes.push({ op: "remove", guid });
+        }
+      }
+      changes.push({ op: "add", fieldname: r.name, value: r.value });
+      adds.push(r);
+    }
+    this.applying++;
+    try {
+      if (changes.length) {
+        await lazy.FormHistory.update(changes);
+      }
+      /* FormHistory gives an added entry a GUID of its own: it takes the
+       * incoming one with an update's newGuid */
+      let renames = [];
+      for (let r of adds) {
+        let rows = await lazy.FormHistory.search(["guid"], { fieldname: r.name, value: r.value });
+        if (rows.length == 1 && rows[0].guid != r.id) {
+          renames.push({ op: "update", guid: rows[0].guid, newGuid: r.id });
+        }
+      }
+      if (renames.length) {
+        await lazy.FormHistory.update(renames);
+      }
+    } finally {
+      this.applying--;
+    }
+  }
+
+  observe(subject, topic, data) {
+    if (this.applying || !/^formhistory-(add|update|remove)$/.test(data)) {
+      return false;
+    }
+    let guid = subject && subject.QueryInterface ? subject.QueryInterface(Ci.nsISupportsString).data : "";
+    this.stores.tracker.note("forms", guid, data == "formhistory-remove");
+    return true;
+  }
+}
+
 class Stores {
   constructor() {
     this.tracker = new Tracker();
     this.bookmarks = new BookmarksStore(this);
     this.history = new HistoryStore(this);
     this.passwords = new PasswordsStore(this);
+    this.forms = new FormsStore(this);
     this._ready = null;
     this._listeners = new Set();
     this._placesListener = null;
@@ -1214,6 +1358,14 @@ class Stores {
       },
     };
     Services.obs.addObserver(this._loginObserver, "passwordmgr-storage-changed");
+    this._formsObserver = {
+      observe: (s, t, d) => {
+        if (this.forms.observe(s, t, d)) {
+          this._notify("forms", "");
+        }
+      },
+    };
+    Services.obs.addObserver(this._formsObserver, "satchel-storage-changed");
   }
 
   /* Stops observing and waits for the tracker file to be written. */
@@ -1228,13 +1380,14 @@ class Stores {
                                                "bookmark-tags-changed", "bookmark-keyword-changed"],
                                               this._placesListener);
     Services.obs.removeObserver(this._loginObserver, "passwordmgr-storage-changed");
+    Services.obs.removeObserver(this._formsObserver, "satchel-storage-changed");
     await this.tracker._saving;
     this._ready = null;
   }
 
   /* The store of a collection, or null. */
   get(collection) {
-    return COLLECTIONS.includes(collection) ? this[collection] : null;
+    return COLLECTIONS.includes(collection) || EXTRA_COLLECTIONS.includes(collection) ? this[collection] : null;
   }
 
   /* fn(collection, id) is called after a local (not PiCL's own) change. */

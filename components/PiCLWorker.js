@@ -291,6 +291,8 @@ function makeStore(collection) {
 /* ---- state the main thread caches --------------------------------------- */
 
 const KNOWN = ["bookmarks", "history", "passwords"];
+/* live stores synced only when named (PiCLStores EXTRA_COLLECTIONS) */
+const EXTRA_LIVE = ["forms"];
 
 function state() {
   if (!svc) {
@@ -430,7 +432,7 @@ const ops = {
           call("picl_service_set_device", cstr(deviceName || ""), cstr("browser"));
         } catch (e) { /* a name it refuses: the host name */ }
       }
-      for (let c of KNOWN) {
+      for (let c of KNOWN.concat(EXTRA_LIVE)) {
         makeStore(c);
       }
     }
