@@ -516,7 +516,7 @@ static picl_status put_encrypted(logins *l, json_t *obj, const char *key, PK11Sy
  * sets above do not stop on a failed allocation, this check does (a login
  * written without its id or its encrypted password would make logins.json
  * unreadable or lose the password). */
-static int entry_whole(const json_t *doc, const json_t *e, const char *guid)
+static int entry_whole(const json_t *e, const char *guid)
 {
     static const char *const strs[] = {"hostname", "usernameField", "passwordField", "encryptedUsername",
                                        "encryptedPassword", "guid"};
@@ -528,8 +528,7 @@ static int entry_whole(const json_t *doc, const json_t *e, const char *guid)
         if (!json_is_integer(json_object_get(e, ints[k])))
             return 0;
     return json_object_get(e, "httpRealm") && json_object_get(e, "formSubmitURL") &&
-           json_is_boolean(json_object_get(e, "everSynced")) && json_is_integer(json_object_get(doc, "nextId")) &&
-           strcmp(json_string_value(json_object_get(e, "guid")), guid) == 0;
+           json_is_boolean(json_object_get(e, "everSynced")) && strcmp(json_string_value(json_object_get(e, "guid")), guid) == 0;
 }
 
 static picl_status upsert(logins *l, json_t *doc, const json_t *r, const login_in *in, PK11SymKey *key, int aes)
@@ -560,7 +559,10 @@ static picl_status upsert(logins *l, json_t *doc, const json_t *r, const login_i
         if (!e)
             return picl__logins_fail(l, PICL_ERROR_NO_MEMORY, "out of memory");
         json_object_set_new(e, "id", json_integer(next));
-        json_object_set_new(doc, "nextId", json_integer(next + 1));
+        if (json_object_set_new(doc, "nextId", json_integer(next + 1)) != 0) {
+            json_decref(e);
+            return picl__logins_fail(l, PICL_ERROR_NO_MEMORY, "out of memory");
+        }
         /* Firefox's member order, so a diff of the file stays readable */
         static const char *const order[] = {"hostname", "httpRealm", "formSubmitURL", "usernameField",
                                             "passwordField", "encryptedUsername", "encryptedPassword", "guid"};
@@ -604,7 +606,7 @@ static picl_status upsert(logins *l, json_t *doc, const json_t *r, const login_i
     } else if (rc == PICL_OK) {
         json_object_del(e, "encryptedUnknownFields");
     }
-    if (rc == PICL_OK && !entry_whole(doc, e, in->id))
+    if (rc == PICL_OK && !entry_whole(e, in->id))
         rc = picl__logins_fail(l, PICL_ERROR_NO_MEMORY, "out of memory");
     return rc;
 }
