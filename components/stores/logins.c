@@ -528,7 +528,8 @@ static int entry_whole(const json_t *e, const char *guid)
         if (!json_is_integer(json_object_get(e, ints[k])))
             return 0;
     return json_object_get(e, "httpRealm") && json_object_get(e, "formSubmitURL") &&
-           json_is_boolean(json_object_get(e, "everSynced")) && strcmp(json_string_value(json_object_get(e, "guid")), guid) == 0;
+           json_is_boolean(json_object_get(e, "everSynced")) &&
+           strcmp(json_string_value(json_object_get(e, "guid")), guid) == 0;
 }
 
 static picl_status upsert(logins *l, json_t *doc, const json_t *r, const login_in *in, PK11SymKey *key, int aes)
