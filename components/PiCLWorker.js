@@ -292,7 +292,7 @@ function makeStore(collection) {
 
 const KNOWN = ["bookmarks", "history", "passwords"];
 /* live stores synced only when named (PiCLStores EXTRA_COLLECTIONS) */
-const EXTRA_LIVE = ["forms"];
+const EXTRA_LIVE = ["forms", "prefs"];
 
 function state() {
   if (!svc) {

@@ -1,5 +1,5 @@
-/* forms_ops.js -- picl_ops for form history (FormHistory), loaded by
- * test_forms.js and by its peer. */
+/* forms_ops.js -- picl_ops for form history (FormHistory) and preferences, loaded by
+ * test_forms.js, test_prefs.js and their peers. */
 "use strict";
 
 picl_ops.formsAdd = async function ({ entries }) {
@@ -23,4 +23,30 @@ picl_ops.formsDump = async function () {
     guids[r.fieldname + "=" + r.value] = r.guid;
   }
   return { entries: Object.keys(guids).sort(), guids };
+};
+
+/* preferences: set (user values) and read back */
+picl_ops.prefsSet = async function ({ values }) {
+  for (let [name, v] of Object.entries(values)) {
+    if (typeof v == "boolean") {
+      Services.prefs.setBoolPref(name, v);
+    } else if (typeof v == "number") {
+      Services.prefs.setIntPref(name, v);
+    } else {
+      Services.prefs.setStringPref(name, v);
+    }
+  }
+  return true;
+};
+
+picl_ops.prefsGet = async function ({ names }) {
+  let out = {};
+  for (let name of names) {
+    let t = Services.prefs.getPrefType(name);
+    out[name] = !Services.prefs.prefHasUserValue(name) ? null
+      : t == Ci.nsIPrefBranch.PREF_BOOL ? Services.prefs.getBoolPref(name)
+      : t == Ci.nsIPrefBranch.PREF_INT ? Services.prefs.getIntPref(name)
+      : Services.prefs.getStringPref(name);
+  }
+  return out;
 };
