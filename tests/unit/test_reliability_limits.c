@@ -20,10 +20,9 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "testutil_srv.h"
 
-static char dir[64];
-static pid_t srv_pid;
-static unsigned srv_port;
+static tu_srv srv;
 
 static double now_s(void)
 {
@@ -34,67 +33,12 @@ static double now_s(void)
 
 static void setup(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/picl-lim-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    srv_pid = 0;
+    tu_srv_setup(&srv, "picl-lim");
 }
 
 static void teardown(void)
 {
-    if (srv_pid > 0) {
-        kill(srv_pid, SIGTERM);
-        waitpid(srv_pid, NULL, 0);
-        srv_pid = 0;
-    }
-    tu_rmtree(dir);
-}
-
-/* Starts picl-storage or picl-keyserver on a free loopback port with at most
- * `nofile` descriptors; extra (may be NULL) is one more "--opt value" pair. */
-static void start_server(int storage, rlim_t nofile, const char *opt, const char *val)
-{
-    const char *build = getenv("PICL_BUILD");
-    ck_assert_ptr_nonnull(build);
-    char bin[512], data[128], secret[160], log[160];
-    snprintf(bin, sizeof bin, "%s/%s", build, storage ? "picl-storage" : "picl-keyserver");
-    snprintf(data, sizeof data, "%s/data", dir);
-    snprintf(secret, sizeof secret, "%s/secret", dir);
-    snprintf(log, sizeof log, "%s/server.log", dir);
-    FILE *f = fopen(secret, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs("0123456789abcdef0123456789abcdef0123456789abcdef", f);
-    fclose(f);
-    mkdir(data, 0700);
-    srv_pid = fork();
-    ck_assert_int_ge(srv_pid, 0);
-    if (srv_pid == 0) {
-        struct rlimit rl = {nofile, nofile};
-        setrlimit(RLIMIT_NOFILE, &rl);
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(fd, 2);
-        setenv("PICL_TEST_STRETCH_FLOOR", "cheap", 1);
-        if (storage)
-            execl(bin, "picl-storage", "--listen", "127.0.0.1:0", "--data", data, "--secret-file", secret,
-                  opt ? opt : (char *)NULL, val, (char *)NULL);
-        else
-            execl(bin, "picl-keyserver", "--listen", "127.0.0.1:0", "--data", data, "--secret-file", secret,
-                  opt ? opt : (char *)NULL, val, (char *)NULL);
-        _exit(127);
-    }
-    srv_port = 0;
-    for (int i = 0; i < 200 && !srv_port; i++) {
-        usleep(50000);
-        f = fopen(log, "r");
-        char line[512];
-        while (f && fgets(line, sizeof line, f)) {
-            char *p = strstr(line, "on port ");
-            if (p)
-                srv_port = (unsigned)strtoul(p + 8, NULL, 10);
-        }
-        if (f)
-            fclose(f);
-    }
-    ck_assert_msg(srv_port, "the server did not start");
+    tu_srv_teardown(&srv);
 }
 
 /* A connection from `src` that has sent the start of a request; -1 on failure. */
@@ -105,7 +49,7 @@ static int slow_open(const char *src)
         return -1;
     struct sockaddr_in a = {.sin_family = AF_INET};
     inet_pton(AF_INET, src, &a.sin_addr);
-    struct sockaddr_in d = {.sin_family = AF_INET, .sin_port = htons((uint16_t)srv_port)};
+    struct sockaddr_in d = {.sin_family = AF_INET, .sin_port = htons((uint16_t)srv.port)};
     inet_pton(AF_INET, "127.0.0.1", &d.sin_addr);
     if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || connect(fd, (struct sockaddr *)&d, sizeof d) != 0) {
         close(fd);
@@ -146,7 +90,7 @@ static int honest(int *fds, int n, double within, double *took)
     double t0 = now_s();
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     ck_assert_int_ge(fd, 0);
-    struct sockaddr_in d = {.sin_family = AF_INET, .sin_port = htons((uint16_t)srv_port)};
+    struct sockaddr_in d = {.sin_family = AF_INET, .sin_port = htons((uint16_t)srv.port)};
     inet_pton(AF_INET, "127.0.0.1", &d.sin_addr);
     int status = 0;
     if (connect(fd, (struct sockaddr *)&d, sizeof d) == 0) {
@@ -182,7 +126,7 @@ static int honest(int *fds, int n, double within, double *took)
  * room, and 127.0.0.1 is answered at once.  Default limits only. */
 static void one_address(int storage)
 {
-    start_server(storage, 160, NULL, NULL);
+    tu_srv_start(&srv, storage, 160, NULL, NULL);
     int fds[200];
     for (int i = 0; i < 200; i++)
         fds[i] = slow_open("127.0.0.2");
@@ -205,7 +149,7 @@ static void one_address(int storage)
  * within deadline + margin. */
 static void many_addresses(int storage)
 {
-    start_server(storage, 160, "--request-timeout", "2");
+    tu_srv_start(&srv, storage, 160, "--request-timeout", "2");
     int fds[100];
     double t0 = now_s();
     for (int i = 0; i < 100; i++) {

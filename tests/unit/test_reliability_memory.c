@@ -23,82 +23,26 @@
 #include "crypto/nss.h"
 #include "protocol/hawk.h"
 #include "testutil.h"
+#include "testutil_srv.h"
 #include "testutil_http.h"
 
-static char dir[64];
-static pid_t srv_pid;
-static unsigned srv_port;
+static tu_srv srv;
 
 static void setup(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/picl-lim-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    srv_pid = 0;
+    tu_srv_setup(&srv, "picl-mem");
 }
 
 static void teardown(void)
 {
-    if (srv_pid > 0) {
-        kill(srv_pid, SIGTERM);
-        waitpid(srv_pid, NULL, 0);
-        srv_pid = 0;
-    }
-    tu_rmtree(dir);
-}
-
-/* Starts picl-storage or picl-keyserver on a free loopback port with at most
- * `nofile` descriptors; extra (may be NULL) is one more "--opt value" pair. */
-static void start_server(int storage, rlim_t nofile, const char *opt, const char *val)
-{
-    const char *build = getenv("PICL_BUILD");
-    ck_assert_ptr_nonnull(build);
-    char bin[512], data[128], secret[160], log[160];
-    snprintf(bin, sizeof bin, "%s/%s", build, storage ? "picl-storage" : "picl-keyserver");
-    snprintf(data, sizeof data, "%s/data", dir);
-    snprintf(secret, sizeof secret, "%s/secret", dir);
-    snprintf(log, sizeof log, "%s/server.log", dir);
-    FILE *f = fopen(secret, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs("0123456789abcdef0123456789abcdef0123456789abcdef", f);
-    fclose(f);
-    mkdir(data, 0700);
-    srv_pid = fork();
-    ck_assert_int_ge(srv_pid, 0);
-    if (srv_pid == 0) {
-        struct rlimit rl = {nofile, nofile};
-        setrlimit(RLIMIT_NOFILE, &rl);
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(fd, 2);
-        setenv("PICL_TEST_STRETCH_FLOOR", "cheap", 1);
-        if (storage)
-            execl(bin, "picl-storage", "--listen", "127.0.0.1:0", "--data", data, "--secret-file", secret,
-                  opt ? opt : (char *)NULL, val, (char *)NULL);
-        else
-            execl(bin, "picl-keyserver", "--listen", "127.0.0.1:0", "--data", data, "--secret-file", secret,
-                  opt ? opt : (char *)NULL, val, (char *)NULL);
-        _exit(127);
-    }
-    srv_port = 0;
-    for (int i = 0; i < 200 && !srv_port; i++) {
-        usleep(50000);
-        f = fopen(log, "r");
-        char line[512];
-        while (f && fgets(line, sizeof line, f)) {
-            char *p = strstr(line, "on port ");
-            if (p)
-                srv_port = (unsigned)strtoul(p + 8, NULL, 10);
-        }
-        if (f)
-            fclose(f);
-    }
-    ck_assert_msg(srv_port, "the server did not start");
+    tu_srv_teardown(&srv);
 }
 
 /* The server's peak resident memory in KiB (VmHWM). */
 static long vm_hwm_kb(void)
 {
     char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)srv_pid);
+    snprintf(path, sizeof path, "/proc/%d/status", (int)srv.pid);
     FILE *f = fopen(path, "r");
     ck_assert_ptr_nonnull(f);
     long kb = -1;
@@ -117,7 +61,7 @@ static int post_open(const char *src)
     ck_assert_int_ge(fd, 0);
     struct sockaddr_in a = {.sin_family = AF_INET};
     inet_pton(AF_INET, src, &a.sin_addr);
-    struct sockaddr_in d = {.sin_family = AF_INET, .sin_port = htons((uint16_t)srv_port)};
+    struct sockaddr_in d = {.sin_family = AF_INET, .sin_port = htons((uint16_t)srv.port)};
     inet_pton(AF_INET, "127.0.0.1", &d.sin_addr);
     ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
     ck_assert_int_eq(connect(fd, (struct sockaddr *)&d, sizeof d), 0);
@@ -127,14 +71,14 @@ static int post_open(const char *src)
                      "Content-Type: application/json\r\nContent-Length: 2000000\r\n"
                      "Authorization: Hawk id=\"bm90IGEgdG9rZW4\", ts=\"%lld\", nonce=\"abc\", "
                      "mac=\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\"\r\n\r\n",
-                     srv_port, (long long)time(NULL));
+                     srv.port, (long long)time(NULL));
     ck_assert_int_eq(send(fd, h, (size_t)n, MSG_NOSIGNAL), n);
     return fd;
 }
 
 START_TEST(test_401_before_the_body)
 {
-    start_server(1, 1024, NULL, NULL);
+    tu_srv_start(&srv, 1, 1024, NULL, NULL);
     int fd = post_open("127.0.0.1");
     struct pollfd pf = {.fd = fd, .events = POLLIN};
     char buf[64] = "";
@@ -147,7 +91,7 @@ END_TEST
 
 START_TEST(test_unauthenticated_bodies_cost_no_memory)
 {
-    start_server(1, 1024, NULL, NULL);
+    tu_srv_start(&srv, 1, 1024, NULL, NULL);
     long base = vm_hwm_kb();
     enum { N = 100, BODY = 1900000 };
     int fds[N];
@@ -196,11 +140,11 @@ END_TEST
 #ifndef __SANITIZE_ADDRESS__
 START_TEST(test_unread_big_listings_cost_bounded_memory)
 {
-    start_server(1, 1024, NULL, NULL);
+    tu_srv_start(&srv, 1, 1024, NULL, NULL);
     ck_assert_int_eq(picl__nss_acquire(), PICL_OK);
     char base[64], node[64];
-    snprintf(base, sizeof base, "http://127.0.0.1:%u", srv_port);
-    snprintf(node, sizeof node, "http://127.0.0.1:%u", srv_port);
+    snprintf(base, sizeof base, "http://127.0.0.1:%u", srv.port);
+    snprintf(node, sizeof node, "http://127.0.0.1:%u", srv.port);
     static const uint8_t secret[] = "0123456789abcdef0123456789abcdef0123456789abcdef";
     tu_cred cred;
     tu_mint(&cred, secret, sizeof secret - 1, node, 7, 3600);
@@ -231,7 +175,7 @@ START_TEST(test_unread_big_listings_cost_bounded_memory)
     int fds[16];
     for (int i = 0; i < 16; i++) {
         picl_hawk_request hr = {.method = "GET", .resource = "/1.5/7/storage/big?full=1", .host = "127.0.0.1",
-                                .port = srv_port};
+                                .port = srv.port};
         char *hv = NULL;
         ck_assert_int_eq(picl__hawk_client_header(&hv, cred.token, cred.key, strlen(cred.key), &hr,
                                                   (int64_t)time(NULL), NULL, NULL), PICL_OK);
@@ -242,13 +186,13 @@ START_TEST(test_unread_big_listings_cost_bounded_memory)
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
         struct sockaddr_in a = {.sin_family = AF_INET};
         inet_pton(AF_INET, src, &a.sin_addr);
-        struct sockaddr_in d = {.sin_family = AF_INET, .sin_port = htons((uint16_t)srv_port)};
+        struct sockaddr_in d = {.sin_family = AF_INET, .sin_port = htons((uint16_t)srv.port)};
         inet_pton(AF_INET, "127.0.0.1", &d.sin_addr);
         ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
         ck_assert_int_eq(connect(fd, (struct sockaddr *)&d, sizeof d), 0);
         char req[2048];
         int n = snprintf(req, sizeof req, "GET /1.5/7/storage/big?full=1 HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n"
-                                          "Authorization: %s\r\n\r\n", srv_port, hv);
+                                          "Authorization: %s\r\n\r\n", srv.port, hv);
         free(hv);
         ck_assert_int_eq(send(fd, req, (size_t)n, MSG_NOSIGNAL), n);
         fds[i] = fd;
