@@ -34,8 +34,10 @@
  *    is a random 16-byte hex device id (never the token id); session/create
  *    accepts optional string fields "name" and "type" (<= 64 printable
  *    ASCII characters) for it.
- *  - /storage/token without --storage-node is 503/201; the tokenlib uid is
- *    the account's integer row id; fxa_uid = hex uid; fxa_kid = the request's
+ *  - /storage/token with --storage-node: the tokenlib uid is the account's
+ *    integer row id; without it, the account's assignment on the
+ *    least-loaded node (uid = assignment id, >= 2^32), or 503/201 when no
+ *    node has room; fxa_uid = hex uid; fxa_kid = the request's
  *    X-KeyID header (printable ASCII, <= 128) or ""; hashed_fxa_uid =
  *    hex(HMAC-SHA256(HKDF(secret, "picl/keyserver/hashed-uid"), hex uid)[0:16]).
  *  - /password/forgot/resend_code answers {ttl, codeLength, tries} (the

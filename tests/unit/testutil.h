@@ -26,7 +26,7 @@ typedef struct tu_vecfile {
     size_t n;
 } tu_vecfile;
 
-/* Path of a file under ../shared/vectors (PICL_VECTORS env, else the
+/* Path of a file under tests/vectors (PICL_VECTORS env, else the
  * compile-time default).  Returns a static buffer. */
 const char *tu_vector_path(const char *name);
 
