@@ -46,27 +46,10 @@
 import { PiCLStores, COLLECTIONS, EXTRA_COLLECTIONS } from "./PiCLStores.sys.mjs";
 import { AsyncShutdown } from "resource://gre/modules/AsyncShutdown.sys.mjs";
 
-/* picl_status codes used here (components/picl.h; numbers are ABI). */
-export const PICL_STATUS = Object.freeze({
-  OK: 0,
-  INVALID_ARGUMENT: 1,
-  UNSUPPORTED: 7,
-  IO: 14,
-  DATABASE: 15,
-  NETWORK: 16,
-  WRONG_PASSWORD: 18,
-  UNVERIFIED: 19,
-  ACCOUNT_EXISTS: 20,
-  UNKNOWN_ACCOUNT: 21,
-  INVALID_CODE: 22,
-  CONFLICT: 25,
-  NOT_FOUND: 27,
-  STATE: 29,
-  CLASSMAP: 30,       /* the storage server's class map is missing, forged or replayed: nothing uploaded */
-  KEYS_CHANGED: 31,   /* the password was reset on another device: sign in again */
-  INTERNAL: 34,
-  INTEGRITY: 35,   /* records refused by their MAC, kid or id check (client.md 7) */
-});
+/* picl_status codes (generated from components/status.def; numbers are ABI),
+ * exported again for the callers of this module. */
+import { PICL_STATUS } from "./PiCLStatus.sys.mjs";
+export { PICL_STATUS };
 
 const DEFAULT_CLASS = { bookmarks: "A", history: "A", passwords: "B", tabs: "A", forms: "A", prefs: "A",
                         clients: "A" };
@@ -405,15 +388,26 @@ class Service {
   /* ---- private ---------------------------------------------------------- */
 
   /* Options (tests, the extension): storageURL, persistKeys, stateDir
-   * (before the first call).  No stretching floor: lowering it is a test
-   * switch of the C library's test build, never reachable from here. */
+   * (before the first call), stretching ({pbkdf2Rounds1, scryptN, scryptR,
+   * scryptP, pbkdf2Rounds2}: what new passwords get and what a sign-in to an
+   * account stretched more weakly upgrades it to, keeping kB; only values
+   * from the spec's up to 4 times them are taken).  No stretching floor:
+   * lowering it is a test switch of the C library's test build, never
+   * reachable from here. */
   _configure(opts) {
-    let { storageURL, persistKeys, stateDir } = opts || {};
+    let { storageURL, persistKeys, stateDir, stretching } = opts || {};
     Object.assign(this._config, JSON.parse(JSON.stringify({ storageURL, persistKeys, stateDir })));
+    let done = Promise.resolve();
     if (this._initPromise) {
-      return this._enqueue("init", { storageURL: this._config.storageURL, persistKeys: this._config.persistKeys });
+      done = this._enqueue("init", { storageURL: this._config.storageURL, persistKeys: this._config.persistKeys });
     }
-    return Promise.resolve();
+    if (stretching !== undefined) {
+      let want = JSON.parse(JSON.stringify(stretching));
+      done = done.then(() => this._enqueue("setStretching", want)).then(() => {
+        this._config.stretching = want;
+      });
+    }
+    return done;
   }
 
   /* Loads the library in the worker and creates the service object. */
@@ -444,6 +438,9 @@ class Service {
           .catch(e => {
             throw loadFailure(e);
           });
+        if (this._config.stretching) {
+          await this._post("setStretching", this._config.stretching);
+        }
       })();
       this._initPromise.catch(() => {
         /* a failed start can be retried (e.g. the library appears later) */

@@ -21,11 +21,14 @@
  * main thread then writes through the live APIs (PiCLStores.sys.mjs).
  */
 
-const PICL_OK = 0;
-const PICL_ERROR_INVALID_ARGUMENT = 1;
-const PICL_ERROR_UNSUPPORTED = 7;
-const PICL_ERROR_STATE = 29;
-const PICL_ERROR_INTERNAL = 34;
+/* PICL_STATUS: the picl_status codes, generated from components/status.def */
+importScripts("PiCLStatus.js");
+/* global PICL_STATUS */
+const PICL_OK = PICL_STATUS.OK;
+const PICL_ERROR_INVALID_ARGUMENT = PICL_STATUS.INVALID_ARGUMENT;
+const PICL_ERROR_UNSUPPORTED = PICL_STATUS.UNSUPPORTED;
+const PICL_ERROR_STATE = PICL_STATUS.STATE;
+const PICL_ERROR_INTERNAL = PICL_STATUS.INTERNAL;
 
 let lib = null;
 let fn = {};
@@ -131,6 +134,11 @@ function open(path) {
     declare("picl_service_get_remote_tabs_json", st, svcp, cpp);
     declare("picl_service_get_received_tabs_json", st, svcp, cpp);
   } catch (e) { /* older libpicl */ }
+  /* the stretching new passwords get and sign-ins upgrade to (optional) */
+  try {
+    declare("picl_service_set_stretching", st, svcp, ctypes.uint32_t, ctypes.uint64_t, ctypes.uint32_t,
+            ctypes.uint32_t, ctypes.uint32_t);
+  } catch (e) { /* older libpicl */ }
   /* undo (optional: a library without them still loads) */
   try {
     declare("picl_service_set_allow_mass_delete", st, svcp, ctypes.int);
@@ -174,7 +182,7 @@ function permanent(x) {
 function giveString(outp, s) {
   let p = fn.picl_alloc_string(cstr(s));
   if (p.isNull()) {
-    return 2;   /* PICL_ERROR_NO_MEMORY */
+    return PICL_STATUS.NO_MEMORY;
   }
   outp.contents = p;
   return PICL_OK;
@@ -551,6 +559,19 @@ const ops = {
   restoreCollection({ collection, asOf, apply, snaps }) {
     return withSnapshots(snaps, () =>
       callOut("picl_service_restore_collection", cstr(collection), asOf, apply ? 1 : 0));
+  },
+  /* picl_service_set_stretching: the C library refuses values below the
+   * spec's (the floor) or above 4 times them (WEAK_PARAMS, UNSUPPORTED). */
+  setStretching({ pbkdf2Rounds1, scryptN, scryptR, scryptP, pbkdf2Rounds2 }) {
+    if (!fn.picl_service_set_stretching) {
+      throw fail(PICL_ERROR_UNSUPPORTED, "this libpicl cannot configure the password stretching");
+    }
+    let v = [pbkdf2Rounds1, scryptN, scryptR, scryptP, pbkdf2Rounds2];
+    if (!v.every(x => Number.isSafeInteger(x) && x > 0 && x <= 0xffffffff)) {
+      throw fail(PICL_ERROR_INVALID_ARGUMENT, "stretching: five positive integers are needed");
+    }
+    call("picl_service_set_stretching", pbkdf2Rounds1, ctypes.uint64_t(scryptN), scryptR, scryptP, pbkdf2Rounds2);
+    return { value: undefined };
   },
   resetLocalState() {
     call("picl_service_reset_local_state");
