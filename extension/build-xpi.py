@@ -2,9 +2,11 @@
 """build-xpi.py OUT.xpi -- packs the PiCL extension: this directory's
 manifest, schema, parent script, background, popup and icon, plus the binding
 modules from ../components (PiCLService.sys.mjs, PiCLStores.sys.mjs,
-PiCLWorker.js) under modules/.  libpicl.so is not packed (dlopen needs a
-real file): set the pref services.picl.libraryPath, or install it where the
-dynamic linker finds it (make install)."""
+PiCLWorker.js, and the per-store modules stores/*.sys.mjs) under modules/,
+in the same layout, so their relative imports resolve.  libpicl.so is not
+packed (dlopen needs a real file): set the pref services.picl.libraryPath,
+or install it where the dynamic linker finds it (make install)."""
+import glob
 import os
 import sys
 import zipfile
@@ -12,7 +14,9 @@ import zipfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 FILES = ["manifest.json", "schema.json", "api.js", "background.js",
          "popup.html", "popup.js", "popup.css", "icons/picl.svg"]
-MODULES = ["PiCLService.sys.mjs", "PiCLStores.sys.mjs", "PiCLWorker.js"]
+COMPONENTS = os.path.join(HERE, "..", "components")
+MODULES = ["PiCLService.sys.mjs", "PiCLStores.sys.mjs", "PiCLWorker.js"] + sorted(
+    os.path.relpath(p, COMPONENTS) for p in glob.glob(os.path.join(COMPONENTS, "stores", "*.sys.mjs")))
 
 
 def main():
@@ -25,7 +29,7 @@ def main():
         for f in FILES:
             z.write(os.path.join(HERE, f), f)
         for f in MODULES:
-            z.write(os.path.join(HERE, "..", "components", f), "modules/" + f)
+            z.write(os.path.join(COMPONENTS, f), "modules/" + f)
     os.replace(tmp, out)
     return 0
 
