@@ -852,7 +852,7 @@ picl_status picl__stc_download(picl_stc *c, const char *coll, int64_t newer, siz
     q.limit = DEFAULT_PAGE;
     q.sort = "oldest";
     q.if_modified_since = q.if_unmodified_since = -1;
-    json_t *all = NULL, *probe = NULL;
+    json_t *all = NULL, *probe = NULL, *held = NULL;
     int64_t lm = -1;
     picl_status st = list_pages(c, coll, &q, max_items, 1, &all, &lm);
     if (st != PICL_OK)
@@ -897,18 +897,27 @@ picl_status picl__stc_download(picl_stc *c, const char *coll, int64_t newer, siz
             st = PICL_ERROR_PROTOCOL;
             goto done;
         }
+        /* the ids received at the newest time, once (a batch shares one
+         * timestamp: looking each probe id up by a scan was quadratic) */
+        held = json_object();
+        if (!held) {
+            st = PICL_ERROR_NO_MEMORY;
+            goto done;
+        }
+        for (size_t j = n; j-- > 0;) {
+            const json_t *bj = json_array_get(all, j);
+            if (bso_centis(bj) < top)
+                break; /* oldest first: the rest is older than the probe */
+            if (json_object_set_new(held, json_string_value(json_object_get(bj, "id")), json_true()) != 0) {
+                st = PICL_ERROR_NO_MEMORY;
+                goto done;
+            }
+        }
         json_t *pid;
         size_t k;
         json_array_foreach(probe, k, pid) {
             const char *want = json_string_value(pid);
-            int found = 0;
-            for (size_t j = n; want && j-- > 0 && !found;) {
-                const json_t *bj = json_array_get(all, j);
-                if (bso_centis(bj) < top)
-                    break; /* oldest first: the rest is older than the probe */
-                found = !strcmp(want, json_string_value(json_object_get(bj, "id")));
-            }
-            if (!found) {
+            if (!want || !json_object_get(held, want)) {
                 st = PICL_ERROR_PROTOCOL;
                 goto done;
             }
@@ -918,6 +927,7 @@ picl_status picl__stc_download(picl_stc *c, const char *coll, int64_t newer, siz
     all = NULL;
     *listed = lm;
 done:
+    json_decref(held);
     json_decref(probe);
     picl__json_zdecref(all);
     return st;
