@@ -29,6 +29,7 @@ typedef struct cli_opts {
     const char *collections;   /* --collections a,b */
     const char *data;          /* --data DIR (server) */
     const char *listen;        /* --listen HOST:PORT (server) */
+    const char *restore_days;  /* --restore-days N (server): earlier versions kept N days, 0 = off */
     const char *title;         /* --title T (send-tab) */
     int received;              /* --received (tabs) */
     int resend;                /* --resend (account verify): mail the code again */

@@ -28,6 +28,8 @@ static const char *USAGE =
     "\n"
     "commands:\n"
     "  server [--data DIR] [--listen 127.0.0.1:PORT]  keyserver + storage server, one process\n"
+    "          [--restore-days N]                     keep earlier versions N days for picl restore\n"
+    "                                                 (default 30, 0 = off)\n"
     "  account create --server URL --email E          create an account and sign in (a code is mailed)\n"
     "  account verify --code C                        verify the email address (fetches the keys)\n"
     "  account verify --resend                        mail the verification code again\n"
@@ -819,7 +821,7 @@ static const size_t valued_off[] = {
     offsetof(cli_opts, store_dir),     offsetof(cli_opts, collections),
     offsetof(cli_opts, data),          offsetof(cli_opts, listen),
     offsetof(cli_opts, title),         offsetof(cli_opts, as_of),
-    offsetof(cli_opts, recovery_key_file),
+    offsetof(cli_opts, recovery_key_file), offsetof(cli_opts, restore_days),
 };
 
 static const struct option long_opts[] = {
@@ -838,6 +840,7 @@ static const struct option long_opts[] = {
     {"title", required_argument, NULL, OPT_VALUED + 12},
     {"as-of", required_argument, NULL, OPT_VALUED + 13},
     {"recovery-key-file", required_argument, NULL, OPT_VALUED + 14},
+    {"restore-days", required_argument, NULL, OPT_VALUED + 15},
     {"yes", no_argument, NULL, OPT_YES},
     {"allow-mass-delete", no_argument, NULL, OPT_ALLOW_MASS_DELETE},
     {"received", no_argument, NULL, OPT_RECEIVED},
@@ -1016,7 +1019,7 @@ int main(int argc, char **argv)
     }
     if ((!strcmp(cmd, "server") || !strcmp(cmd, "demo")) && nw > 1) {
         fprintf(stderr, "picl: unexpected argument '%s' (usage: picl %s)\n", w[1],
-                !strcmp(cmd, "server") ? "server [--data DIR] [--listen HOST:PORT]" : "demo");
+                !strcmp(cmd, "server") ? "server [--data DIR] [--listen HOST:PORT] [--restore-days N]" : "demo");
         return CLI_USAGE;
     }
     if (!strcmp(cmd, "server"))

@@ -1,5 +1,6 @@
 /* server.c -- `picl server`: the keyserver and the storage server in one
- * process on one port (/v1/... and /1.5/...), SQLite in one data directory. */
+ * process on one port (/v1/... and /1.5/...), SQLite in one data directory;
+ * --restore-days N sets the storage server's undo window (picl_restore_days). */
 #include "cli.h"
 #include "http/http.h"
 #include "keyserver/keyserver.h"
@@ -50,6 +51,20 @@ static int resolve_port(const char *listen, char *host, size_t hcap, unsigned *p
     return 0;
 }
 
+/* --restore-days N: whole days, 0 (off) to 3650.  -1 when it is not that. */
+static long parse_days(const char *v)
+{
+    if (!v)
+        return 30; /* the storage server's default (picl_restore_days) */
+    size_t n = strlen(v);
+    if (!n || n > 4 || strspn(v, "0123456789") != n)
+        return -1;
+    long d = 0;
+    for (size_t i = 0; i < n; i++)
+        d = d * 10 + (v[i] - '0');
+    return d <= 3650 ? d : -1;
+}
+
 static void log_line(void *ctx, const char *line)
 {
     (void)ctx;
@@ -64,6 +79,12 @@ int cli_server(const cli_opts *o)
     unsigned port;
     if (resolve_port(listen, host, sizeof host, &port) != 0) {
         fprintf(stderr, "picl server: --listen wants HOST:PORT with an IPv4 address, got %s\n", listen);
+        return CLI_USAGE;
+    }
+    long days = parse_days(o->restore_days);
+    if (days < 0) {
+        fprintf(stderr, "picl server: --restore-days takes a number of days from 0 (off) to 3650, not %s\n",
+                o->restore_days);
         return CLI_USAGE;
     }
     if (mkdir(data, 0700) != 0 && errno != EEXIST) {
@@ -100,6 +121,7 @@ int cli_server(const cli_opts *o)
     sc.secret = secret;
     sc.secret_len = slen;
     sc.node = node;
+    sc.restore_days = days > 0 ? days : -1; /* storage_config: < 0 = off */
     picl_http_config hc;
     memset(&hc, 0, sizeof hc);
     hc.listen = addr;
@@ -121,6 +143,12 @@ int cli_server(const cli_opts *o)
         /* one line a script can wait for */
         printf("picl server: listening on %s (clients: --server %s; keyserver API under /v1, storage under "
                "/1.5; data in %s)\n", node, node, data);
+        if (days > 0)
+            fprintf(stderr, "picl server: earlier versions of synced records are kept %ld days (picl restore)\n",
+                    days);
+        else
+            fprintf(stderr, "picl server: earlier versions of synced records are not kept (--restore-days 0): "
+                            "picl restore is off\n");
         fflush(stdout);
         int sig = 0;
         sigwait(&set, &sig);

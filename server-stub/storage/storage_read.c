@@ -131,6 +131,12 @@ void storage__get_coll(sreq *r, const char *coll)
         !query_ts(r, "older", &q.has_older, &q.older) || !query_int(r, "limit", &q.limit) ||
         !query_ts(r, "as_of", &q.has_as_of, &q.as_of)) /* PiCL undo: as it was at as_of */
         goto done;
+    if (q.has_as_of && r->s->restore_days <= 0) {
+        /* undo off (picl_restore_days 0): no earlier versions to list from,
+         * and the live rows alone are not the collection as it was */
+        storage__error(r->resp, 400, 1);
+        goto done;
+    }
     q.full = picl_http_query_has(r->req, "full");
     picl_status sq = picl_http_query(r->req, "sort", &sort);
     if (sq != PICL_OK && sq != PICL_ERROR_NOT_FOUND) {

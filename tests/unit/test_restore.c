@@ -1,4 +1,4 @@
-/* test_restore.c -- the undo extension: the storage server keeps previous versions (as_of listings, counted in the quota and given way when over it, pruned, gone with the user's data, off with --restore-days 0), and over picl server `picl restore bookmarks --as-of T` brings 1 000 bookmarks deleted by a sync back on both devices (a preview answered "no" changes nothing; a time before the server's window or a server without history is refused). */
+/* test_restore.c -- the undo extension: the storage server keeps previous versions (as_of listings, counted in the quota and given way when over it, pruned, gone with the user's data, off with --restore-days 0: nothing kept, as_of refused), `picl server --restore-days N` (0 = off and refused, 7 advertised and honoured, bad values a usage error), and over picl server `picl restore bookmarks --as-of T` brings 1 000 bookmarks deleted by a sync back on both devices (a preview answered "no" changes nothing; a time before the server's window or a server without history is refused). */
 #include "testutil.h"
 #include "testutil_cli.h"
 #include "storage_fixture.h"
@@ -16,9 +16,10 @@ static tucli T;
 #define run(out, cap, ...) tucli_run(&T, (out), (cap), "export PICL_PASSWORD=password1 && ", __VA_ARGS__)
 #define SYNC(dev) "$P --state s" #dev " -q sync --store-dir f" #dev " --collections bookmarks"
 
-static void setup(void)
+/* picl server (with extra arguments, may be NULL), an account, devices 0 and 1. */
+static void setup_with(const char *const *extra)
 {
-    tucli_start(&T);
+    tucli_start_with(&T, extra);
     char code[256];
     ck_assert_int_eq(run(NULL, 0, "$P --state s0 -q account create --server %s --email rs@x.org", T.url), 0);
     ck_assert_int_eq(run(code, sizeof code, "grep -h '^X-Verify-Code:' data/mail/new/* | tr -d '\\r' | cut -d' ' -f2"),
@@ -28,6 +29,11 @@ static void setup(void)
     ck_assert_int_eq(run(NULL, 0, "$P --state s0 -q login --email rs@x.org"), 0);
     ck_assert_int_eq(run(NULL, 0, "$P --state s1 -q login --server %s --email rs@x.org", T.url), 0);
     ck_assert_int_eq(run(NULL, 0, "mkdir f0 f1 && echo '[]' > f1/bookmarks.json"), 0);
+}
+
+static void setup(void)
+{
+    setup_with(NULL);
 }
 
 static void teardown(void)
@@ -128,6 +134,97 @@ START_TEST(restore_refusals)
     ck_assert_int_eq(run(out, sizeof out, "$P --state s0 restore bookmarks --as-of yesterday --store-dir f0 2>&1"), 2);
     ck_assert_int_eq(run(out, sizeof out, "$P --state s0 restore bookmarks --store-dir f0 2>&1"), 2);
     ck_assert_uint_eq(count("f0"), 3);
+}
+END_TEST
+
+/* ---- picl server --restore-days N ------------------------------------------ */
+
+static void days0_setup(void)
+{
+    static const char *const extra[] = {"--restore-days", "0", NULL};
+    setup_with(extra);
+}
+
+static void days7_setup(void)
+{
+    static const char *const extra[] = {"--restore-days", "7", NULL};
+    setup_with(extra);
+}
+
+/* Rows in the storage server's bso_history (the kept earlier versions). */
+static int kept_versions(void)
+{
+    char out[64];
+    ck_assert_int_eq(run(out, sizeof out, "sqlite3 data/storage.db 'SELECT count(*) FROM bso_history'"), 0);
+    return (int)strtol(out, NULL, 10);
+}
+
+/* --restore-days 0: the server advertises 0, keeps no earlier version of a
+ * deleted or overwritten record, and a restore is refused (exit 1, nothing
+ * changed on either device). */
+START_TEST(picl_server_restore_days_off)
+{
+    char out[4096];
+    write_bookmarks(30);
+    ck_assert_int_eq(run(NULL, 0, SYNC(0)), 0);
+    time_t t = time(NULL);
+    sleep(1);
+    write_bookmarks(20); /* 10 deleted */
+    ck_assert_int_eq(run(NULL, 0, SYNC(0)), 0);
+    ck_assert_int_eq(run(NULL, 0, SYNC(1)), 0);
+    ck_assert_uint_eq(count("f1"), 20);
+    ck_assert_int_eq(kept_versions(), 0);
+    ck_assert_int_eq(run(out, sizeof out, "$P --state s0 restore bookmarks --as-of %lld --yes --store-dir f0 2>&1",
+                         (long long)t), 1);
+    ck_assert_msg(strstr(out, "keeps no earlier versions (picl_restore_days is 0)") != NULL, "%s", out);
+    ck_assert_int_eq(run(NULL, 0, SYNC(1)), 0);
+    ck_assert_uint_eq(count("f0"), 20);
+    ck_assert_uint_eq(count("f1"), 20);
+    /* the server said so when it started */
+    ck_assert_int_eq(run(out, sizeof out, "cat server.log"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "not kept (--restore-days 0)"));
+}
+END_TEST
+
+/* --restore-days 7: advertised (a time 8 days back is refused naming 7
+ * days), earlier versions kept, and a restore within the window works. */
+START_TEST(picl_server_restore_days_7)
+{
+    char out[4096];
+    write_bookmarks(30);
+    ck_assert_int_eq(run(NULL, 0, SYNC(0)), 0);
+    sleep(1);
+    time_t t = time(NULL);
+    sleep(1);
+    write_bookmarks(20);
+    ck_assert_int_eq(run(NULL, 0, SYNC(0)), 0);
+    ck_assert_int_eq(kept_versions(), 10);
+    ck_assert_int_eq(run(out, sizeof out, "$P --state s0 restore bookmarks --as-of %lld --yes --store-dir f0 2>&1",
+                         (long long)t - 8 * 86400), 1);
+    ck_assert_msg(strstr(out, "7 days only") != NULL, "%s", out);
+    ck_assert_uint_eq(count("f0"), 20);
+    ck_assert_int_eq(run(out, sizeof out, "$P --state s0 restore bookmarks --as-of %lld --yes --store-dir f0", (long long)t),
+                     0);
+    ck_assert_msg(strstr(out, "10 brought back, 0 deleted") != NULL, "%s", out);
+    ck_assert_int_eq(run(NULL, 0, SYNC(1)), 0);
+    ck_assert_uint_eq(count("f1"), 30);
+}
+END_TEST
+
+/* --restore-days takes whole days from 0 to 3650: anything else is a usage
+ * error before anything starts. */
+START_TEST(picl_server_restore_days_usage)
+{
+    char out[4096];
+    static const char *const bad[] = {"-1", "abc", "3651", "1.5", "7d"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_int_eq(run(out, sizeof out, "$P server --data d%zu --listen 127.0.0.1:0 --restore-days %s 2>&1", i,
+                             bad[i]), 2);
+        ck_assert_msg(strstr(out, "--restore-days takes a number of days") != NULL, "%s: %s", bad[i], out);
+        ck_assert_int_eq(run(NULL, 0, "test ! -e d%zu", i), 0); /* nothing created */
+    }
+    ck_assert_int_eq(run(out, sizeof out, "$P help server"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "--restore-days N"));
 }
 END_TEST
 
@@ -291,9 +388,30 @@ START_TEST(server_restore_off)
     json_decref(j);
     tu_resp_free(&r);
     int64_t t1 = put("/storage/c/a", '1', 10);
+    put("/storage/c/b", '1', 10);
+    put("/storage/c/b", '2', 10);
     del("/storage/c/a");
-    listing(t1, l, sizeof l);
-    ck_assert_str_eq(l, "");
+    /* nothing kept: the quota counts only the live b (10 bytes; with the
+     * two earlier versions it would be 30) */
+    body_is("/info/quota", "[0.01,null]");
+    char path[128];
+    snprintf(path, sizeof path, "%s/storage.db", SF.dir);
+    sqlite3 *db;
+    sqlite3_stmt *q;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT count(*) FROM bso_history", -1, &q, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    ck_assert_int_eq(sqlite3_column_int(q, 0), 0);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    /* as_of is refused: the live rows alone are not the collection as it was */
+    char p[128];
+    snprintf(p, sizeof p, "/storage/c?full=1&as_of=%lld.%02d", (long long)(t1 / 100), (int)(t1 % 100));
+    tu_resp r2 = sf_req("GET", p, NULL);
+    sf_expect(&r2, 400, 1);
+    tu_resp_free(&r2);
+    listing(-1, l, sizeof l);
+    ck_assert_str_eq(l, "b:2:10");
 }
 END_TEST
 
@@ -312,6 +430,17 @@ int main(void)
     tcase_add_checked_fixture(off, off_setup, sf_teardown);
     tcase_add_test(off, server_restore_off);
     suite_add_tcase(s, off);
+    TCase *d0 = tcase_create("picl_server_days_0");
+    tcase_add_checked_fixture(d0, days0_setup, teardown);
+    tcase_set_timeout(d0, 120);
+    tcase_add_test(d0, picl_server_restore_days_off);
+    tcase_add_test(d0, picl_server_restore_days_usage);
+    suite_add_tcase(s, d0);
+    TCase *d7 = tcase_create("picl_server_days_7");
+    tcase_add_checked_fixture(d7, days7_setup, teardown);
+    tcase_set_timeout(d7, 120);
+    tcase_add_test(d7, picl_server_restore_days_7);
+    suite_add_tcase(s, d7);
     TCase *tc = tcase_create("restore");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 300);

@@ -13,6 +13,11 @@
 
 void tucli_start(tucli *t)
 {
+    tucli_start_with(t, NULL);
+}
+
+void tucli_start_with(tucli *t, const char *const *extra)
+{
     memset(t, 0, sizeof *t);
     const char *b = getenv("PICL_BUILD"), *s = getenv("PICL_SRCDIR");
     snprintf(t->picl, sizeof t->picl, "%s/picl", b && *b ? b : "build");
@@ -29,7 +34,10 @@ void tucli_start(tucli *t)
             _exit(126);
         /* test build: the keyserver accepts the clients' cheap parameters */
         setenv("PICL_TEST_STRETCH_FLOOR", "cheap", 1);
-        execl(t->picl, "picl", "server", "--data", data, "--listen", "127.0.0.1:0", (char *)NULL);
+        const char *argv[16] = {"picl", "server", "--data", data, "--listen", "127.0.0.1:0"};
+        for (int i = 0; extra && extra[i] && i < 9; i++)
+            argv[6 + i] = extra[i];
+        execv(t->picl, (char *const *)argv);
         _exit(127);
     }
     /* wait for the line that says where it listens */

@@ -17,6 +17,9 @@ typedef struct tucli {
 /* Makes the directory and starts `picl server --data DIR/data` on a free
  * loopback port; aborts the test when it does not come up. */
 void tucli_start(tucli *t);
+/* The same with more arguments for picl server (NULL-terminated, at most 9),
+ * e.g. {"--restore-days", "0", NULL}. */
+void tucli_start_with(tucli *t, const char *const *extra);
 /* Stops the server (SIGTERM) and removes the directory. */
 void tucli_stop(tucli *t);
 
