@@ -8,7 +8,7 @@
 #include <jansson.h>
 
 #include "picl.h"
-#include "crypto/record.h"
+#include "crypto/envelope.h"
 
 #define PICL_COLLECTION_NAME_MAX 32
 

@@ -7,7 +7,7 @@
 
 #include "crypto/codec.h"
 #include "crypto/kdf.h"
-#include "crypto/record.h"
+#include "crypto/envelope.h"
 #include "crypto/util.h"
 #include "protocol/stretch.h"
 

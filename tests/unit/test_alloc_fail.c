@@ -24,7 +24,7 @@
 #include "crypto/codec.h"
 #include "crypto/hash.h"
 #include "crypto/nss.h"
-#include "crypto/record.h"
+#include "crypto/envelope.h"
 #include "crypto/util.h"
 #include "protocol/bundle.h"
 #include "protocol/hawk.h"

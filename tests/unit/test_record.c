@@ -4,7 +4,7 @@
  * over the ciphertext alone, libpicl no longer accepts), and the one-error
  * rule for every tampering. */
 #include "testutil.h"
-#include "crypto/record.h"
+#include "crypto/envelope.h"
 #include "crypto/codec.h"
 #include "crypto/kdf.h"
 #include "crypto/aes.h"

@@ -1,7 +1,7 @@
-/* record.c -- the record cipher: AES-256-CBC + HMAC-SHA256 over the labelled
+/* envelope.c -- the record cipher: AES-256-CBC + HMAC-SHA256 over the labelled
  * macInput (context, IV text, ciphertext text), MAC checked first, one error
- * for all (see record.h). */
-#include "crypto/record.h"
+ * for all (see envelope.h). */
+#include "crypto/envelope.h"
 #include "crypto/aes.h"
 #include "crypto/codec.h"
 #include "crypto/hash.h"

@@ -1,8 +1,9 @@
-/* record.h -- the record cipher (records.md section 3): AES-256-CBC,
- * encrypt-then-MAC with HMAC-SHA256 over a labelled macInput that covers the
- * context fields, the IV text and the ciphertext text. */
-#ifndef PICL_CRYPTO_RECORD_H
-#define PICL_CRYPTO_RECORD_H
+/* envelope.h -- the sealed envelope of every record, the record cipher
+ * (records.md section 3): AES-256-CBC, encrypt-then-MAC with HMAC-SHA256
+ * over a labelled macInput that covers the context fields, the IV text and
+ * the ciphertext text. */
+#ifndef PICL_CRYPTO_ENVELOPE_H
+#define PICL_CRYPTO_ENVELOPE_H
 
 #include <stddef.h>
 #include <stdint.h>
