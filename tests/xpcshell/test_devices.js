@@ -1,4 +1,4 @@
-/* test_devices.js -- PiCLService's devices, security events and recovery key (client.md 7): the browser names itself, renameDevice, getDevices, signOutDevice refusing an unknown id, getSecurityEvents newest first, createRecoveryKey (wrong password refused), getRecoveryKeyExists, removeRecoveryKey, and a password reset with the recovery key that keeps kB (a wrong key refused, nothing changed). */
+/* test_devices.js -- PiCLService's devices, security events and recovery key (client.md 7): the browser names itself, renameDevice, getDevices, signOutDevice refusing an unknown id, getSecurityEvents newest first, a removed device refused at its next request (a second browser), createRecoveryKey (wrong password refused), getRecoveryKeyExists, removeRecoveryKey, and a password reset with the recovery key that keeps kB (a wrong key refused, nothing changed). */
 "use strict";
 
 do_get_profile();
@@ -71,4 +71,40 @@ add_task(async function test_devices_events_recovery_key() {
   ev = await PiCLService.getSecurityEvents();
   Assert.deepEqual(ev.events.slice(0, 3).map(e => e.type), ["login", "recoveryKey.used", "password.reset"]);
   await PiCLService.destroyAccount(PW2);
+});
+
+/* device remove through PiCLService: a second browser (a peer profile) signed
+ * out from this one is refused at its next request (TOKEN, "sign in again")
+ * and uploads nothing; the account shows it gone and a device.destroyed event. */
+add_task(async function test_removed_device_refused() {
+  const TOKEN = 23; /* PICL_ERROR_TOKEN (components/picl.h) */
+  const email = picl_email("devremove");
+  const dir = PathUtils.join(Services.env.get("PICL_XPC_WORK") || PathUtils.tempDir, "peer-devremove-" + Date.now());
+  await PiCLService.createAccount(email, PW);
+  await PiCLService.verifyEmail(await picl_mail_code(email, "X-Verify-Code"));
+  let [, , theirs] = await picl_peer(dir, [{ op: "configure" }, { op: "call", method: "signIn", args: [email, PW] },
+                                           { op: "call", method: "getDevices" }]);
+  let peer = theirs && theirs.devices && theirs.devices.find(d => d.current);
+  Assert.ok(peer && peer.id, "the second browser lists itself: " + JSON.stringify(theirs));
+  let d = await PiCLService.getDevices();
+  Assert.equal(d.devices.length, 2, "two devices");
+  await PiCLService.signOutDevice(peer.id);
+  d = await PiCLService.getDevices();
+  Assert.deepEqual(d.devices.map(x => x.current), [true], "only this one left");
+  let ev = await PiCLService.getSecurityEvents();
+  Assert.equal(ev.events[0].type, "device.destroyed");
+
+  let [, added, list, sync] = await picl_peer(dir, [
+    { op: "configure" },
+    { op: "addLogin", origin: "https://removed.example", username: "r", password: "pw-r", guid: "{devremove-1}" },
+    { op: "call", method: "getDevices" }, { op: "sync", collections: ["passwords"] }]);
+  Assert.equal(added, "{devremove-1}");
+  Assert.equal(list && list.result, TOKEN, "the removed device is refused: " + JSON.stringify(list));
+  Assert.ok(list && /sign in again|signed out/i.test(list.error), "and told why: " + JSON.stringify(list));
+  Assert.equal(sync && sync.result, TOKEN, "its sync is refused: " + JSON.stringify(sync));
+  /* nothing went up */
+  Assert.equal(JSON.parse(await PiCLService.sync(["passwords"])).status, "ok");
+  let [l] = await Services.logins.searchLoginsAsync({ guid: "{devremove-1}" });
+  Assert.ok(!l, "the removed device's login never reached the account");
+  await PiCLService.destroyAccount(PW);
 });
