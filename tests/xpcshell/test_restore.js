@@ -2,7 +2,8 @@
  * login is held by the mass-deletion guard (CONFLICT, observer topic
  * "picl:sync:mass-delete", nothing uploaded), let through with
  * allowMassDelete, then restoreCollection previews (nothing changed) and
- * brings every login back into Services.logins.  Needs the servers run.sh
+ * brings every login back into Services.logins, and on a second device
+ * (a peer profile) that had followed the deletion.  Needs the servers run.sh
  * starts. */
 "use strict";
 
@@ -13,6 +14,26 @@ const PW = "restore password 1";
 const N = 30;
 const guid = i => "{restore-" + String(i).padStart(2, "0") + "}";
 let asOf = 0;
+/* the second device: a peer browser profile */
+const B_DIR = PathUtils.join(Services.env.get("PICL_XPC_WORK") || PathUtils.tempDir, "peer-restore-" + Date.now());
+
+/* Syncs the passwords on the second device; how many of the N logins it
+ * then holds, each checked against its password. */
+async function onB(first) {
+  let ops = first ? [{ op: "configure" }, { op: "call", method: "signIn", args: [EMAIL, PW] }] : [];
+  let r = await picl_peer(B_DIR, [...ops, { op: "sync", collections: ["passwords"] }, { op: "dump" }]);
+  let [sync, dump] = r.slice(-2);
+  Assert.equal(sync && sync.status, "ok", "the second device's sync: " + JSON.stringify(sync));
+  let n = 0;
+  for (let i = 0; i < N; i++) {
+    let l = dump && dump.passwords && dump.passwords[guid(i)];
+    if (l) {
+      Assert.equal(l.password, "pw-" + i, "login " + i + " on the second device as it was");
+      n++;
+    }
+  }
+  return n;
+}
 
 registerCleanupFunction(() => PiCLService._shutdown());
 
@@ -40,6 +61,7 @@ add_task(async function test_setup() {
   let s = JSON.parse(await PiCLService.sync(["passwords"]));
   Assert.equal(s.collections.passwords.uploaded, N);
   Assert.equal(s.status, "ok", "first sync: " + JSON.stringify(s));
+  Assert.equal(await onB(true), N, "the second device has every login");
   await do_timeout_promise(1100);
   asOf = Math.floor(Date.now() / 1000);
   await do_timeout_promise(1100);
@@ -66,6 +88,7 @@ add_task(async function test_mass_delete_guard() {
   PiCLService.allowMassDelete = false;
   Assert.equal(s.status, "ok", "allowed: " + JSON.stringify(s));
   Assert.equal(await present(), 0);
+  Assert.equal(await onB(false), 0, "the second device followed the deletion");
 });
 
 add_task(async function test_restore_collection() {
@@ -78,6 +101,7 @@ add_task(async function test_restore_collection() {
   p = JSON.parse(await PiCLService.restoreCollection("passwords", asOf, true));
   Assert.equal(p.applied, true);
   Assert.equal(await present(), N, "every login back");
+  Assert.equal(await onB(false), N, "every login back on the second device too");
   await Assert.rejects(PiCLService.restoreCollection("passwords", asOf - 40 * 86400, false),
                        e => /30 days/.test(e.message), "older than the server keeps");
 });
