@@ -1,6 +1,7 @@
 /* test_devices.c -- other devices through `picl`: the clients and tabs
  * collections between two Firefox profiles made by firefox-esr (the session
- * store written by the browser's own mozLz4 writer), sending a tab (received
+ * store written by the browser's own mozLz4 writer, and by a real headless
+ * browser that opened pages of a loopback server), sending a tab (received
  * exactly once, also with two syncs racing), hostile commands and a corrupt
  * session store refused with nothing changed, and the class moves. */
 #include "testutil.h"
@@ -193,6 +194,55 @@ START_TEST(test_tabs_and_send_tab)
 }
 END_TEST
 
+/* Issue 18's done-when: a real headless firefox-esr on profile 1 opens two
+ * pages of a loopback HTTP server and its own session store writes them
+ * (sessionstore-backups/recovery.jsonlz4); with the browser closed, profile 1
+ * is synced and the other device lists both pages with the titles the
+ * browser read from them. */
+START_TEST(test_tabs_from_real_browser)
+{
+    char out[16384], id1[16], port[16], want[256];
+    account();
+    ck_assert_int_eq(run(NULL, 0, "$MKP $PWD/p1 >/dev/null 2>&1 && mkdir www && "
+                                  "printf '<html><head><title>Page One</title></head><body>1</body></html>' > www/one.html && "
+                                  "printf '<html><head><title>Page Two</title></head><body>2</body></html>' > www/two.html"),
+                     0);
+    ck_assert_int_eq(run(port, sizeof port, "$PICL_SRCDIR/tests/xpcshell/browse.sh $PWD/p1 $PWD/www one.html two.html"), 0);
+    port[strcspn(port, "\n")] = 0;
+    ck_assert_int_gt(strtol(port, NULL, 10), 0);
+    ck_assert_int_eq(run(NULL, 0, "test -f p1/sessionstore-backups/recovery.jsonlz4 && test ! -f p1/sessionstore.jsonlz4"),
+                     0);
+    ck_assert_int_eq(run(NULL, 0, "PICL_DEVICE_NAME=laptop $P --state s1 -q sync --profile p1 --collections clients,tabs"),
+                     0);
+    device_id("s1", id1);
+    ck_assert_int_eq(run(NULL, 0, "mkdir st2 && $P --state s2 -q sync --store-dir st2 --collections clients"), 0);
+    json_t *j = devices("s2");
+    const json_t *d1 = find_device(j, id1);
+    ck_assert_ptr_nonnull(d1);
+    json_t *tabs = json_object_get(d1, "tabs");
+    ck_assert_uint_eq(json_array_size(tabs), 2);
+    int seen = 0;
+    size_t i;
+    json_t *t;
+    json_array_foreach(tabs, i, t) {
+        const char *u = json_string_value(json_object_get(t, "url"));
+        const char *title = json_string_value(json_object_get(t, "title"));
+        snprintf(want, sizeof want, "http://127.0.0.1:%s/one.html", port);
+        if (!strcmp(u, want) && !strcmp(title, "Page One"))
+            seen |= 1;
+        snprintf(want, sizeof want, "http://127.0.0.1:%s/two.html", port);
+        if (!strcmp(u, want) && !strcmp(title, "Page Two"))
+            seen |= 2;
+        ck_assert_int_gt(json_integer_value(json_object_get(t, "lastUsed")), 1600000000);
+    }
+    ck_assert_msg(seen == 3, "not both pages: %s", json_dumps(tabs, JSON_COMPACT));
+    json_decref(j);
+    ck_assert_int_eq(run(out, sizeof out, "$P --state s2 tabs"), 0);
+    snprintf(want, sizeof want, "  Page Two\n    http://127.0.0.1:%s/two.html\n", port);
+    ck_assert_msg(strstr(out, "laptop (") && strstr(out, want), "%s", out);
+}
+END_TEST
+
 /* Commands a hostile or broken device (or server) puts in this device's
  * record: refused with a reason, nothing received, nothing changed. */
 START_TEST(test_hostile_commands)
@@ -339,6 +389,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_tabs_and_send_tab);
+    tcase_add_test(tc, test_tabs_from_real_browser);
     tcase_add_test(tc, test_hostile_commands);
     tcase_add_test(tc, test_corrupt_session_and_class_moves);
     tcase_add_test(tc, test_oversized_tabs_record);
