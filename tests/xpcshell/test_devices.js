@@ -1,4 +1,4 @@
-/* test_devices.js -- PiCLService's devices, security events and recovery key (client.md 7): the browser names itself, renameDevice, getDevices, signOutDevice refusing an unknown id, getSecurityEvents newest first, a removed device refused at its next request (a second browser), createRecoveryKey (wrong password refused), getRecoveryKeyExists, removeRecoveryKey, and a password reset with the recovery key that keeps kB (a wrong key refused, nothing changed). */
+/* test_devices.js -- PiCLService's devices, security events and recovery key (client.md 7): the browser names itself, renameDevice, getDevices, signOutDevice refusing an unknown id, getSecurityEvents newest first, a removed device refused at its next request (a second browser), createRecoveryKey (wrong password refused), getRecoveryKeyExists, removeRecoveryKey, and a password reset with the recovery key that keeps kB and a class-B login (read on a new device after the reset; a wrong key refused, nothing changed). */
 "use strict";
 
 do_get_profile();
@@ -63,13 +63,23 @@ add_task(async function test_devices_events_recovery_key() {
   await PiCLService.signIn(EMAIL, PW);
   Assert.equal((await status()).kB_fp, kB);
 
-  /* the right key: kB (class B) survives, the key is used up */
+  /* the right key: kB (class B) survives, the key is used up; a class-B
+   * login synced before the reset decrypts afterwards on a new device */
+  await picl_ops.addLogin({ origin: "https://rk.example", username: "rk", password: "pw-rk", guid: "{rk-login-1}" });
+  Assert.equal(JSON.parse(await PiCLService.sync(["passwords"])).collections.passwords.uploaded, 1);
+  Assert.equal(PiCLService.getCollectionClass("passwords"), "B");
   await PiCLService.forgotPassword(EMAIL);
   await PiCLService.completePasswordResetWithRecoveryKey(await picl_mail_code(EMAIL, "X-Recovery-Code"), PW2, key);
   Assert.equal((await status()).kB_fp, kB, "kB kept");
   Assert.equal(await PiCLService.getRecoveryKeyExists(), false, "single-use");
   ev = await PiCLService.getSecurityEvents();
   Assert.deepEqual(ev.events.slice(0, 3).map(e => e.type), ["login", "recoveryKey.used", "password.reset"]);
+  let dir = PathUtils.join(Services.env.get("PICL_XPC_WORK") || PathUtils.tempDir, "peer-rk-" + Date.now());
+  let [, , sync, dump] = await picl_peer(dir, [{ op: "configure" }, { op: "call", method: "signIn", args: [EMAIL, PW2] },
+                                               { op: "sync", collections: ["passwords"] }, { op: "dump" }]);
+  Assert.equal(sync && sync.status, "ok", "a new device after the reset: " + JSON.stringify(sync));
+  let l = dump && dump.passwords && dump.passwords["{rk-login-1}"];
+  Assert.equal(l && l.password, "pw-rk", "the class-B login survived the reset");
   await PiCLService.destroyAccount(PW2);
 });
 
