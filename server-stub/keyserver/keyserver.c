@@ -502,6 +502,8 @@ void ks_sweep(ks_server *s)
     int64_t longest = s->login_window > s->reset_window ? s->login_window : s->reset_window;
     /* a failure only delays the next sweep: requests never depend on it */
     ks_db_sweep(s->db, now, now - KS_UNVERIFIED_TTL, now - longest);
+    /* verification mails whose request did not deliver them (a crash) */
+    ks_outbox_deliver(s, 0, 8, NULL);
 }
 
 /* ---- hooks ----------------------------------------------------------- */
@@ -739,6 +741,8 @@ fail:
 
 picl_status ks_server_mount(ks_server *s, picl_http_server *http, int skip_heartbeat)
 {
+    /* verification mails a crash left in the outbox, before any answer */
+    ks_outbox_deliver(s, 1, 1000, NULL);
     return ks_routes_mount(s, http, skip_heartbeat);
 }
 
@@ -755,6 +759,8 @@ picl_status ks_server_start(ks_server *s)
         .hooks = &s->hooks,
     };
     picl_status rc = picl_http_server_new(&s->http, &hc);
+    if (rc == PICL_OK) /* verification mails a crash left in the outbox, before any answer */
+        ks_outbox_deliver(s, 1, 1000, NULL);
     if (rc == PICL_OK)
         rc = ks_routes_mount(s, s->http, 0);
     if (rc == PICL_OK)

@@ -252,3 +252,17 @@ picl_status ks_db_recovery_delete(ks_db *db, int64_t account)
 {
     return db->ops->recovery_delete(db->impl, account);
 }
+
+picl_status ks_db_outbox_claim(ks_db *db, int64_t due, int64_t until, int64_t *accounts,
+                               size_t cap, size_t *n)
+{
+    *n = 0;
+    if (until <= due || !cap)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    return db->ops->outbox_claim(db->impl, due, until, accounts, cap, n);
+}
+
+picl_status ks_db_outbox_done(ks_db *db, int64_t account)
+{
+    return db->ops->outbox_done(db->impl, account);
+}

@@ -31,7 +31,7 @@
 #define KS_EMAIL_MAX 255
 #define KS_UID_BYTES 16
 #define KS_VERIFIER_BYTES 256
-#define KS_SCHEMA_VERSION 4
+#define KS_SCHEMA_VERSION 5
 #define KS_NODE_URL_MAX 255
 
 typedef struct ks_db ks_db;
@@ -107,7 +107,10 @@ void ks_db_close(ks_db *db);
 /* PICL_OK when the database answers a query. */
 picl_status ks_db_ping(ks_db *db);
 
-/* Inserts a; sets a->id.  Duplicate email (or uid): ACCOUNT_EXISTS. */
+/* Inserts a; sets a->id.  Duplicate email (or uid): ACCOUNT_EXISTS.  An
+ * account that is not verified gets its verification mail's outbox row
+ * (due at a->created + KS_OUTBOX_LEASE) in the SAME transaction: a crash
+ * after the commit can lose the mail's delivery, never the mail. */
 picl_status ks_db_account_create(ks_db *db, ks_account *a);
 picl_status ks_db_account_by_email(ks_db *db, const char *email, size_t len, ks_account *a);
 picl_status ks_db_account_by_id(ks_db *db, int64_t id, ks_account *a);
@@ -185,6 +188,22 @@ picl_status ks_db_rate_refund(ks_db *db, const ks_rate *limits, size_t n);
  * rate events before rate_before, and every account never verified that
  * was created before unverified_before, with all it owns. */
 picl_status ks_db_sweep(ks_db *db, int64_t now, int64_t unverified_before, int64_t rate_before);
+
+/* The outbox of verification mails (schema v5): one row per account whose
+ * mail is not known to be delivered; it goes with its account (ON DELETE
+ * CASCADE).  Delivery is at least once: a crash between a delivery and
+ * ks_db_outbox_done sends that mail again.  KS_OUTBOX_LEASE: the seconds a
+ * claimed row (or a new one, which its request delivers) is left to its
+ * deliverer before another may take it. */
+#define KS_OUTBOX_LEASE 120
+/* Claims, in one transaction, up to cap rows due at `due` (their next try
+ * <= due), oldest first: each gets its next try at `until` (> due) and one
+ * more attempt; their accounts' ids go to accounts[0 .. *n). */
+picl_status ks_db_outbox_claim(ks_db *db, int64_t due, int64_t until, int64_t *accounts,
+                               size_t cap, size_t *n);
+/* The account's mail was delivered (or is not needed any more): its row
+ * goes.  PICL_OK also when there was none. */
+picl_status ks_db_outbox_done(ks_db *db, int64_t account);
 
 /* Hawk nonces shared by every keyserver on one database: records (id, ts,
  * nonce) until expires; CONFLICT when a sibling process (or this one) saw

@@ -70,6 +70,9 @@ typedef struct ks_db_ops {
     picl_status (*recovery_get)(ks_db_impl *db, int64_t account, char id[33], char *data,
                                 size_t cap);
     picl_status (*recovery_delete)(ks_db_impl *db, int64_t account);
+    picl_status (*outbox_claim)(ks_db_impl *db, int64_t due, int64_t until, int64_t *accounts,
+                                size_t cap, size_t *n);
+    picl_status (*outbox_done)(ks_db_impl *db, int64_t account);
 } ks_db_ops;
 
 extern const ks_db_ops ks_db_sqlite_ops;

@@ -81,6 +81,14 @@ static const char *const schema_v4 =
     " account BIGINT PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,"
     " key_id TEXT NOT NULL, data TEXT NOT NULL);";
 
+/* v5: the outbox of verification mails (ks_db.h): written with the
+ * account, deleted once the mail is delivered. */
+static const char *const schema_v5 =
+    "CREATE TABLE IF NOT EXISTS outbox ("
+    " account BIGINT PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,"
+    " next_try BIGINT NOT NULL, tries BIGINT NOT NULL DEFAULT 0);"
+    "CREATE INDEX IF NOT EXISTS outbox_due ON outbox(next_try);";
+
 #define ACCOUNT_COLS                                                                          \
     "SELECT id, uid, email, verified, verify_code, ka, wrap_kb, verifier, srp_salt, main_salt," \
     " pbkdf2_rounds_1, scrypt_n, scrypt_r, scrypt_p, pbkdf2_rounds_2, epoch FROM accounts "
@@ -104,7 +112,7 @@ enum {
     S_NODE_PICK, S_ASSIGN_INSERT, S_NODE_INC, S_ASSIGN_GET, S_PURGEABLE, S_PURGED,
     S_SESS_TOUCH, S_SESS_RENAME, S_SESS_DESTROY, S_EVENT_ADD, S_EVENT_PRUNE, S_EVENTS,
     S_RK_PUT, S_RK_GET, S_RK_DEL,
-    S_NONCE_ADD, S_SWEEP_NONCES, S_COUNT
+    S_NONCE_ADD, S_SWEEP_NONCES, S_OUTBOX_ADD, S_OUTBOX_CLAIM, S_OUTBOX_DONE, S_COUNT
 };
 
 static const char *const sql[S_COUNT] = {
@@ -203,6 +211,13 @@ static const char *const sql[S_COUNT] = {
     [S_NONCE_ADD] = "INSERT INTO hawk_nonces (key, expires) VALUES ($1, $2)"
                     " ON CONFLICT (key) DO NOTHING",
     [S_SWEEP_NONCES] = "DELETE FROM hawk_nonces WHERE expires < $1",
+    [S_OUTBOX_ADD] = "INSERT INTO outbox (account, next_try) VALUES ($1, $2)",
+    /* rows another keyserver is claiming right now are skipped, not waited for */
+    [S_OUTBOX_CLAIM] = "UPDATE outbox SET next_try = $2, tries = tries + 1 WHERE account IN"
+                       " (SELECT account FROM outbox WHERE next_try <= $1"
+                       " ORDER BY next_try, account LIMIT $3 FOR UPDATE SKIP LOCKED)"
+                       " RETURNING account",
+    [S_OUTBOX_DONE] = "DELETE FROM outbox WHERE account = $1",
 };
 
 typedef struct pconn {
@@ -478,7 +493,15 @@ static picl_status migrate(pconn *c, const char **why)
             rc = simple(c, "INSERT INTO meta VALUES ('schema_version', 4) ON CONFLICT (key)"
                            " DO UPDATE SET value = 4");
     }
-    /* Later versions add "if (version < 5) ..." steps here. */
+    if (rc == PICL_OK && version < 5) {
+        rc = simple(c, schema_v5);
+        if (rc != PICL_OK)
+            *why = reason("cannot create the schema", c->c);
+        if (rc == PICL_OK)
+            rc = simple(c, "INSERT INTO meta VALUES ('schema_version', 5) ON CONFLICT (key)"
+                           " DO UPDATE SET value = 5");
+    }
+    /* Later versions add "if (version < 6) ..." steps here. */
     rc = end_tx(c, rc);
     if (rc != PICL_OK && !*why)
         *why = reason("cannot migrate the schema", c->c);
@@ -565,7 +588,9 @@ static picl_status pg_account_create(pg_db *db, ks_account *a)
     a_i64(&g, a->created);
     pconn *c = conn_get(db);
     PGresult *r = NULL;
-    picl_status rc = q(c, S_ACC_INSERT, &g, &r, NULL);
+    picl_status rc = begin(c);
+    if (rc == PICL_OK)
+        rc = q(c, S_ACC_INSERT, &g, &r, NULL);
     if (rc == PICL_OK && PQntuples(r) == 1)
         a->id = g_i64(r, 0, 0);
     else if (rc == PICL_OK)
@@ -573,6 +598,14 @@ static picl_status pg_account_create(pg_db *db, ks_account *a)
     else if (rc == PICL_ERROR_CONFLICT)
         rc = PICL_ERROR_ACCOUNT_EXISTS;
     PQclear(r);
+    /* its verification mail, in the same transaction */
+    if (rc == PICL_OK && !a->verified) {
+        pq_args o = {0};
+        a_i64(&o, a->id);
+        a_i64(&o, a->created + KS_OUTBOX_LEASE);
+        rc = q(c, S_OUTBOX_ADD, &o, NULL, NULL);
+    }
+    rc = end_tx(c, rc);
     conn_put(db, c);
     return rc;
 }
@@ -1531,6 +1564,30 @@ static picl_status pg_recovery_delete(pg_db *db, int64_t account)
     return rc == PICL_OK && n == 0 ? PICL_ERROR_NOT_FOUND : rc;
 }
 
+/* ---- the outbox of verification mails ------------------------------------------ */
+
+static picl_status pg_outbox_claim(pg_db *db, int64_t due, int64_t until, int64_t *accounts,
+                                   size_t cap, size_t *n)
+{
+    pq_args g = {0};
+    a_i64(&g, due);
+    a_i64(&g, until);
+    a_i64(&g, (int64_t)cap);
+    pconn *c = conn_get(db);
+    PGresult *r = NULL;
+    picl_status rc = q(c, S_OUTBOX_CLAIM, &g, &r, NULL);
+    for (int i = 0; rc == PICL_OK && i < PQntuples(r) && *n < cap; i++)
+        accounts[(*n)++] = g_i64(r, i, 0);
+    PQclear(r);
+    conn_put(db, c);
+    return rc;
+}
+
+static picl_status pg_outbox_done(pg_db *db, int64_t account)
+{
+    return one_i64(db, S_OUTBOX_DONE, account, NULL);
+}
+
 const ks_db_ops ks_db_pg_ops = {
     .name = "postgresql",
     .open = pg_open,
@@ -1573,4 +1630,6 @@ const ks_db_ops ks_db_pg_ops = {
     .recovery_put = pg_recovery_put,
     .recovery_get = pg_recovery_get,
     .recovery_delete = pg_recovery_delete,
+    .outbox_claim = pg_outbox_claim,
+    .outbox_done = pg_outbox_done,
 };

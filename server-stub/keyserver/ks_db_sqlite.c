@@ -94,6 +94,14 @@ static const char *const schema_v4 =
     " account INTEGER PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,"
     " key_id TEXT NOT NULL, data TEXT NOT NULL);";
 
+/* v5: the outbox of verification mails (ks_db.h): written with the
+ * account, deleted once the mail is delivered. */
+static const char *const schema_v5 =
+    "CREATE TABLE IF NOT EXISTS outbox ("
+    " account INTEGER PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,"
+    " next_try INTEGER NOT NULL, tries INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX IF NOT EXISTS outbox_due ON outbox(next_try);";
+
 /* ---- small helpers ------------------------------------------------------ */
 
 static picl_status exec(sq_db *db, const char *sql)
@@ -179,7 +187,12 @@ static picl_status migrate(sq_db *db)
         if (rc == PICL_OK)
             rc = exec(db, "INSERT OR REPLACE INTO meta VALUES ('schema_version', 4)");
     }
-    /* Later versions add "if (version < 5) ..." steps here. */
+    if (rc == PICL_OK && version < 5) {
+        rc = exec(db, schema_v5);
+        if (rc == PICL_OK)
+            rc = exec(db, "INSERT OR REPLACE INTO meta VALUES ('schema_version', 5)");
+    }
+    /* Later versions add "if (version < 6) ..." steps here. */
     rc = end_tx(db, rc);
     return rc;
 }
@@ -252,7 +265,9 @@ static picl_status sq_account_create(sq_db *db, ks_account *a)
 {
     lock(db);
     sqlite3_stmt *st = NULL;
-    picl_status rc = prep(db, &st,
+    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    if (rc == PICL_OK)
+        rc = prep(db, &st,
                           "INSERT INTO accounts (uid, email, verified, verify_code, ka, wrap_kb,"
                           " verifier, srp_salt, main_salt, pbkdf2_rounds_1, scrypt_n, scrypt_r,"
                           " scrypt_p, pbkdf2_rounds_2, created)"
@@ -282,6 +297,18 @@ static picl_status sq_account_create(sq_db *db, ks_account *a)
             rc = PICL_ERROR_DATABASE;
     }
     sqlite3_finalize(st);
+    st = NULL;
+    /* its verification mail, in the same transaction */
+    if (rc == PICL_OK && !a->verified)
+        rc = prep(db, &st, "INSERT INTO outbox (account, next_try) VALUES (?, ?)");
+    if (rc == PICL_OK && st) {
+        sqlite3_bind_int64(st, 1, a->id);
+        sqlite3_bind_int64(st, 2, a->created + KS_OUTBOX_LEASE);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = PICL_ERROR_DATABASE;
+    }
+    sqlite3_finalize(st);
+    rc = end_tx(db, rc);
     unlock(db);
     return rc;
 }
@@ -1481,6 +1508,53 @@ static picl_status sq_recovery_delete(sq_db *db, int64_t account)
     return rc == PICL_OK && n == 0 ? PICL_ERROR_NOT_FOUND : rc;
 }
 
+/* ---- the outbox of verification mails ------------------------------------ */
+
+static picl_status sq_outbox_claim(sq_db *db, int64_t due, int64_t until, int64_t *accounts,
+                                   size_t cap, size_t *n)
+{
+    lock(db);
+    sqlite3_stmt *st = NULL;
+    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    if (rc == PICL_OK)
+        rc = prep(db, &st, "SELECT account FROM outbox WHERE next_try <= ?"
+                           " ORDER BY next_try, account LIMIT ?");
+    if (rc == PICL_OK) {
+        sqlite3_bind_int64(st, 1, due);
+        sqlite3_bind_int64(st, 2, (int64_t)cap);
+        int s = SQLITE_DONE;
+        while (*n < cap && (s = sqlite3_step(st)) == SQLITE_ROW)
+            accounts[(*n)++] = sqlite3_column_int64(st, 0);
+        if (*n < cap && s != SQLITE_DONE)
+            rc = PICL_ERROR_DATABASE;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (rc == PICL_OK)
+        rc = prep(db, &st, "UPDATE outbox SET next_try = ?, tries = tries + 1 WHERE account = ?");
+    for (size_t i = 0; rc == PICL_OK && i < *n; i++) {
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, until);
+        sqlite3_bind_int64(st, 2, accounts[i]);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = PICL_ERROR_DATABASE;
+    }
+    sqlite3_finalize(st);
+    rc = end_tx(db, rc);
+    if (rc != PICL_OK)
+        *n = 0;
+    unlock(db);
+    return rc;
+}
+
+static picl_status sq_outbox_done(sq_db *db, int64_t account)
+{
+    lock(db);
+    picl_status rc = change_by_id(db, "DELETE FROM outbox WHERE account = ?", account, NULL);
+    unlock(db);
+    return rc;
+}
+
 const ks_db_ops ks_db_sqlite_ops = {
     .name = "sqlite",
     .open = sq_open,
@@ -1523,4 +1597,6 @@ const ks_db_ops ks_db_sqlite_ops = {
     .recovery_put = sq_recovery_put,
     .recovery_get = sq_recovery_get,
     .recovery_delete = sq_recovery_delete,
+    .outbox_claim = sq_outbox_claim,
+    .outbox_done = sq_outbox_done,
 };

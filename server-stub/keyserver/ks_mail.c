@@ -1,9 +1,12 @@
-/* ks_mail.c -- the keyserver's mail outbox (see ks_mail.h). */
+/* ks_mail.c -- the keyserver's mail: Maildir or SMTP delivery, and the
+ * outbox of verification mails (see ks_mail.h). */
 #include "keyserver/ks_mail.h"
 
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +14,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "crypto/codec.h"
 #include "crypto/util.h"
 #include "http/http.h"
+#include "keyserver/ks_internal.h"
 
 static picl_status mkdir_p1(const char *path)
 {
@@ -145,5 +150,84 @@ picl_status ks_mail_send(const char *maildir, const char *smtp_url, const ks_mai
                               : write_maildir(maildir, m, text, len);
     /* The text carries a code that grants access: wipe it. */
     picl__zfree(text, len);
+    return rc;
+}
+
+/* ---- the outbox of verification mails ------------------------------------ */
+
+void ks_crash_point(const char *point)
+{
+#ifdef PICL_TEST_HOOKS /* test builds only (Makefile.in: TEST_HOOKS) */
+    const char *t = getenv("PICL_TEST_CRASH_AT");
+    if (t && !strcmp(t, point))
+        raise(SIGKILL);
+#else
+    (void)point;
+#endif
+}
+
+static void outbox_log(ks_server *s, int64_t account, const char *what, picl_status rc)
+{
+    if (!s->log)
+        return;
+    char line[256];
+    snprintf(line, sizeof line, "keyserver: outbox: verification mail of account %" PRId64 " %s: %s",
+             account, what, picl_strerror(rc));
+    s->log(s->hook_ctx, line);
+}
+
+/* Delivers the mail of one claimed row: 1 when a mail went out. */
+static int outbox_one(ks_server *s, int64_t id, picl_status *db_rc)
+{
+    ks_account *a = calloc(1, sizeof *a);
+    char code[65];
+    int sent = 0;
+    memset(code, 0, sizeof code);
+    picl_status rc = a ? ks_db_account_by_id(s->db, id, a) : PICL_ERROR_NO_MEMORY;
+    if (rc == PICL_ERROR_NOT_FOUND || (rc == PICL_OK && a->verified)) {
+        /* gone or verified meanwhile (a resent code): no mail needed */
+        rc = ks_db_outbox_done(s->db, id);
+        goto done;
+    }
+    if (rc != PICL_OK)
+        goto done;
+    picl__hex_encode(code, a->verify_code, 32);
+    picl_status mrc = ks_send_code(s, a, 0, code);
+    if (mrc != PICL_OK) {
+        outbox_log(s, id, "not delivered, tried again later", mrc);
+        goto done;
+    }
+    sent = 1;
+    rc = ks_db_outbox_done(s->db, id); /* if this fails: sent again later */
+done:
+    if (rc != PICL_OK && *db_rc == PICL_OK)
+        *db_rc = rc;
+    picl__wipe(code, sizeof code);
+    if (a)
+        picl__zfree(a, sizeof *a);
+    return sent;
+}
+
+picl_status ks_outbox_deliver(ks_server *s, int startup, size_t max, size_t *sent)
+{
+    int64_t now = ks_now(s);
+    /* at start-up, also the rows of the requests a crash cut short (due
+     * KS_OUTBOX_LEASE after their creation) */
+    int64_t due = startup ? now + KS_OUTBOX_LEASE : now;
+    int64_t until = due + KS_OUTBOX_LEASE; /* > due: a claimed row is not claimed again here */
+    picl_status rc = PICL_OK;
+    size_t done = 0, count = 0;
+    int64_t ids[16];
+    while (rc == PICL_OK && done < max) {
+        size_t n = 0, cap = max - done < 16 ? max - done : 16;
+        rc = ks_db_outbox_claim(s->db, due, until, ids, cap, &n);
+        for (size_t i = 0; rc == PICL_OK && i < n; i++)
+            count += (size_t)outbox_one(s, ids[i], &rc);
+        done += n;
+        if (n < cap)
+            break;
+    }
+    if (sent)
+        *sent = count;
     return rc;
 }

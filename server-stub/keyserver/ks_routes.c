@@ -8,6 +8,7 @@
 #include "crypto/codec.h"
 #include "crypto/srp.h"
 #include "crypto/util.h"
+#include "keyserver/ks_mail.h"
 #include "keyserver/ks_parse.h"
 #include "protocol/bundle.h"
 #include "protocol/tokenlib.h"
@@ -140,11 +141,18 @@ static void h_account_create(picl_http_request *req, picl_http_response *resp, v
     }
     char code[65];
     picl__hex_encode(code, a->verify_code, 32);
+    /* the account and its mail's outbox row are committed together: a crash
+     * from here on leaves the mail to the next start (ks_outbox_deliver) */
     if (rc == PICL_OK) {
+        ks_crash_point("ks-create-committed");
         rc = ks_send_code(s, a, 0, code);
         /* no mail, no account: the user can simply try again */
         if (rc != PICL_OK)
             ks_db_account_delete(s->db, a->id);
+    }
+    if (rc == PICL_OK) {
+        ks_crash_point("ks-create-mailed");
+        ks_db_outbox_done(s->db, a->id); /* if this fails: mailed again later */
     }
     picl__wipe(code, sizeof code);
     if (rc != PICL_OK) {
