@@ -10,7 +10,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 PICL="$B/picl"
 MKPROF="$here/tests/make-profile.sh"
 [ -x "$PICL" ] || { echo "demo: $PICL is not built (run make first)" >&2; exit 1; }
-command -v firefox-esr >/dev/null 2>&1 || { echo "demo: firefox-esr is missing (run ./bootstrap)" >&2; exit 1; }
+command -v firefox-esr >/dev/null 2>&1 || { echo "demo: firefox-esr is missing (apt-get install firefox-esr; in the source tree ./bootstrap installs it)" >&2; exit 1; }
+command -v python3 >/dev/null 2>&1 || { echo "demo: python3 is missing (apt-get install python3)" >&2; exit 1; }
 T=$(mktemp -d /tmp/picl-demo-XXXXXX)
 SERVER_PID=
 cleanup() {
