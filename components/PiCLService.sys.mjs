@@ -433,6 +433,7 @@ class Service {
       this._initPromise = (async () => {
         await PiCLStores.init();
         let stateDir = this._config.stateDir || PathUtils.join(PathUtils.profileDir, "picl", "state");
+        PiCLStores.stateDir = stateDir;
         let dir = PathUtils.parent(stateDir);
         await IOUtils.makeDirectory(dir, { permissions: 0o700 });
         this._worker = new ChromeWorker(new URL("PiCLWorker.js", import.meta.url).href);

@@ -26,12 +26,14 @@
  *   wipe()               delete every local record of the collection
  *
  * Each store lives in its own module under stores/ (BookmarksStore,
- * HistoryStore, PasswordsStore, FormsStore, PrefsStore; the change tracker
- * of history, passwords and forms in StoreTracker), which says how it
- * tracks changes.  This module makes one of each, starts and stops their
- * observers (Places events, passwordmgr-storage-changed,
- * satchel-storage-changed) and tells change listeners about local changes.
- * The tracker lives in <profile>/picl/tracker.json.
+ * HistoryStore, PasswordsStore, FormsStore, PrefsStore, TabsStore; the
+ * change tracker of history, passwords and forms in StoreTracker), which
+ * says how it tracks changes.  This module makes one of each, starts and
+ * stops their observers (Places events, passwordmgr-storage-changed,
+ * satchel-storage-changed, sessionstore-state-write-complete) and tells
+ * change listeners about local changes.  The tracker lives in
+ * <profile>/picl/tracker.json.  stateDir: the C library's state directory
+ * (PiCLService sets it; TabsStore reads this device's id there).
  *
  * Reading goes through Places' read-only connection
  * (PlacesUtils.promiseDBConnection: queries run off the main thread),
@@ -45,6 +47,7 @@ import { HistoryStore } from "./stores/HistoryStore.sys.mjs";
 import { PasswordsStore } from "./stores/PasswordsStore.sys.mjs";
 import { PrefsStore } from "./stores/PrefsStore.sys.mjs";
 import { Tracker } from "./stores/StoreTracker.sys.mjs";
+import { TabsStore } from "./stores/TabsStore.sys.mjs";
 
 export { guidToRecordId, recordIdToGuid } from "./stores/BookmarksStore.sys.mjs";
 
@@ -55,7 +58,7 @@ ChromeUtils.defineESModuleGetters(lazy, {
 
 export const COLLECTIONS = ["bookmarks", "history", "passwords"];
 /* live stores synced only when named */
-export const EXTRA_COLLECTIONS = ["forms", "prefs"];
+export const EXTRA_COLLECTIONS = ["forms", "prefs", "tabs"];
 
 class Stores {
   constructor() {
@@ -65,6 +68,8 @@ class Stores {
     this.passwords = new PasswordsStore(this);
     this.forms = new FormsStore(this);
     this.prefs = new PrefsStore(this);
+    this.tabs = new TabsStore(this);
+    this.stateDir = null;
     this._ready = null;
     this._listeners = new Set();
     this._placesListener = null;
@@ -141,6 +146,9 @@ class Stores {
       },
     };
     Services.obs.addObserver(this._formsObserver, "satchel-storage-changed");
+    /* SessionStore wrote the session: the open tabs may have changed */
+    this._sessionObserver = { observe: () => this._notify("tabs", "") };
+    Services.obs.addObserver(this._sessionObserver, "sessionstore-state-write-complete");
   }
 
   /* Stops observing and waits for the tracker file to be written. */
@@ -156,6 +164,7 @@ class Stores {
                                               this._placesListener);
     Services.obs.removeObserver(this._loginObserver, "passwordmgr-storage-changed");
     Services.obs.removeObserver(this._formsObserver, "satchel-storage-changed");
+    Services.obs.removeObserver(this._sessionObserver, "sessionstore-state-write-complete");
     await this.tracker._saving;
     this._ready = null;
   }

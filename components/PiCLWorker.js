@@ -297,7 +297,7 @@ function makeStore(collection) {
 
 const KNOWN = ["bookmarks", "history", "passwords"];
 /* live stores synced only when named (PiCLStores EXTRA_COLLECTIONS) */
-const EXTRA_LIVE = ["forms", "prefs"];
+const EXTRA_LIVE = ["forms", "prefs", "tabs"];
 
 function state() {
   if (!svc) {
@@ -436,6 +436,12 @@ const ops = {
         try {
           call("picl_service_set_device", cstr(deviceName || ""), cstr("browser"));
         } catch (e) { /* a name it refuses: the host name */ }
+      }
+      /* this device's id, made now (STATE/devices.json): the tabs store reads it */
+      if (fn.picl_service_get_received_tabs_json) {
+        try {
+          callOut("picl_service_get_received_tabs_json");
+        } catch (e) { /* the clients store makes it at the first sync */ }
       }
       for (let c of KNOWN.concat(EXTRA_LIVE)) {
         makeStore(c);

@@ -24,7 +24,7 @@ add_task(async function test_init() {
   await PiCLStores.init();
   await Services.logins.initializationPromise;
   Assert.ok(PiCLStores.get("bookmarks") && PiCLStores.get("history") && PiCLStores.get("passwords"));
-  Assert.equal(PiCLStores.get("tabs"), null, "no store for an unknown collection");
+  Assert.equal(PiCLStores.get("addons"), null, "no store for an unknown collection");
   registerCleanupFunction(() => PiCLStores.shutdown());
 });
 
