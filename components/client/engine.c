@@ -132,46 +132,112 @@ static void record_failure(picl_engine *e, const char *c, const char *id, picl_r
     picl__eng_notify(e, "integrity", c, 0, -1, msg);
 }
 
+/* The imported keys of a run of records, one sealer per kid met (a
+ * collection holds one or two); a kid this device holds no key for is
+ * remembered as such. */
+#define RING_MAX 8
+typedef struct keyring {
+    struct {
+        picl_class_entry kid;
+        picl_sealer *s; /* NULL: no key in memory for this kid */
+    } k[RING_MAX];
+    size_t n;
+} keyring;
+
+static void ring_free(keyring *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        picl__sealer_free(r->k[i].s);
+    r->n = 0;
+}
+
+/* The sealer for kid (NULL when this device has no key for it), or
+ * PICL_ERROR_NO_MEMORY.  *tmp is set when the ring is full: the caller
+ * frees that sealer after the record. */
+static picl_status ring_get(picl_engine *e, const char *c, keyring *r, const picl_class_entry *kid,
+                            picl_sealer **out, int *tmp)
+{
+    *out = NULL;
+    *tmp = 0;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->k[i].kid.cls == kid->cls && r->k[i].kid.generation == kid->generation) {
+            *out = r->k[i].s;
+            return PICL_OK;
+        }
+    picl_keypair keys;
+    picl_sealer *s = NULL;
+    picl_status st = keys_for(e, c, kid, &keys);
+    if (st == PICL_OK)
+        st = picl__sealer_new(&s, &keys);
+    picl__wipe(&keys, sizeof keys);
+    if (st == PICL_ERROR_NO_MEMORY)
+        return st;
+    if (r->n < RING_MAX) {
+        r->k[r->n].kid = *kid;
+        r->k[r->n].s = s;
+        r->n++;
+    } else {
+        *tmp = 1;
+    }
+    *out = s;
+    return PICL_OK;
+}
+
 /* Decrypts BSOs into id -> cleartext.  *held counts the records not read
  * (the cursor stays so they are fetched again); those that failed an
  * integrity check are also listed in e->failures.  A record under a key
  * this device does not hold in memory (class B in strict mode) is held, not
- * a failure. */
+ * a failure.  Each payload is parsed once, each key imported once. */
 static picl_status decrypt_all(picl_engine *e, const char *c, const picl_class_entry *entry, json_t *bsos,
                                json_t *out, int64_t *held)
 {
-    static const picl_keypair none;
+    keyring ring = {0};
+    picl_status st = PICL_OK;
     size_t i;
     json_t *b;
     json_array_foreach(bsos, i, b) {
         const char *id = json_string_value(json_object_get(b, "id"));
         const char *payload = json_string_value(json_object_get(b, "payload"));
         picl_class_entry kid;
-        picl_keypair keys;
         picl_record_fault why = PICL_RECORD_FAULT_NONE;
-        json_t *clear = NULL;
+        json_t *clear = NULL, *o = NULL;
+        picl_sealer *keys = NULL;
+        int tmp = 0;
         if (!id || !payload) {
             (*held)++;
             record_failure(e, c, id, PICL_RECORD_FAULT_NOT_JSON);
             continue;
         }
-        int have_keys = picl__record_kid(payload, &kid) == PICL_OK && keys_for(e, c, &kid, &keys) == PICL_OK;
-        if (!have_keys && picl__record_kid(payload, &kid) == PICL_OK && !(kid.cls == 'A' && entry->cls == 'B')) {
-            (*held)++; /* locked: kB not in memory */
-            continue;
+        if ((st = picl__record_payload_load(payload, &o)) == PICL_ERROR_NO_MEMORY)
+            break;
+        if (o && picl__record_kid_obj(o, &kid) == PICL_OK) {
+            if ((st = ring_get(e, c, &ring, &kid, &keys, &tmp)) != PICL_OK) {
+                json_decref(o);
+                break;
+            }
+            if (!keys && !(kid.cls == 'A' && entry->cls == 'B')) {
+                (*held)++; /* locked: kB not in memory */
+                json_decref(o);
+                continue;
+            }
         }
-        picl_status rs = picl__record_decrypt(&clear, c, id, payload, have_keys ? &keys : &none, entry, 1, &why);
-        picl__wipe(&keys, sizeof keys);
-        if (rs == PICL_ERROR_NO_MEMORY)
-            return rs;
-        if (rs != PICL_OK) {
+        /* o NULL: refused as not JSON; keys NULL: refused at the MAC */
+        st = picl__record_decrypt_obj(&clear, c, id, o, keys, entry, 1, &why);
+        if (tmp)
+            picl__sealer_free(keys);
+        json_decref(o);
+        if (st == PICL_ERROR_NO_MEMORY)
+            break;
+        st = PICL_OK;
+        if (!clear) {
             (*held)++;
             record_failure(e, c, id, why);
             continue;
         }
         json_object_set_new(out, id, clear);
     }
-    return PICL_OK;
+    ring_free(&ring);
+    return st;
 }
 
 /* ---- bookmarks: parents that are gone -------------------------------------- */
@@ -232,7 +298,11 @@ static picl_status encrypt_bsos(picl_engine *e, const char *c, const picl_class_
                                 json_t **bsos)
 {
     picl_keypair keys;
+    picl_sealer *k = NULL;
     picl_status st = keys_for(e, c, entry, &keys);
+    if (st == PICL_OK)
+        st = picl__sealer_new(&k, &keys); /* imported once for the whole run */
+    picl__wipe(&keys, sizeof keys);
     if (st != PICL_OK)
         return st;
     json_t *out = json_array();
@@ -240,17 +310,25 @@ static picl_status encrypt_bsos(picl_engine *e, const char *c, const picl_class_
     json_t *r;
     json_array_foreach(records, i, r) {
         char *payload;
-        st = picl__record_encrypt(&payload, c, r, &keys, entry);
+        st = picl__record_encrypt_with(&payload, c, r, k, entry);
         if (st != PICL_OK)
             break;
-        json_t *bso = json_pack("{s:O, s:s}", "id", json_object_get(r, "id"), "payload", payload);
+        json_t *bso = json_object();
+        if (!bso || json_object_set(bso, "id", json_object_get(r, "id")) ||
+            json_object_set_new_nocheck(bso, "payload", json_stringn_nocheck(payload, strlen(payload)))) {
+            json_decref(bso);
+            bso = NULL;
+        }
         free(payload);
         /* a device's own records expire on the server when it stops syncing */
         if (bso && (!strcmp(c, "tabs") || !strcmp(c, "clients")))
             json_object_set_new(bso, "ttl", json_integer(PICL_DEVICE_RECORD_TTL_S));
-        json_array_append_new(out, bso);
+        if (!bso || json_array_append_new(out, bso)) {
+            st = PICL_ERROR_NO_MEMORY;
+            break;
+        }
     }
-    picl__wipe(&keys, sizeof keys);
+    picl__sealer_free(k);
     if (st != PICL_OK) {
         json_decref(out);
         return st;

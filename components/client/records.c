@@ -64,8 +64,20 @@ void picl__kid_format(char out[16], const picl_class_entry *e)
     snprintf(out, 16, "%c:%u", e->cls, e->generation);
 }
 
-picl_status picl__record_encrypt(char **payload, const char *collection, const json_t *cleartext,
-                                 const picl_keypair *keys, const picl_class_entry *kid)
+/* {"ciphertext":..,"IV":..,"hmac":..,"kid":..} written directly: base64,
+ * lowercase hex and a kid need no JSON escaping (one pass, no JSON tree). */
+static char *payload_text(const picl_sealed *s, const char *kidtxt)
+{
+    size_t n = strlen(s->ciphertext) + strlen(s->iv) + strlen(s->hmac) + strlen(kidtxt) + 64;
+    char *out = malloc(n);
+    if (out)
+        snprintf(out, n, "{\"ciphertext\":\"%s\",\"IV\":\"%s\",\"hmac\":\"%s\",\"kid\":\"%s\"}", s->ciphertext,
+                 s->iv, s->hmac, kidtxt);
+    return out;
+}
+
+picl_status picl__record_encrypt_with(char **payload, const char *collection, const json_t *cleartext,
+                                      picl_sealer *keys, const picl_class_entry *kid)
 {
     *payload = NULL;
     const char *id = json_string_value(json_object_get(cleartext, "id"));
@@ -81,18 +93,25 @@ picl_status picl__record_encrypt(char **payload, const char *collection, const j
     picl_mac_context ctx;
     picl__record_v2_context(&ctx, collection, id, kidtxt);
     picl_sealed s;
-    picl_status st = picl__record_seal(&s, keys, &ctx, NULL, (const uint8_t *)clear, clen);
+    picl_status st = picl__record_seal_with(&s, keys, &ctx, NULL, (const uint8_t *)clear, clen);
     picl__zfree(clear, clen);
     if (st != PICL_OK)
         return st;
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "ciphertext", s.ciphertext, "IV", s.iv, "hmac", s.hmac,
-                          "kid", kidtxt);
+    *payload = payload_text(&s, kidtxt);
     picl__sealed_free(&s);
-    if (!o)
-        return PICL_ERROR_NO_MEMORY;
-    *payload = picl__json_dumps(o, JSON_COMPACT);
-    json_decref(o);
     return *payload ? PICL_OK : PICL_ERROR_NO_MEMORY;
+}
+
+picl_status picl__record_encrypt(char **payload, const char *collection, const json_t *cleartext,
+                                 const picl_keypair *keys, const picl_class_entry *kid)
+{
+    *payload = NULL;
+    picl_sealer *k = NULL;
+    picl_status st = picl__sealer_new(&k, keys);
+    if (st == PICL_OK)
+        st = picl__record_encrypt_with(payload, collection, cleartext, k, kid);
+    picl__sealer_free(k);
+    return st;
 }
 
 const char *picl__record_fault_text(picl_record_fault f)
@@ -126,20 +145,34 @@ static json_t *load_payload_oom(const char *payload, int *oom)
     return o;
 }
 
-picl_status picl__record_kid(const char *payload, picl_class_entry *kid)
+picl_status picl__record_payload_load(const char *payload, json_t **obj)
 {
     int oom;
-    json_t *o = load_payload_oom(payload, &oom);
-    if (!o)
+    *obj = load_payload_oom(payload, &oom);
+    if (!*obj)
         return oom ? PICL_ERROR_NO_MEMORY : PICL_ERROR_DECRYPT;
-    picl_status st = picl__kid_parse(json_string_value(json_object_get(o, "kid")), kid);
-    json_decref(o);
-    return st == PICL_OK ? PICL_OK : PICL_ERROR_DECRYPT;
+    return PICL_OK;
 }
 
-picl_status picl__record_decrypt(json_t **clear, const char *collection, const char *bso_id, const char *payload,
-                                 const picl_keypair *keys, const picl_class_entry *expect, int allow_other,
-                                 picl_record_fault *fault)
+picl_status picl__record_kid_obj(const json_t *payload, picl_class_entry *kid)
+{
+    return picl__kid_parse(json_string_value(json_object_get(payload, "kid")), kid) == PICL_OK ? PICL_OK
+                                                                                              : PICL_ERROR_DECRYPT;
+}
+
+picl_status picl__record_kid(const char *payload, picl_class_entry *kid)
+{
+    json_t *o = NULL;
+    picl_status st = picl__record_payload_load(payload, &o);
+    if (st == PICL_OK)
+        st = picl__record_kid_obj(o, kid);
+    json_decref(o);
+    return st;
+}
+
+picl_status picl__record_decrypt_obj(json_t **clear, const char *collection, const char *bso_id, const json_t *o,
+                                     picl_sealer *keys, const picl_class_entry *expect, int allow_other,
+                                     picl_record_fault *fault)
 {
     *clear = NULL;
     picl_status st = PICL_ERROR_DECRYPT;
@@ -147,11 +180,9 @@ picl_status picl__record_decrypt(json_t **clear, const char *collection, const c
     uint8_t *pt = NULL;
     size_t ptlen = 0;
     int oom;
-    json_t *c = NULL, *o = load_payload_oom(payload, &oom);
+    json_t *c = NULL;
     picl_class_entry kid;
-    if (!o && oom)
-        st = PICL_ERROR_NO_MEMORY;
-    if (!o || !bso_id || !collection)
+    if (!json_is_object(o) || !bso_id || !collection)
         goto done;
     /* 1. the kid against the class map */
     why = PICL_RECORD_FAULT_KID;
@@ -165,14 +196,16 @@ picl_status picl__record_decrypt(json_t **clear, const char *collection, const c
     if (!allow_other && (kid.cls != expect->cls || kid.generation != expect->generation))
         goto done;
     /* 2. the v2 MAC (constant time, over collection, id, kid, IV,
-     * ciphertext as received), then decryption */
+     * ciphertext as received), then decryption; no keys: no MAC can verify */
     why = PICL_RECORD_FAULT_HMAC;
+    if (!keys)
+        goto done;
     picl_mac_context ctx;
     picl__record_v2_context(&ctx, collection, bso_id, kidtxt);
     const char *ct = json_string_value(json_object_get(o, "ciphertext"));
     const char *iv = json_string_value(json_object_get(o, "IV"));
     const char *mac = json_string_value(json_object_get(o, "hmac"));
-    picl_status ost = picl__record_open(&pt, &ptlen, keys, &ctx, ct, iv, mac);
+    picl_status ost = picl__record_open_with(&pt, &ptlen, keys, &ctx, ct, iv, mac);
     if (ost == PICL_ERROR_NO_MEMORY) {
         st = ost;
         goto done;
@@ -197,9 +230,36 @@ done:
     if (pt)
         picl__zfree(pt, ptlen);
     picl__json_zdecref(c);
-    json_decref(o);
     if (fault)
         *fault = st == PICL_OK ? PICL_RECORD_FAULT_NONE : why;
+    return st;
+}
+
+picl_status picl__record_decrypt(json_t **clear, const char *collection, const char *bso_id, const char *payload,
+                                 const picl_keypair *keys, const picl_class_entry *expect, int allow_other,
+                                 picl_record_fault *fault)
+{
+    *clear = NULL;
+    json_t *o = NULL;
+    picl_sealer *k = NULL;
+    picl_status st = picl__record_payload_load(payload, &o);
+    if (st != PICL_OK) {
+        if (fault)
+            *fault = PICL_RECORD_FAULT_NOT_JSON;
+        goto done;
+    }
+    st = picl__sealer_new(&k, keys);
+    if (st == PICL_ERROR_NO_MEMORY) {
+        if (fault)
+            *fault = PICL_RECORD_FAULT_HMAC;
+        goto done;
+    }
+    /* keys PK11 would not take open nothing: the MAC check refuses */
+    st = picl__record_decrypt_obj(clear, collection, bso_id, o, st == PICL_OK ? k : NULL, expect, allow_other,
+                                  fault);
+done:
+    picl__sealer_free(k);
+    json_decref(o);
     return st;
 }
 

@@ -65,6 +65,24 @@ picl_status picl__record_decrypt(json_t **clear, const char *collection, const c
                                  const picl_keypair *keys, const picl_class_entry *expect, int allow_other,
                                  picl_record_fault *fault);
 
+/* The same for a run of records, each payload parsed once and the keys
+ * imported once (picl_sealer, crypto/envelope.h), with the same checks in
+ * the same order:
+ *  picl__record_payload_load: the payload text as a JSON object (size cap,
+ *    duplicate keys refused); PICL_ERROR_DECRYPT when it is not one
+ *    (fault "not JSON"), PICL_ERROR_NO_MEMORY; *obj is the caller's.
+ *  picl__record_kid_obj: its kid (PICL_ERROR_DECRYPT when missing/bad).
+ *  picl__record_decrypt_obj: keys NULL = no key for this record: refused
+ *    at the MAC ("hmac mismatch"), never read.
+ *  picl__record_encrypt_with: as picl__record_encrypt. */
+picl_status picl__record_payload_load(const char *payload, json_t **obj);
+picl_status picl__record_kid_obj(const json_t *payload, picl_class_entry *kid);
+picl_status picl__record_decrypt_obj(json_t **clear, const char *collection, const char *bso_id,
+                                     const json_t *payload, picl_sealer *keys, const picl_class_entry *expect,
+                                     int allow_other, picl_record_fault *fault);
+picl_status picl__record_encrypt_with(char **payload, const char *collection, const json_t *cleartext,
+                                      picl_sealer *keys, const picl_class_entry *kid);
+
 /* ---- the class map (records.md section 4) ------------------------------ */
 
 typedef struct picl_classmap_item {

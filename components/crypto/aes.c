@@ -20,7 +20,23 @@ static PK11SymKey *import_key(const uint8_t *key, size_t keylen, CK_MECHANISM_TY
     return k;
 }
 
-/* One PK11 call; *outlen receives the byte count. */
+/* One PK11 call under an imported key; *outlen receives the byte count. */
+static picl_status run_key(int encrypt, CK_MECHANISM_TYPE mech, SECItem *param, PK11SymKey *k, uint8_t *out,
+                           size_t *outlen, size_t maxout, const uint8_t *in, size_t len)
+{
+    if (len > UINT_MAX - 64 || maxout > UINT_MAX)
+        return PICL_ERROR_TOO_LARGE;
+    static const unsigned char empty[1] = {0};
+    unsigned int n = 0;
+    SECStatus rv = encrypt ? PK11_Encrypt(k, mech, param, out, &n, (unsigned)maxout, len ? in : empty, (unsigned)len)
+                           : PK11_Decrypt(k, mech, param, out, &n, (unsigned)maxout, len ? in : empty, (unsigned)len);
+    if (rv != SECSuccess)
+        return encrypt ? PICL_ERROR_CRYPTO : PICL_ERROR_DECRYPT;
+    *outlen = n;
+    return PICL_OK;
+}
+
+/* One PK11 call with a key imported for it. */
 static picl_status run(int encrypt, CK_MECHANISM_TYPE mech, SECItem *param, const uint8_t *key,
                        size_t keylen, uint8_t *out, size_t *outlen, size_t maxout, const uint8_t *in, size_t len)
 {
@@ -31,14 +47,71 @@ static picl_status run(int encrypt, CK_MECHANISM_TYPE mech, SECItem *param, cons
     PK11SymKey *k = import_key(key, keylen, mech, encrypt ? CKA_ENCRYPT : CKA_DECRYPT);
     if (!k)
         return PICL_ERROR_CRYPTO;
-    static const unsigned char empty[1] = {0};
-    unsigned int n = 0;
-    SECStatus rv = encrypt ? PK11_Encrypt(k, mech, param, out, &n, (unsigned)maxout, len ? in : empty, (unsigned)len)
-                           : PK11_Decrypt(k, mech, param, out, &n, (unsigned)maxout, len ? in : empty, (unsigned)len);
+    picl_status st = run_key(encrypt, mech, param, k, out, outlen, maxout, in, len);
     PK11_FreeSymKey(k);
-    if (rv != SECSuccess)
-        return encrypt ? PICL_ERROR_CRYPTO : PICL_ERROR_DECRYPT;
-    *outlen = n;
+    return st;
+}
+
+/* ---- a key imported once ------------------------------------------------ */
+
+struct picl_aes_key {
+    PK11SymKey *enc, *dec; /* CKA_ENCRYPT / CKA_DECRYPT imports of the same key */
+};
+
+picl_status picl__aes_key_new(picl_aes_key **out, const uint8_t key[32])
+{
+    *out = NULL;
+    picl_aes_key *k = calloc(1, sizeof *k);
+    if (!k)
+        return PICL_ERROR_NO_MEMORY;
+    k->enc = import_key(key, 32, CKM_AES_CBC_PAD, CKA_ENCRYPT);
+    k->dec = k->enc ? import_key(key, 32, CKM_AES_CBC_PAD, CKA_DECRYPT) : NULL;
+    if (!k->dec) {
+        picl__aes_key_free(k);
+        return PICL_ERROR_CRYPTO;
+    }
+    *out = k;
+    return PICL_OK;
+}
+
+void picl__aes_key_free(picl_aes_key *k)
+{
+    if (!k)
+        return;
+    if (k->enc)
+        PK11_FreeSymKey(k->enc);
+    if (k->dec)
+        PK11_FreeSymKey(k->dec);
+    free(k);
+}
+
+picl_status picl__aes_key_cbc_encrypt(picl_aes_key *k, uint8_t *out, size_t *outlen, const uint8_t iv[16],
+                                      const uint8_t *in, size_t len)
+{
+    SECItem ivitem = {siBuffer, (unsigned char *)iv, 16};
+    size_t want = picl__aes256_cbc_pad_len(len);
+    picl_status st = run_key(1, CKM_AES_CBC_PAD, &ivitem, k->enc, out, outlen, want, in, len);
+    if (st == PICL_OK && *outlen != want)
+        st = PICL_ERROR_CRYPTO;
+    return st;
+}
+
+picl_status picl__aes_key_cbc_decrypt(picl_aes_key *k, uint8_t *out, size_t *outlen, const uint8_t iv[16],
+                                      const uint8_t *in, size_t len)
+{
+    *outlen = 0;
+    if (len == 0 || len % 16) {
+        if (len)
+            picl__wipe(out, len);
+        return PICL_ERROR_DECRYPT;
+    }
+    SECItem ivitem = {siBuffer, (unsigned char *)iv, 16};
+    picl_status st = run_key(0, CKM_AES_CBC_PAD, &ivitem, k->dec, out, outlen, len, in, len);
+    if (st != PICL_OK) {
+        picl__wipe(out, len);
+        *outlen = 0;
+        return PICL_ERROR_DECRYPT;
+    }
     return PICL_OK;
 }
 

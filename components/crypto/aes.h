@@ -29,6 +29,19 @@ picl_status picl__aes256_cbc_encrypt(uint8_t *out, size_t *outlen, const uint8_t
 picl_status picl__aes256_cbc_decrypt(uint8_t *out, size_t *outlen, const uint8_t key[32],
                                      const uint8_t iv[16], const uint8_t *in, size_t len);
 
+/* An AES-256 key imported into PK11 once for many CBC-PKCS#7 operations
+ * (a run of records under one key; an import per record cost more than the
+ * cipher).  The key bytes are not kept in our memory: only in the PK11
+ * token, released by picl__aes_key_free.  Not for concurrent use.  The
+ * operations behave as picl__aes256_cbc_encrypt / _decrypt. */
+typedef struct picl_aes_key picl_aes_key;
+picl_status picl__aes_key_new(picl_aes_key **out, const uint8_t key[32]);
+void picl__aes_key_free(picl_aes_key *k);
+picl_status picl__aes_key_cbc_encrypt(picl_aes_key *k, uint8_t *out, size_t *outlen, const uint8_t iv[16],
+                                      const uint8_t *in, size_t len);
+picl_status picl__aes_key_cbc_decrypt(picl_aes_key *k, uint8_t *out, size_t *outlen, const uint8_t iv[16],
+                                      const uint8_t *in, size_t len);
+
 /* GCM: ivlen >= 1 (0 is PICL_ERROR_INVALID_ARGUMENT), taglen 12..16.
  * Encrypt writes len bytes of ciphertext then taglen bytes of tag to out.
  * Decrypt takes ciphertext||tag (len >= taglen), writes len - taglen bytes;

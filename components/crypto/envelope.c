@@ -40,15 +40,46 @@ static int context_ok(const picl_mac_context *ctx)
     return 1;
 }
 
-/* HMAC-SHA256(key, macInput) */
-static picl_status mac_input(uint8_t out[32], const uint8_t key[32], const picl_mac_context *ctx, const char *iv_b64,
+struct picl_sealer {
+    picl_aes_key *aes;
+    picl_hmac_ctx *mac; /* restarted after every MAC (picl__hmac_sha256_result) */
+    int broken;         /* a MAC failed midway: the context cannot be trusted again */
+};
+
+picl_status picl__sealer_new(picl_sealer **out, const picl_keypair *keys)
+{
+    *out = NULL;
+    picl_sealer *s = calloc(1, sizeof *s);
+    if (!s)
+        return PICL_ERROR_NO_MEMORY;
+    picl_status st = picl__aes_key_new(&s->aes, keys->enc);
+    if (st == PICL_OK)
+        st = picl__hmac_sha256_init(&s->mac, keys->hmac, 32);
+    if (st != PICL_OK) {
+        picl__sealer_free(s);
+        return st;
+    }
+    *out = s;
+    return PICL_OK;
+}
+
+void picl__sealer_free(picl_sealer *s)
+{
+    if (!s)
+        return;
+    picl__aes_key_free(s->aes);
+    picl__hmac_sha256_abort(s->mac);
+    free(s);
+}
+
+/* HMAC-SHA256(key, macInput) under the sealer's context */
+static picl_status mac_input(uint8_t out[32], picl_sealer *k, const picl_mac_context *ctx, const char *iv_b64,
                              const char *ct_b64, size_t ctlen)
 {
-    picl_hmac_ctx *h = NULL;
-    picl_status st = picl__hmac_sha256_init(&h, key, 32);
-    if (st != PICL_OK)
-        return st;
-    st = picl__hmac_sha256_update(h, ctx->label, strlen(ctx->label));
+    if (k->broken)
+        return PICL_ERROR_CRYPTO;
+    picl_hmac_ctx *h = k->mac;
+    picl_status st = picl__hmac_sha256_update(h, ctx->label, strlen(ctx->label));
     for (size_t i = 0; st == PICL_OK && i < ctx->nfields; i++) {
         st = picl__hmac_sha256_update(h, "\n", 1);
         if (st == PICL_OK)
@@ -62,15 +93,15 @@ static picl_status mac_input(uint8_t out[32], const uint8_t key[32], const picl_
         st = picl__hmac_sha256_update(h, "\n", 1);
     if (st == PICL_OK)
         st = picl__hmac_sha256_update(h, ct_b64, ctlen);
-    if (st != PICL_OK) {
-        picl__hmac_sha256_abort(h);
-        return st;
-    }
-    return picl__hmac_sha256_final(h, out);
+    if (st == PICL_OK)
+        st = picl__hmac_sha256_result(h, out);
+    if (st != PICL_OK)
+        k->broken = 1; /* half a macInput may be in it */
+    return st;
 }
 
-picl_status picl__record_seal(picl_sealed *sealed, const picl_keypair *keys, const picl_mac_context *ctx,
-                              const uint8_t *iv, const uint8_t *clear, size_t len)
+picl_status picl__record_seal_with(picl_sealed *sealed, picl_sealer *keys, const picl_mac_context *ctx,
+                                   const uint8_t *iv, const uint8_t *clear, size_t len)
 {
     memset(sealed, 0, sizeof *sealed);
     if (!context_ok(ctx))
@@ -87,7 +118,7 @@ picl_status picl__record_seal(picl_sealed *sealed, const picl_keypair *keys, con
         memcpy(ivbuf, iv, 16);
     else if ((st = picl__random_bytes(ivbuf, 16)) != PICL_OK)
         goto done;
-    if ((st = picl__aes256_cbc_encrypt(ct, &clen, keys->enc, ivbuf, clear, len)) != PICL_OK)
+    if ((st = picl__aes_key_cbc_encrypt(keys->aes, ct, &clen, ivbuf, clear, len)) != PICL_OK)
         goto done;
     sealed->ciphertext = picl__base64_encode_alloc(ct, clen);
     sealed->iv = picl__base64_encode_alloc(ivbuf, 16);
@@ -95,7 +126,7 @@ picl_status picl__record_seal(picl_sealed *sealed, const picl_keypair *keys, con
         st = PICL_ERROR_NO_MEMORY;
         goto done;
     }
-    st = mac_input(mac, keys->hmac, ctx, sealed->iv, sealed->ciphertext, strlen(sealed->ciphertext));
+    st = mac_input(mac, keys, ctx, sealed->iv, sealed->ciphertext, strlen(sealed->ciphertext));
     if (st != PICL_OK)
         goto done;
     sealed->hmac = picl__hex_encode_alloc(mac, 32);
@@ -108,9 +139,25 @@ done:
     return st;
 }
 
-picl_status picl__record_open(uint8_t **clear, size_t *clearlen, const picl_keypair *keys,
-                              const picl_mac_context *ctx, const char *ct_b64, const char *iv_b64,
-                              const char *hmac_hex)
+picl_status picl__record_seal(picl_sealed *sealed, const picl_keypair *keys, const picl_mac_context *ctx,
+                              const uint8_t *iv, const uint8_t *clear, size_t len)
+{
+    memset(sealed, 0, sizeof *sealed);
+    if (!context_ok(ctx))
+        return PICL_ERROR_INVALID_ARGUMENT;
+    if (len > PICL_RECORD_MAX_CIPHERTEXT - 16)
+        return PICL_ERROR_TOO_LARGE;
+    picl_sealer *k = NULL;
+    picl_status st = picl__sealer_new(&k, keys);
+    if (st == PICL_OK)
+        st = picl__record_seal_with(sealed, k, ctx, iv, clear, len);
+    picl__sealer_free(k);
+    return st;
+}
+
+picl_status picl__record_open_with(uint8_t **clear, size_t *clearlen, picl_sealer *keys,
+                                   const picl_mac_context *ctx, const char *ct_b64, const char *iv_b64,
+                                   const char *hmac_hex)
 {
     *clear = NULL;
     *clearlen = 0;
@@ -128,7 +175,7 @@ picl_status picl__record_open(uint8_t **clear, size_t *clearlen, const picl_keyp
     if (picl__hex_decode_exact(want, 32, hmac_hex) != PICL_OK)
         goto done;
     /* a MAC we could not compute for want of memory is not a forgery */
-    picl_status mst = mac_input(got, keys->hmac, ctx, iv_b64, ct_b64, ctlen_txt);
+    picl_status mst = mac_input(got, keys, ctx, iv_b64, ct_b64, ctlen_txt);
     if (mst != PICL_OK) {
         if (mst == PICL_ERROR_NO_MEMORY)
             st = mst;
@@ -151,7 +198,7 @@ picl_status picl__record_open(uint8_t **clear, size_t *clearlen, const picl_keyp
         st = PICL_ERROR_NO_MEMORY;
         goto done;
     }
-    picl_status ast = picl__aes256_cbc_decrypt(pt, &ptlen, keys->enc, iv, ct, ctlen);
+    picl_status ast = picl__aes_key_cbc_decrypt(keys->aes, pt, &ptlen, iv, ct, ctlen);
     if (ast != PICL_OK) {
         if (ast == PICL_ERROR_NO_MEMORY)
             st = ast;
@@ -167,5 +214,25 @@ done:
         picl__zfree(pt, ctlen + 1);
     free(ct);
     picl__wipe(got, sizeof got);
+    return st;
+}
+
+picl_status picl__record_open(uint8_t **clear, size_t *clearlen, const picl_keypair *keys,
+                              const picl_mac_context *ctx, const char *ct_b64, const char *iv_b64,
+                              const char *hmac_hex)
+{
+    *clear = NULL;
+    *clearlen = 0;
+    if (!ct_b64 || !iv_b64 || !hmac_hex || !context_ok(ctx))
+        return PICL_ERROR_DECRYPT;
+    if (strlen(ct_b64) > picl__base64_encoded_len(PICL_RECORD_MAX_CIPHERTEXT))
+        return PICL_ERROR_TOO_LARGE;
+    picl_sealer *k = NULL;
+    picl_status st = picl__sealer_new(&k, keys);
+    if (st == PICL_OK)
+        st = picl__record_open_with(clear, clearlen, k, ctx, ct_b64, iv_b64, hmac_hex);
+    else if (st != PICL_ERROR_NO_MEMORY)
+        st = PICL_ERROR_DECRYPT; /* one error for every failure (see envelope.h) */
+    picl__sealer_free(k);
     return st;
 }

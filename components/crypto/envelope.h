@@ -55,4 +55,17 @@ picl_status picl__record_open(uint8_t **clear, size_t *clearlen, const picl_keyp
 
 void picl__sealed_free(picl_sealed *sealed);
 
+/* A keypair imported into PK11 once for a run of records under it (the AES
+ * key and an HMAC context restarted per record): seal and open as above,
+ * without an import per record.  The key bytes are not kept in our memory.
+ * Not for concurrent use; picl__sealer_free releases it (NULL is fine). */
+typedef struct picl_sealer picl_sealer;
+picl_status picl__sealer_new(picl_sealer **out, const picl_keypair *keys);
+void picl__sealer_free(picl_sealer *s);
+picl_status picl__record_seal_with(picl_sealed *sealed, picl_sealer *keys, const picl_mac_context *ctx,
+                                   const uint8_t *iv, const uint8_t *clear, size_t len);
+picl_status picl__record_open_with(uint8_t **clear, size_t *clearlen, picl_sealer *keys,
+                                   const picl_mac_context *ctx, const char *ciphertext_b64, const char *iv_b64,
+                                   const char *hmac_hex);
+
 #endif

@@ -133,6 +133,14 @@ picl_status picl__hmac_sha256_final(picl_hmac_ctx *ctx, uint8_t out[32])
     return (rv == SECSuccess && n == 32) ? PICL_OK : PICL_ERROR_CRYPTO;
 }
 
+picl_status picl__hmac_sha256_result(picl_hmac_ctx *ctx, uint8_t out[32])
+{
+    unsigned int n = 0;
+    if (PK11_DigestFinal(ctx->pk, out, &n, 32) != SECSuccess || n != 32)
+        return PICL_ERROR_CRYPTO;
+    return PK11_DigestBegin(ctx->pk) == SECSuccess ? PICL_OK : PICL_ERROR_CRYPTO;
+}
+
 void picl__hmac_sha256_abort(picl_hmac_ctx *ctx)
 {
     if (!ctx)

@@ -29,7 +29,13 @@ typedef struct picl_hmac_ctx picl_hmac_ctx;
 picl_status picl__hmac_sha256_init(picl_hmac_ctx **ctx, const void *key, size_t keylen);
 picl_status picl__hmac_sha256_update(picl_hmac_ctx *ctx, const void *in, size_t len);
 picl_status picl__hmac_sha256_final(picl_hmac_ctx *ctx, uint8_t out[32]); /* frees ctx */
-void picl__hmac_sha256_abort(picl_hmac_ctx *ctx);
+void picl__hmac_sha256_abort(picl_hmac_ctx *ctx);                         /* frees ctx */
+/* Writes the MAC of what was fed since init (or the last result) and starts
+ * the next MAC under the same key: many MACs under one key import it into
+ * PK11 once (an import costs more than a short MAC).  ctx stays the
+ * caller's (picl__hmac_sha256_abort frees it); after an error it can only
+ * be freed. */
+picl_status picl__hmac_sha256_result(picl_hmac_ctx *ctx, uint8_t out[32]);
 
 /* Cryptographically secure random bytes (PK11_GenerateRandom). */
 picl_status picl__random_bytes(void *out, size_t len);

@@ -172,6 +172,51 @@ START_TEST(test_cbc_bad_lengths)
 }
 END_TEST
 
+/* A key imported once (picl__aes_key_*): the same bytes as the one-shot
+ * functions, several messages in a row, and a padding failure in the middle
+ * refused with the output zeroed without spoiling the next message. */
+START_TEST(test_cbc_key_reused)
+{
+    uint8_t key[32], iv[16], pt[48], ct[64], ct1[64], back[64], raw[16];
+    for (int i = 0; i < 32; i++)
+        key[i] = (uint8_t)(i * 7 + 1);
+    memset(iv, 0x42, sizeof iv);
+    for (int i = 0; i < 48; i++)
+        pt[i] = (uint8_t)i;
+    picl_aes_key *k = NULL;
+    ck_assert_int_eq(picl__aes_key_new(&k, key), PICL_OK);
+    for (size_t len = 0; len <= 48; len += 17) {
+        size_t n = 0, n1 = 0, nb = 0;
+        ck_assert_int_eq(picl__aes_key_cbc_encrypt(k, ct, &n, iv, pt, len), PICL_OK);
+        ck_assert_int_eq(picl__aes256_cbc_encrypt(ct1, &n1, key, iv, pt, len), PICL_OK);
+        ck_assert_uint_eq(n, picl__aes256_cbc_pad_len(len));
+        ck_assert_uint_eq(n, n1);
+        ck_assert(memcmp(ct, ct1, n) == 0);
+        ck_assert_int_eq(picl__aes_key_cbc_decrypt(k, back, &nb, iv, ct, n), PICL_OK);
+        ck_assert_uint_eq(nb, len);
+        ck_assert(len == 0 || memcmp(back, pt, len) == 0);
+    }
+    /* a block whose last plaintext byte is 0: never valid PKCS#7 */
+    uint8_t zero_end[16];
+    memset(zero_end, 0x10, sizeof zero_end);
+    zero_end[15] = 0;
+    ck_assert_int_eq(picl__aes256_cbc_raw(1, raw, key, iv, zero_end, 16), PICL_OK);
+    size_t n = 99;
+    memset(back, 0xaa, sizeof back);
+    ck_assert_int_eq(picl__aes_key_cbc_decrypt(k, back, &n, iv, raw, 16), PICL_ERROR_DECRYPT);
+    ck_assert_uint_eq(n, 0);
+    for (int i = 0; i < 16; i++)
+        ck_assert_int_eq(back[i], 0);
+    ck_assert_int_eq(picl__aes_key_cbc_decrypt(k, back, &n, iv, raw, 15), PICL_ERROR_DECRYPT);
+    /* and the key still works */
+    ck_assert_int_eq(picl__aes_key_cbc_encrypt(k, ct, &n, iv, pt, 5), PICL_OK);
+    ck_assert_int_eq(picl__aes_key_cbc_decrypt(k, back, &n, iv, ct, 16), PICL_OK);
+    ck_assert_uint_eq(n, 5);
+    ck_assert(memcmp(back, pt, 5) == 0);
+    picl__aes_key_free(k);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("aes");
@@ -179,6 +224,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_checked_fixture(tc, tu_nss_setup, tu_nss_teardown);
     tcase_add_test(tc, test_aes_file);
+    tcase_add_test(tc, test_cbc_key_reused);
     tcase_add_test(tc, test_gcm_file);
     tcase_add_test(tc, test_cbc_wycheproof);
     tcase_add_test(tc, test_gcm_wycheproof);

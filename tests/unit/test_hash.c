@@ -63,6 +63,31 @@ START_TEST(test_hmac_rfc4231)
 }
 END_TEST
 
+/* One context, many MACs (picl__hmac_sha256_result): each MAC covers only
+ * what was fed since the previous one, as a fresh one-shot HMAC does. */
+START_TEST(test_hmac_result_restarts)
+{
+    uint8_t key[32], out[32], want[32], first[32];
+    memset(key, 0x0b, sizeof key);
+    const char *msgs[] = {"picl-record-v2\nbookmarks\nabc\nA:1", "", "a third message, longer than one block of "
+                          "SHA-256 so that the restart is seen over two blocks: 0123456789abcdef0123456789",
+                          "picl-record-v2\nbookmarks\nabc\nA:1"};
+    picl_hmac_ctx *ctx;
+    ck_assert_int_eq(picl__hmac_sha256_init(&ctx, key, sizeof key), PICL_OK);
+    for (size_t i = 0; i < 4; i++) {
+        if (*msgs[i])
+            ck_assert_int_eq(picl__hmac_sha256_update(ctx, msgs[i], strlen(msgs[i])), PICL_OK);
+        ck_assert_int_eq(picl__hmac_sha256_result(ctx, out), PICL_OK);
+        ck_assert_int_eq(picl__hmac_sha256(want, key, sizeof key, msgs[i], strlen(msgs[i])), PICL_OK);
+        ck_assert_msg(memcmp(out, want, 32) == 0, "MAC %zu", i);
+        if (i == 0)
+            memcpy(first, out, 32);
+    }
+    ck_assert(memcmp(first, out, 32) == 0); /* the same message, the same MAC */
+    picl__hmac_sha256_abort(ctx);
+}
+END_TEST
+
 START_TEST(test_hmac_wycheproof)
 {
     json_t *j = tu_json_load("wycheproof/hmac_sha256_test.json");
@@ -152,6 +177,7 @@ int main(void)
     tcase_add_test(tc, test_sha256_known);
     tcase_add_test(tc, test_hmac_rfc4231);
     tcase_add_test(tc, test_hmac_wycheproof);
+    tcase_add_test(tc, test_hmac_result_restarts);
     tcase_add_test(tc, test_hmac_empty_key_equals_zero_key);
     tcase_add_test(tc, test_random);
     tcase_add_test(tc, test_ct_and_wipe);

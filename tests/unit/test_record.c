@@ -362,6 +362,53 @@ START_TEST(test_roundtrip_sizes)
 }
 END_TEST
 
+/* A sealer (keys imported once) seals exactly what the keypair functions
+ * seal, and over a run of records a forged one in the middle is refused
+ * with the one error while the records around it still open. */
+START_TEST(test_sealer_run)
+{
+    picl_keypair k, other;
+    memset(k.enc, 0x11, 32);
+    memset(k.hmac, 0x22, 32);
+    other = k;
+    other.hmac[31] ^= 1;
+    uint8_t iv[16];
+    memset(iv, 0x5a, sizeof iv);
+    picl_mac_context ctx;
+    picl__record_v2_context(&ctx, "history", "abcdefghijkl", "A:1");
+    const char *msg = "{\"id\":\"abcdefghijkl\",\"histUri\":\"https://example.com/\"}";
+    picl_sealer *sk = NULL, *so = NULL;
+    ck_assert_int_eq(picl__sealer_new(&sk, &k), PICL_OK);
+    ck_assert_int_eq(picl__sealer_new(&so, &other), PICL_OK);
+    picl_sealed a, b;
+    ck_assert_int_eq(picl__record_seal_with(&a, sk, &ctx, iv, (const uint8_t *)msg, strlen(msg)), PICL_OK);
+    ck_assert_int_eq(picl__record_seal(&b, &k, &ctx, iv, (const uint8_t *)msg, strlen(msg)), PICL_OK);
+    ck_assert_str_eq(a.ciphertext, b.ciphertext);
+    ck_assert_str_eq(a.iv, b.iv);
+    ck_assert_str_eq(a.hmac, b.hmac);
+    char forged[65];
+    memcpy(forged, a.hmac, 65);
+    forged[0] = forged[0] == '0' ? '1' : '0';
+    for (int round = 0; round < 3; round++) {
+        uint8_t *out = NULL;
+        size_t n = 0;
+        ck_assert_int_eq(picl__record_open_with(&out, &n, sk, &ctx, a.ciphertext, a.iv, a.hmac), PICL_OK);
+        ck_assert_uint_eq(n, strlen(msg));
+        ck_assert(memcmp(out, msg, n) == 0);
+        free(out);
+        out = NULL;
+        ck_assert_int_eq(picl__record_open_with(&out, &n, sk, &ctx, a.ciphertext, a.iv, forged), PICL_ERROR_DECRYPT);
+        ck_assert_ptr_null(out);
+        ck_assert_int_eq(picl__record_open_with(&out, &n, so, &ctx, a.ciphertext, a.iv, a.hmac), PICL_ERROR_DECRYPT);
+        ck_assert_ptr_null(out);
+    }
+    picl__sealed_free(&a);
+    picl__sealed_free(&b);
+    picl__sealer_free(sk);
+    picl__sealer_free(so);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("record");
@@ -373,6 +420,7 @@ int main(void)
     tcase_add_test(tc, test_v2_vectors);
     tcase_add_test(tc, test_tampering_one_error);
     tcase_add_test(tc, test_roundtrip_sizes);
+    tcase_add_test(tc, test_sealer_run);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
