@@ -33,11 +33,16 @@ static void usage(FILE *f)
             "usage: picl-storage --listen HOST:PORT --data DIR --secret-file FILE [--node URL]\n"
             "                    [--quota-kb N] [--max-connections N] [--per-ip-connections N]\n"
             "                    [--request-timeout S] [--restore-days N]\n"
+            "       picl-storage --listen HOST:PORT --database postgresql://... [--db-pool N]\n"
+            "                    --secret-file FILE [--node URL] [options as above]\n"
             "       picl-storage --listen HOST:PORT --secret-file FILE [--node URL]\n"
             "                    --mint-token UID [--hawk METHOD URL]\n"
             "       picl-storage --help | --version\n"
             "\n"
             "  --node URL        the node tokens must name (default http://HOST:PORT)\n"
+            "  --database URL    a PostgreSQL database instead of DIR/storage.db; several\n"
+            "                    picl-storage processes may serve one database\n"
+            "  --db-pool N       PostgreSQL connections at most (1 to 256, default 8)\n"
             "  --quota-kb N      per-user quota in KiB (default: none)\n"
             "  --restore-days N  keep the previous version of every overwritten or deleted\n"
             "                    record N days, for picl restore (default 30, 0 = off)\n"
@@ -156,14 +161,62 @@ static int mint(const uint8_t *secret, size_t slen, const char *node, int64_t ui
     return rc;
 }
 
-int main(int argc, char **argv)
+/* The command line. */
+typedef struct args {
+    const char *listen, *data, *database, *secret_file, *node;
+    const char *hawk_method, *hawk_url;
+    int64_t quota, mint_uid, lim[3], restore_days, db_pool;
+} args;
+
+/* The value of a numeric option into a; -1 (said why) when it is not one. */
+static int parse_number(int ch, const char *v, args *a)
 {
-    const char *listen = NULL, *data = NULL, *secret_file = NULL, *node = NULL;
-    const char *hawk_method = NULL, *hawk_url = NULL;
-    int64_t quota = 0, mint_uid = -1, lim[3] = {0, 0, 0}, restore_days = 30;
+    switch (ch) {
+    case 'p':
+        if (parse_int(v, &a->db_pool) != 0 || a->db_pool < 1 || a->db_pool > 256) {
+            fprintf(stderr, "picl-storage: --db-pool takes a number from 1 to 256, not %s\n", v);
+            return -1;
+        }
+        return 0;
+    case 'q':
+        if (parse_int(v, &a->quota) != 0) {
+            fprintf(stderr, "picl-storage: --quota-kb takes a number of KiB, not %s\n", v);
+            return -1;
+        }
+        return 0;
+    case 'R':
+        if (parse_int(v, &a->restore_days) != 0) {
+            fprintf(stderr, "picl-storage: --restore-days takes a number of days, not %s\n", v);
+            return -1;
+        }
+        return 0;
+    case 'm':
+        if (parse_int(v, &a->mint_uid) != 0) {
+            fprintf(stderr, "picl-storage: --mint-token takes a numeric uid, not %s\n", v);
+            return -1;
+        }
+        return 0;
+    default: {
+        int64_t *n = &a->lim[ch == 'C' ? 0 : ch == 'P' ? 1 : 2];
+        if (parse_int(v, n) != 0 || *n < 1 || *n > 1000000) {
+            fprintf(stderr, "picl-storage: --%s takes a number from 1 to 1000000, not %s\n",
+                    ch == 'C' ? "max-connections" : ch == 'P' ? "per-ip-connections" : "request-timeout",
+                    v);
+            return -1;
+        }
+        return 0;
+    }
+    }
+}
+
+/* Parses the options into a: -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, args *a)
+{
     static const struct option opts[] = {
         {"listen", required_argument, NULL, 'l'},
         {"data", required_argument, NULL, 'd'},
+        {"database", required_argument, NULL, 'D'},
+        {"db-pool", required_argument, NULL, 'p'},
         {"secret-file", required_argument, NULL, 's'},
         {"node", required_argument, NULL, 'n'},
         {"quota-kb", required_argument, NULL, 'q'},
@@ -187,47 +240,28 @@ int main(int argc, char **argv)
             return 2;
         }
         switch (ch) {
-        case 'l': listen = optarg; break;
-        case 'd': data = optarg; break;
-        case 's': secret_file = optarg; break;
-        case 'n': node = optarg; break;
+        case 'l': a->listen = optarg; break;
+        case 'd': a->data = optarg; break;
+        case 'D': a->database = optarg; break;
+        case 's': a->secret_file = optarg; break;
+        case 'n': a->node = optarg; break;
+        case 'p':
         case 'q':
-            if (parse_int(optarg, &quota) != 0) {
-                fprintf(stderr, "picl-storage: --quota-kb takes a number of KiB, not %s\n", optarg);
-                return 2;
-            }
-            break;
         case 'R':
-            if (parse_int(optarg, &restore_days) != 0) {
-                fprintf(stderr, "picl-storage: --restore-days takes a number of days, not %s\n", optarg);
-                return 2;
-            }
-            break;
         case 'm':
-            if (parse_int(optarg, &mint_uid) != 0) {
-                fprintf(stderr, "picl-storage: --mint-token takes a numeric uid, not %s\n", optarg);
-                return 2;
-            }
-            break;
         case 'C':
         case 'P':
-        case 'T': {
-            int64_t *v = &lim[ch == 'C' ? 0 : ch == 'P' ? 1 : 2];
-            if (parse_int(optarg, v) != 0 || *v < 1 || *v > 1000000) {
-                fprintf(stderr, "picl-storage: --%s takes a number from 1 to 1000000, not %s\n",
-                        ch == 'C' ? "max-connections" : ch == 'P' ? "per-ip-connections" : "request-timeout",
-                        optarg);
+        case 'T':
+            if (parse_number(ch, optarg, a) != 0)
                 return 2;
-            }
             break;
-        }
         case 'w':
             if (optind >= argc) {
                 fprintf(stderr, "picl-storage: --hawk needs METHOD URL\n");
                 return 2;
             }
-            hawk_method = optarg;
-            hawk_url = argv[optind++];
+            a->hawk_method = optarg;
+            a->hawk_url = argv[optind++];
             break;
         case 'h':
             usage(stdout);
@@ -237,48 +271,35 @@ int main(int argc, char **argv)
             return 0;
         case ':':
             fprintf(stderr, "picl-storage: %s needs a value\n", argv[optind - 1]);
-            goto bad;
+            usage(stderr);
+            return 2;
         default:
             fprintf(stderr, "picl-storage: unknown option %s\n", argv[optind - 1]);
-            goto bad;
+            usage(stderr);
+            return 2;
         }
     }
     if (optind < argc) {
         fprintf(stderr, "picl-storage: unexpected argument %s\n", argv[optind]);
-        goto bad;
+        usage(stderr);
+        return 2;
     }
-    if (!listen || !secret_file || (mint_uid < 0 && !data) || (hawk_method && mint_uid < 0))
-        goto bad;
+    if (a->database && strncmp(a->database, "postgresql://", 13) &&
+        strncmp(a->database, "postgres://", 11)) {
+        fprintf(stderr, "picl-storage: --database takes a postgresql:// URL\n");
+        return 2;
+    }
+    if (!a->listen || !a->secret_file || (a->mint_uid < 0 && !a->data && !a->database) ||
+        (a->hawk_method && a->mint_uid < 0)) {
+        usage(stderr);
+        return 2;
+    }
+    return -1;
+}
 
-    uint8_t *secret = NULL;
-    size_t slen = 0;
-    if (read_secret(secret_file, &secret, &slen) != 0) {
-        fprintf(stderr, "picl-storage: cannot read the secret file %s\n", secret_file);
-        return 1;
-    }
-    if (slen < 32) {
-        fprintf(stderr, "picl-storage: the secret must be at least 32 bytes\n");
-        picl__zfree(secret, PICL_TOKENLIB_MAX_SECRET + 2);
-        return 1;
-    }
-    int rc = 0;
-    if (mint_uid >= 0) {
-        char defnode[300];
-        if (!node) {
-            snprintf(defnode, sizeof defnode, "http://%s", listen);
-            node = defnode;
-        }
-        if (picl__nss_acquire() != PICL_OK) {
-            fprintf(stderr, "picl-storage: NSS failed\n");
-            rc = 1;
-        } else {
-            rc = mint(secret, slen, node, mint_uid, hawk_method, hawk_url);
-            picl__nss_release();
-        }
-        picl__zfree(secret, PICL_TOKENLIB_MAX_SECRET + 2);
-        return rc;
-    }
-
+/* Serves until SIGINT/SIGTERM; the secret is wiped here. */
+static int serve(const args *a, uint8_t *secret, size_t slen)
+{
     /* Block the stop signals in every thread; the main thread waits for them. */
     sigset_t set;
     sigemptyset(&set);
@@ -287,7 +308,7 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    picl_http_limits hl = {(unsigned)lim[0], (unsigned)lim[1], (unsigned)lim[2]};
+    picl_http_limits hl = {(unsigned)a->lim[0], (unsigned)a->lim[1], (unsigned)a->lim[2]};
     picl_http_set_default_limits(&hl);
     char why[600] = "";
     storage_config cfg;
@@ -295,13 +316,15 @@ int main(int argc, char **argv)
     cfg.error = why;
     cfg.error_cap = sizeof why;
     cfg.log = log_line;
-    cfg.listen = listen;
-    cfg.data_dir = data;
+    cfg.listen = a->listen;
+    cfg.data_dir = a->database ? NULL : a->data;
+    cfg.database = a->database;
+    cfg.db_pool = (unsigned)a->db_pool;
     cfg.secret = secret;
     cfg.secret_len = slen;
-    cfg.node = node; /* NULL: http://HOST:PORT of the port bound (PORT 0 = any) */
-    cfg.quota_kb = quota;
-    cfg.restore_days = restore_days > 0 ? restore_days : -1;
+    cfg.node = a->node; /* NULL: http://HOST:PORT of the port bound (PORT 0 = any) */
+    cfg.quota_kb = a->quota;
+    cfg.restore_days = a->restore_days > 0 ? a->restore_days : -1;
     storage_server *s = NULL;
     picl_status st = storage_server_new(&s, &cfg);
     picl__zfree(secret, PICL_TOKENLIB_MAX_SECRET + 2);
@@ -313,12 +336,48 @@ int main(int argc, char **argv)
         return 1;
     }
     fprintf(stderr, "picl-storage: serving %s on port %u (data %s)\n", storage_server_node(s),
-            storage_server_port(s), data);
+            storage_server_port(s), a->database ? "PostgreSQL" : a->data);
     int sig = 0;
     sigwait(&set, &sig);
     storage_server_free(s);
     return 0;
-bad:
-    usage(stderr);
-    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    args a;
+    memset(&a, 0, sizeof a);
+    a.mint_uid = -1;
+    a.restore_days = 30;
+    int rc = parse_args(argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+    uint8_t *secret = NULL;
+    size_t slen = 0;
+    if (read_secret(a.secret_file, &secret, &slen) != 0) {
+        fprintf(stderr, "picl-storage: cannot read the secret file %s\n", a.secret_file);
+        return 1;
+    }
+    if (slen < 32) {
+        fprintf(stderr, "picl-storage: the secret must be at least 32 bytes\n");
+        picl__zfree(secret, PICL_TOKENLIB_MAX_SECRET + 2);
+        return 1;
+    }
+    if (a.mint_uid < 0)
+        return serve(&a, secret, slen);
+    char defnode[300];
+    const char *node = a.node;
+    if (!node) {
+        snprintf(defnode, sizeof defnode, "http://%s", a.listen);
+        node = defnode;
+    }
+    if (picl__nss_acquire() != PICL_OK) {
+        fprintf(stderr, "picl-storage: NSS failed\n");
+        rc = 1;
+    } else {
+        rc = mint(secret, slen, node, a.mint_uid, a.hawk_method, a.hawk_url);
+        picl__nss_release();
+    }
+    picl__zfree(secret, PICL_TOKENLIB_MAX_SECRET + 2);
+    return rc;
 }

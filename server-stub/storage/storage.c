@@ -47,8 +47,8 @@ void storage__db_error(sreq *r, picl_status st)
          * file), not only the client */
         char line[512], target[200];
         picl_http_log_escape(target, sizeof target, r->req->target, 160);
-        snprintf(line, sizeof line, "storage: %s %s: database failure in %s/storage.db: %s",
-                 r->req->method, target, r->s->data_dir, picl_strerror(st));
+        snprintf(line, sizeof line, "storage: %s %s: database failure in %s: %s",
+                 r->req->method, target, sdb_where(r->s->db), picl_strerror(st));
         r->s->log(r->s->log_ctx, line);
     }
     if (st == PICL_ERROR_CONFLICT) {
@@ -253,7 +253,7 @@ static void info(picl_http_request *req, picl_http_response *resp, storage_serve
     sreq r;
     if (!begin_req(&r, s, req, resp, kind == INFO_COLLECTIONS ? s->expired_grace_s : 0))
         return;
-    sqlite3 *c = NULL;
+    sdb_conn *c = NULL;
     int64_t umod = 0;
     picl_buf out;
     picl_buf_init(&out, 0);
@@ -314,11 +314,10 @@ static void h_info_config(picl_http_request *q, picl_http_response *p, void *s) 
 static void h_heartbeat(picl_http_request *req, picl_http_response *resp, void *ctx)
 {
     storage_server *s = ctx;
-    sqlite3 *c = NULL;
+    sdb_conn *c = NULL;
     picl_status st = sdb_acquire(s->db, &c);
     if (st == PICL_OK)
-        st = sqlite3_exec(c, "SELECT 1", NULL, NULL, NULL) == SQLITE_OK ? PICL_OK
-                                                                      : PICL_ERROR_DATABASE;
+        st = sdb_ping(c);
     sdb_release(s->db, c);
     if (st == PICL_OK)
         picl_http_respond(resp, 200, "application/json", "{}", 2);
@@ -334,7 +333,7 @@ static void delete_(sreq *r, del_kind kind, const char *coll, const char *id)
 {
     char **ids = NULL;
     size_t nids = 0;
-    sqlite3 *c = NULL;
+    sdb_conn *c = NULL;
     picl_status st = PICL_OK;
     if (kind == DEL_COLL && !storage__parse_ids(r, &ids, &nids))
         return;
@@ -342,6 +341,7 @@ static void delete_(sreq *r, del_kind kind, const char *coll, const char *id)
     if ((st = sdb_acquire(r->s->db, &c)) != PICL_OK || (st = sdb_begin_write(c, r->uid, &umod)) != PICL_OK)
         goto done;
     t = storage__max64(r->now, umod + 1);
+    sdb_set_write_time(c, t); /* what the undo extension records for what is deleted */
     /* The resource's current last-modified, for X-If-Unmodified-Since. */
     if (kind == DEL_ALL) {
         m = umod;
@@ -533,13 +533,21 @@ picl_status storage_server_mount(storage_server *s, picl_http_server *http, int 
     return st;
 }
 
-static void describe_open_failure(storage_server *s, picl_status st);
+static void describe_open_failure(storage_server *s, picl_status st, const char *why);
+
+/* storage_auth's shared nonce store: the database. */
+static picl_status take_nonce(void *ctx, const char *key, int64_t expires)
+{
+    storage_server *s = ctx;
+    return sdb_nonce_take(s->db, key, expires);
+}
 static picl_status check_writable(storage_server *s);
 
 picl_status storage_server_new(storage_server **out, const storage_config *cfg)
 {
     *out = NULL;
-    if (!cfg || !cfg->data_dir || !cfg->secret || cfg->secret_len < 32 || cfg->quota_kb < 0)
+    if (!cfg || (!cfg->data_dir && !cfg->database) || (cfg->database && !sdb_is_url(cfg->database)) ||
+        !cfg->secret || cfg->secret_len < 32 || cfg->quota_kb < 0)
         return PICL_ERROR_INVALID_ARGUMENT;
     storage_server *s = calloc(1, sizeof *s);
     if (!s)
@@ -568,11 +576,13 @@ picl_status storage_server_new(storage_server **out, const storage_config *cfg)
     s->hooks.ctx = s;
     s->hooks.max_body = (size_t)s->lim.max_request_bytes;
     picl_status st = PICL_ERROR_NO_MEMORY;
-    s->data_dir = strdup(cfg->data_dir);
+    s->data_dir = cfg->data_dir ? strdup(cfg->data_dir) : NULL;
+    s->database = cfg->database ? strdup(cfg->database) : NULL;
     s->listen = strdup(cfg->listen ? cfg->listen : "127.0.0.1:0");
     if (cfg->node)
         atomic_store(&s->node, strdup(cfg->node));
-    if (!s->data_dir || !s->listen || (cfg->node && !atomic_load(&s->node)))
+    if ((cfg->data_dir && !s->data_dir) || (cfg->database && !s->database) || !s->listen ||
+        (cfg->node && !atomic_load(&s->node)))
         goto fail;
     if ((st = picl__nss_acquire()) != PICL_OK)
         goto fail;
@@ -585,12 +595,18 @@ picl_status storage_server_new(storage_server **out, const storage_config *cfg)
     s->error_cap = cfg->error_cap;
     s->log = cfg->log;
     s->log_ctx = cfg->log_ctx;
-    if ((st = sdb_open(&s->db, s->data_dir, cfg->busy_timeout_ms)) != PICL_OK) {
-        describe_open_failure(s, st);
+    const char *why = NULL;
+    if ((st = sdb_open(&s->db, s->database ? s->database : s->data_dir, cfg->busy_timeout_ms,
+                       cfg->db_pool, &why)) != PICL_OK) {
+        describe_open_failure(s, st, why);
         goto fail;
     }
     if ((st = check_writable(s)) != PICL_OK)
         goto fail;
+    /* several processes on one PostgreSQL database: a request captured at
+     * one of them is refused (replay) at every other */
+    if (sdb_shares_nonces(s->db))
+        storage_auth_share_nonces(s->auth, take_nonce, s);
     if ((st = sdb_history_configure(s->db, s->restore_days)) != PICL_OK)
         goto fail;
     *out = s;
@@ -602,10 +618,16 @@ fail:
 
 /* Why the database did not open, with its path (finding: "file
  * input/output error" alone sends nobody anywhere). */
-static void describe_open_failure(storage_server *s, picl_status st)
+static void describe_open_failure(storage_server *s, picl_status st, const char *why)
 {
     if (!s->error || !s->error_cap)
         return;
+    if (s->database) {
+        /* never the URL: it may hold a password */
+        snprintf(s->error, s->error_cap, "PostgreSQL database: %s",
+                 why ? why : picl_strerror(st));
+        return;
+    }
     struct stat sb;
     const char *d = s->data_dir;
     if (stat(d, &sb) != 0)
@@ -623,27 +645,17 @@ static void describe_open_failure(storage_server *s, picl_status st)
  * to start instead, saying which file and why. */
 static picl_status check_writable(storage_server *s)
 {
-    sqlite3 *c = NULL;
-    picl_status st = sdb_acquire(s->db, &c);
-    if (st != PICL_OK) {
-        describe_open_failure(s, st);
-        return st;
-    }
     const char *why = NULL;
-    if (sqlite3_db_readonly(c, "main") == 1) {
-        why = "opened read-only (check the permissions of the file and its directory, and the mount)";
-    } else if (sqlite3_exec(c, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
-        why = sqlite3_errmsg(c);
-    } else {
-        sqlite3_exec(c, "ROLLBACK", NULL, NULL, NULL);
+    picl_status st = sdb_check_writable(s->db, &why);
+    if (st != PICL_OK && !why) {
+        describe_open_failure(s, st, NULL);
+    } else if (st != PICL_OK && s->error && s->error_cap) {
+        if (s->database)
+            snprintf(s->error, s->error_cap, "PostgreSQL database cannot be written: %s", why);
+        else
+            snprintf(s->error, s->error_cap, "database %s/storage.db cannot be written: %s",
+                     s->data_dir, why);
     }
-    if (why) {
-        if (s->error && s->error_cap)
-            snprintf(s->error, s->error_cap, "database %s/storage.db cannot be written: %s", s->data_dir,
-                     why);
-        st = PICL_ERROR_IO;
-    }
-    sdb_release(s->db, c);
     return st;
 }
 
@@ -721,11 +733,10 @@ void storage_server_set_unavailable(storage_server *s, int secs)
 
 picl_status storage_server_prune(storage_server *s, int64_t *removed)
 {
-    sqlite3 *c = NULL;
+    sdb_conn *c = NULL;
     picl_status st = sdb_acquire(s->db, &c);
     if (st == PICL_OK)
-        st = sqlite3_exec(c, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK ? PICL_OK
-                                                                             : PICL_ERROR_CONFLICT;
+        st = sdb_begin_maint(c);
     if (st == PICL_OK)
         st = sdb_prune(c, sdb_now(), removed);
     if (st == PICL_OK)
@@ -754,6 +765,7 @@ void storage_server_free(storage_server *s)
     pthread_cond_destroy(&s->cv);
     free(s->listen);
     free(s->data_dir);
+    free(s->database);
     char *node = atomic_load(&s->node);
     if (node != unbound)
         free(node);

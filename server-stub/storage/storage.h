@@ -11,7 +11,10 @@
 
 /*
  * Contract.  A storage_server owns an SQLite database in <data_dir>/storage.db
- * (WAL, synchronous=FULL) and answers the endpoints of storage.md section 3
+ * (WAL, synchronous=FULL), or uses a PostgreSQL database (`database`, which
+ * several storage processes may share: timestamps stay strictly increasing
+ * per user and the Hawk nonces are shared through it), and answers the
+ * endpoints of storage.md section 3
  * under <node>/1.5/<uid>/..., authenticated with tokenlib tokens + Hawk.
  *
  * Choices the spec leaves open (documented here so clients can rely on them):
@@ -62,7 +65,10 @@ typedef struct storage_limits {
 
 typedef struct storage_config {
     const char *listen;        /* "HOST:PORT" for storage_server_start (port 0 = any) */
-    const char *data_dir;      /* existing directory */
+    const char *data_dir;      /* existing directory (SQLite); may be NULL with database */
+    const char *database;      /* NULL, or a postgresql:// URL: the database instead of
+                                  <data_dir>/storage.db */
+    unsigned db_pool;          /* PostgreSQL connections at most; 0 = 8 */
     const uint8_t *secret;     /* token secret, >= 32 bytes (copied) */
     size_t secret_len;
     const char *node;          /* NULL = "http://HOST:PORT" of the bound listener */

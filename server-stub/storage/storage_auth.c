@@ -35,6 +35,8 @@ struct storage_auth {
     size_t secretlen;
     int64_t skew;
     picl_hawk_nonce_cache *nonces;
+    storage_nonce_store shared;  /* NULL, or the store sibling processes share */
+    void *shared_ctx;
     pthread_mutex_t mu;
     token_slot cache[TOKEN_CACHE_SLOTS];
 };
@@ -171,6 +173,48 @@ int storage__split_host(const char *hosthdr, char *host, size_t cap, unsigned *p
     return 1;
 }
 
+void storage_auth_share_nonces(storage_auth *a, storage_nonce_store fn, void *ctx)
+{
+    a->shared = fn;
+    a->shared_ctx = ctx;
+}
+
+/* The verified request's nonce taken in the shared store: PICL_OK, TOKEN
+ * (a sibling saw it: a replay) or BACKOFF (the store failed). */
+static picl_status take_shared(storage_auth *a, const picl_hawk_auth *auth)
+{
+    if (!a->shared)
+        return PICL_OK;
+    uint8_t h[32];
+    char key[65], ts[24];
+    picl_sha256_ctx *sc = NULL;
+    snprintf(ts, sizeof ts, "\n%lld\n", (long long)auth->ts);
+    picl_status st = picl__sha256_init(&sc);
+    if (st == PICL_OK)
+        st = picl__sha256_update(sc, auth->id, strlen(auth->id));
+    if (st == PICL_OK)
+        st = picl__sha256_update(sc, ts, strlen(ts));
+    if (st == PICL_OK)
+        st = picl__sha256_update(sc, auth->nonce, strlen(auth->nonce));
+    if (st == PICL_OK) {
+        st = picl__sha256_final(sc, h);
+        sc = NULL;
+    }
+    picl__sha256_abort(sc);
+    if (st != PICL_OK)
+        return PICL_ERROR_BACKOFF;
+    static const char hexd[] = "0123456789abcdef";
+    for (size_t i = 0; i < sizeof h; i++) {
+        key[2 * i] = hexd[h[i] >> 4];
+        key[2 * i + 1] = hexd[h[i] & 15];
+    }
+    key[64] = 0;
+    /* a replay is accepted while its ts is within the skew: remembered that long */
+    st = a->shared(a->shared_ctx, key, auth->ts + a->skew + 1);
+    return st == PICL_OK ? PICL_OK : st == PICL_ERROR_CONFLICT ? PICL_ERROR_TOKEN
+                                                               : PICL_ERROR_BACKOFF;
+}
+
 /* headers_only: the body has not been read: the MAC is checked over the
  * payload hash the client announced, the hash itself and the nonce are left
  * for the full check once the body is in. */
@@ -241,7 +285,7 @@ static picl_status check(storage_auth *a, const picl_http_request *req, const ch
                                   .nonces = a->nonces, .identity = who};
     picl_status v = picl__hawk_verify(auth, key, strlen(key), &hr, &opts);
     if (v == PICL_OK)
-        st = PICL_OK;
+        st = take_shared(a, auth);
     else if (v == PICL_HAWK_ERROR_BUSY)
         st = PICL_ERROR_BACKOFF;
 done:

@@ -22,6 +22,17 @@ picl_status storage_auth_new_sized(storage_auth **out, const uint8_t *secret, si
                                    int64_t skew_s, size_t nonce_entries);
 void storage_auth_free(storage_auth *a);
 
+/* Several storage processes on one database: once a request passed the
+ * in-memory nonce cache, its nonce is also taken in a store they share
+ * (storage_db.h sdb_nonce_take): fn records `key` (hex SHA-256 of the
+ * token, ts and nonce) until `expires` (unix seconds) and answers
+ * PICL_ERROR_CONFLICT when a sibling saw it already, so a request captured
+ * at one process is refused at the others (401); any other failure is 503
+ * (fail closed: a check that cannot be made lets nothing through).  fn
+ * NULL: the in-memory cache alone (one process per database). */
+typedef picl_status (*storage_nonce_store)(void *ctx, const char *key, int64_t expires);
+void storage_auth_share_nonces(storage_auth *a, storage_nonce_store fn, void *ctx);
+
 /*
  * Authenticates req for the user `path_uid` of the URL:
  *   Authorization missing / not Hawk / malformed, token invalid or tampered,

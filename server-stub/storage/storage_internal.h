@@ -13,6 +13,7 @@
 
 struct storage_server {
     char *listen, *data_dir;
+    char *database;         /* a postgresql:// URL instead of data_dir, or NULL */
     _Atomic(char *) node;   /* published once the port is bound; read by handlers */
     storage_limits lim;
     int64_t quota_kb, batch_ttl_s, prune_interval_s, expired_grace_s, max_open_batches;

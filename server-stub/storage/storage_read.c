@@ -118,7 +118,7 @@ void storage__get_coll(sreq *r, const char *coll)
     q.coll = coll;
     q.now = r->now;
     char *sort = NULL, *offset = NULL, *full = NULL;
-    sqlite3 *c = NULL;
+    sdb_conn *c = NULL;
     picl_buf out;
     /* a page stops before max_request_bytes; one item alone may pass it by
      * its JSON escaping (at most 6 bytes per payload byte) */
@@ -215,7 +215,7 @@ done:
 
 void storage__get_item(sreq *r, const char *coll, const char *id)
 {
-    sqlite3 *c = NULL;
+    sdb_conn *c = NULL;
     picl_buf out;
     picl_buf_init(&out, 0);
     int64_t umod = 0, m = 0;

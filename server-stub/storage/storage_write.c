@@ -280,7 +280,7 @@ static int body_kind(const picl_http_request *req, int allow_newlines)
 }
 
 /* Checks the quota after the writes of the open transaction; 1 = fine. */
-static int quota_ok(sreq *r, sqlite3 *c, picl_status *st, int64_t *usage)
+static int quota_ok(sreq *r, sdb_conn *c, picl_status *st, int64_t *usage)
 {
     *usage = 0;
     if (!r->s->quota_kb)
@@ -310,7 +310,7 @@ void storage__put_item(sreq *r, const char *coll, const char *id)
 {
     sdb_bso b;
     memset(&b, 0, sizeof b);
-    sqlite3 *c = NULL;
+    sdb_conn *c = NULL;
     picl_status st = PICL_OK;
     if (body_kind(r->req, 0) != 0) {
         storage__error(r->resp, 415, 0);
@@ -437,198 +437,256 @@ static char *render_post(const char *batch, int64_t t, const sdb_bso *ok, size_t
     return picl_buf_take(&b, len);
 }
 
-void storage__post_coll(sreq *r, const char *coll)
-{
-    const storage_limits *lim = &r->s->lim;
-    sdb_bso *items = NULL;
-    size_t n = 0;
-    json_t *failed = json_object();
-    char *batch = NULL, *commit = NULL;
-    sqlite3 *c = NULL;
-    picl_status st = PICL_OK;
-    char batch_id[SDB_BATCH_ID_LEN + 1] = "";
-    if (!failed) {
-        storage__error(r->resp, 500, 0);
-        return;
-    }
+/* What one POST carries through its steps. */
+typedef struct post_ctx {
+    sreq *r;
+    const char *coll;
+    sdb_bso *items;
+    size_t n;
+    json_t *failed;
+    char *batch, *commit;
+    int new_batch;
+    char batch_id[SDB_BATCH_ID_LEN + 1];
+    int64_t bytes, cmod, t, wts, usage;
+    sdb_conn *c;
+} post_ctx;
 
-    int kind = body_kind(r->req, 1);
-    if (kind < 0) {
-        storage__error(r->resp, 415, 0);
-        goto out;
-    }
-    /* batch / commit parameters */
-    picl_status bq = picl_http_query(r->req, "batch", &batch);
-    picl_status cq = picl_http_query(r->req, "commit", &commit);
+/* Step 1: the batch / commit parameters and the announced sizes.  1 to go
+ * on, 0 when answered. */
+static int post_params(post_ctx *p)
+{
+    sreq *r = p->r;
+    const storage_limits *lim = &r->s->lim;
+    picl_status bq = picl_http_query(r->req, "batch", &p->batch);
+    picl_status cq = picl_http_query(r->req, "commit", &p->commit);
+    const char *batch = p->batch, *commit = p->commit;
     if ((bq != PICL_OK && bq != PICL_ERROR_NOT_FOUND) ||
         (cq != PICL_OK && cq != PICL_ERROR_NOT_FOUND) || (batch && !batch[0]) ||
         (commit && strcmp(commit, "true")) || (commit && !batch)) {
         storage__error(r->resp, 400, 1);
-        goto out;
+        return 0;
     }
-    int new_batch = batch && !strcmp(batch, "true");
-    if (batch && !new_batch &&
+    p->new_batch = batch && !strcmp(batch, "true");
+    if (batch && !p->new_batch &&
         (strlen(batch) != SDB_BATCH_ID_LEN ||
          strspn(batch, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") !=
              SDB_BATCH_ID_LEN)) {
         storage__error(r->resp, 400, 1);
-        goto out;
+        return 0;
     }
-    /* announced sizes */
     int64_t hr = count_header(r->req, "X-Weave-Records");
     int64_t hb = count_header(r->req, "X-Weave-Bytes");
     int64_t htr = count_header(r->req, "X-Weave-Total-Records");
     int64_t htb = count_header(r->req, "X-Weave-Total-Bytes");
     if (hr == -2 || hb == -2 || htr == -2 || htb == -2 || (!batch && (htr != -1 || htb != -1))) {
         storage__error(r->resp, 400, 1);
-        goto out;
+        return 0;
     }
     if (hr > lim->max_post_records || hb > lim->max_post_bytes ||
         htr > lim->max_total_records || htb > lim->max_total_bytes) {
         storage__error(r->resp, 400, 17);
-        goto out;
+        return 0;
     }
-    /* the body: counted before it is parsed, so that a request never costs
-     * more memory than a small multiple of its size (storage.md 5) */
+    return 1;
+}
+
+/* Step 2: the body, counted before it is parsed, so that a request never
+ * costs more memory than a small multiple of its size (storage.md 5), then
+ * parsed into items and failed.  1 to go on, 0 when answered (*st set when
+ * the answer is a failure of the server). */
+static int post_body(post_ctx *p, int kind, picl_status *st)
+{
+    sreq *r = p->r;
+    const storage_limits *lim = &r->s->lim;
     int64_t nrec = 0, nval = 0;
     storage__scan_json(r->req->body, r->req->body_len, kind == 1, &nrec, &nval);
     if (nrec > lim->max_post_records || nval > (lim->max_post_records + 1) * STORAGE_MAX_BSO_VALUES) {
         storage__error(r->resp, 400, 17);
-        goto out;
+        return 0;
     }
-    st = storage__parse_bsos(r->req->body, r->req->body_len, kind == 1, lim, &items, &n, failed);
-    if (st == PICL_ERROR_ENCODING || st == PICL_ERROR_INVALID_ARGUMENT) {
+    *st = storage__parse_bsos(r->req->body, r->req->body_len, kind == 1, lim, &p->items, &p->n,
+                              p->failed);
+    if (*st == PICL_ERROR_ENCODING || *st == PICL_ERROR_INVALID_ARGUMENT) {
         /* not JSON at all: 6; JSON but not a list of BSOs: 8 */
-        storage__error(r->resp, 400, st == PICL_ERROR_ENCODING ? 6 : 8);
-        st = PICL_OK;
-        goto out;
+        storage__error(r->resp, 400, *st == PICL_ERROR_ENCODING ? 6 : 8);
+        *st = PICL_OK;
+        return 0;
     }
-    if (st != PICL_OK) {
+    if (*st != PICL_OK) {
         storage__error(r->resp, 500, 0);
-        goto out;
+        return 0;
     }
-    int64_t bytes = 0;
-    for (size_t i = 0; i < n; i++)
-        bytes += (int64_t)items[i].payload_len;
-    if ((int64_t)(n + json_object_size(failed)) > lim->max_post_records || bytes > lim->max_post_bytes) {
+    for (size_t i = 0; i < p->n; i++)
+        p->bytes += (int64_t)p->items[i].payload_len;
+    if ((int64_t)(p->n + json_object_size(p->failed)) > lim->max_post_records ||
+        p->bytes > lim->max_post_bytes) {
         storage__error(r->resp, 400, 17);
-        goto out;
+        return 0;
     }
+    return 1;
+}
 
-    int64_t umod = 0, cmod = 0, t, usage = 0;
-    if ((st = sdb_acquire(r->s->db, &c)) != PICL_OK || (st = sdb_begin_write(c, r->uid, &umod)) != PICL_OK)
-        goto out;
-    t = umod + 1 > r->now ? umod + 1 : r->now;
-    int64_t wts = umod > r->now ? umod : r->now;
-    st = sdb_coll_modified(c, r->uid, coll, &cmod);
-    if (st == PICL_ERROR_NOT_FOUND)
-        st = PICL_OK, cmod = 0;
-    if (st != PICL_OK)
-        goto out;
-    if (r->has_ius && cmod > r->ius) {
-        sdb_rollback(c);
+/* Step 3: the user's write lock, the new timestamp, and
+ * X-If-Unmodified-Since against the collection.  1 to go on. */
+static int post_begin(post_ctx *p, picl_status *st)
+{
+    sreq *r = p->r;
+    int64_t umod = 0;
+    if ((*st = sdb_acquire(r->s->db, &p->c)) != PICL_OK ||
+        (*st = sdb_begin_write(p->c, r->uid, &umod)) != PICL_OK)
+        return 0;
+    p->t = umod + 1 > r->now ? umod + 1 : r->now;
+    p->wts = umod > r->now ? umod : r->now;
+    *st = sdb_coll_modified(p->c, r->uid, p->coll, &p->cmod);
+    if (*st == PICL_ERROR_NOT_FOUND)
+        *st = PICL_OK, p->cmod = 0;
+    if (*st != PICL_OK)
+        return 0;
+    if (r->has_ius && p->cmod > r->ius) {
+        sdb_rollback(p->c);
         storage__error(r->resp, 412, 0);
-        storage__set_modified(r, cmod, wts);
+        storage__set_modified(r, p->cmod, p->wts);
+        return 0;
+    }
+    return 1;
+}
+
+/* Step 4a: a batch is opened or added to (the open batch's size checked),
+ * and answered 202; or, with commit, applied.  1 to go on to the commit. */
+static int post_batch(post_ctx *p, picl_status *st)
+{
+    sreq *r = p->r;
+    const storage_limits *lim = &r->s->lim;
+    int64_t brec = 0, bbytes = 0;
+    if (p->new_batch) {
+        int64_t open = 0;
+        if ((*st = sdb_batch_count(p->c, r->uid, r->now, &open)) != PICL_OK)
+            return 0;
+        if (open >= r->s->max_open_batches) {
+            sdb_rollback(p->c);
+            storage__error(r->resp, 400, 17);
+            return 0;
+        }
+        *st = sdb_batch_create(p->c, r->uid, p->coll, r->now + r->s->batch_ttl_s * 100, p->batch_id);
+    } else {
+        snprintf(p->batch_id, sizeof p->batch_id, "%s", p->batch);
+        *st = sdb_batch_check(p->c, p->batch_id, r->uid, p->coll, r->now, &brec, &bbytes);
+        if (*st == PICL_ERROR_NOT_FOUND) {
+            *st = PICL_OK;
+            sdb_rollback(p->c);
+            storage__error(r->resp, 400, 1);
+            return 0;
+        }
+    }
+    for (size_t i = 0; i < p->n && *st == PICL_OK; i++)
+        *st = sdb_batch_add(p->c, p->batch_id, &p->items[i]);
+    if (*st == PICL_OK && !p->new_batch)
+        *st = sdb_batch_check(p->c, p->batch_id, r->uid, p->coll, r->now, &brec, &bbytes);
+    else if (*st == PICL_OK)
+        brec = (int64_t)p->n, bbytes = p->bytes;
+    if (*st != PICL_OK)
+        return 0;
+    if (brec > lim->max_total_records || bbytes > lim->max_total_bytes) {
+        sdb_rollback(p->c);
+        storage__error(r->resp, 400, 17);
+        return 0;
+    }
+    if (p->commit)
+        return (*st = sdb_batch_apply(p->c, p->batch_id, r->uid, p->coll, p->t, r->now)) == PICL_OK &&
+               (*st = sdb_touch(p->c, r->uid, p->coll, p->t)) == PICL_OK;
+    /* what an open batch holds counts toward the quota */
+    if (!quota_ok(r, p->c, st, &p->usage)) {
+        sdb_rollback(p->c);
+        storage__error(r->resp, 400, 14);
+        return 0;
+    }
+    if (*st != PICL_OK || (*st = sdb_commit(p->c)) != PICL_OK)
+        return 0;
+    size_t len;
+    char *body = render_post(p->batch_id, 0, p->items, p->n, p->failed, &len);
+    if (!body) {
+        storage__error(r->resp, 500, 0);
+        return 0;
+    }
+    picl_http_respond_owned(r->resp, 202, "application/json", body, len);
+    storage__set_modified(r, p->cmod, p->wts);
+    set_quota_header(r, p->usage);
+    return 0;
+}
+
+/* Step 4b: the items written at once.  1 to go on. */
+static int post_direct(post_ctx *p, picl_status *st)
+{
+    sdb_upserter u;
+    *st = sdb_upserter_init(p->c, &u);
+    for (size_t i = 0; i < p->n && *st == PICL_OK; i++)
+        *st = sdb_upserter_run(&u, p->r->uid, p->coll, &p->items[i], p->t, p->r->now);
+    sdb_upserter_done(&u);
+    if (*st == PICL_OK)
+        *st = sdb_touch(p->c, p->r->uid, p->coll, p->t);
+    return *st == PICL_OK;
+}
+
+/* Step 5: the quota, the commit, the answer. */
+static void post_finish(post_ctx *p, picl_status *st)
+{
+    sreq *r = p->r;
+    if (sdb_in_tx(p->c)) {
+        if (!quota_ok(r, p->c, st, &p->usage)) {
+            sdb_rollback(p->c);
+            storage__error(r->resp, 400, 14);
+            return;
+        }
+        if (*st != PICL_OK || (*st = sdb_commit(p->c)) != PICL_OK)
+            return;
+    }
+    size_t len;
+    char *body = render_post(NULL, p->t, p->items, p->n, p->failed, &len);
+    if (!body) {
+        storage__error(r->resp, 500, 0);
+        return;
+    }
+    picl_http_respond_owned(r->resp, 200, "application/json", body, len);
+    storage__set_modified(r, p->t, p->t > p->wts ? p->t : p->wts);
+    set_quota_header(r, p->usage);
+}
+
+void storage__post_coll(sreq *r, const char *coll)
+{
+    post_ctx p;
+    memset(&p, 0, sizeof p);
+    p.r = r;
+    p.coll = coll;
+    picl_status st = PICL_OK;
+    if (!(p.failed = json_object())) {
+        storage__error(r->resp, 500, 0);
+        return;
+    }
+    int kind = body_kind(r->req, 1);
+    if (kind < 0) {
+        storage__error(r->resp, 415, 0);
         goto out;
     }
-
-    if (batch) {
-        int64_t brec = 0, bbytes = 0;
-        if (new_batch) {
-            int64_t open = 0;
-            if ((st = sdb_batch_count(c, r->uid, r->now, &open)) != PICL_OK)
-                goto out;
-            if (open >= r->s->max_open_batches) {
-                sdb_rollback(c);
-                storage__error(r->resp, 400, 17);
-                goto out;
-            }
-            st = sdb_batch_create(c, r->uid, coll, r->now + r->s->batch_ttl_s * 100, batch_id);
-        } else {
-            snprintf(batch_id, sizeof batch_id, "%s", batch);
-            st = sdb_batch_check(c, batch_id, r->uid, coll, r->now, &brec, &bbytes);
-            if (st == PICL_ERROR_NOT_FOUND) {
-                st = PICL_OK;
-                sdb_rollback(c);
-                storage__error(r->resp, 400, 1);
-                goto out;
-            }
-        }
-        for (size_t i = 0; i < n && st == PICL_OK; i++)
-            st = sdb_batch_add(c, batch_id, &items[i]);
-        if (st == PICL_OK && !new_batch)
-            st = sdb_batch_check(c, batch_id, r->uid, coll, r->now, &brec, &bbytes);
-        else if (st == PICL_OK)
-            brec = (int64_t)n, bbytes = bytes;
-        if (st != PICL_OK)
+    if (!post_params(&p) || !post_body(&p, kind, &st) || !post_begin(&p, &st))
+        goto out;
+    if (p.batch) {
+        if (!post_batch(&p, &st))
             goto out;
-        if (brec > lim->max_total_records || bbytes > lim->max_total_bytes) {
-            sdb_rollback(c);
-            storage__error(r->resp, 400, 17);
-            goto out;
-        }
-        if (!commit) {
-            /* what an open batch holds counts toward the quota */
-            if (!quota_ok(r, c, &st, &usage)) {
-                sdb_rollback(c);
-                storage__error(r->resp, 400, 14);
-                goto out;
-            }
-            if (st != PICL_OK || (st = sdb_commit(c)) != PICL_OK)
-                goto out;
-            size_t len;
-            char *body = render_post(batch_id, 0, items, n, failed, &len);
-            if (!body) {
-                storage__error(r->resp, 500, 0);
-                goto out;
-            }
-            picl_http_respond_owned(r->resp, 202, "application/json", body, len);
-            storage__set_modified(r, cmod, wts);
-            set_quota_header(r, usage);
-            goto out;
-        }
-        if ((st = sdb_batch_apply(c, batch_id, r->uid, coll, t, r->now)) != PICL_OK ||
-            (st = sdb_touch(c, r->uid, coll, t)) != PICL_OK)
-            goto out;
-    } else if (n) {
-        sdb_upserter u;
-        st = sdb_upserter_init(c, &u);
-        for (size_t i = 0; i < n && st == PICL_OK; i++)
-            st = sdb_upserter_run(&u, r->uid, coll, &items[i], t, r->now);
-        sdb_upserter_done(&u);
-        if (st == PICL_OK)
-            st = sdb_touch(c, r->uid, coll, t);
-        if (st != PICL_OK)
+    } else if (p.n) {
+        if (!post_direct(&p, &st))
             goto out;
     } else {
         /* Nothing to write: answer the current state, change nothing. */
-        sdb_rollback(c);
-        t = cmod;
+        sdb_rollback(p.c);
+        p.t = p.cmod;
     }
-    if (!sqlite3_get_autocommit(c)) {
-        if (!quota_ok(r, c, &st, &usage)) {
-            sdb_rollback(c);
-            storage__error(r->resp, 400, 14);
-            goto out;
-        }
-        if (st != PICL_OK || (st = sdb_commit(c)) != PICL_OK)
-            goto out;
-    }
-    size_t len;
-    char *body = render_post(NULL, t, items, n, failed, &len);
-    if (!body) {
-        storage__error(r->resp, 500, 0);
-        goto out;
-    }
-    picl_http_respond_owned(r->resp, 200, "application/json", body, len);
-    storage__set_modified(r, t, t > wts ? t : wts);
-    set_quota_header(r, usage);
+    post_finish(&p, &st);
 out:
     if (st != PICL_OK)
         storage__db_error(r, st);
-    sdb_release(r->s->db, c);
-    storage__bsos_free(items, n);
-    json_decref(failed);
-    free(batch);
-    free(commit);
+    sdb_release(r->s->db, p.c);
+    storage__bsos_free(p.items, p.n);
+    json_decref(p.failed);
+    free(p.batch);
+    free(p.commit);
 }

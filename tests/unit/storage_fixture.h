@@ -14,6 +14,7 @@
 #include "crypto/nss.h"
 #include "storage/storage.h"
 #include "testutil_http.h"
+#include "testutil_pg.h"
 
 static const uint8_t SF_SECRET[] = "picl-test-secret-0123456789abcdef-0123456789";
 #define SF_SECRET_LEN (sizeof SF_SECRET - 1)
@@ -26,6 +27,7 @@ typedef struct sf_state {
     char node[128];
     tu_cred cred;
     storage_config cfg;
+    char pgurl[256], pgname[64]; /* PICL_TEST_BACKEND=postgresql: the server's database */
 } sf_state;
 
 static sf_state SF;
@@ -36,6 +38,8 @@ static inline void sf_start_cfg(const storage_config *extra)
         SF.cfg = *extra;
     SF.cfg.listen = "127.0.0.1:0";
     SF.cfg.data_dir = SF.dir;
+    if (SF.pgurl[0])
+        SF.cfg.database = SF.pgurl;
     SF.cfg.secret = SF_SECRET;
     SF.cfg.secret_len = SF_SECRET_LEN;
     if (!SF.cfg.prune_interval_s)
@@ -52,6 +56,8 @@ static inline void sf_setup_with(const storage_config *extra)
     memset(&SF, 0, sizeof SF);
     snprintf(SF.dir, sizeof SF.dir, "/tmp/picl-storage-test-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(SF.dir));
+    if (tupg_enabled())
+        tupg_create_db(SF.pgurl, sizeof SF.pgurl, SF.pgname, sizeof SF.pgname);
     ck_assert_int_eq(picl__nss_acquire(), PICL_OK);
     sf_start_cfg(extra);
     tu_mint(&SF.cred, SF_SECRET, SF_SECRET_LEN, SF.node, SF_UID, 3600);
@@ -78,6 +84,7 @@ static inline void sf_teardown(void)
     storage_server_free(SF.srv);
     tu_cred_free(&SF.cred);
     picl__nss_release();
+    tupg_drop_db(SF.pgname);
     DIR *d = opendir(SF.dir);
     struct dirent *e;
     char p[600];

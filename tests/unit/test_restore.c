@@ -328,9 +328,13 @@ START_TEST(server_as_of_listing)
     char path[128];
     snprintf(path, sizeof path, "%s/storage.db", SF.dir);
     sqlite3 *db;
-    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    ck_assert_int_eq(sqlite3_exec(db, "UPDATE bso_history SET keep_until=1 WHERE id='a'", NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(db);
+    if (SF.pgurl[0]) { /* PICL_TEST_BACKEND=postgresql */
+        ck_assert_int_eq(tupg_exec(SF.pgurl, "UPDATE bso_history SET keep_until=1 WHERE id='a'"), 0);
+    } else {
+        ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+        ck_assert_int_eq(sqlite3_exec(db, "UPDATE bso_history SET keep_until=1 WHERE id='a'", NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+    }
     ck_assert_int_eq(storage_server_prune(SF.srv, NULL), PICL_OK);
     listing(t3, l, sizeof l);
     ck_assert_str_eq(l, "b:b:1024");
@@ -398,12 +402,18 @@ START_TEST(server_restore_off)
     snprintf(path, sizeof path, "%s/storage.db", SF.dir);
     sqlite3 *db;
     sqlite3_stmt *q;
-    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT count(*) FROM bso_history", -1, &q, NULL), SQLITE_OK);
-    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
-    ck_assert_int_eq(sqlite3_column_int(q, 0), 0);
-    sqlite3_finalize(q);
-    sqlite3_close(db);
+    char kept[32];
+    if (SF.pgurl[0]) { /* PICL_TEST_BACKEND=postgresql */
+        ck_assert_int_eq(tupg_query1(SF.pgurl, "SELECT count(*) FROM bso_history", kept, sizeof kept), 0);
+        ck_assert_str_eq(kept, "0");
+    } else {
+        ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+        ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT count(*) FROM bso_history", -1, &q, NULL), SQLITE_OK);
+        ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+        ck_assert_int_eq(sqlite3_column_int(q, 0), 0);
+        sqlite3_finalize(q);
+        sqlite3_close(db);
+    }
     /* as_of is refused: the live rows alone are not the collection as it was */
     char p[128];
     snprintf(p, sizeof p, "/storage/c?full=1&as_of=%lld.%02d", (long long)(t1 / 100), (int)(t1 % 100));

@@ -1009,6 +1009,11 @@ static void prune_setup(void)
 /* Rows in bsos, counted behind the server's back. */
 static int64_t raw_rows(void)
 {
+    if (SF.pgurl[0]) {
+        char out[32];
+        ck_assert_int_eq(tupg_query1(SF.pgurl, "SELECT count(*) FROM bsos", out, sizeof out), 0);
+        return strtoll(out, NULL, 10);
+    }
     char path[128];
     snprintf(path, sizeof path, "%s/storage.db", SF.dir);
     sqlite3 *db;
@@ -1048,9 +1053,14 @@ START_TEST(test_conflict_409)
     char *before = sf_snapshot();
     char path[128];
     snprintf(path, sizeof path, "%s/storage.db", SF.dir);
-    sqlite3 *db;
-    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    ck_assert_int_eq(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3 *db = NULL;
+    void *held = NULL;
+    if (SF.pgurl[0]) /* PostgreSQL: another writer holds the user's row */
+        held = tupg_hold(SF.pgurl, "BEGIN; SELECT 1 FROM users WHERE uid = 42 FOR UPDATE");
+    else
+        ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    if (db)
+        ck_assert_int_eq(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
     tu_resp r = sf_req("PUT", "/storage/t/a", "{\"payload\":\"y\"}");
     sf_expect(&r, 409, 0);
     char *ra = tu_resp_header(&r, "Retry-After");
@@ -1067,8 +1077,10 @@ START_TEST(test_conflict_409)
     char *during = sf_snapshot(); /* readers are not blocked (WAL) */
     ck_assert_str_eq(before, during);
     free(during);
-    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    if (db)
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
     sqlite3_close(db);
+    tupg_release(held);
     char *after = sf_snapshot();
     ck_assert_str_eq(before, after);
     free(before);

@@ -257,6 +257,26 @@ void tupg_drop_db(const char *name)
     tupg_exec(url, sql);
 }
 
+void *tupg_hold(const char *url, const char *sql)
+{
+    PGconn *c = PQconnectdb(url);
+    ck_assert_msg(PQstatus(c) == CONNECTION_OK, "testutil_pg: %s", PQerrorMessage(c));
+    PQsetNoticeProcessor(c, quiet, NULL);
+    PGresult *r = PQexec(c, sql);
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
+    PQclear(r);
+    ck_assert_msg(ok, "testutil_pg: %s: %s", sql, PQerrorMessage(c));
+    return c;
+}
+
+void tupg_release(void *held)
+{
+    if (!held)
+        return;
+    PQclear(PQexec(held, "ROLLBACK"));
+    PQfinish(held);
+}
+
 /* pg_ctl stop|start on the cluster this process tree started. */
 static int cluster_ctl(const char *what)
 {

@@ -44,6 +44,13 @@ int tupg_exec(const char *url, const char *sql);
  * there was one. */
 int tupg_query1(const char *url, const char *sql, char *out, size_t cap);
 
+/* Opens a connection to url and runs sql (e.g. "BEGIN; SELECT ... FOR
+ * UPDATE") in it, keeping its transaction open: another writer, for tests
+ * of lock timeouts.  Aborts the test on failure.  tupg_release rolls back
+ * and closes. */
+void *tupg_hold(const char *url, const char *sql);
+void tupg_release(void *held);
+
 /* Stops / starts again the cluster (same port and data) from a test of the
  * binary that started it: 0 when done, -1 when there is none (another
  * binary's cluster, or not enabled). */

@@ -32,6 +32,12 @@ void tu_srv_teardown(tu_srv *s)
 
 void tu_srv_start(tu_srv *s, int storage, rlim_t nofile, const char *opt, const char *val)
 {
+    const char *extra[] = {opt, val, NULL};
+    tu_srv_start_argv(s, storage, nofile, opt ? extra : NULL);
+}
+
+void tu_srv_start_argv(tu_srv *s, int storage, rlim_t nofile, const char *const *extra)
+{
     const char *build = getenv("PICL_BUILD");
     ck_assert_ptr_nonnull(build);
     char bin[512], data[128], secret[160], log[160];
@@ -52,8 +58,13 @@ void tu_srv_start(tu_srv *s, int storage, rlim_t nofile, const char *opt, const 
         int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         dup2(fd, 2);
         setenv("PICL_TEST_STRETCH_FLOOR", "cheap", 1);
-        execl(bin, storage ? "picl-storage" : "picl-keyserver", "--listen", "127.0.0.1:0", "--data", data,
-              "--secret-file", secret, opt ? opt : (char *)NULL, val, (char *)NULL);
+        const char *argv[32] = {storage ? "picl-storage" : "picl-keyserver", "--listen",
+                                "127.0.0.1:0", "--data", data, "--secret-file", secret};
+        size_t n = 7;
+        for (size_t i = 0; extra && extra[i] && n < 31; i++)
+            argv[n++] = extra[i];
+        argv[n] = NULL;
+        execv(bin, (char *const *)argv);
         _exit(127);
     }
     s->port = 0;

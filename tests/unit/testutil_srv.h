@@ -24,4 +24,8 @@ void tu_srv_teardown(tu_srv *s);
  * Fails the test when the server does not print its port within 10 s. */
 void tu_srv_start(tu_srv *s, int storage, rlim_t nofile, const char *opt, const char *val);
 
+/* The same with any number of further arguments (extra: NULL-terminated,
+ * may be NULL), e.g. --database URL --node URL. */
+void tu_srv_start_argv(tu_srv *s, int storage, rlim_t nofile, const char *const *extra);
+
 #endif

@@ -1,5 +1,5 @@
-/* storage_db_history.c -- the PiCL undo extension of the storage database: the previous ciphertext of every overwritten or deleted BSO, kept for picl_restore_days (SQLite). */
-#include "storage/storage_db.h"
+/* storage_db_sqlite_history.c -- the PiCL undo extension of the storage database: the previous ciphertext of every overwritten or deleted BSO, kept for picl_restore_days (SQLite). */
+#include "storage/storage_db_sqlite.h"
 
 #include <stdio.h>
 
@@ -15,6 +15,7 @@
  *
  * The keep time lives in history_config (one row, centis; 0 = off) so the
  * triggers can read it; sdb_history_configure() writes it at start-up.
+ * storage_db_pg.c carries the same on PostgreSQL (a plpgsql trigger).
  */
 
 /* Wall-clock centis inside SQLite (a delete's own timestamp is not known to
@@ -46,20 +47,14 @@ picl_status sdb__history_migrate(sqlite3 *c)
     return rc == SQLITE_OK ? PICL_OK : sdb__map_rc(rc);
 }
 
-picl_status sdb_history_configure(sdb *db, int64_t days)
+picl_status sdb__history_configure(sqlite3 *c, int64_t days)
 {
-    sqlite3 *c = NULL;
     sqlite3_stmt *q = NULL;
-    picl_status st = sdb_acquire(db, &c);
+    picl_status st = sdb__prep(c, "UPDATE history_config SET keep=?1", &q);
     if (st != PICL_OK)
-        goto done;
-    if ((st = sdb__prep(c, "UPDATE history_config SET keep=?1", &q)) != PICL_OK)
-        goto done;
+        return st;
     sqlite3_bind_int64(q, 1, days > 0 ? days * 86400 * 100 : 0);
-    st = sdb__run(q);
-done:
-    sdb_release(db, c);
-    return st;
+    return sdb__run(q);
 }
 
 picl_status sdb__history_prune(sqlite3 *c, int64_t now, int64_t *removed)
@@ -96,8 +91,9 @@ const char *sdb__history_source(int as_of)
                  : "bsos";
 }
 
-picl_status sdb_history_evict(sqlite3 *c, int64_t uid, int64_t bytes)
+picl_status sdb__sq_history_evict(sdb_conn *conn, int64_t uid, int64_t bytes)
 {
+    sqlite3 *c = sq_of(conn);
     sqlite3_stmt *q;
     /* the oldest kept versions whose running total reaches `bytes` */
     picl_status st = sdb__prep(c, "DELETE FROM bso_history WHERE rowid IN (SELECT rid FROM (SELECT rowid AS rid,"

@@ -1,20 +1,15 @@
-/* storage_db_batch.c -- SQLite persistence of batch uploads (see storage_db.h). */
+/* storage_db_sqlite_batch.c -- SQLite persistence of batch uploads (see storage_db.h). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "crypto/codec.h"
-#include "crypto/hash.h"
-#include "storage/storage_db.h"
+#include "storage/storage_db_sqlite.h"
 
-picl_status sdb_batch_create(sqlite3 *c, int64_t uid, const char *coll, int64_t expires,
-                             char id[SDB_BATCH_ID_LEN + 1])
+picl_status sdb__sq_batch_create(sdb_conn *conn, int64_t uid, const char *coll, int64_t expires,
+                                 const char *id)
 {
-    uint8_t raw[16];
-    picl_status st = picl__random_bytes(raw, sizeof raw);
-    if (st != PICL_OK)
-        return st;
-    picl__base64url_encode(id, raw, sizeof raw, 0);
+    sqlite3 *c = sq_of(conn);
     sqlite3_stmt *q;
+    picl_status st;
     if ((st = sdb__prep(c, "INSERT INTO batches(id,uid,coll,expires) VALUES(?1,?2,?3,?4)", &q)) != PICL_OK)
         return st;
     sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
@@ -24,9 +19,10 @@ picl_status sdb_batch_create(sqlite3 *c, int64_t uid, const char *coll, int64_t 
     return sdb__run(q);
 }
 
-picl_status sdb_batch_check(sqlite3 *c, const char *id, int64_t uid, const char *coll,
-                            int64_t now, int64_t *records, int64_t *bytes)
+picl_status sdb__sq_batch_check(sdb_conn *conn, const char *id, int64_t uid, const char *coll,
+                                    int64_t now, int64_t *records, int64_t *bytes)
 {
+    sqlite3 *c = sq_of(conn);
     sqlite3_stmt *q;
     picl_status st = sdb__prep(c, "SELECT (SELECT count(*) FROM batch_items WHERE batch=?1),"
                              " (SELECT IFNULL(SUM(length(CAST(payload AS BLOB))),0) FROM batch_items"
@@ -49,8 +45,9 @@ picl_status sdb_batch_check(sqlite3 *c, const char *id, int64_t uid, const char 
     return st;
 }
 
-picl_status sdb_batch_add(sqlite3 *c, const char *id, const sdb_bso *b)
+picl_status sdb__sq_batch_add(sdb_conn *conn, const char *id, const sdb_bso *b)
 {
+    sqlite3 *c = sq_of(conn);
     sqlite3_stmt *q;
     picl_status st = sdb__prep(
         c,
@@ -85,9 +82,10 @@ picl_status sdb_batch_add(sqlite3 *c, const char *id, const sdb_bso *b)
     return sdb__run(q);
 }
 
-picl_status sdb_batch_apply(sqlite3 *c, const char *id, int64_t uid, const char *coll,
-                            int64_t t, int64_t now)
+picl_status sdb__sq_batch_apply(sdb_conn *conn, const char *id, int64_t uid, const char *coll,
+                                    int64_t t, int64_t now)
 {
+    sqlite3 *c = sq_of(conn);
     sqlite3_stmt *q;
     picl_status st = sdb__prep(c, "SELECT id, sortindex, has_sortindex, payload, has_payload, ttl,"
                              " has_ttl FROM batch_items WHERE batch=?1", &q);
@@ -95,7 +93,7 @@ picl_status sdb_batch_apply(sqlite3 *c, const char *id, int64_t uid, const char 
         return st;
     sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
     sdb_upserter u;
-    if ((st = sdb_upserter_init(c, &u)) != PICL_OK) {
+    if ((st = sdb_upserter_init(conn, &u)) != PICL_OK) {
         sqlite3_finalize(q);
         return st;
     }
@@ -139,8 +137,9 @@ picl_status sdb_batch_apply(sqlite3 *c, const char *id, int64_t uid, const char 
     return sdb__run(q);
 }
 
-picl_status sdb_batch_count(sqlite3 *c, int64_t uid, int64_t now, int64_t *open)
+picl_status sdb__sq_batch_count(sdb_conn *conn, int64_t uid, int64_t now, int64_t *open)
 {
+    sqlite3 *c = sq_of(conn);
     sqlite3_stmt *q;
     picl_status st = sdb__prep(c, "SELECT count(*) FROM batches WHERE uid=?1 AND expires>?2", &q);
     if (st != PICL_OK)

@@ -1,0 +1,49 @@
+/* storage_db_sqlite.h -- what the SQLite backend's files share
+ * (storage_db_sqlite.c, storage_db_sqlite_batch.c,
+ * storage_db_sqlite_history.c); nothing else includes it. */
+#ifndef PICL_STORAGE_DB_SQLITE_H
+#define PICL_STORAGE_DB_SQLITE_H
+
+#include <sqlite3.h>
+
+#include "storage/storage_db_impl.h"
+
+/* A pooled connection: the common head, then the SQLite handle. */
+typedef struct sq_conn {
+    sdb_conn base;
+    sqlite3 *c;
+} sq_conn;
+
+/* The SQLite handle of a connection of this backend. */
+static inline sqlite3 *sq_of(sdb_conn *c)
+{
+    return ((sq_conn *)c)->c;
+}
+
+/* An SQLite code as a status; prepare; step a statement that returns no
+ * row and finalize it. */
+picl_status sdb__map_rc(int rc);
+picl_status sdb__prep(sqlite3 *c, const char *sql, sqlite3_stmt **st);
+picl_status sdb__run(sqlite3_stmt *st);
+
+/* storage_db_sqlite_batch.c: the batch entries of the table. */
+picl_status sdb__sq_batch_create(sdb_conn *c, int64_t uid, const char *coll, int64_t expires,
+                                 const char *id);
+picl_status sdb__sq_batch_check(sdb_conn *c, const char *id, int64_t uid, const char *coll,
+                                int64_t now, int64_t *records, int64_t *bytes);
+picl_status sdb__sq_batch_add(sdb_conn *c, const char *id, const sdb_bso *b);
+picl_status sdb__sq_batch_count(sdb_conn *c, int64_t uid, int64_t now, int64_t *open);
+picl_status sdb__sq_batch_apply(sdb_conn *c, const char *id, int64_t uid, const char *coll,
+                                int64_t t, int64_t now);
+
+/* storage_db_sqlite_history.c: the v3 schema; the keep time (on a
+ * connection); pruning (adds to *removed, may be NULL); a user's history;
+ * eviction; the FROM source of a listing. */
+picl_status sdb__history_migrate(sqlite3 *c);
+picl_status sdb__history_configure(sqlite3 *c, int64_t days);
+picl_status sdb__history_prune(sqlite3 *c, int64_t now, int64_t *removed);
+picl_status sdb__history_delete_user(sqlite3 *c, int64_t uid);
+picl_status sdb__sq_history_evict(sdb_conn *c, int64_t uid, int64_t bytes);
+const char *sdb__history_source(int as_of);
+
+#endif
