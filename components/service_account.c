@@ -5,6 +5,7 @@
 #include "client/records.h"
 #include "client/recovery_key.h"
 #include "client/storage_client.h"
+#include "protocol/ks_errno.h"
 #include "crypto/util.h"
 #include "crypto/alloc.h"
 
@@ -399,7 +400,7 @@ picl_status picl__svc_reset_rk(picl_service *self, const char *code, const char 
                                         stretch_target(s, &def), rk);
     picl__wipe(rk, sizeof rk);
     /* the code is spent whatever followed it */
-    if (st == PICL_OK || st == PICL_ERROR_DECRYPT || (st == PICL_ERROR_INVALID_CODE && picl__ksc_last(c)->errnum == 124)) {
+    if (st == PICL_OK || st == PICL_ERROR_DECRYPT || (st == PICL_ERROR_INVALID_CODE && picl__ksc_last(c)->errnum == KS_ERR_RECOVERY_KEY)) {
         picl__wipe(s->st->forgot, 32);
         s->st->has_forgot = 0;
         picl__state_save(s->st);
@@ -415,7 +416,7 @@ picl_status picl__svc_reset_rk(picl_service *self, const char *code, const char 
         } else {
             picl__svc_flow_fail(s, st, "the password was reset, but signing in failed");
         }
-    } else if (st == PICL_ERROR_DECRYPT || (st == PICL_ERROR_INVALID_CODE && picl__ksc_last(c)->errnum == 124)) {
+    } else if (st == PICL_ERROR_DECRYPT || (st == PICL_ERROR_INVALID_CODE && picl__ksc_last(c)->errnum == KS_ERR_RECOVERY_KEY)) {
         st = picl__svc_done(s, PICL_ERROR_INVALID_CODE,
                             "resetting the password failed: the recovery key is wrong (nothing was changed; "
                             "ask for a new code with 'picl password forgot')");

@@ -10,6 +10,7 @@
 #include "crypto/hash.h"
 #include "crypto/util.h"
 #include "stores/devices.h"
+#include "protocol/synctime.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -38,7 +39,7 @@ static picl_status coll_keys(picl_engine *e, const char *coll, picl_class_entry 
 
 static int64_t bso_modified(const json_t *bso)
 {
-    return (int64_t)llround(json_number_value(json_object_get(bso, "modified")) * 100.0);
+    return picl__synctime_from_json(json_object_get(bso, "modified"), 0);
 }
 
 /* Every record of coll as id -> {"record", "modified" (centiseconds)}; a

@@ -1,6 +1,6 @@
 /* fuzz_codec.c -- libFuzzer target: the text codecs every parser leans on:
  * hex, base64 and base64url decoding (fixed-size, exact and allocating),
- * the storage server's timestamp parser, kid text ("A:3") and the storage
+ * the SyncStorage timestamp parser, kid text ("A:3") and the storage
  * id/collection name checks.  Whatever a decoder accepts must encode back to
  * an input the decoder maps to the same bytes; a refusal is ENCODING or
  * TOO_LARGE, nothing else. */
@@ -13,6 +13,7 @@
 
 #include "client/records.h"
 #include "crypto/codec.h"
+#include "protocol/synctime.h"
 #include "storage/storage_internal.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -101,14 +102,14 @@ static void b64(const char *s, size_t n, int url)
 static void timestamp(const char *s)
 {
     int64_t c = -1;
-    if (storage__parse_ts(s, &c) == PICL_OK) {
+    if (picl__synctime_parse(s, strlen(s), &c) == PICL_OK) {
         /* printed back with two decimals, it parses to the same value */
-        char buf[64];
+        char buf[PICL_SYNCTIME_BUF];
         int64_t c2 = -1;
         if (c < 0)
             __builtin_trap();
-        snprintf(buf, sizeof buf, "%lld.%02lld", (long long)(c / 100), (long long)(c % 100));
-        if (storage__parse_ts(buf, &c2) != PICL_OK || c2 != c)
+        picl__synctime_format(buf, c);
+        if (picl__synctime_parse(buf, strlen(buf), &c2) != PICL_OK || c2 != c)
             __builtin_trap();
     }
 }

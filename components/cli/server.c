@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "http/http.h"
 #include "keyserver/keyserver.h"
+#include "protocol/hostport.h"
 #include "storage/storage.h"
 #include "crypto/util.h"
 
@@ -22,32 +23,32 @@
  * resolved here to a free port first. */
 static int resolve_port(const char *listen, char *host, size_t hcap, unsigned *port)
 {
-    const char *colon = strrchr(listen, ':');
-    if (!colon || colon == listen || (size_t)(colon - listen) >= hcap)
+    picl_hostport hp;
+    if (picl__hostport_parse(listen, strlen(listen), 0, 1, &hp) != PICL_OK ||
+        strlen(hp.host) >= hcap)
         return -1;
-    memcpy(host, listen, (size_t)(colon - listen));
-    host[colon - listen] = 0;
-    char *end;
-    long p = strtol(colon + 1, &end, 10);
-    if (*end || p < 0 || p > 65535)
-        return -1;
-    if (p > 0) {
-        *port = (unsigned)p;
+    memcpy(host, hp.host, strlen(hp.host) + 1); /* an IPv6 literal keeps its brackets */
+    if (hp.port > 0) {
+        *port = hp.port;
         return 0;
     }
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a;
+    struct sockaddr_in6 a6;
     memset(&a, 0, sizeof a);
+    memset(&a6, 0, sizeof a6);
     a.sin_family = AF_INET;
-    if (fd < 0 || inet_pton(AF_INET, host, &a.sin_addr) != 1 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    a6.sin6_family = AF_INET6;
+    struct sockaddr *sa = hp.ipv6 ? (struct sockaddr *)&a6 : (struct sockaddr *)&a;
+    socklen_t len = hp.ipv6 ? sizeof a6 : sizeof a;
+    int fd = socket(hp.ipv6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
+    int ok = hp.ipv6 ? inet_pton(AF_INET6, hp.name, &a6.sin6_addr) : inet_pton(AF_INET, hp.name, &a.sin_addr);
+    if (fd < 0 || ok != 1 || bind(fd, sa, len) != 0 || getsockname(fd, sa, &len) != 0) {
         if (fd >= 0)
             close(fd);
         return -1;
     }
-    socklen_t len = sizeof a;
-    getsockname(fd, (struct sockaddr *)&a, &len);
     close(fd);
-    *port = ntohs(a.sin_port);
+    *port = ntohs(hp.ipv6 ? a6.sin6_port : a.sin_port);
     return 0;
 }
 
@@ -65,12 +66,6 @@ static long parse_days(const char *v)
     return d <= 3650 ? d : -1;
 }
 
-static void log_line(void *ctx, const char *line)
-{
-    (void)ctx;
-    fprintf(stderr, "%s\n", line);
-}
-
 int cli_server(const cli_opts *o)
 {
     const char *data = o->data ? o->data : "picl-data";
@@ -78,7 +73,7 @@ int cli_server(const cli_opts *o)
     char host[128], addr[160], node[200], secret_path[4096];
     unsigned port;
     if (resolve_port(listen, host, sizeof host, &port) != 0) {
-        fprintf(stderr, "picl server: --listen wants HOST:PORT with an IPv4 address, got %s\n", listen);
+        fprintf(stderr, "picl server: --listen wants HOST:PORT with an IP address (IPv6 in brackets), got %s\n", listen);
         return CLI_USAGE;
     }
     long days = parse_days(o->restore_days);
@@ -114,19 +109,21 @@ int cli_server(const cli_opts *o)
     kc.secret = secret;
     kc.secret_len = slen;
     kc.storage_node = node;
-    kc.log = log_line;
+    kc.log = srvlog_stderr; /* http/log.h, the log of both servers */
     storage_config sc;
     memset(&sc, 0, sizeof sc);
     sc.data_dir = data;
     sc.secret = secret;
     sc.secret_len = slen;
     sc.node = node;
+    sc.log = srvlog_stderr;
     sc.restore_days = days > 0 ? days : -1; /* storage_config: < 0 = off */
     picl_http_config hc;
     memset(&hc, 0, sizeof hc);
     hc.listen = addr;
     hc.max_body = 2u * 1024u * 1024u + 4096u;
     hc.require_content_length = 1; /* keyserver.md 7: 411 without it */
+    hc.log = srvlog_stderr;        /* one line per request, both services */
     ks_server *ks = NULL;
     storage_server *ss = NULL;
     picl_http_server *http = NULL;
@@ -137,7 +134,8 @@ int cli_server(const cli_opts *o)
     picl__zfree(secret, slen);
     int rc = CLI_OK;
     if (st != PICL_OK) {
-        fprintf(stderr, "picl server: cannot start on %s: %s\n", addr, picl_strerror(st));
+        srvlog(srvlog_stderr, NULL, SRVLOG_ERROR, "picl server: cannot start on %s: %s", addr,
+               picl_strerror(st));
         rc = st == PICL_ERROR_NETWORK ? CLI_NETWORK : CLI_FAILURE;
     } else {
         /* one line a script can wait for */
@@ -152,7 +150,7 @@ int cli_server(const cli_opts *o)
         fflush(stdout);
         int sig = 0;
         sigwait(&set, &sig);
-        fprintf(stderr, "picl server: stopping\n");
+        srvlog(srvlog_stderr, NULL, SRVLOG_INFO, "picl server: stopping");
     }
     picl_http_server_free(http);
     storage_server_free(ss);

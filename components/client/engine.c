@@ -5,6 +5,7 @@
 #include "crypto/codec.h"
 #include "crypto/hash.h"
 #include "crypto/util.h"
+#include "protocol/synctime.h"
 
 #include <signal.h>
 #include <stdarg.h>
@@ -19,39 +20,13 @@
 
 int64_t picl__ts_parse(const char *t)
 {
-    if (!t || !*t)
-        return -1;
-    int64_t whole = 0, frac = 0;
-    const char *p = t;
-    if (*p < '0' || *p > '9')
-        return -1;
-    while (*p >= '0' && *p <= '9') {
-        if (whole > INT64_MAX / 1000)
-            return -1;
-        whole = whole * 10 + (*p++ - '0');
-    }
-    if (*p == '.') {
-        p++;
-        int digits = 0;
-        while (*p >= '0' && *p <= '9' && digits < 2) {
-            frac = frac * 10 + (*p++ - '0');
-            digits++;
-        }
-        if (digits == 1)
-            frac *= 10;
-        while (*p >= '0' && *p <= '9')
-            p++;
-    }
-    if (*p)
-        return -1;
-    return whole * 100 + frac;
+    int64_t c = -1;
+    return t && picl__synctime_parse(t, strlen(t), &c) == PICL_OK ? c : -1;
 }
 
 void picl__ts_format(char out[24], int64_t c)
 {
-    if (c < 0)
-        c = 0;
-    snprintf(out, 24, "%lld.%02lld", (long long)(c / 100), (long long)(c % 100));
+    picl__synctime_format(out, c);
 }
 
 picl_status picl__eng_fail(picl_engine *e, picl_status st, const char *fmt, ...)
@@ -340,7 +315,7 @@ static picl_status encrypt_bsos(picl_engine *e, const char *c, const picl_class_
 static int64_t info_ts(picl_engine *e, const char *c)
 {
     json_t *v = json_object_get(e->info, c);
-    return json_is_number(v) ? (int64_t)(json_number_value(v) * 100 + 0.5) : 0;
+    return picl__synctime_from_json(v, 0);
 }
 
 /* Changes whose upload succeeded (or that needed none). */
@@ -1001,7 +976,7 @@ picl_status picl__engine_sync(picl_engine *e, picl_store *const *stores, size_t 
      * reads it once more rather than trust our own write */
     if (first == PICL_OK && e->meta_written == 0) {
         json_t *v = json_object_get(e->info, "meta");
-        int64_t m = json_is_number(v) ? (int64_t)(json_number_value(v) * 100 + 0.5) : 0;
+        int64_t m = picl__synctime_from_json(v, 0);
         char ts[24];
         picl__ts_format(ts, m);
         picl__state_set_last_sync(e->st, "meta", ts);

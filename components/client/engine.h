@@ -109,7 +109,8 @@ picl_status picl__engine_restore(picl_engine *e, const char *collection, int64_t
 /* Deletes a collection on the server and forgets its cursor. */
 picl_status picl__engine_wipe_server(picl_engine *e, const char *collection);
 
-/* "123.45" <-> 12345 (hundredths of a second); malformed text is -1. */
+/* "123.45" <-> 12345 (hundredths of a second) through protocol/synctime.h,
+ * for the cursor texts of state.h; NULL or malformed text is -1. */
 int64_t picl__ts_parse(const char *text);
 void picl__ts_format(char out[24], int64_t centis);
 

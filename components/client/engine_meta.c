@@ -7,6 +7,7 @@
 #include "crypto/hash.h"
 #include "crypto/util.h"
 #include "crypto/alloc.h"
+#include "protocol/synctime.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,7 +89,7 @@ static int meta_unchanged(picl_engine *e)
 {
     int64_t seen = picl__ts_parse(picl__state_last_sync(e->st, "meta"));
     json_t *v = json_object_get(e->info, "meta");
-    int64_t now = json_is_number(v) ? (int64_t)(json_number_value(v) * 100 + 0.5) : 0;
+    int64_t now = picl__synctime_from_json(v, 0);
     return e->info && seen > 0 && now == seen;
 }
 
@@ -127,7 +128,7 @@ picl_status picl__eng_ensure_global(picl_engine *e, picl_store *const *stores, s
         } else {
             const char *payload = json_string_value(json_object_get(bso, "payload"));
             json_t *mod = json_object_get(bso, "modified");
-            modified = json_is_number(mod) ? (int64_t)(json_number_value(mod) * 100 + 0.5) : 0;
+            modified = picl__synctime_from_json(mod, 0);
             g = payload ? json_loads(payload, 0, NULL) : NULL;
             json_decref(bso);
             if (!json_is_object(g) || !json_is_string(json_object_get(g, "syncID"))) {
@@ -198,7 +199,7 @@ picl_status picl__eng_ensure_global(picl_engine *e, picl_store *const *stores, s
 static int64_t bso_modified(json_t *bso)
 {
     json_t *mod = json_object_get(bso, "modified");
-    return json_is_number(mod) ? (int64_t)(json_number_value(mod) * 100 + 0.5) : -1;
+    return picl__synctime_from_json(mod, -1);
 }
 
 static uint64_t max_u64(uint64_t a, uint64_t b)

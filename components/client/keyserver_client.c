@@ -12,6 +12,7 @@
 #include "crypto/util.h"
 #include "protocol/bundle.h"
 #include "protocol/hawk.h"
+#include "protocol/ks_errno.h"
 #include "protocol/tokens.h"
 #include "crypto/alloc.h"
 
@@ -159,17 +160,20 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
 static picl_status map_errno(int http, int errnum)
 {
     switch (errnum) {
-    case 101: return PICL_ERROR_ACCOUNT_EXISTS;
-    case 102: return PICL_ERROR_UNKNOWN_ACCOUNT;
-    case 103: return PICL_ERROR_WRONG_PASSWORD;
-    case 104: return PICL_ERROR_UNVERIFIED;
-    case 105: return PICL_ERROR_INVALID_CODE;
-    case 109: case 110: case 111: case 115: return PICL_ERROR_TOKEN;
-    case 114: case 201: return PICL_ERROR_BACKOFF;
-    case 106: case 107: case 108: case 112: case 113: return PICL_ERROR_PROTOCOL;
-    case 124: return PICL_ERROR_INVALID_CODE; /* unknown recovery key */
-    case 125: return PICL_ERROR_TOKEN;        /* sign in again first */
-    case 126: return PICL_ERROR_NOT_FOUND;    /* unknown device */
+    case KS_ERR_EXISTS: return PICL_ERROR_ACCOUNT_EXISTS;
+    case KS_ERR_UNKNOWN: return PICL_ERROR_UNKNOWN_ACCOUNT;
+    case KS_ERR_PASSWORD: return PICL_ERROR_WRONG_PASSWORD;
+    case KS_ERR_UNVERIFIED: return PICL_ERROR_UNVERIFIED;
+    case KS_ERR_CODE: return PICL_ERROR_INVALID_CODE;
+    case KS_ERR_SIGNATURE: case KS_ERR_TOKEN: case KS_ERR_SKEW: case KS_ERR_NONCE:
+        return PICL_ERROR_TOKEN;
+    case KS_ERR_THROTTLED: case KS_ERR_OVERLOADED: return PICL_ERROR_BACKOFF;
+    case KS_ERR_JSON: case KS_ERR_PARAM: case KS_ERR_MISSING: case KS_ERR_LENGTH:
+    case KS_ERR_TOO_LARGE:
+        return PICL_ERROR_PROTOCOL;
+    case KS_ERR_RECOVERY_KEY: return PICL_ERROR_INVALID_CODE; /* unknown recovery key */
+    case KS_ERR_RECENT_LOGIN: return PICL_ERROR_TOKEN;        /* sign in again first */
+    case KS_ERR_UNKNOWN_DEVICE: return PICL_ERROR_NOT_FOUND;  /* unknown device */
     default: break;
     }
     if (http == 429 || http == 503)
@@ -278,7 +282,7 @@ static picl_status exchange(picl_ks_client *c, const char *method, const char *p
     if (!a.retry_after && json_is_integer(ra) && json_integer_value(ra) > 0)
         c->last.retry_after = json_integer_value(ra);
     rc = map_errno((int)status, c->last.errnum);
-    if (c->last.errnum == 111 && json_is_integer(st)) {
+    if (c->last.errnum == KS_ERR_SKEW && json_is_integer(st)) {
         c->last.server_time = json_integer_value(st);
         if (attempt == 0 && token) {
             c->offset = c->last.server_time - now_s();
@@ -846,7 +850,7 @@ picl_status picl__ksc_classmap_post(picl_ks_client *c, const uint8_t session_tok
                                            body, NULL)
                           : PICL_ERROR_NO_MEMORY;
     json_decref(body);
-    if (rc != PICL_OK && picl__ksc_last(c)->http_status == 409 && picl__ksc_last(c)->errnum == 123)
+    if (rc != PICL_OK && picl__ksc_last(c)->http_status == 409 && picl__ksc_last(c)->errnum == KS_ERR_STALE_CLASSMAP)
         rc = PICL_ERROR_CONFLICT;
     return rc;
 }

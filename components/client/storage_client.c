@@ -13,6 +13,7 @@
 #include "crypto/hash.h"
 #include "crypto/util.h"
 #include "protocol/hawk.h"
+#include "protocol/synctime.h"
 
 #define MAX_BODY ((size_t)512 * 1024 * 1024)
 #define MAX_IDS 100
@@ -199,32 +200,12 @@ const char *picl__stc_endpoint(const picl_stc *c)
 
 /* ---- HTTP ------------------------------------------------------------- */
 
-/* A header number "123", "123.4", "123.45..." as centis: at most 15
- * integer digits (no overflow whatever the server sends), else 0. */
+/* A header number "123", "123.4", "123.45..." as centis (THE timestamp
+ * grammar of protocol/synctime.h, which also bounds it: no overflow whatever
+ * the server sends); 0 when malformed. */
 static int parse_centis(const char *v, size_t n, int64_t *out)
 {
-    int64_t s = 0, f = 0;
-    size_t i = 0, fd = 0;
-    if (!n)
-        return 0;
-    for (; i < n && v[i] >= '0' && v[i] <= '9'; i++) {
-        if (i >= 15)
-            return 0;
-        s = s * 10 + (v[i] - '0');
-    }
-    if (!i)
-        return 0;
-    if (i < n && v[i] == '.') {
-        for (i++; i < n && v[i] >= '0' && v[i] <= '9'; i++, fd++)
-            if (fd < 2)
-                f = f * 10 + (v[i] - '0');
-        if (fd == 1)
-            f *= 10;
-    }
-    if (i != n || i > 40)
-        return 0;
-    *out = s * 100 + f;
-    return 1;
+    return picl__synctime_parse(v, n, out) == PICL_OK;
 }
 
 /* A delay the server asks for, capped: a hostile or broken server cannot
@@ -313,11 +294,6 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
-static void fmt_ts(char *out, size_t cap, int64_t centis)
-{
-    snprintf(out, cap, "%" PRId64 ".%02d", centis / 100, (int)(centis % 100));
-}
-
 /* One HTTP exchange, no retry.  rel is the path?query below the endpoint,
  * already percent-encoded. */
 static picl_status exchange(picl_stc *c, const char *method, const char *rel, const char *ctype,
@@ -353,13 +329,13 @@ static picl_status exchange(picl_stc *c, const char *method, const char *rel, co
     char h1[96], h2[96], ct[128];
     if (ims >= 0) {
         char ts[40];
-        fmt_ts(ts, sizeof ts, ims);
+        picl__synctime_format(ts, ims);
         snprintf(h1, sizeof h1, "X-If-Modified-Since: %s", ts);
         hl = curl_slist_append(hl, h1);
     }
     if (ius >= 0) {
         char ts[40];
-        fmt_ts(ts, sizeof ts, ius);
+        picl__synctime_format(ts, ius);
         snprintf(h2, sizeof h2, "X-If-Unmodified-Since: %s", ts);
         hl = curl_slist_append(hl, h2);
     }
@@ -834,10 +810,7 @@ picl_status picl__stc_get_all(picl_stc *c, const char *coll, const picl_stc_quer
 /* A BSO's "modified" in hundredths of a second, or -1. */
 static int64_t bso_centis(const json_t *bso)
 {
-    const json_t *m = json_object_get(bso, "modified");
-    if (!json_is_number(m) || json_number_value(m) < 0 || json_number_value(m) > 1e13)
-        return -1;
-    return (int64_t)(json_number_value(m) * 100.0 + 0.5);
+    return picl__synctime_from_json(json_object_get(bso, "modified"), -1);
 }
 
 picl_status picl__stc_download(picl_stc *c, const char *coll, int64_t newer, size_t max_items,

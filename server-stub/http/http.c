@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "crypto/util.h"
+#include "protocol/hostport.h"
 
 #define DEFAULT_MAX_BODY (1024u * 1024u)
 #define DEFAULT_MAX_CONNECTIONS 1000u
@@ -52,6 +53,8 @@ struct picl_http_server {
     unsigned threads, timeout_s;
     unsigned max_conns, per_ip, request_timeout_s;
     picl_http_hooks hooks;
+    srvlog_sink log;            /* request lines (http/log.h); NULL = none */
+    void *log_ctx;
     pthread_mutex_t lock;       /* guards conns */
     conn_track *conns;
     pthread_t watchdog;
@@ -69,6 +72,9 @@ struct picl_http_server {
 typedef struct reqstate {
     char *target;
     int started, responded;
+    int status;        /* what was sent, for the log line; 0 = nothing */
+    double t0;         /* monotonic seconds when the request line came in */
+    char method[16];   /* a copy for the log line (cut if longer) */
     const route *rt;
     picl_http_request req;
     char *params[PICL_HTTP_MAX_PARAMS];
@@ -218,14 +224,13 @@ const char *picl_http_header(const picl_http_request *req, const char *name)
                                        name);
 }
 
-picl_status picl_http_client_addr(const picl_http_request *req, char *out, size_t cap)
+static picl_status conn_addr(struct MHD_Connection *c, char *out, size_t cap)
 {
     if (!out || !cap)
         return PICL_ERROR_INVALID_ARGUMENT;
     out[0] = 0;
     const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info((struct MHD_Connection *)req->conn_,
-                                MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     if (!ci || !ci->client_addr)
         return PICL_ERROR_NOT_FOUND;
     char buf[INET6_ADDRSTRLEN];
@@ -241,6 +246,11 @@ picl_status picl_http_client_addr(const picl_http_request *req, char *out, size_
         return PICL_ERROR_TOO_LARGE;
     memcpy(out, buf, strlen(buf) + 1);
     return PICL_OK;
+}
+
+picl_status picl_http_client_addr(const picl_http_request *req, char *out, size_t cap)
+{
+    return conn_addr((struct MHD_Connection *)req->conn_, out, cap);
 }
 
 static int hexval(char c)
@@ -540,17 +550,29 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
         free(st);
         st = NULL;
     }
+    if (st)
+        st->t0 = mono_now();
     return st;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
+    picl_http_server *srv = cls;
     reqstate *st = *con_cls;
     /* a kept-alive connection has the same time for its next request */
     set_deadline(cls, c, 1);
     if (!st)
         return;
+    if (srv->log) {
+        /* one line per request, answered or not (status 0: nothing sent) */
+        char addr[INET6_ADDRSTRLEN];
+        if (conn_addr(c, addr, sizeof addr) != PICL_OK)
+            addr[0] = 0;
+        srvlog_request(srv->log, srv->log_ctx, addr, st->method, st->target,
+                       toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? st->status : 0,
+                       (int64_t)((mono_now() - st->t0) * 1000.0));
+    }
     for (size_t i = 0; i < PICL_HTTP_MAX_PARAMS; i++)
         free(st->params[i]);
     free(st->pathbuf);
@@ -565,7 +587,8 @@ static const picl_http_hooks *hooks_for(picl_http_server *srv, reqstate *st)
     return st->rt ? &st->rt->hooks : &srv->hooks;
 }
 
-static enum MHD_Result send_response(struct MHD_Connection *c, picl_http_response *resp)
+static enum MHD_Result send_response(struct MHD_Connection *c, reqstate *st,
+                                     picl_http_response *resp)
 {
     if (resp->failed) {
         static const char body[] = "{\"code\":500}";
@@ -592,6 +615,8 @@ static enum MHD_Result send_response(struct MHD_Connection *c, picl_http_respons
         MHD_add_response_header(r, resp->headers[i].name, resp->headers[i].value);
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)resp->status, r);
     MHD_destroy_response(r);
+    if (ret == MHD_YES)
+        st->status = resp->status;
     return ret;
 }
 
@@ -615,7 +640,7 @@ static enum MHD_Result glue_error(picl_http_server *srv, struct MHD_Connection *
     if (h->finish)
         h->finish(&st->req, &resp, h->ctx);
     st->responded = 1;
-    enum MHD_Result r = send_response(c, &resp);
+    enum MHD_Result r = send_response(c, st, &resp);
     response_clear(&resp);
     return r;
 }
@@ -658,6 +683,7 @@ static enum MHD_Result start_request(picl_http_server *srv, struct MHD_Connectio
     if (q)
         *q++ = 0;
     st->req.method = method;
+    snprintf(st->method, sizeof st->method, "%s", method);
     st->req.target = st->target;
     st->req.path = st->pathbuf;
     st->req.query = q ? q : "";
@@ -743,7 +769,7 @@ static enum MHD_Result start_request(picl_http_server *srv, struct MHD_Connectio
             if (st->rt->hooks.finish)
                 st->rt->hooks.finish(&st->req, &resp, st->rt->hooks.ctx);
             st->responded = 1;
-            enum MHD_Result r = send_response(c, &resp);
+            enum MHD_Result r = send_response(c, st, &resp);
             response_clear(&resp);
             return r;
         }
@@ -810,7 +836,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (st->rt->hooks.finish)
         st->rt->hooks.finish(&st->req, &resp, st->rt->hooks.ctx);
     st->responded = 1;
-    enum MHD_Result r = send_response(c, &resp);
+    enum MHD_Result r = send_response(c, st, &resp);
     response_clear(&resp);
     return r;
 }
@@ -859,38 +885,27 @@ picl_status picl_http_server_new(picl_http_server **out, const picl_http_config 
     pthread_cond_init(&srv->wake, NULL);
     if (cfg->hooks)
         srv->hooks = *cfg->hooks;
+    srv->log = cfg->log;
+    srv->log_ctx = cfg->log_ctx;
     *out = srv;
     return PICL_OK;
 }
 
-/* Parses "HOST:PORT" / "[V6]:PORT" into a socket address. */
+/* "HOST:PORT" / "[V6]:PORT" (protocol/hostport.h, the port required) into
+ * a socket address; a name is resolved, a numeric port only. */
 static picl_status parse_listen(const char *listen, struct sockaddr_storage *ss, int *v6)
 {
-    char host[256];
-    const char *colon = strrchr(listen, ':');
-    if (!colon || !colon[1])
+    picl_hostport hp;
+    char port[8];
+    if (!listen || picl__hostport_parse(listen, strlen(listen), 0, 1, &hp) != PICL_OK)
         return PICL_ERROR_INVALID_ARGUMENT;
-    size_t hl = (size_t)(colon - listen);
-    const char *h = listen;
-    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
-        h++;
-        hl -= 2;
-    }
-    if (!hl || hl >= sizeof host)
-        return PICL_ERROR_INVALID_ARGUMENT;
-    memcpy(host, h, hl);
-    host[hl] = 0;
-    char *end;
-    errno = 0;
-    long port = strtol(colon + 1, &end, 10);
-    if (errno || *end || port < 0 || port > 65535)
-        return PICL_ERROR_INVALID_ARGUMENT;
+    snprintf(port, sizeof port, "%u", hp.port);
     struct addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    if (getaddrinfo(host, colon + 1, &hints, &res) != 0 || !res)
+    if (getaddrinfo(hp.name, port, &hints, &res) != 0 || !res)
         return PICL_ERROR_INVALID_ARGUMENT;
     memset(ss, 0, sizeof *ss);
     memcpy(ss, res->ai_addr, res->ai_addrlen);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "http/log.h"
 #include "picl.h"
 
 /*
@@ -141,6 +142,8 @@ typedef struct picl_http_config {
                                     answer on a kept-alive one), however steadily they
                                     trickle in; else the connection is closed (0 = 60) */
     const picl_http_hooks *hooks;/* default hooks (copied); NULL = none */
+    srvlog_sink log;             /* one line per answered request (http/log.h); NULL = none */
+    void *log_ctx;
 } picl_http_config;
 
 /* Defaults for the three limits above when a config leaves them at 0 (a

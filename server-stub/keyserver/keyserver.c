@@ -20,6 +20,7 @@
 #include "crypto/util.h"
 #include "keyserver/ks_mail.h"
 #include "keyserver/ks_parse.h"
+#include "protocol/hostport.h"
 #include "protocol/tokens.h"
 
 /* ---- time, random ------------------------------------------------------- */
@@ -226,41 +227,6 @@ picl_status ks_body_account(ks_server *s, picl_http_request *req, picl_http_resp
 
 /* ---- Hawk ------------------------------------------------------------- */
 
-/* Splits a Host header into host (lowercase later by Hawk) and port. */
-static int parse_host(const char *h, char *host, size_t cap, unsigned *port)
-{
-    const char *colon;
-    size_t hl;
-    *port = 80;
-    if (!h || !*h)
-        return 0;
-    if (h[0] == '[') {
-        const char *rb = strchr(h, ']');
-        if (!rb)
-            return 0;
-        hl = (size_t)(rb - h) + 1;
-        colon = rb[1] == ':' ? rb + 1 : NULL;
-        if (rb[1] && !colon)
-            return 0;
-    } else {
-        colon = strrchr(h, ':');
-        hl = colon ? (size_t)(colon - h) : strlen(h);
-    }
-    if (!hl || hl >= cap)
-        return 0;
-    memcpy(host, h, hl);
-    host[hl] = 0;
-    if (colon) {
-        char *end;
-        errno = 0;
-        long p = strtol(colon + 1, &end, 10);
-        if (errno || end == colon + 1 || *end || p < 0 || p > 65535)
-            return 0;
-        *port = (unsigned)p;
-    }
-    return 1;
-}
-
 int ks_hawk_auth(ks_server *s, picl_http_request *req, picl_http_response *resp, int type,
                  ks_token *tok)
 {
@@ -298,9 +264,9 @@ int ks_hawk_auth(ks_server *s, picl_http_request *req, picl_http_response *resp,
         ks_error_internal(resp);
         goto done;
     }
-    char host[PICL_HAWK_MAX_HOST + 1];
-    unsigned port = 0;
-    if (!parse_host(picl_http_header(req, "Host"), host, sizeof host, &port)) {
+    const char *hosthdr = picl_http_header(req, "Host");
+    picl_hostport hp;
+    if (!hosthdr || picl__hostport_parse(hosthdr, strlen(hosthdr), 80, 0, &hp) != PICL_OK) {
         ks_error(resp, 401, KS_ERR_SIGNATURE, "invalid Host header");
         goto done;
     }
@@ -310,8 +276,8 @@ int ks_hawk_auth(ks_server *s, picl_http_request *req, picl_http_response *resp,
     picl_hawk_request hr = {
         .method = req->method,
         .resource = req->target,
-        .host = host,
-        .port = port,
+        .host = hp.host,
+        .port = hp.port,
         .content_type = has_body ? (ctype ? ctype : "") : NULL,
         .body = req->body,
         .bodylen = req->body_len,
@@ -555,18 +521,16 @@ static void hook_finish(picl_http_request *req, picl_http_response *resp, void *
     }
     storage_fault = 0;
     errno = 0;
-    if (s->log) {
-        char line[1000], why[500] = "";
-        if (internal_func)
-            snprintf(why, sizeof why, " (internal error in %.60s:%d%s)", internal_func,
-                     internal_line, fault);
-        /* the target is the client's: escaped, it cannot forge log lines */
+    if (s->log && internal_func) {
+        /* the request line itself is the HTTP glue's (http/log.h); this one
+         * says where a 500 came from.  The target is the client's: redacted
+         * and escaped, it cannot forge log lines. */
         char target[330], method[40];
-        picl_http_log_escape(target, sizeof target, req->target ? req->target : "-", 300);
+        srvlog_redact_target(target, sizeof target, req->target);
         picl_http_log_escape(method, sizeof method, req->method ? req->method : "-", 16);
-        snprintf(line, sizeof line, "keyserver %s %s %d%s", method, target,
-                 resp->failed ? 500 : resp->status, why);
-        s->log(s->hook_ctx, line);
+        srvlog(s->log, s->hook_ctx, SRVLOG_ERROR, "keyserver: %s %s %d: internal error in %.60s:%d%s",
+               method, target, resp->failed ? 500 : resp->status, internal_func, internal_line,
+               fault);
     }
     internal_func = NULL;
 }
@@ -717,7 +681,7 @@ open_db:
         if (rc != PICL_OK && s->log) {
             char line[256];
             snprintf(line, sizeof line, "database: %s", why ? why : picl_strerror(rc));
-            s->log(s->hook_ctx, line);
+            srvlog(s->log, s->hook_ctx, SRVLOG_ERROR, "%s", line);
         }
         if (rc != PICL_OK)
             goto fail;
@@ -757,6 +721,8 @@ picl_status ks_server_start(ks_server *s)
         .threads = s->threads,
         .timeout_s = s->timeout_s,
         .hooks = &s->hooks,
+        .log = s->log,
+        .log_ctx = s->hook_ctx,
     };
     picl_status rc = picl_http_server_new(&s->http, &hc);
     if (rc == PICL_OK) /* verification mails a crash left in the outbox, before any answer */

@@ -123,6 +123,8 @@ typedef struct ks_config {
      * secret) is asked as 256 bytes so a test can force any b < N (leading
      * zero bytes are dropped); NSS
      * draws 32. */
+    /* Whole lines of http/log.h (one per request, errors, mail and node
+     * events); NULL = quiet. */
     void (*log)(void *ctx, const char *line);
     int64_t (*now)(void *ctx);
     picl_status (*random)(void *ctx, const char *what, uint8_t *out, size_t len);

@@ -25,7 +25,7 @@ void ks_event_log(ks_server *s, picl_http_request *req, int64_t account, const c
     e.time = ks_now(s);
     /* an event that cannot be written never fails the request it records */
     if (ks_db_event_add(s->db, account, &e) != PICL_OK && s->log)
-        s->log(s->hook_ctx, "keyserver: cannot record a security event");
+        srvlog(s->log, s->hook_ctx, SRVLOG_ERROR, "keyserver: cannot record a security event");
 }
 
 /* ---- POST /v1/account/device ------------------------------------------- */

@@ -32,7 +32,7 @@ static void admin_usage(FILE *f)
 
 static void admin_log(void *ctx, const char *line)
 {
-    fprintf(stderr, "picl-keyserver: %s\n", line);
+    srvlog_stderr(ctx, line); /* whole lines of http/log.h */
 }
 
 static void print_node(void *ctx, const ks_node *n)

@@ -44,16 +44,8 @@ struct ks_server {
     int nss;
 };
 
-/* keyserver errnos (keyserver.md section 7) */
-enum {
-    KS_ERR_EXISTS = 101, KS_ERR_UNKNOWN = 102, KS_ERR_PASSWORD = 103, KS_ERR_UNVERIFIED = 104,
-    KS_ERR_CODE = 105, KS_ERR_JSON = 106, KS_ERR_PARAM = 107, KS_ERR_MISSING = 108,
-    KS_ERR_SIGNATURE = 109, KS_ERR_TOKEN = 110, KS_ERR_SKEW = 111, KS_ERR_LENGTH = 112,
-    KS_ERR_TOO_LARGE = 113, KS_ERR_THROTTLED = 114, KS_ERR_NONCE = 115,
-    KS_ERR_STALE_CLASSMAP = 123, KS_ERR_RECOVERY_KEY = 124, KS_ERR_RECENT_LOGIN = 125,
-    KS_ERR_UNKNOWN_DEVICE = 126, KS_ERR_OVERLOADED = 201,
-    KS_ERR_UNEXPECTED = 999
-};
+/* keyserver errnos: KS_ERR_* of protocol/ks_errno.h (shared with the client) */
+#include "protocol/ks_errno.h"
 
 int64_t ks_now(const ks_server *s);
 /* Random bytes for `what` (the test hook first, else NSS). */

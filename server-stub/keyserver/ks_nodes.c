@@ -74,7 +74,7 @@ picl_status ks_nodes_credentials(ks_server *s, int64_t account, char *node, size
     if (rc == PICL_OK && created && s->log) {
         char line[KS_NODE_URL_MAX + 96];
         snprintf(line, sizeof line, "assigned uid %" PRId64 " on %s", a.uid, a.node);
-        s->log(s->hook_ctx, line);
+        srvlog(s->log, s->hook_ctx, SRVLOG_INFO, "%s", line);
     }
     return rc;
 }
@@ -214,7 +214,7 @@ static int purge_cb(void *ctx, const ks_assignment *a)
         char line[KS_NODE_URL_MAX + 128];
         snprintf(line, sizeof line, "purge uid %" PRId64 " on %s: %s (%ld)", a->uid, a->node,
                  ok ? "deleted" : "failed, kept for the next run", status);
-        pc->s->log(pc->s->hook_ctx, line);
+        srvlog(pc->s->log, pc->s->hook_ctx, ok ? SRVLOG_INFO : SRVLOG_WARN, "%s", line);
     }
     return 0;
 }

@@ -16,6 +16,7 @@
 #include "crypto/util.h"
 #include "http/http.h"
 #include "keyserver/keyserver.h"
+#include "protocol/hostport.h"
 
 static void usage(FILE *f)
 {
@@ -28,16 +29,6 @@ static void usage(FILE *f)
                "                      [--max-connections N] [--per-ip-connections N]\n"
                "                      [--request-timeout S]\n"
                "       picl-keyserver --help | --version\n");
-}
-
-static void log_line(void *ctx, const char *line)
-{
-    char ts[32];
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    fprintf(stderr, "%s %s\n", ts, line);
 }
 
 /* mkdir -p with mode 0700 for the parts it creates. */
@@ -67,19 +58,15 @@ static void describe_failure(picl_status rc, const char *listen, const char *dat
     snprintf(out, cap, "%s", picl_strerror(rc));
     if (rc == PICL_ERROR_NETWORK) {
         /* bind a socket of our own to the address to learn the cause */
-        const char *colon = strrchr(listen, ':');
+        picl_hostport hp;
         struct sockaddr_in a;
         memset(&a, 0, sizeof a);
         a.sin_family = AF_INET;
-        char host[64];
-        size_t hl = colon ? (size_t)(colon - listen) : 0;
-        if (!colon || hl >= sizeof host)
+        if (picl__hostport_parse(listen, strlen(listen), 0, 1, &hp) != PICL_OK)
             return;
-        memcpy(host, listen, hl);
-        host[hl] = 0;
-        a.sin_port = htons((uint16_t)strtoul(colon + 1, NULL, 10));
+        a.sin_port = htons((uint16_t)hp.port);
         int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-        if (fd < 0 || inet_pton(AF_INET, host, &a.sin_addr) != 1) {
+        if (fd < 0 || inet_pton(AF_INET, hp.name, &a.sin_addr) != 1) {
             if (fd >= 0)
                 close(fd);
             return;
@@ -245,7 +232,7 @@ int main(int argc, char **argv)
         .secret_len = secret_len,
         .storage_node = node,
         .smtp_url = smtp,
-        .log = log_line,
+        .log = srvlog_stderr, /* http/log.h: requests, start-up and errors alike */
     };
     ks_server *ks = NULL;
     rc = ks_server_new(&ks, &cfg);
@@ -255,17 +242,17 @@ int main(int argc, char **argv)
     if (rc != PICL_OK) {
         char why[600];
         describe_failure(rc, listen, database ? NULL : data, why, sizeof why);
-        fprintf(stderr, "picl-keyserver: cannot start: %s%s\n", why,
-                rc == PICL_ERROR_DATABASE && database ? " (PostgreSQL: see the line above)" : "");
+        srvlog(srvlog_stderr, NULL, SRVLOG_ERROR, "picl-keyserver: cannot start: %s%s", why,
+               rc == PICL_ERROR_DATABASE && database ? " (PostgreSQL: see the line above)" : "");
         ks_server_free(ks);
         return 1;
     }
     /* never the URL: it may hold a password */
-    fprintf(stderr, "picl-keyserver: listening on port %u, data in %s\n", ks_server_port(ks),
-            database ? "PostgreSQL" : data);
+    srvlog(srvlog_stderr, NULL, SRVLOG_INFO, "picl-keyserver: listening on port %u, data in %s",
+           ks_server_port(ks), database ? "PostgreSQL" : data);
     int sig = 0;
     sigwait(&set, &sig);
-    fprintf(stderr, "picl-keyserver: signal %d, stopping\n", sig);
+    srvlog(srvlog_stderr, NULL, SRVLOG_INFO, "picl-keyserver: signal %d, stopping", sig);
     ks_server_free(ks);
     return 0;
 }

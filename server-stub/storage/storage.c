@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "crypto/nss.h"
+#include "protocol/hostport.h"
 
 
 /* The node before the port is bound: no token names it. */
@@ -29,8 +30,8 @@ void storage__error(picl_http_response *resp, int status, int code)
 
 void storage__set_ts(picl_http_response *resp, const char *name, int64_t centis)
 {
-    char ts[32];
-    sdb_fmt_ts(ts, centis);
+    char ts[PICL_SYNCTIME_BUF];
+    picl__synctime_format(ts, centis);
     picl_http_set_header(resp, name, ts);
 }
 
@@ -84,38 +85,6 @@ int storage__valid_id(const char *id, size_t len)
         if ((unsigned char)id[i] < 0x20 || (unsigned char)id[i] > 0x7e)
             return 0;
     return 1;
-}
-
-picl_status storage__parse_ts(const char *s, int64_t *centis)
-{
-    int64_t secs = 0;
-    size_t i = 0, digits = 0;
-    for (; s[i] >= '0' && s[i] <= '9'; i++, digits++) {
-        if (digits >= 12)
-            return PICL_ERROR_ENCODING;
-        secs = secs * 10 + (s[i] - '0');
-    }
-    if (!digits)
-        return PICL_ERROR_ENCODING;
-    int frac = 0;
-    if (s[i] == '.') {
-        i++;
-        size_t fd = 0;
-        for (; s[i] >= '0' && s[i] <= '9'; i++, fd++) {
-            if (fd < 2)
-                frac = frac * 10 + (s[i] - '0');
-            if (fd > 20)
-                return PICL_ERROR_ENCODING;
-        }
-        if (!fd)
-            return PICL_ERROR_ENCODING;
-        if (fd == 1)
-            frac *= 10;
-    }
-    if (s[i])
-        return PICL_ERROR_ENCODING;
-    *centis = secs * 100 + frac;
-    return PICL_OK;
 }
 
 /* Parses the uid segment of the path: 1..15 decimal digits. */
@@ -174,8 +143,8 @@ static int begin_req(sreq *r, storage_server *s, picl_http_request *req,
     r->uid = uid;
     const char *ims = picl_http_header(req, "X-If-Modified-Since");
     const char *ius = picl_http_header(req, "X-If-Unmodified-Since");
-    if ((ims && ius) || (ims && storage__parse_ts(ims, &r->ims) != PICL_OK) ||
-        (ius && storage__parse_ts(ius, &r->ius) != PICL_OK)) {
+    if ((ims && ius) || (ims && picl__synctime_parse(ims, strlen(ims), &r->ims) != PICL_OK) ||
+        (ius && picl__synctime_parse(ius, strlen(ius), &r->ius) != PICL_OK)) {
         storage__error(resp, 400, 1);
         return 0;
     }
@@ -357,7 +326,7 @@ static void delete_(sreq *r, del_kind kind, const char *coll, const char *id)
         st = PICL_OK;
         sdb_rollback(c);
         char ts[32], body[64];
-        sdb_fmt_ts(ts, umod);
+        picl__synctime_format(ts, umod);
         int n = snprintf(body, sizeof body, "{\"modified\":%s}", ts);
         picl_http_respond(r->resp, 200, "application/json", body, (size_t)n);
         storage__set_modified(r, umod, storage__max64(r->now, umod));
@@ -407,7 +376,7 @@ static void delete_(sreq *r, del_kind kind, const char *coll, const char *id)
         picl_http_set_header(r->resp, "X-Weave-Quota-Remaining", q);
     }
     char ts[32], body[64];
-    sdb_fmt_ts(ts, t);
+    picl__synctime_format(ts, t);
     int n = snprintf(body, sizeof body, "{\"modified\":%s}", ts);
     picl_http_respond(r->resp, 200, "application/json", body, (size_t)n);
     storage__set_modified(r, t, t);
@@ -669,6 +638,8 @@ picl_status storage_server_start(storage_server *s)
         .require_content_length = 1,
         .threads = s->threads,
         .hooks = &s->hooks,
+        .log = s->log,
+        .log_ctx = s->log_ctx,
     };
     picl_status st = picl_http_server_new(&s->http, &hc);
     if (st == PICL_OK)
@@ -686,15 +657,15 @@ picl_status storage_server_start(storage_server *s)
         goto fail;
     if (own_node) {
         /* "http://HOST:PORT" of what we listen on. */
-        const char *colon = strrchr(s->listen, ':');
-        size_t hl = (size_t)(colon - s->listen);
-        size_t n = hl + 32;
+        picl_hostport hp; /* parsed before, by picl_http_server_start */
+        size_t n = strlen(s->listen) + 32;
         char *node = malloc(n);
-        if (!node) {
-            st = PICL_ERROR_NO_MEMORY;
+        if (!node || picl__hostport_parse(s->listen, strlen(s->listen), 0, 1, &hp) != PICL_OK) {
+            st = node ? PICL_ERROR_INVALID_ARGUMENT : PICL_ERROR_NO_MEMORY;
+            free(node);
             goto fail;
         }
-        snprintf(node, n, "http://%.*s:%u", (int)hl, s->listen, picl_http_server_port(s->http));
+        snprintf(node, n, "http://%s:%u", hp.host, picl_http_server_port(s->http));
         atomic_store(&s->node, node);
     }
     return PICL_OK;

@@ -90,8 +90,9 @@ typedef struct storage_config {
                                   failure (the path and the cause); kept by the
                                   caller for as long as the server lives */
     size_t error_cap;
-    void (*log)(void *ctx, const char *line); /* NULL = quiet; I/O and database
-                                  errors of requests are reported here */
+    void (*log)(void *ctx, const char *line); /* NULL = quiet; whole lines of
+                                  http/log.h: one per request, and the I/O and
+                                  database errors of requests */
     void *log_ctx;
 } storage_config;
 

@@ -60,10 +60,6 @@ picl_status storage_auth_check_headers(storage_auth *a, const picl_http_request 
 void storage_auth_challenge(storage_auth *a, const picl_http_request *req, int64_t now_s, char *out,
                             size_t cap);
 
-/* THE parser of the Host header: "host", "host:port", "[v6]", "[v6]:port"
- * into host (cap bytes, NUL-terminated, brackets kept for IPv6 as Hawk
- * clients send them) and port (80 when absent).  0 when malformed: empty
- * host, port not 1..5 digits or over 65535, junk after ']'. */
-int storage__split_host(const char *hosthdr, char *host, size_t cap, unsigned *port);
+/* The Host header is parsed by protocol/hostport.h (picl__hostport_parse). */
 
 #endif

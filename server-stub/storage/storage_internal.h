@@ -58,9 +58,8 @@ void storage__db_error(sreq *r, picl_status st);
 int storage__valid_coll(const char *name);
 int storage__valid_id(const char *id, size_t len);
 
-/* Parses a timestamp "123", "123.4", "123.45", "123.456" (more decimals are
- * floored) into centis.  PICL_ERROR_ENCODING when malformed. */
-picl_status storage__parse_ts(const char *s, int64_t *centis);
+/* Timestamps are parsed and formatted by protocol/synctime.h only. */
+#include "protocol/synctime.h"
 
 /*
  * THE parser of BSO input (PUT and POST bodies).

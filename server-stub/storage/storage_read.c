@@ -81,7 +81,7 @@ static int query_ts(sreq *r, const char *name, int *has, int64_t *v)
     if (st == PICL_ERROR_NOT_FOUND)
         return 1;
     if (st == PICL_OK)
-        st = storage__parse_ts(s, v);
+        st = picl__synctime_parse(s, strlen(s), v);
     free(s);
     if (st != PICL_OK) {
         storage__error(r->resp, 400, 1);

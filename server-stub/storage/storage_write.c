@@ -381,7 +381,7 @@ void storage__put_item(sreq *r, const char *coll, const char *id)
     if (st != PICL_OK || (st = sdb_commit(c)) != PICL_OK)
         goto done;
     char ts[32];
-    sdb_fmt_ts(ts, t);
+    picl__synctime_format(ts, t);
     picl_http_respond(r->resp, 200, "application/json", ts, strlen(ts));
     storage__set_modified(r, t, t);
     set_quota_header(r, usage);
@@ -417,7 +417,7 @@ static char *render_post(const char *batch, int64_t t, const sdb_bso *ok, size_t
         picl_buf_json_string(&b, batch, strlen(batch));
     } else {
         char ts[32];
-        sdb_fmt_ts(ts, t);
+        picl__synctime_format(ts, t);
         picl_buf_printf(&b, "{\"modified\":%s", ts);
     }
     picl_buf_puts(&b, ",\"success\":[");

@@ -7,7 +7,7 @@
 #include "storage_fixture.h"
 #include "testutil.h"
 
-picl_status storage__parse_ts(const char *s, int64_t *centis);
+#include "protocol/synctime.h"
 
 #define POST_JSON(path, body) sf_req_h("POST", path, "application/json", body, NULL)
 
@@ -1136,7 +1136,7 @@ START_TEST(test_parse_ts)
              {"1e3", 0, 0}, {"1 ", 0, 0}, {"1234567890123", 0, 0}, {"0x10", 0, 0}};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         int64_t c = -1;
-        picl_status st = storage__parse_ts(v[i].in, &c);
+        picl_status st = picl__synctime_parse(v[i].in, strlen(v[i].in), &c);
         ck_assert_msg((st == PICL_OK) == v[i].ok, "'%s'", v[i].in);
         if (v[i].ok)
             ck_assert_int_eq(c, v[i].want);

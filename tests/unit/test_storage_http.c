@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "http/http.h"
+#include "protocol/hostport.h"
 #include "storage/storage_auth.h"
 #include "storage/storage_internal.h"
 #include "testutil.h"
@@ -438,18 +439,14 @@ START_TEST(test_split_host)
              {"h:123456", NULL, 0}, {"h:8o", NULL, 0}, {"h:-1", NULL, 0}, {"[::1", NULL, 0},
              {"[::1]x", NULL, 0}, {"[::1]:", NULL, 0}, {"a:b:c", NULL, 0}};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
-        char host[64] = "unchanged";
-        unsigned port = 1;
-        int ok = storage__split_host(v[i].in, host, sizeof host, &port);
+        picl_hostport hp;
+        int ok = picl__hostport_parse(v[i].in, strlen(v[i].in), 80, 0, &hp) == PICL_OK;
         ck_assert_msg(ok == (v[i].host != NULL), "'%s'", v[i].in);
         if (ok) {
-            ck_assert_str_eq(host, v[i].host);
-            ck_assert_uint_eq(port, v[i].port);
+            ck_assert_str_eq(hp.host, v[i].host);
+            ck_assert_uint_eq(hp.port, v[i].port);
         }
     }
-    char tiny[4];
-    unsigned port;
-    ck_assert_int_eq(storage__split_host("abcd:80", tiny, sizeof tiny, &port), 0);
 }
 END_TEST
 

@@ -12,6 +12,7 @@
 
 #include "crypto/util.h"
 #include "protocol/hawk.h"
+#include "protocol/hostport.h"
 #include "protocol/tokenlib.h"
 
 void tu_mint(tu_cred *c, const uint8_t *secret, size_t secretlen, const char *node, int64_t uid,
@@ -86,19 +87,13 @@ int tu_http(tu_resp *r, const char *method, const char *base, const char *target
     char *auth = NULL;
     if (o->cred) {
         /* host and port from base "http://host:port" */
-        char host[256];
-        unsigned port = 80;
-        const char *hp = base + 7;
-        const char *colon = strrchr(hp, ':');
-        size_t n = colon ? (size_t)(colon - hp) : strlen(hp);
-        ck_assert_uint_lt(n, sizeof host);
-        memcpy(host, hp, n);
-        host[n] = 0;
-        if (colon)
-            port = (unsigned)strtoul(colon + 1, NULL, 10);
+        picl_hostport hp;
+        const char *auth_part = base + 7;
+        ck_assert_int_eq(picl__hostport_parse(auth_part, strcspn(auth_part, "/"), 80, 0, &hp),
+                         PICL_OK);
         picl_hawk_request hr = {.method = method,
                                 .resource = o->sign_target ? o->sign_target : target,
-                                .host = host, .port = port,
+                                .host = hp.host, .port = hp.port,
                                 .content_type = o->hawk_hash ? (o->ctype ? o->ctype : "") : NULL,
                                 .body = o->body, .bodylen = o->len};
         char *hv = NULL;

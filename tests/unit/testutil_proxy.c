@@ -14,6 +14,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "protocol/hostport.h"
+
 struct tupx {
     int lfd;
     unsigned up_port;
@@ -348,9 +350,10 @@ tupx *tupx_start(const char *upstream_url)
     ck_assert_ptr_nonnull(hp);
     snprintf(p->up_hostport, sizeof p->up_hostport, "%s", hp + 3);
     p->up_hostport[strcspn(p->up_hostport, "/")] = 0;
-    const char *colon = strrchr(p->up_hostport, ':');
-    ck_assert_ptr_nonnull(colon);
-    p->up_port = (unsigned)strtoul(colon + 1, NULL, 10);
+    picl_hostport up;
+    ck_assert_int_eq(picl__hostport_parse(p->up_hostport, strlen(p->up_hostport), 0, 1, &up),
+                     PICL_OK);
+    p->up_port = up.port;
     p->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     ck_assert_int_ge(p->lfd, 0);
     struct sockaddr_in a = {.sin_family = AF_INET};
