@@ -46,27 +46,10 @@
 import { PiCLStores, COLLECTIONS, EXTRA_COLLECTIONS } from "./PiCLStores.sys.mjs";
 import { AsyncShutdown } from "resource://gre/modules/AsyncShutdown.sys.mjs";
 
-/* picl_status codes used here (components/picl.h; numbers are ABI). */
-export const PICL_STATUS = Object.freeze({
-  OK: 0,
-  INVALID_ARGUMENT: 1,
-  UNSUPPORTED: 7,
-  IO: 14,
-  DATABASE: 15,
-  NETWORK: 16,
-  WRONG_PASSWORD: 18,
-  UNVERIFIED: 19,
-  ACCOUNT_EXISTS: 20,
-  UNKNOWN_ACCOUNT: 21,
-  INVALID_CODE: 22,
-  CONFLICT: 25,
-  NOT_FOUND: 27,
-  STATE: 29,
-  CLASSMAP: 30,       /* the storage server's class map is missing, forged or replayed: nothing uploaded */
-  KEYS_CHANGED: 31,   /* the password was reset on another device: sign in again */
-  INTERNAL: 34,
-  INTEGRITY: 35,   /* records refused by their MAC, kid or id check (client.md 7) */
-});
+/* picl_status codes (generated from components/status.def; numbers are ABI),
+ * exported again for the callers of this module. */
+import { PICL_STATUS } from "./PiCLStatus.sys.mjs";
+export { PICL_STATUS };
 
 const DEFAULT_CLASS = { bookmarks: "A", history: "A", passwords: "B", tabs: "A", forms: "A", prefs: "A",
                         clients: "A" };

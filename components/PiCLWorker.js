@@ -21,11 +21,14 @@
  * main thread then writes through the live APIs (PiCLStores.sys.mjs).
  */
 
-const PICL_OK = 0;
-const PICL_ERROR_INVALID_ARGUMENT = 1;
-const PICL_ERROR_UNSUPPORTED = 7;
-const PICL_ERROR_STATE = 29;
-const PICL_ERROR_INTERNAL = 34;
+/* PICL_STATUS: the picl_status codes, generated from components/status.def */
+importScripts(new URL("PiCLStatus.js", self.location.href).href); /* beside this file (a bare name is refused) */
+/* global PICL_STATUS */
+const PICL_OK = PICL_STATUS.OK;
+const PICL_ERROR_INVALID_ARGUMENT = PICL_STATUS.INVALID_ARGUMENT;
+const PICL_ERROR_UNSUPPORTED = PICL_STATUS.UNSUPPORTED;
+const PICL_ERROR_STATE = PICL_STATUS.STATE;
+const PICL_ERROR_INTERNAL = PICL_STATUS.INTERNAL;
 
 let lib = null;
 let fn = {};
@@ -179,7 +182,7 @@ function permanent(x) {
 function giveString(outp, s) {
   let p = fn.picl_alloc_string(cstr(s));
   if (p.isNull()) {
-    return 2;   /* PICL_ERROR_NO_MEMORY */
+    return PICL_STATUS.NO_MEMORY;
   }
   outp.contents = p;
   return PICL_OK;

@@ -23,37 +23,6 @@
 #include <string.h>
 #include <time.h>
 
-/* ---- errors and helpers ----------------------------------------------------- */
-
-picl_status picl__svc_done(service *s, picl_status st, const char *fmt, ...)
-{
-    if (st == PICL_OK) {
-        s->error[0] = 0;
-        return st;
-    }
-    if (fmt && *fmt) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(s->error, sizeof s->error, fmt, ap);
-        va_end(ap);
-    } else {
-        snprintf(s->error, sizeof s->error, "%s", picl_strerror(st));
-    }
-    return st;
-}
-
-char *picl__svc_dup_out(const char *v)
-{
-    return strdup(v ? v : "");
-}
-
-void picl__svc_fanout(void *ctx, const char *phase, const char *coll, int64_t d, int64_t t, const char *msg)
-{
-    service *s = ctx;
-    for (size_t i = 0; i < s->nobs; i++)
-        s->obs[i].fn(s->obs[i].ctx, phase, coll, d, t, msg);
-}
-
 
 /* ---- nsISupports ---------------------------------------------------------- */
 
@@ -159,183 +128,6 @@ static picl_status svc_set_floor(picl_service *self, uint32_t r1, uint64_t n, ui
     return picl__svc_done(s, PICL_OK, NULL);
 }
 
-/* ---- storage ---------------------------------------------------------------- */
-
-typedef struct conn {
-    service *s;
-    picl_ks_client *ks;
-    picl_stc *stc;
-} conn;
-
-/* A storage token: the cached one while valid, else a fresh one. */
-static picl_status fetch_token(conn *c, int force)
-{
-    picl_state *st = c->s->st;
-    json_t *tok = st->storage_token;
-    json_int_t expires = json_integer_value(json_object_get(tok, "expires"));
-    if (!force && tok && expires > (json_int_t)time(NULL) + 60)
-        return PICL_OK;
-    if (!st->has_session)
-        return picl__svc_done(c->s, PICL_ERROR_TOKEN, "not signed in: sign in again");
-    json_t *creds = NULL;
-    picl_status rc = picl__ksc_storage_token(c->ks, st->session, &creds);
-    if (rc == PICL_ERROR_UNVERIFIED)
-        return picl__svc_done(c->s, rc, "verify the email address before syncing");
-    if (rc == PICL_ERROR_TOKEN)
-        return picl__svc_done(c->s, rc, "the session has ended (password changed or reset?): sign in again");
-    if (rc != PICL_OK)
-        return picl__svc_flow_fail(c->s, rc, "getting a storage token failed");
-    json_int_t duration = json_integer_value(json_object_get(creds, "duration"));
-    json_object_set_new(creds, "expires", json_integer((json_int_t)time(NULL) + (duration > 0 ? duration : 300)));
-    picl__json_zdecref(st->storage_token);
-    st->storage_token = creds;
-    picl__state_save(st);
-    return PICL_OK;
-}
-
-static picl_status refresh_cb(void *ctx, char **ep, char **id, char **key)
-{
-    conn *c = ctx;
-    picl_status rc = fetch_token(c, 1);
-    if (rc != PICL_OK)
-        return rc;
-    json_t *t = c->s->st->storage_token;
-    const char *api = *c->s->st->storage_override ? c->s->st->storage_override
-                                                  : json_string_value(json_object_get(t, "api_endpoint"));
-    *ep = strdup(api ? api : "");
-    *id = strdup(json_string_value(json_object_get(t, "id")) ? json_string_value(json_object_get(t, "id")) : "");
-    *key = strdup(json_string_value(json_object_get(t, "key")) ? json_string_value(json_object_get(t, "key")) : "");
-    return (*ep && *id && *key) ? PICL_OK : PICL_ERROR_NO_MEMORY;
-}
-
-static void conn_close(conn *c)
-{
-    /* keep the storage node's clock offset the client learned: the next
-     * sync signs with it at once instead of paying a 401 again */
-    if (c->stc && c->s && picl__stc_clock_offset(c->stc) != c->s->st->clock_offset &&
-        llabs((long long)picl__stc_clock_offset(c->stc)) <= 366LL * 86400) {
-        c->s->st->clock_offset = picl__stc_clock_offset(c->stc);
-        picl__state_save(c->s->st);
-    }
-    picl__stc_free(c->stc);
-    picl__ksc_free(c->ks);
-    c->stc = NULL;
-    c->ks = NULL;
-}
-
-static picl_status conn_open(service *s, conn *c)
-{
-    memset(c, 0, sizeof *c);
-    c->s = s;
-    if (!*s->st->uid)
-        return picl__svc_done(s, PICL_ERROR_STATE, "not signed in");
-    picl_status rc = picl__svc_ks_open(s, &c->ks);
-    if (rc != PICL_OK)
-        return rc;
-    if ((rc = picl__svc_ensure_keys(s, c->ks)) != PICL_OK || (rc = fetch_token(c, 0)) != PICL_OK) {
-        conn_close(c);
-        return rc;
-    }
-    char *ep, *id, *key;
-    json_t *t = s->st->storage_token;
-    const char *api = *s->st->storage_override ? s->st->storage_override
-                                               : json_string_value(json_object_get(t, "api_endpoint"));
-    ep = (char *)api;
-    id = (char *)json_string_value(json_object_get(t, "id"));
-    key = (char *)json_string_value(json_object_get(t, "key"));
-    if (!ep || !id || !key) {
-        conn_close(c);
-        return picl__svc_done(s, PICL_ERROR_PROTOCOL, "the keyserver gave malformed storage credentials");
-    }
-    rc = picl__stc_new(&c->stc, ep, id, key);
-    if (rc != PICL_OK) {
-        conn_close(c);
-        return picl__svc_done(s, rc, "invalid storage endpoint %s", ep);
-    }
-    picl__stc_set_refresh(c->stc, refresh_cb, c);
-    picl__stc_set_clock_offset(c->stc, s->st->clock_offset);
-    return PICL_OK;
-}
-
-picl_status picl__svc_delete_storage(void *ctx)
-{
-    service *s = ctx;
-    conn c;
-    picl_status st = conn_open(s, &c);
-    if (st == PICL_ERROR_UNVERIFIED)
-        return picl__svc_done(s, PICL_OK, NULL); /* never verified: no token, no data */
-    if (st != PICL_OK)
-        return picl__svc_done(s, st, "cannot reach the storage server to delete the data there (%s): "
-                                     "the account was not destroyed", *s->error ? s->error : picl_strerror(st));
-    st = picl__stc_delete_user(c.stc, NULL);
-    int moved = st != PICL_OK && picl__stc_node_changed(c.stc);
-    conn_close(&c);
-    if (moved) { /* the account moved to another node: delete there */
-        if ((st = conn_open(s, &c)) == PICL_OK)
-            st = picl__stc_delete_user(c.stc, NULL);
-        conn_close(&c);
-    }
-    if (st != PICL_OK)
-        return picl__svc_done(s, st, "deleting the data on the storage server failed (%s): the account was not destroyed",
-                              picl_strerror(st));
-    picl__json_zdecref(s->st->storage_token);
-    s->st->storage_token = NULL;
-    return picl__svc_done(s, PICL_OK, NULL);
-}
-
-/* The class map anchor on the keyserver (records.md 4), for the engine. */
-static picl_status anchor_get(void *ctx, picl_anchor *out)
-{
-    conn *c = ctx;
-    picl_ksc_classmap cm;
-    memset(out, 0, sizeof *out);
-    if (!c->s->st->has_session)
-        return PICL_ERROR_TOKEN;
-    picl_status st = picl__ksc_classmap_get(c->ks, c->s->st->session, &cm);
-    if (st == PICL_OK) {
-        out->version = cm.version;
-        memcpy(out->hmac, cm.hmac, sizeof out->hmac);
-        out->epoch = cm.epoch;
-        out->current_epoch = cm.current_epoch;
-    }
-    return st;
-}
-
-static picl_status anchor_post(void *ctx, uint64_t version, const char *hmac)
-{
-    conn *c = ctx;
-    if (!c->s->st->has_session)
-        return PICL_ERROR_TOKEN;
-    return picl__ksc_classmap_post(c->ks, c->s->st->session, version, hmac);
-}
-
-static void engine_setup(service *s, conn *c, picl_engine *e)
-{
-    picl__engine_init(e, c->stc, s->st);
-    e->notify = picl__svc_fanout;
-    e->notify_ctx = s;
-    e->anchor_get = anchor_get;
-    e->anchor_post = anchor_post;
-    e->anchor_ctx = c;
-    e->allow_mass_delete = s->allow_mass_delete;
-}
-
-picl_status picl__svc_with_engine(service *s, picl_status (*fn)(service *s, picl_engine *e, void *arg), void *arg)
-{
-    conn c;
-    picl_status st = conn_open(s, &c);
-    if (st != PICL_OK)
-        return st;
-    picl_engine e;
-    engine_setup(s, &c, &e);
-    st = fn(s, &e, arg);
-    if (st != PICL_OK)
-        picl__svc_done(s, st, "%s", *e.error ? e.error : picl_strerror(st));
-    picl__engine_done(&e);
-    conn_close(&c);
-    return st;
-}
-
 /* ---- classes ------------------------------------------------------------------ */
 
 static picl_status svc_get_class(picl_service *self, const char *coll, char **cls)
@@ -347,18 +139,18 @@ static picl_status svc_get_class(picl_service *self, const char *coll, char **cl
     /* the server's map (another device may have moved it), verified; when
      * the server cannot be asked, the last map this device accepted */
     picl_class_entry ce = {'B', 1};
-    conn c;
-    picl_status st = conn_open(s, &c);
+    svc_conn c;
+    picl_status st = picl__svc_conn_open(s, &c);
     if (st == PICL_OK) {
         picl_engine e;
-        engine_setup(s, &c, &e);
+        picl__svc_engine_setup(s, &c, &e);
         st = picl__engine_get_class(&e, coll, &ce);
         if (st != PICL_OK)
             picl__svc_done(s, st, "%s", e.error);
         else
             picl__state_save(s->st);
         picl__engine_done(&e);
-        conn_close(&c);
+        picl__svc_conn_close(&c);
     }
     if (st == PICL_ERROR_NETWORK || st == PICL_ERROR_BACKOFF || st == PICL_ERROR_STATE) {
         picl_classmap m;
@@ -379,17 +171,17 @@ static picl_status svc_set_class(picl_service *self, const char *coll, const cha
     service *s = SVC(self);
     if (!picl__collection_name_ok(coll) || !cls || (strcmp(cls, "A") && strcmp(cls, "B")))
         return picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT, "usage: a collection name and class \"A\" or \"B\"");
-    conn c;
-    picl_status st = conn_open(s, &c);
+    svc_conn c;
+    picl_status st = picl__svc_conn_open(s, &c);
     if (st != PICL_OK)
         return st;
     picl_engine e;
-    engine_setup(s, &c, &e);
+    picl__svc_engine_setup(s, &c, &e);
     st = picl__engine_set_class(&e, coll, cls[0]);
     if (st != PICL_OK)
         picl__svc_done(s, st, "%s", e.error);
     picl__engine_done(&e);
-    conn_close(&c);
+    picl__svc_conn_close(&c);
     return st == PICL_OK ? picl__svc_done(s, st, NULL) : st;
 }
 
@@ -513,12 +305,41 @@ static picl_status open_store(service *s, const char *coll, picl_store **out)
     return picl__svc_done(s, PICL_ERROR_STATE, "no store for %s: use a profile or a store directory", coll);
 }
 
+/* Opens the store of each of the count collections of list into stores
+ * (passwords first: logins.json and key4.db are checked before places.sqlite
+ * is opened at all, so a refused profile is left exactly as it was).  With
+ * the default list (named == 0) a forms store whose file the profile does
+ * not have yet is left out and told in skipped ({collection, reason});
+ * *count becomes the number opened, stores[0..*count) in the list's order. */
+static picl_status open_stores(service *s, const char *const *list, size_t *count, size_t named, picl_store **stores,
+                               json_t *skipped)
+{
+    picl_status st = PICL_OK;
+    for (int pass = 0; pass < 2 && st == PICL_OK; pass++)
+        for (size_t i = 0; i < *count && st == PICL_OK; i++)
+            if ((pass == 0) == !strcmp(list[i], "passwords")) {
+                st = open_store(s, list[i], &stores[i]);
+                if (st == PICL_ERROR_NOT_FOUND && !named && !strcmp(list[i], "forms")) {
+                    json_array_append_new(skipped, json_pack("{s:s, s:s}", "collection", list[i], "reason", s->error));
+                    st = PICL_OK;
+                }
+            }
+    size_t used = 0;
+    for (size_t i = 0; i < *count; i++)
+        if (stores[i])
+            stores[used++] = stores[i];
+    *count = used;
+    return st;
+}
+
 static picl_status do_sync(service *s, const char *const *colls, size_t n, char **summary)
 {
     if (summary)
         *summary = NULL;
-    const char *const *list = n ? colls : DEFAULT_COLLECTIONS;
-    size_t count = n ? n : sizeof DEFAULT_COLLECTIONS / sizeof DEFAULT_COLLECTIONS[0];
+    const char *const *list = n ? colls : s->profile_dir ? PROFILE_DEFAULT_COLLECTIONS : DEFAULT_COLLECTIONS;
+    size_t count = n ? n
+               : s->profile_dir ? sizeof PROFILE_DEFAULT_COLLECTIONS / sizeof PROFILE_DEFAULT_COLLECTIONS[0]
+                                : sizeof DEFAULT_COLLECTIONS / sizeof DEFAULT_COLLECTIONS[0];
     picl_store **stores = calloc(count, sizeof *stores);
     if (!stores)
         return PICL_ERROR_NO_MEMORY;
@@ -526,13 +347,10 @@ static picl_status do_sync(service *s, const char *const *colls, size_t n, char 
     for (size_t i = 0; i < count && st == PICL_OK; i++)
         if (!picl__collection_name_ok(list[i]))
             st = picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT, "invalid collection name \"%s\"", list[i]);
-    /* passwords first: logins.json and key4.db are checked before places.sqlite
-     * is opened at all, so a refused profile is left exactly as it was */
-    for (int pass = 0; pass < 2 && st == PICL_OK; pass++)
-        for (size_t i = 0; i < count && st == PICL_OK; i++)
-            if ((pass == 0) == !strcmp(list[i], "passwords"))
-                st = open_store(s, list[i], &stores[i]);
-    conn c;
+    json_t *skipped = json_array(); /* default collections this profile has nothing for yet */
+    if (st == PICL_OK)
+        st = open_stores(s, list, &count, n, stores, skipped);
+    svc_conn c;
     memset(&c, 0, sizeof c);
     json_t *sum = json_object();
     json_t *failed = json_array(); /* records refused by an integrity check (client.md 7) */
@@ -542,11 +360,11 @@ static picl_status do_sync(service *s, const char *const *colls, size_t n, char 
      * backs off with an error instead of looping. */
     picl_status first = st;
     for (int attempt = 0; first == PICL_OK && attempt < 2; attempt++) {
-        st = conn_open(s, &c);
+        st = picl__svc_conn_open(s, &c);
         int moved = 0, ran = st == PICL_OK;
         if (ran) {
             picl_engine e;
-            engine_setup(s, &c, &e);
+            picl__svc_engine_setup(s, &c, &e);
             st = picl__engine_sync(&e, stores, count, sum);
             /* commands handled this run: this device's clients record goes
              * up again without them (conditional on what was downloaded) */
@@ -577,7 +395,7 @@ static picl_status do_sync(service *s, const char *const *colls, size_t n, char 
                 picl__svc_done(s, st, "%s", *e.error ? e.error : picl_strerror(st));
             picl__engine_done(&e);
         }
-        conn_close(&c);
+        picl__svc_conn_close(&c);
         if (attempt == 1 && ran && (moved || st == PICL_ERROR_TOKEN)) {
             st = picl__svc_done(s, PICL_ERROR_BACKOFF, "the storage server refused the new token right after "
                                                        "moving this account to another node: try again later");
@@ -632,6 +450,9 @@ static picl_status do_sync(service *s, const char *const *colls, size_t n, char 
     if (top && report)
         json_object_update(top, report);
     json_decref(report);
+    if (top && json_array_size(skipped))
+        json_object_set(top, "skipped", skipped);
+    json_decref(skipped);
     if (summary && top)
         *summary = json_dumps(top, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(top);
@@ -647,17 +468,17 @@ static picl_status svc_sync(picl_service *self, const char *const *colls, size_t
 static picl_status svc_wipe(picl_service *self, const char *coll)
 {
     service *s = SVC(self);
-    conn c;
-    picl_status st = conn_open(s, &c);
+    svc_conn c;
+    picl_status st = picl__svc_conn_open(s, &c);
     if (st != PICL_OK)
         return st;
     picl_engine e;
-    engine_setup(s, &c, &e);
+    picl__svc_engine_setup(s, &c, &e);
     st = picl__engine_wipe_server(&e, coll);
     if (st != PICL_OK)
         picl__svc_done(s, st, "%s", e.error);
     picl__engine_done(&e);
-    conn_close(&c);
+    picl__svc_conn_close(&c);
     return st == PICL_OK ? picl__svc_done(s, st, NULL) : st;
 }
 
@@ -703,12 +524,42 @@ static const char *svc_last_error(picl_service *self)
 }
 
 static const picl_service_vtbl vtbl = {
-    svc_qi, svc_addref, svc_release, svc_set_keyserver, svc_get_keyserver, svc_set_storage, svc_set_persist,
-    svc_set_floor, picl__svc_create, picl__svc_verify, picl__svc_sign_in, picl__svc_sign_out, picl__svc_change_password, picl__svc_forgot, picl__svc_reset,
-    picl__svc_destroy, picl__svc_get_email, picl__svc_get_verified, picl__svc_get_uid, picl__svc_status, svc_get_class, svc_set_class,
-    svc_collections, svc_use_profile, svc_use_store_dir, svc_set_store, svc_sync, svc_wipe, svc_reset_local,
-    svc_add_obs, svc_remove_obs, svc_last_error, svc_set_primary, picl__svc_send_tab, picl__svc_remote_tabs,
-    picl__svc_received_tabs,
+    .QueryInterface = svc_qi,
+    .AddRef = svc_addref,
+    .Release = svc_release,
+    .SetKeyserverURL = svc_set_keyserver,
+    .GetKeyserverURL = svc_get_keyserver,
+    .SetStorageURL = svc_set_storage,
+    .SetPersistKeys = svc_set_persist,
+    .SetStretchingFloor = svc_set_floor,
+    .CreateAccount = picl__svc_create,
+    .VerifyEmail = picl__svc_verify,
+    .SignIn = picl__svc_sign_in,
+    .SignOut = picl__svc_sign_out,
+    .ChangePassword = picl__svc_change_password,
+    .ForgotPassword = picl__svc_forgot,
+    .CompletePasswordReset = picl__svc_reset,
+    .DestroyAccount = picl__svc_destroy,
+    .GetSignedInEmail = picl__svc_get_email,
+    .GetVerified = picl__svc_get_verified,
+    .GetUid = picl__svc_get_uid,
+    .GetStatusJSON = picl__svc_status,
+    .GetCollectionClass = svc_get_class,
+    .SetCollectionClass = svc_set_class,
+    .GetCollectionsJSON = svc_collections,
+    .UseProfile = svc_use_profile,
+    .UseStoreDir = svc_use_store_dir,
+    .SetStore = svc_set_store,
+    .Sync = svc_sync,
+    .WipeServer = svc_wipe,
+    .ResetLocalState = svc_reset_local,
+    .AddObserver = svc_add_obs,
+    .RemoveObserver = svc_remove_obs,
+    .GetLastError = svc_last_error,
+    .SetPrimaryPassword = svc_set_primary,
+    .SendTab = picl__svc_send_tab,
+    .GetRemoteTabsJSON = picl__svc_remote_tabs,
+    .GetReceivedTabsJSON = picl__svc_received_tabs,
 };
 
 /* ---- creation and the flat FFI forms --------------------------------------------- */

@@ -13,70 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The stretching floor the client accepts (NULL = the spec's), which is
- * also what new passwords are registered with: the spec's parameters, or the
- * floor when a test lowered it (a floor above the defaults raises them). */
-const picl_stretch_params *picl__svc_floor_of(service *s)
-{
-    return s->floor_set ? &s->floor : NULL;
-}
-
-picl_status picl__svc_ks_open(service *s, picl_ks_client **c)
-{
-    if (!*s->st->keyserver)
-        return picl__svc_done(s, PICL_ERROR_STATE, "no keyserver configured: set keyserverURL (picl --server URL)");
-    picl_status st = picl__ksc_new(c, s->st->keyserver);
-    if (st == PICL_OK) {
-        char name[65], type[16];
-        picl__svc_device_of(s, name, type);
-        picl__ksc_set_device(*c, name, type);
-    }
-    return st == PICL_OK ? st : picl__svc_done(s, st, "invalid keyserver URL %s", s->st->keyserver);
-}
-
-/* A message for an account-flow failure. */
-picl_status picl__svc_flow_fail(service *s, picl_status st, const char *what)
-{
-    switch (st) {
-    case PICL_ERROR_WRONG_PASSWORD:
-        return picl__svc_done(s, st, "%s: incorrect password", what);
-    case PICL_ERROR_UNKNOWN_ACCOUNT:
-        return picl__svc_done(s, st, "%s: no account with this email", what);
-    case PICL_ERROR_ACCOUNT_EXISTS:
-        return picl__svc_done(s, st, "%s: an account with this email already exists", what);
-    case PICL_ERROR_UNVERIFIED:
-        return picl__svc_done(s, st, "%s: verify the email address first (the code was mailed)", what);
-    case PICL_ERROR_INVALID_CODE:
-        return picl__svc_done(s, st, "%s: the code is wrong or expired", what);
-    case PICL_ERROR_NETWORK:
-        return picl__svc_done(s, st, "%s: cannot reach the keyserver %s", what, s->st->keyserver);
-    case PICL_ERROR_BACKOFF:
-        return picl__svc_done(s, st, "%s: too many attempts, the server asks to wait and retry later", what);
-    case PICL_ERROR_WEAK_PARAMS:
-        return picl__svc_done(s, st, "%s: the server asked for weak password stretching: refused", what);
-    default:
-        return picl__svc_done(s, st, "%s: %s", what, picl_strerror(st));
-    }
-}
-
-/* The epoch of the keys just fetched (records.md 4): the account's current
- * key epoch, read with the session that came with the keys.  A password
- * reset in between revokes that session, so the answer cannot name a newer
- * epoch than the keys'; when it cannot be read the epoch stays unknown (0)
- * and the engine decides from the anchored map (or asks to sign in again). */
-static void learn_key_epoch(service *s, picl_ks_client *c)
-{
-    picl_state *st = s->st;
-    st->key_epoch = 0;
-    picl_ks_client *own = NULL;
-    if (!st->has_session || (!c && picl__ksc_new(&own, st->keyserver) != PICL_OK))
-        return;
-    picl_ksc_classmap cm;
-    if (picl__ksc_classmap_get(c ? c : own, st->session, &cm) == PICL_OK)
-        st->key_epoch = cm.current_epoch;
-    picl__ksc_free(own);
-}
-
 /* Takes a fresh sign-in into the state (wiping the account struct). */
 static picl_status adopt(service *s, picl_account *a)
 {
@@ -95,7 +31,7 @@ static picl_status adopt(service *s, picl_account *a)
         memcpy(st->kb, a->kb, 32);
         st->has_ka = st->has_kb = 1;
         picl__state_drop_kft(st);
-        learn_key_epoch(s, NULL);
+        picl__svc_learn_key_epoch(s, NULL);
     } else if (a->have_kft) {
         /* signed up or signed in unverified: keys later, without the password */
         memcpy(st->kft, a->kft, 32);
@@ -128,51 +64,6 @@ static int weaker(const picl_stretch_params *a, const picl_stretch_params *b)
 {
     return a->pbkdf2_rounds_1 < b->pbkdf2_rounds_1 || a->scrypt_n < b->scrypt_n || a->scrypt_r < b->scrypt_r ||
            a->scrypt_p < b->scrypt_p || a->pbkdf2_rounds_2 < b->pbkdf2_rounds_2;
-}
-
-/* Fetches kA/kB with the keyFetchToken kept since an unverified sign-in,
- * once the email is verified (the server consumes the token even on failure,
- * so the verification is asked first with the session).  PICL_OK when the
- * keys are here or nothing can be fetched without the password. */
-picl_status picl__svc_ensure_keys(service *s, picl_ks_client *c)
-{
-    picl_state *st = s->st;
-    if ((st->has_ka && st->has_kb) || !st->has_kft || !st->has_session)
-        return PICL_OK;
-    char email[256];
-    int verified = 0;
-    picl_status rc = picl__ksc_email_status(c, st->session, email, &verified);
-    if (rc == PICL_ERROR_TOKEN) {
-        picl__state_drop_kft(st);
-        picl__state_save(st);
-        return picl__svc_done(s, rc, "the session has ended: sign in again (picl login)");
-    }
-    if (rc != PICL_OK)
-        return picl__svc_flow_fail(s, rc, "asking whether the email is verified failed");
-    if (!verified)
-        return picl__svc_done(s, PICL_ERROR_UNVERIFIED,
-                              "verify the email address first (picl account verify --code CODE, the code was mailed)");
-    st->verified = 1;
-    uint8_t ka[32], kb[32];
-    picl__svc_fanout(s, "account", "", 0, -1, "fetching the keys");
-    rc = picl__account_keys_from_token(c, st->kft, st->unwrap, ka, kb);
-    if (rc == PICL_OK) {
-        memcpy(st->ka, ka, 32);
-        memcpy(st->kb, kb, 32);
-        st->has_ka = st->has_kb = 1;
-        learn_key_epoch(s, c);
-    }
-    picl__wipe(ka, sizeof ka);
-    picl__wipe(kb, sizeof kb);
-    if (rc == PICL_OK || rc == PICL_ERROR_TOKEN || rc == PICL_ERROR_UNVERIFIED)
-        picl__state_drop_kft(st); /* used: the server consumed it either way */
-    picl_status sv = picl__state_save(st);
-    if (rc == PICL_ERROR_TOKEN || rc == PICL_ERROR_UNVERIFIED)
-        return picl__svc_done(s, PICL_ERROR_STATE, "the key fetch token from signing up expired (after 24 hours): "
-                                                   "enter the password once (picl login)");
-    if (rc != PICL_OK)
-        return picl__svc_flow_fail(s, rc, "fetching the keys failed");
-    return sv == PICL_OK ? PICL_OK : picl__svc_done(s, sv, "cannot save the local state in %s", st->dir);
 }
 
 /* ---- account ------------------------------------------------------------------ */

@@ -15,48 +15,6 @@ static int device_type_ok(const char *t)
     return !strcmp(t, "cli") || !strcmp(t, "browser") || !strcmp(t, "desktop") || !strcmp(t, "mobile");
 }
 
-/* This device's name and type: the configured ones, else $PICL_DEVICE_NAME or
- * the host name, and "cli". */
-void picl__svc_device_of(service *s, char name[65], char type[16])
-{
-    snprintf(type, 16, "%s", *s->device_type ? s->device_type : "cli");
-    if (*s->device_name) {
-        snprintf(name, 65, "%s", s->device_name);
-        return;
-    }
-    const char *env = getenv("PICL_DEVICE_NAME"); /* as the clients record (stores/clients.c) */
-    if (env && *env && strlen(env) <= 64 && !strchr(env, '\n')) {
-        snprintf(name, 65, "%s", env);
-        return;
-    }
-    char host[256] = "";
-    if (gethostname(host, sizeof host - 1) != 0 || !*host)
-        snprintf(host, sizeof host, "picl");
-    snprintf(name, 65, "%s", host);
-}
-
-static picl_status post_device(service *s, picl_ks_client *c, const char *name, const char *type)
-{
-    json_t *body = json_pack("{s:s, s:s}", "name", name, "type", type);
-    picl_status st = body ? picl__ksc_call(c, "POST", "/v1/account/device", s->st->session, PICL_TOKEN_SESSION, body, NULL)
-                          : PICL_ERROR_NO_MEMORY;
-    json_decref(body);
-    return st;
-}
-
-void picl__svc_name_device(service *s, picl_ks_client *c)
-{
-    char name[65], type[16];
-    if (!s->st->has_session)
-        return;
-    picl__svc_device_of(s, name, type);
-    picl_ks_client *own = NULL;
-    if (!c && picl__ksc_new(&own, s->st->keyserver) != PICL_OK)
-        return;
-    post_device(s, c ? c : own, name, type); /* best effort: an unnamed device still works */
-    picl__ksc_free(own);
-}
-
 /* A keyserver client for a signed-in device (the message says what is missing). */
 static picl_status open_session(service *s, picl_ks_client **c)
 {
@@ -132,7 +90,7 @@ PICL_EXPORT picl_status picl_service_rename_device(picl_service *self, const cha
         return st;
     char old[65], type[16];
     picl__svc_device_of(s, old, type);
-    st = post_device(s, c, name, type);
+    st = picl__svc_post_device(s, c, name, type);
     picl__ksc_free(c);
     if (st != PICL_OK)
         return session_fail(s, st, "renaming this device failed");

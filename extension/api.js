@@ -14,7 +14,9 @@ function loadService(extension) {
 }
 
 function wrap(e) {
-  let code = e && Number.isInteger(e.result) ? e.result : 34;
+  /* resource://picl/ is mapped by loadService before any call can fail */
+  const { PICL_STATUS } = ChromeUtils.importESModule("resource://picl/PiCLStatus.sys.mjs");
+  let code = e && Number.isInteger(e.result) ? e.result : PICL_STATUS.INTERNAL;
   return new ExtensionUtils.ExtensionError(String(e && e.message || e) + " (picl " + code + ")");
 }
 

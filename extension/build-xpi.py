@@ -15,7 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FILES = ["manifest.json", "schema.json", "api.js", "background.js",
          "popup.html", "popup.js", "popup.css", "icons/picl.svg"]
 COMPONENTS = os.path.join(HERE, "..", "components")
-MODULES = ["PiCLService.sys.mjs", "PiCLStores.sys.mjs", "PiCLWorker.js"] + sorted(
+MODULES = ["PiCLService.sys.mjs", "PiCLStatus.js", "PiCLStatus.sys.mjs", "PiCLStores.sys.mjs", "PiCLWorker.js"] + sorted(
     os.path.relpath(p, COMPONENTS) for p in glob.glob(os.path.join(COMPONENTS, "stores", "*.sys.mjs")))
 
 

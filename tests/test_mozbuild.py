@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """test_mozbuild.py SRCDIR RESULTFILE -- checks moz.build against the tree.
 
-moz.build is Python syntax.  Every file it names (in SOURCES, XPIDL_SOURCES,
+moz.build is Python syntax.  Every file it names (in SOURCES, XPIDL_SOURCES, EXPORTS,
 EXTRA_JS_MODULES, XPCSHELL_TESTS_MANIFESTS, LOCAL_INCLUDES), in any branch,
 must exist, and every .c file under components/ must be named in SOURCES.
 Every list literal is sorted the way mozbuild's StrictOrderingOnAppendList
@@ -16,7 +16,7 @@ import sys
 import tomllib
 
 FILE_VARS = {"SOURCES", "XPIDL_SOURCES", "EXTRA_JS_MODULES",
-             "XPCSHELL_TESTS_MANIFESTS", "LOCAL_INCLUDES", "UNIFIED_SOURCES"}
+             "XPCSHELL_TESTS_MANIFESTS", "LOCAL_INCLUDES", "UNIFIED_SOURCES", "EXPORTS"}
 
 
 def names_in(tree):

@@ -84,42 +84,16 @@ static const char *USAGE =
     "forged class map or records failing their integrity check, 6 local data\n"
     "(profile locked or missing, malformed store file, state directory unusable).\n";
 
+/* The exit code of each status: the EXIT column of status.def. */
+static const unsigned char exit_codes[PICL_STATUS_COUNT_] = {
+#define PICL_STATUS_ROW(name, number, exit_code, message, comment) [PICL_##name] = CLI_##exit_code,
+#include "status.def"
+#undef PICL_STATUS_ROW
+};
+
 int cli_exit_code(picl_status st)
 {
-    switch (st) {
-    case PICL_OK:
-        return CLI_OK;
-    case PICL_ERROR_INVALID_ARGUMENT:
-        return CLI_USAGE;
-    case PICL_ERROR_WRONG_PASSWORD:
-    case PICL_ERROR_UNVERIFIED:
-    case PICL_ERROR_ACCOUNT_EXISTS:
-    case PICL_ERROR_UNKNOWN_ACCOUNT:
-    case PICL_ERROR_INVALID_CODE:
-    case PICL_ERROR_TOKEN:
-    case PICL_ERROR_WEAK_PARAMS:
-    case PICL_ERROR_STATE:
-    case PICL_ERROR_KEYS_CHANGED: /* a password reset elsewhere: sign in again */
-        return CLI_AUTH;
-    case PICL_ERROR_NETWORK:
-    case PICL_ERROR_BACKOFF:
-    case PICL_ERROR_SERVER:
-    case PICL_ERROR_PROTOCOL:
-        return CLI_NETWORK;
-    case PICL_ERROR_CONFLICT:
-    case PICL_ERROR_CLASSMAP:
-    case PICL_ERROR_INTEGRITY:
-        return CLI_CONFLICT;
-    case PICL_ERROR_PROFILE_LOCKED:
-    case PICL_ERROR_ENCODING:
-    case PICL_ERROR_IO:
-    case PICL_ERROR_NOT_FOUND:
-    case PICL_ERROR_DATABASE:
-    case PICL_ERROR_UNSUPPORTED:
-        return CLI_LOCAL;
-    default:
-        return CLI_FAILURE;
-    }
+    return (unsigned)st < PICL_STATUS_COUNT_ ? exit_codes[st] : CLI_FAILURE;
 }
 
 /* The last "status" line the observer printed: a failure the service also

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "picl.h"
+#include "picl_status.h"
 
 #define PICL_AES256_KEY_BYTES 32
 #define PICL_AES_BLOCK_BYTES 16

@@ -33,7 +33,7 @@ json_t *picl__json_loadb(const char *buf, size_t len, size_t flags, json_error_t
 
 #ifdef PICL_TEST_HOOKS
 #include <stddef.h>
-#include "picl.h"
+#include "picl_status.h"
 
 /*
  * Makes the Nth allocation from now fail, so that a test can sweep N over a

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "picl.h"
+#include "picl_status.h"
 
 /*
  * All decoders are strict: they never guess.  Hex accepts upper or lower

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "picl.h"
+#include "picl_status.h"
 
 #define PICL_SHA256_BYTES 32
 #define PICL_HMAC_SHA256_BYTES 32

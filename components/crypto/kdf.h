@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "picl.h"
+#include "picl_status.h"
 
 #define PICL_HKDF_SHA256_MAX_OUT (255u * 32u)
 size_t picl__hkdf_sha256_max_out(void);

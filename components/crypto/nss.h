@@ -2,7 +2,7 @@
 #ifndef PICL_CRYPTO_NSS_H
 #define PICL_CRYPTO_NSS_H
 
-#include "picl.h"
+#include "picl_status.h"
 
 /*
  * libpicl never calls NSS_Init/NSS_Shutdown: the host (Firefox) may have NSS

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "picl.h"
+#include "picl_status.h"
 
 /*
  * One generic SRP-6a core, parameterised by a group (N, g) and a hash, used

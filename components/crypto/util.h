@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "picl.h"
+#include "picl_status.h"
 
 /* 1 if a[0..n) == b[0..n), else 0; time depends on n only (NSS_SecureMemcmp). */
 int picl__memeq_ct(const void *a, const void *b, size_t n);

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "picl.h"
+#include "picl_status.h"
 
 /*
  *     hmacKey(32) || xorKey(len) = HKDF(key, no salt, KW(context), 32 + len)

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "picl.h"
+#include "picl_status.h"
 
 /*
  * normalised = "hawk.1.header\n" ts "\n" nonce "\n" METHOD "\n" path?query "\n"

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "picl.h"
+#include "picl_status.h"
 
 #define PICL_KW_PREFIX "identity.mozilla.com/picl/v1/"
 #define PICL_STRETCH_TYPE "PBKDF2/scrypt/PBKDF2/v1"

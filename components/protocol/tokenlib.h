@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "picl.h"
+#include "picl_status.h"
 
 /*
  * payload    = JSON text {"uid", "node", "expires", "fxa_uid", "fxa_kid",

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "picl.h"
+#include "picl_status.h"
 
 /*
  * Every keyserver token is PICL_TOKEN_BYTES random bytes made by the server.

@@ -115,7 +115,16 @@ static void cb_close(picl_store *s)
     free(s);
 }
 
-static const picl_store_ops cb_ops = {cb_changes, cb_all, cb_get, cb_apply, cb_mark, cb_reset, cb_wipe, cb_close};
+static const picl_store_ops cb_ops = {
+    .changes = cb_changes,
+    .all = cb_all,
+    .get = cb_get,
+    .apply = cb_apply,
+    .mark_synced = cb_mark,
+    .reset = cb_reset,
+    .wipe = cb_wipe,
+    .close = cb_close,
+};
 
 picl_status picl__cbstore_open(picl_store **out, const char *collection, const picl_store_callbacks *cb, void *ctx)
 {

@@ -453,8 +453,16 @@ static void cl_close(picl_store *s)
     free(c);
 }
 
-static const picl_store_ops clients_ops = {cl_changes, cl_all, cl_get, cl_apply, cl_mark_synced,
-                                           cl_reset,   cl_wipe, cl_close};
+static const picl_store_ops clients_ops = {
+    .changes = cl_changes,
+    .all = cl_all,
+    .get = cl_get,
+    .apply = cl_apply,
+    .mark_synced = cl_mark_synced,
+    .reset = cl_reset,
+    .wipe = cl_wipe,
+    .close = cl_close,
+};
 
 picl_status picl__clients_open(picl_store **out, const char *state_dir, char *err, size_t errlen)
 {

@@ -266,8 +266,16 @@ static void fs_close(picl_store *s)
     free(s);
 }
 
-static const picl_store_ops fs_ops = {fs_changes, fs_all, fs_get, fs_apply, fs_mark_synced,
-                                      fs_reset, fs_wipe, fs_close};
+static const picl_store_ops fs_ops = {
+    .changes = fs_changes,
+    .all = fs_all,
+    .get = fs_get,
+    .apply = fs_apply,
+    .mark_synced = fs_mark_synced,
+    .reset = fs_reset,
+    .wipe = fs_wipe,
+    .close = fs_close,
+};
 
 picl_status picl__filestore_open(picl_store **out, const char *dir, const char *collection)
 {

@@ -293,8 +293,16 @@ static void fm_close(picl_store *s)
     free(f);
 }
 
-static const picl_store_ops forms_ops = {fm_changes, fm_all, fm_get, fm_apply, fm_mark_synced, fm_reset, fm_wipe,
-                                         fm_close};
+static const picl_store_ops forms_ops = {
+    .changes = fm_changes,
+    .all = fm_all,
+    .get = fm_get,
+    .apply = fm_apply,
+    .mark_synced = fm_mark_synced,
+    .reset = fm_reset,
+    .wipe = fm_wipe,
+    .close = fm_close,
+};
 
 picl_status picl__forms_open(picl_store **out, const char *profile_dir, const char *state_dir, char *err,
                              size_t errlen)

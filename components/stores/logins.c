@@ -734,8 +734,16 @@ static void lg_close(picl_store *s)
     free(l);
 }
 
-static const picl_store_ops logins_ops = {lg_changes, lg_all, lg_get, lg_apply, lg_mark_synced,
-                                          lg_reset, lg_wipe, lg_close};
+static const picl_store_ops logins_ops = {
+    .changes = lg_changes,
+    .all = lg_all,
+    .get = lg_get,
+    .apply = lg_apply,
+    .mark_synced = lg_mark_synced,
+    .reset = lg_reset,
+    .wipe = lg_wipe,
+    .close = lg_close,
+};
 
 size_t picl__logins_unreadable(const picl_store *s)
 {

@@ -133,8 +133,16 @@ static void mem_close(picl_store *s)
     free(m);
 }
 
-static const picl_store_ops mem_ops = {mem_changes, mem_all, mem_get, mem_apply, mem_mark_synced,
-                                       mem_reset, mem_wipe, mem_close};
+static const picl_store_ops mem_ops = {
+    .changes = mem_changes,
+    .all = mem_all,
+    .get = mem_get,
+    .apply = mem_apply,
+    .mark_synced = mem_mark_synced,
+    .reset = mem_reset,
+    .wipe = mem_wipe,
+    .close = mem_close,
+};
 
 picl_status picl__memstore_open(picl_store **out, const char *collection)
 {

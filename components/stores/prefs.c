@@ -642,8 +642,16 @@ static void pf_close(picl_store *s)
     free(p);
 }
 
-static const picl_store_ops prefs_ops = {pf_changes, pf_all, pf_get, pf_apply, pf_mark_synced, pf_reset, pf_reset,
-                                         pf_close};
+static const picl_store_ops prefs_ops = {
+    .changes = pf_changes,
+    .all = pf_all,
+    .get = pf_get,
+    .apply = pf_apply,
+    .mark_synced = pf_mark_synced,
+    .reset = pf_reset,
+    .wipe = pf_reset,
+    .close = pf_close,
+};
 
 picl_status picl__prefs_open(picl_store **out, const char *profile_dir, const char *state_dir, char *err,
                              size_t errlen)

@@ -305,8 +305,16 @@ static void tb_close(picl_store *s)
     free(t);
 }
 
-static const picl_store_ops tabs_ops = {tb_changes, tb_all, tb_get, tb_apply, tb_mark_synced, tb_reset, tb_reset,
-                                        tb_close};
+static const picl_store_ops tabs_ops = {
+    .changes = tb_changes,
+    .all = tb_all,
+    .get = tb_get,
+    .apply = tb_apply,
+    .mark_synced = tb_mark_synced,
+    .reset = tb_reset,
+    .wipe = tb_reset,
+    .close = tb_close,
+};
 
 picl_status picl__tabs_open(picl_store **out, const char *profile_dir, const char *state_dir, char *err,
                             size_t errlen)

@@ -12,7 +12,7 @@ do_get_profile();
 const { PiCLService, PICL_STATUS } = picl_import("PiCLService.sys.mjs");
 const { Sqlite } = ChromeUtils.importESModule("resource://gre/modules/Sqlite.sys.mjs");
 const S = PICL_STATUS;
-const WEAK_PARAMS = 8; /* PICL_ERROR_WEAK_PARAMS (components/picl.h) */
+const WEAK_PARAMS = PICL_STATUS.WEAK_PARAMS;
 const EMAIL = picl_email("stretch");
 const PW = "stretch me further please";
 const N = 12;
