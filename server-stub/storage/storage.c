@@ -50,7 +50,7 @@ void storage__db_error(sreq *r, picl_status st)
         picl_http_log_escape(target, sizeof target, r->req->target, 160);
         snprintf(line, sizeof line, "storage: %s %s: database failure in %s: %s",
                  r->req->method, target, sdb_where(r->s->db), picl_strerror(st));
-        r->s->log(r->s->log_ctx, line);
+        srvlog(r->s->log, r->s->log_ctx, SRVLOG_ERROR, "%s", line);
     }
     if (st == PICL_ERROR_CONFLICT) {
         storage__error(r->resp, 409, 0);
