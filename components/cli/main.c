@@ -956,12 +956,202 @@ static int command_help(const char *word)
     return CLI_OK;
 }
 
+/* ---- main ---------------------------------------------------------------------- */
+
+static int run_logout(const cli_opts *o, picl_service *svc, const char *sub, const char *state)
+{
+    picl_status st = picl_service_sign_out(svc);
+    return st == PICL_OK ? ok_line(o, "signed out") : cli_fail(o, svc, st);
+}
+
+static int run_account(const cli_opts *o, picl_service *svc, const char *sub, const char *state)
+{
+    return cmd_account(o, svc, sub, state);
+}
+
+static int run_login(const cli_opts *o, picl_service *svc, const char *sub, const char *state)
+{
+    return cmd_login(o, svc, state);
+}
+
+static int run_status(const cli_opts *o, picl_service *svc, const char *sub, const char *state)
+{
+    return cmd_status(o, svc);
+}
+
+static int run_password(const cli_opts *o, picl_service *svc, const char *sub, const char *state)
+{
+    return cmd_password(o, svc, sub, state);
+}
+
+static int run_class(const cli_opts *o, picl_service *svc, const char *sub, const char *state)
+{
+    return cmd_class(o, svc);
+}
+
+static int run_sync(const cli_opts *o, picl_service *svc, const char *sub, const char *state)
+{
+    return cmd_sync(o, svc, state);
+}
+
+static int run_tabs(const cli_opts *o, picl_service *svc, const char *sub, const char *state)
+{
+    return cli_tabs(o, svc);
+}
+
+static int run_send_tab(const cli_opts *o, picl_service *svc, const char *sub, const char *state)
+{
+    return cli_send_tab(o, svc);
+}
+
+static int run_restore(const cli_opts *o, picl_service *svc, const char *sub, const char *state)
+{
+    return cli_restore(o, svc);
+}
+
+static int run_device(const cli_opts *o, picl_service *svc, const char *sub, const char *state)
+{
+    return cli_device(o, svc, sub);
+}
+
+static int run_recovery_key(const cli_opts *o, picl_service *svc, const char *sub, const char *state)
+{
+    return cli_recovery_key(o, svc, sub);
+}
+
+/* The commands that work on the local state through a service object (server,
+ * demo and help need none).  sub is the subcommand word (NULL without one). */
+typedef struct cli_command {
+    const char *name;
+    int subcommand; /* "account verify", "password change" ...: the next word is needed */
+    int no_args;    /* takes no further words */
+    int (*run)(const cli_opts *o, picl_service *svc, const char *sub, const char *state);
+} cli_command;
+
+static const cli_command commands[] = {
+    {.name = "account", .subcommand = 1, .run = run_account},
+    {.name = "login", .run = run_login},
+    {.name = "logout", .no_args = 1, .run = run_logout},
+    {.name = "status", .no_args = 1, .run = run_status},
+    {.name = "password", .subcommand = 1, .run = run_password},
+    {.name = "class", .run = run_class},
+    {.name = "sync", .run = run_sync},
+    {.name = "tabs", .run = run_tabs},
+    {.name = "send-tab", .run = run_send_tab},
+    {.name = "restore", .run = run_restore},
+    {.name = "device", .subcommand = 1, .run = run_device},
+    {.name = "recovery-key", .subcommand = 1, .run = run_recovery_key},
+};
+
+static const cli_command *find_command(const char *name)
+{
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(commands[i].name, name))
+            return &commands[i];
+    return NULL;
+}
+
+/* A code pasted from a mail may carry spaces or a CR: o->code without them. */
+static void clean_code(cli_opts *o)
+{
+    static char code[256];
+    if (!o->code)
+        return;
+    size_t n = 0;
+    for (const char *p = o->code; *p && n + 1 < sizeof code; p++)
+        if (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n')
+            code[n++] = *p;
+    code[n] = 0;
+    o->code = code;
+}
+
+/* picl help [COMMAND] */
+static int run_help(const char **w, int nw)
+{
+    if (nw > 2) {
+        fprintf(stderr, "picl: usage: picl help [COMMAND]\n");
+        return CLI_USAGE;
+    }
+    return nw < 2 ? (fputs(USAGE, stdout), CLI_OK) : command_help(w[1]);
+}
+
+/* picl server and picl demo: no local state of their own. */
+static int run_serverless(const cli_opts *o, const char **w, int nw, const char *self)
+{
+    int server = !strcmp(w[0], "server");
+    if (nw > 1) {
+        fprintf(stderr, "picl: unexpected argument '%s' (usage: picl %s)\n", w[1],
+                server ? "server [--data DIR] [--listen HOST:PORT] [--restore-days N]" : "demo");
+        return CLI_USAGE;
+    }
+    return server ? cli_server(o) : cli_demo(o, self);
+}
+
+/* The words after the command (and its subcommand) into o->args. */
+static int take_args(cli_opts *o, const cli_command *c, const char **w, int nw)
+{
+    if (c->subcommand && nw < 2) {
+        fprintf(stderr, "picl: '%s' needs a subcommand (see picl %s --help)\n", c->name, c->name);
+        return CLI_USAGE;
+    }
+    for (int i = c->subcommand ? 2 : 1; i < nw && o->nargs < 8; i++)
+        o->args[o->nargs++] = (char *)w[i];
+    return c->no_args && too_many(o, 0, c->name) ? CLI_USAGE : CLI_OK;
+}
+
+/* The local state directory, made when missing, in buf; NULL (said) when it
+ * cannot be used or --profile is not a directory. */
+static const char *prepare_state(const cli_opts *o, char *buf, size_t cap)
+{
+    struct stat sb;
+    if (o->profile && (stat(o->profile, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
+        fprintf(stderr, "picl: the profile directory %s %s\n", o->profile,
+                stat(o->profile, &sb) != 0 ? "does not exist" : "is not a directory");
+        return NULL;
+    }
+    const char *state = default_state(o, buf, cap);
+    if (mkdirs(state) != 0) {
+        fprintf(stderr, "picl: cannot use %s for the local state: %s\n", state, strerror(errno));
+        return NULL;
+    }
+    if (o->profile && !o->state) {
+        char old[4200];
+        snprintf(old, sizeof old, "%s/picl/state.json", o->profile);
+        if (stat(old, &sb) == 0)
+            fprintf(stderr, "picl: note: %s is the state of an older picl; the state is now in %s "
+                            "(--state %s/picl keeps using the old one)\n", old, state, o->profile);
+    }
+    return state;
+}
+
+/* The service object over state, set up from the options; an exit code. */
+static int open_service(cli_opts *o, const char *state, picl_service **svc)
+{
+    picl_status st = picl_service_create(state, svc);
+    if (st != PICL_OK) {
+        fprintf(stderr, "picl: cannot open the local state in %s: %s\n", state, picl_strerror(st));
+        return cli_exit_code(st) == CLI_USAGE || st == PICL_ERROR_NSS_INIT ? CLI_LOCAL : cli_exit_code(st);
+    }
+    if (o->strict)
+        picl_service_set_persist_keys(*svc, 0);
+    if (o->allow_mass_delete)
+        picl_service_set_allow_mass_delete(*svc, 1);
+    picl_service_add_observer(*svc, on_progress, o);
+#ifdef PICL_TEST_HOOKS /* test builds only (Makefile.in: TEST_HOOKS): cheap stretching */
+    const char *floor = getenv("PICL_TEST_STRETCH_FLOOR");
+    if (floor && !strcmp(floor, "cheap"))
+        picl_service_set_stretching_floor(*svc, 1000, 1024, 8, 1, 1000);
+#endif
+    return CLI_OK;
+}
+
 int main(int argc, char **argv)
 {
     cli_opts o;
     memset(&o, 0, sizeof o);
     const char *w[10];
     int nw = 0, help = 0, version = 0;
+    /* 1. the command line */
     if (parse(argc, argv, &o, w, &nw, &help, &version) != 0)
         return CLI_USAGE;
     if (version) {
@@ -970,117 +1160,34 @@ int main(int argc, char **argv)
     }
     if (help)
         return nw && strcmp(w[0], "help") ? command_help(w[0]) : (fputs(USAGE, stdout), CLI_OK);
-    static char code[256];
-    if (o.code) { /* codes pasted from a mail may carry spaces or a CR */
-        size_t n = 0;
-        for (const char *p = o.code; *p && n + 1 < sizeof code; p++)
-            if (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n')
-                code[n++] = *p;
-        code[n] = 0;
-        o.code = code;
-    }
+    clean_code(&o);
     if (nw == 0) {
         fputs(USAGE, stderr);
         return CLI_USAGE;
     }
-    const char *cmd = w[0];
-    if (!strcmp(cmd, "help")) {
-        if (nw > 2) {
-            fprintf(stderr, "picl: usage: picl help [COMMAND]\n");
-            return CLI_USAGE;
-        }
-        return nw < 2 ? (fputs(USAGE, stdout), CLI_OK) : command_help(w[1]);
-    }
-    if ((!strcmp(cmd, "server") || !strcmp(cmd, "demo")) && nw > 1) {
-        fprintf(stderr, "picl: unexpected argument '%s' (usage: picl %s)\n", w[1],
-                !strcmp(cmd, "server") ? "server [--data DIR] [--listen HOST:PORT] [--restore-days N]" : "demo");
+    /* 2. the commands without a local state */
+    if (!strcmp(w[0], "help"))
+        return run_help(w, nw);
+    if (!strcmp(w[0], "server") || !strcmp(w[0], "demo"))
+        return run_serverless(&o, w, nw, argv[0]);
+    /* 3. the command, its words, the state and the service */
+    const cli_command *c = find_command(w[0]);
+    if (!c) {
+        fprintf(stderr, "picl: unknown command '%s' (see picl --help)\n", w[0]);
         return CLI_USAGE;
     }
-    if (!strcmp(cmd, "server"))
-        return cli_server(&o);
-    if (!strcmp(cmd, "demo"))
-        return cli_demo(&o, argv[0]);
-    int known = !strcmp(cmd, "account") || !strcmp(cmd, "login") || !strcmp(cmd, "logout") ||
-                !strcmp(cmd, "status") || !strcmp(cmd, "password") || !strcmp(cmd, "class") || !strcmp(cmd, "sync") ||
-                !strcmp(cmd, "tabs") || !strcmp(cmd, "send-tab") || !strcmp(cmd, "restore") ||
-                !strcmp(cmd, "device") || !strcmp(cmd, "recovery-key");
-    if (!known) {
-        fprintf(stderr, "picl: unknown command '%s' (see picl --help)\n", cmd);
+    if (take_args(&o, c, w, nw) != CLI_OK)
         return CLI_USAGE;
-    }
-    int subs = !strcmp(cmd, "account") || !strcmp(cmd, "password") || !strcmp(cmd, "device") ||
-               !strcmp(cmd, "recovery-key");
-    if (subs && nw < 2) {
-        fprintf(stderr, "picl: '%s' needs a subcommand (see picl %s --help)\n", cmd, cmd);
-        return CLI_USAGE;
-    }
-    for (int i = subs ? 2 : 1; i < nw && o.nargs < 8; i++)
-        o.args[o.nargs++] = (char *)w[i];
-    if ((!strcmp(cmd, "logout") || !strcmp(cmd, "status")) && too_many(&o, 0, cmd))
-        return CLI_USAGE;
-    if (o.profile) {
-        struct stat sb;
-        if (stat(o.profile, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-            fprintf(stderr, "picl: the profile directory %s %s\n", o.profile,
-                    stat(o.profile, &sb) != 0 ? "does not exist" : "is not a directory");
-            return CLI_LOCAL;
-        }
-    }
     char sbuf[4096];
-    const char *state = default_state(&o, sbuf, sizeof sbuf);
-    if (mkdirs(state) != 0) {
-        fprintf(stderr, "picl: cannot use %s for the local state: %s\n", state, strerror(errno));
+    const char *state = prepare_state(&o, sbuf, sizeof sbuf);
+    if (!state)
         return CLI_LOCAL;
-    }
-    if (o.profile && !o.state) {
-        char old[4200];
-        struct stat sb;
-        snprintf(old, sizeof old, "%s/picl/state.json", o.profile);
-        if (stat(old, &sb) == 0)
-            fprintf(stderr, "picl: note: %s is the state of an older picl; the state is now in %s "
-                            "(--state %s/picl keeps using the old one)\n", old, state, o.profile);
-    }
     picl_service *svc = NULL;
-    picl_status st = picl_service_create(state, &svc);
-    if (st != PICL_OK) {
-        fprintf(stderr, "picl: cannot open the local state in %s: %s\n", state, picl_strerror(st));
-        return cli_exit_code(st) == CLI_USAGE || st == PICL_ERROR_NSS_INIT ? CLI_LOCAL : cli_exit_code(st);
-    }
-    if (o.strict)
-        picl_service_set_persist_keys(svc, 0);
-    if (o.allow_mass_delete)
-        picl_service_set_allow_mass_delete(svc, 1);
-    picl_service_add_observer(svc, on_progress, &o);
-#ifdef PICL_TEST_HOOKS /* test builds only (Makefile.in: TEST_HOOKS): cheap stretching */
-    const char *floor = getenv("PICL_TEST_STRETCH_FLOOR");
-    if (floor && !strcmp(floor, "cheap"))
-        picl_service_set_stretching_floor(svc, 1000, 1024, 8, 1, 1000);
-#endif
-    int rc;
-    if (!strcmp(cmd, "account"))
-        rc = cmd_account(&o, svc, w[1], state);
-    else if (!strcmp(cmd, "login"))
-        rc = cmd_login(&o, svc, state);
-    else if (!strcmp(cmd, "logout"))
-        rc = (st = picl_service_sign_out(svc)) == PICL_OK ? ok_line(&o, "signed out") : cli_fail(&o, svc, st);
-    else if (!strcmp(cmd, "status"))
-        rc = cmd_status(&o, svc);
-    else if (!strcmp(cmd, "password"))
-        rc = cmd_password(&o, svc, w[1], state);
-    else if (!strcmp(cmd, "class"))
-        rc = cmd_class(&o, svc);
-    else if (!strcmp(cmd, "tabs"))
-        rc = cli_tabs(&o, svc);
-    else if (!strcmp(cmd, "send-tab"))
-        rc = cli_send_tab(&o, svc);
-    else if (!strcmp(cmd, "restore"))
-        rc = cli_restore(&o, svc);
-    else if (!strcmp(cmd, "device"))
-        rc = cli_device(&o, svc, w[1]);
-    else if (!strcmp(cmd, "recovery-key"))
-        rc = cli_recovery_key(&o, svc, w[1]);
-    else
-        rc = cmd_sync(&o, svc, state);
+    int rc = open_service(&o, state, &svc);
+    if (rc != CLI_OK)
+        return rc;
+    /* 4. run it; a failed command leaves the state as it found it */
+    rc = c->run(&o, svc, c->subcommand ? w[1] : NULL, state);
     picl_service_release(svc);
     if (rc != CLI_OK)
         restore_state();
