@@ -1,5 +1,10 @@
 /* ks_internal.h -- what the keyserver's files share: the server object,
- * error answers, Hawk authentication, random draws and mail. */
+ * error answers, Hawk authentication, random draws and mail.  Who defines
+ * what: ks_reply.c time, random, answers, JSON wiping, the HTTP hooks, rate
+ * keys, client addresses, stretching bounds, ks_set_hex (it calls no other
+ * keyserver file); ks_internal.c request bodies, Hawk, tokens, rate limits,
+ * the sweep; ks_mail.c ks_send_code; the handlers their own files.  Calls go
+ * from the routes down to these, never back up (scripts/filecycles.py). */
 #ifndef PICL_KS_INTERNAL_H
 #define PICL_KS_INTERNAL_H
 
@@ -63,6 +68,8 @@ picl_status ks_random(const ks_server *s, const char *what, uint8_t *out, size_t
 /* Class map versions are JSON integers 1 .. 2^53 - 1 (exact in a double). */
 #define KS_CLASSMAP_MAX_VERSION 9007199254740991LL
 
+/* The JSON error {code, errno, error, message} (NULL = out of memory). */
+json_t *ks_error_json(int code, int errnum, const char *message);
 /* Sets resp to the JSON error {code, errno, error, message}. */
 void ks_error(picl_http_response *resp, int code, int errnum, const char *message);
 /* 429/114 (or 503/201) with Retry-After and retryAfter. */
@@ -84,6 +91,13 @@ void ks_json_wipe_on_free(void);
 /* Answers json (stolen reference, released with ks_json_free; NULL = out of
  * memory) with 200. */
 void ks_reply(picl_http_response *resp, json_t *json);
+/* The HTTP glue's hooks (picl_http_hooks, ctx = the ks_server): an error
+ * the glue answers itself as a keyserver error, and after every answer the
+ * Timestamp header, a storage fault's 503 + Retry-After and the log line of
+ * an internal error. */
+void ks_hook_error(picl_http_request *req, picl_http_response *resp, int status, picl_http_error why,
+                   void *ctx);
+void ks_hook_finish(picl_http_request *req, picl_http_response *resp, void *ctx);
 
 /* Authenticates a Hawk request with a live token of `type`: on success fills
  * *tok (caller wipes) and returns 1; else answers the error and returns 0. */

@@ -153,6 +153,49 @@ picl_status ks_mail_send(const char *maildir, const char *smtp_url, const ks_mai
     return rc;
 }
 
+/* ---- verification and reset codes ------------------------------------------ */
+
+picl_status ks_send_code(ks_server *s, const ks_account *a, int recovery, const char *code)
+{
+    char uid[2 * KS_UID_BYTES + 1], unique[33];
+    uint8_t u[16];
+    picl__hex_encode(uid, a->uid, KS_UID_BYTES);
+    picl_status rc = picl__random_bytes(u, sizeof u);
+    if (rc != PICL_OK)
+        return rc;
+    picl__hex_encode(unique, u, sizeof u);
+    char body[1024];
+    if (recovery)
+        snprintf(body, sizeof body,
+                 "Someone asked to reset the password of your PiCL account.\n"
+                 "Your reset code is %s (valid 15 minutes, 3 tries).\n"
+                 "Resetting keeps your class-A data; class-B data is lost by design.\n", code);
+    else
+        snprintf(body, sizeof body,
+                 "Welcome to PiCL.\nVerify your email with:\n\n  picl account verify --code %s\n"
+                 "\n"
+                 "IMPORTANT: if you did not create this PiCL account yourself, do NOT\n"
+                 "enter this code and do not pass it on to anyone.  Someone else chose\n"
+                 "its password: entering the code would give them the data you later\n"
+                 "sync into it.  Ignore this mail and the account is deleted within\n"
+                 "48 hours; you can then create your own.\n",
+                 code);
+    ks_mail_msg m = {
+        .from = s->mail_from,
+        .to = a->email,
+        .subject = recovery ? "Your PiCL password reset code" : "Verify your PiCL account",
+        .uid_hex = uid,
+        .code_header = recovery ? "X-Recovery-Code" : "X-Verify-Code",
+        .code = code,
+        .body = body,
+        .unique = unique,
+    };
+    /* no Maildir (PostgreSQL without --data) and no SMTP: nowhere to send */
+    rc = s->maildir || s->smtp_url ? ks_mail_send(s->maildir, s->smtp_url, &m) : PICL_ERROR_IO;
+    picl__wipe(body, sizeof body);
+    return rc;
+}
+
 /* ---- the outbox of verification mails ------------------------------------ */
 
 void ks_crash_point(const char *point)

@@ -14,17 +14,6 @@
 #include "protocol/tokenlib.h"
 #include "protocol/tokens.h"
 
-/* Adds a hex string of b[0..n) to obj under key (no-op on earlier failure). */
-int ks_set_hex(json_t *obj, const char *key, const uint8_t *b, size_t n)
-{
-    char *h = picl__hex_encode_alloc(b, n);
-    if (!h)
-        return -1;
-    int r = json_object_set_new(obj, key, json_string(h));
-    picl__zfree(h, 2 * n);
-    return r;
-}
-
 /* Seals payload under key/context and answers {bundle} (plus extra). */
 static void reply_bundle(picl_http_response *resp, json_t *extra, const uint8_t key[32],
                          const char *context, const uint8_t *payload, size_t len)
@@ -55,33 +44,6 @@ static json_t *stretch_json(const ks_account *a)
         p = NULL;
     }
     return p;
-}
-
-/* Loads the token's account; answers 401/110 when it is gone. */
-int ks_token_account(ks_server *s, picl_http_response *resp, const ks_token *t,
-                         ks_account *a)
-{
-    picl_status rc = ks_db_account_by_id(s->db, t->account, a);
-    if (rc == PICL_OK)
-        return 1;
-    if (rc == PICL_ERROR_NOT_FOUND)
-        ks_error(resp, 401, KS_ERR_TOKEN, "invalid or expired token");
-    else
-        ks_error_internal(resp);
-    return 0;
-}
-
-/* Consumes a single-use token; answers 401/110 if someone else did first. */
-int ks_consume(ks_server *s, picl_http_response *resp, const ks_token *t)
-{
-    picl_status rc = ks_db_token_consume(s->db, t->id);
-    if (rc == PICL_OK)
-        return 1;
-    if (rc == PICL_ERROR_TOKEN)
-        ks_error(resp, 401, KS_ERR_TOKEN, "invalid or expired token");
-    else
-        ks_error_internal(resp);
-    return 0;
 }
 
 /* The login limits of an account and the client's address: failed proofs
