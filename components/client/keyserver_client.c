@@ -1,5 +1,6 @@
 /* keyserver_client.c -- libcurl keyserver client (see keyserver_client.h). */
 #include "client/keyserver_client.h"
+#include "client/http_exchange.h"
 
 #include <curl/curl.h>
 #include <stdio.h>
@@ -113,50 +114,6 @@ const picl_ksc_result *picl__ksc_last(const picl_ks_client *c) { return &c->last
 
 /* ---- transport ---------------------------------------------------------- */
 
-typedef struct answer {
-    char *data;
-    size_t len;
-    int too_large;
-    int64_t retry_after;
-} answer;
-
-static size_t on_data(char *p, size_t size, size_t n, void *ctx)
-{
-    answer *a = ctx;
-    size_t len = size * n;
-    if (a->len + len > MAX_ANSWER) {
-        a->too_large = 1;
-        return 0;
-    }
-    char *d = realloc(a->data, a->len + len + 1);
-    if (!d)
-        return 0;
-    memcpy(d + a->len, p, len);
-    a->data = d;
-    a->len += len;
-    a->data[a->len] = 0;
-    return len;
-}
-
-static size_t on_header(char *p, size_t size, size_t n, void *ctx)
-{
-    answer *a = ctx;
-    size_t len = size * n;
-    static const char name[] = "retry-after:";
-    if (len > sizeof name - 1 && !strncasecmp(p, name, sizeof name - 1)) {
-        char tmp[32];
-        size_t vl = len - (sizeof name - 1);
-        if (vl >= sizeof tmp)
-            vl = sizeof tmp - 1;
-        memcpy(tmp, p + sizeof name - 1, vl);
-        tmp[vl] = 0;
-        long long v = strtoll(tmp, NULL, 10);
-        if (v > 0 && v < 86400 * 7)
-            a->retry_after = v;
-    }
-    return len;
-}
-
 static picl_status map_errno(int http, int errnum)
 {
     switch (errnum) {
@@ -183,108 +140,46 @@ static picl_status map_errno(int http, int errnum)
     return http >= 500 ? PICL_ERROR_SERVER : PICL_ERROR_PROTOCOL;
 }
 
-/* One HTTP exchange; *again set when a retry is worth it (clock fixed or a
- * short Retry-After waited out). */
-static picl_status exchange(picl_ks_client *c, const char *method, const char *path,
-                            const uint8_t *token, int token_type, const char *body,
-                            json_t **out, int *again, int attempt)
+/* The Hawk Authorization line of a request with token (of token_type) into
+ * *line (the caller zfrees it). */
+static picl_status hawk_line(picl_ks_client *c, char **line, const char *method,
+                             const char *resource, const uint8_t *token, int token_type,
+                             const char *body)
 {
-    picl_status rc;
-    char *authz = NULL, *url = NULL, *resource = NULL;
-    struct curl_slist *hdrs = NULL;
-    answer a = {0};
     picl_token_keys k;
+    char id[PICL_TOKEN_ID_HEX_BYTES + 1];
     memset(&k, 0, sizeof k);
-    *again = 0;
-    size_t rl = strlen(c->prefix) + strlen(path) + 1;
-    resource = malloc(rl);
-    url = malloc(strlen(c->base) + rl);
-    if (!resource || !url) {
-        rc = PICL_ERROR_NO_MEMORY;
-        goto done;
-    }
-    snprintf(resource, rl, "%s%s", c->prefix, path);
-    snprintf(url, strlen(c->base) + rl, "%s%s", c->base, resource);
-    if (token) {
-        char id[PICL_TOKEN_ID_HEX_BYTES + 1];
-        rc = picl__token_derive(&k, (picl_token_type)token_type, token);
-        if (rc != PICL_OK)
-            goto done;
+    picl_status rc = picl__token_derive(&k, (picl_token_type)token_type, token);
+    if (rc == PICL_OK) {
         picl__token_id_hex(id, &k);
         picl_hawk_request hr = {
             .method = method, .resource = resource, .host = c->host, .port = c->port,
             .content_type = body ? "application/json" : NULL, .body = body,
             .bodylen = body ? strlen(body) : 0};
-        rc = picl__hawk_client_header(&authz, id, k.hmac_key, sizeof k.hmac_key, &hr,
-                                      now_s() + c->offset, NULL, NULL);
-        if (rc != PICL_OK)
-            goto done;
-        size_t hl = strlen(authz) + 32;
-        char *h = malloc(hl);
-        if (!h) {
-            rc = PICL_ERROR_NO_MEMORY;
-            goto done;
-        }
-        snprintf(h, hl, "Authorization: %s", authz);
-        hdrs = curl_slist_append(hdrs, h);
-        free(h);
+        rc = picl__hx_hawk_line(line, id, k.hmac_key, sizeof k.hmac_key, &hr, now_s() + c->offset);
     }
-    if (body)
-        hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-    hdrs = curl_slist_append(hdrs, "Accept: application/json");
-    hdrs = curl_slist_append(hdrs, "Expect:");
-    CURL *h = c->curl;
-    curl_easy_reset(h);
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-    if (body) {
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-    } else if (!strcmp(method, "GET")) {
-        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
-    }
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &a);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &a);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT, 120L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 20L);
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    CURLcode cc = curl_easy_perform(h);
-    if (cc != CURLE_OK) {
-        rc = a.too_large ? PICL_ERROR_PROTOCOL : PICL_ERROR_NETWORK;
-        goto done;
-    }
-    long status = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    c->last.http_status = (int)status;
-    json_t *j = a.data ? json_loadb(a.data, a.len, JSON_REJECT_DUPLICATES, NULL) : NULL;
-    if (status == 200) {
-        if (!json_is_object(j)) {
-            json_decref(j);
-            rc = PICL_ERROR_PROTOCOL;
-            goto done;
-        }
-        if (out)
-            *out = j;
-        else
-            json_decref(j);
-        rc = PICL_OK;
-        goto done;
-    }
+    picl__token_keys_wipe(&k);
+    return rc;
+}
+
+/* An error answer (status != 200, JSON j or NULL): the errno, the clock
+ * fixed from serverTime (111) and the Retry-After honoured; *again set when
+ * a retry is worth it. */
+static picl_status error_answer(picl_ks_client *c, long status, const json_t *j,
+                                int64_t retry_after, int signed_req, int *again, int attempt)
+{
     json_t *en = json_is_object(j) ? json_object_get(j, "errno") : NULL;
-    c->last.errnum = json_is_integer(en) ? (int)json_integer_value(en) : 0;
     json_t *st = json_is_object(j) ? json_object_get(j, "serverTime") : NULL;
     json_t *ra = json_is_object(j) ? json_object_get(j, "retryAfter") : NULL;
-    c->last.retry_after = a.retry_after;
-    if (!a.retry_after && json_is_integer(ra) && json_integer_value(ra) > 0)
+    c->last.errnum = json_is_integer(en) ? (int)json_integer_value(en) : 0;
+    /* Retry-After in seconds below a week; else the body's retryAfter */
+    c->last.retry_after = retry_after > 0 && retry_after < 86400 * 7 ? retry_after : 0;
+    if (!c->last.retry_after && json_is_integer(ra) && json_integer_value(ra) > 0)
         c->last.retry_after = json_integer_value(ra);
-    rc = map_errno((int)status, c->last.errnum);
+    picl_status rc = map_errno((int)status, c->last.errnum);
     if (c->last.errnum == KS_ERR_SKEW && json_is_integer(st)) {
         c->last.server_time = json_integer_value(st);
-        if (attempt == 0 && token) {
+        if (attempt == 0 && signed_req) {
             c->offset = c->last.server_time - now_s();
             *again = 1;
         }
@@ -297,15 +192,62 @@ static picl_status exchange(picl_ks_client *c, const char *method, const char *p
             c->not_before = now_s() + c->last.retry_after;
         }
     }
+    return rc;
+}
+
+/* One HTTP exchange (http_exchange.h); *again set when a retry is worth it
+ * (clock fixed or a short Retry-After waited out). */
+static picl_status exchange(picl_ks_client *c, const char *method, const char *path,
+                            const uint8_t *token, int token_type, const char *body,
+                            json_t **out, int *again, int attempt)
+{
+    picl_status rc = PICL_ERROR_NO_MEMORY;
+    char *authz = NULL, *url = NULL, *resource = NULL;
+    picl_hx_response rs;
+    memset(&rs, 0, sizeof rs);
+    *again = 0;
+    size_t rl = strlen(c->prefix) + strlen(path) + 1;
+    resource = malloc(rl);
+    url = malloc(strlen(c->base) + rl);
+    if (!resource || !url)
+        goto done;
+    snprintf(resource, rl, "%s%s", c->prefix, path);
+    snprintf(url, strlen(c->base) + rl, "%s%s", c->base, resource);
+    if (token && (rc = hawk_line(c, &authz, method, resource, token, token_type, body)) != PICL_OK)
+        goto done;
+    const char *headers[3] = {NULL, NULL, NULL};
+    size_t nh = 0;
+    if (authz)
+        headers[nh++] = authz;
+    if (body)
+        headers[nh++] = "Content-Type: application/json";
+    picl_hx_request rq = {.method = method, .url = url, .headers = headers, .body = body,
+                          .body_len = body ? strlen(body) : 0, .max_answer = MAX_ANSWER,
+                          .timeout_s = 120L};
+    rc = picl__hx_perform(c->curl, &rq, &rs);
+    if (rc != PICL_OK) {
+        /* more than MAX_ANSWER is no keyserver answer: a protocol failure */
+        rc = rc == PICL_ERROR_TOO_LARGE ? PICL_ERROR_PROTOCOL : rc;
+        goto done;
+    }
+    c->last.http_status = (int)rs.status;
+    json_t *j = rs.body ? json_loadb(rs.body, rs.len, JSON_REJECT_DUPLICATES, NULL) : NULL;
+    if (rs.status == 200 && json_is_object(j) && out) {
+        *out = j;
+        j = NULL;
+        rc = PICL_OK;
+    } else if (rs.status == 200) {
+        rc = json_is_object(j) ? PICL_OK : PICL_ERROR_PROTOCOL;
+    } else {
+        rc = error_answer(c, rs.status, j, rs.retry_after_s, token != NULL, again, attempt);
+    }
     json_decref(j);
 done:
-    picl__token_keys_wipe(&k);
-    curl_slist_free_all(hdrs); /* held the Authorization value: not a secret once sent */
-    free(authz);
+    if (authz)
+        picl__zfree(authz, strlen(authz));
     free(url);
     free(resource);
-    if (a.data)
-        picl__zfree(a.data, a.len);
+    picl__hx_response_free(&rs);
     return rc;
 }
 

@@ -1,5 +1,6 @@
 /* storage_client.c -- libcurl client of a SyncStorage 1.5 server (see storage_client.h). */
 #include "client/storage_client_internal.h"
+#include "client/http_exchange.h"
 
 #include <curl/curl.h>
 #include <inttypes.h>
@@ -200,14 +201,6 @@ const char *picl__stc_endpoint(const picl_stc *c)
 
 /* ---- HTTP ------------------------------------------------------------- */
 
-/* A header number "123", "123.4", "123.45..." as centis (THE timestamp
- * grammar of protocol/synctime.h, which also bounds it: no overflow whatever
- * the server sends); 0 when malformed. */
-static int parse_centis(const char *v, size_t n, int64_t *out)
-{
-    return picl__synctime_parse(v, n, out) == PICL_OK;
-}
-
 /* A delay the server asks for, capped: a hostile or broken server cannot
  * silence the client for more than a day (last()->backoff_capped says so). */
 static void note_backoff(picl_stc_result *res, int64_t secs)
@@ -220,78 +213,71 @@ static void note_backoff(picl_stc_result *res, int64_t secs)
         res->backoff_s = secs;
 }
 
-static size_t on_header(char *ptr, size_t size, size_t nmemb, void *ud)
+/* The request headers of one exchange into h[] (cap entries, NULL-terminated):
+ * Hawk, the X-If-* conditions, the caller's extras, the Content-Type line.
+ * lines[] receives what is allocated here (the caller zfrees it). */
+static picl_status request_headers(picl_stc *c, const char *method, const char *resource,
+                                   const char *ctype, int64_t ims, int64_t ius,
+                                   const char *const *extra, char *lines[3], const char **h,
+                                   size_t cap)
 {
-    stc_reply *r = ud;
-    size_t n = size * nmemb;
-    const char *colon = memchr(ptr, ':', n);
-    if (!colon)
-        return n;
-    size_t nl = (size_t)(colon - ptr);
-    const char *v = colon + 1;
-    size_t vl = n - nl - 1;
-    while (vl && (*v == ' ' || *v == '\t'))
-        v++, vl--;
-    while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
-        vl--;
-    int64_t x;
-#define IS(name) (nl == sizeof name - 1 && !strncasecmp(ptr, name, nl))
-    if (IS("X-Last-Modified") && parse_centis(v, vl, &x))
-        r->res->last_modified = x;
-    else if (IS("X-Weave-Timestamp") && parse_centis(v, vl, &x))
-        r->res->timestamp = x;
-    else if ((IS("X-Weave-Backoff") || IS("Retry-After")) && parse_centis(v, vl, &x))
-        note_backoff(r->res, x / 100);
-    else if (IS("X-Weave-Records") && parse_centis(v, vl, &x))
-        r->res->records = x / 100;
-    else if (IS("X-Weave-Quota-Remaining") && parse_centis(v, vl, &x))
-        r->res->quota_remaining_kb = x / 100;
-    else if (IS("WWW-Authenticate") && vl < 512) {
-        free(r->www_auth);
-        r->www_auth = strndup(v, vl);
+    picl_hawk_request hr = {.method = method, .resource = resource, .host = c->host,
+                            .port = c->port, .content_type = NULL};
+    picl_status st = picl__hx_hawk_line(&lines[0], c->id, c->key, strlen(c->key), &hr,
+                                        (int64_t)time(NULL) + c->clock_offset);
+    if (st != PICL_OK)
+        return st;
+    size_t n = 0;
+    h[n++] = lines[0];
+    char ts[PICL_SYNCTIME_BUF];
+    const char *names[2] = {"X-If-Modified-Since", "X-If-Unmodified-Since"};
+    int64_t vals[2] = {ims, ius};
+    for (int i = 0; i < 2; i++) {
+        if (vals[i] < 0)
+            continue;
+        picl__synctime_format(ts, vals[i]);
+        size_t l = strlen(names[i]) + strlen(ts) + 3;
+        if (!(lines[1 + i] = malloc(l)))
+            return PICL_ERROR_NO_MEMORY;
+        snprintf(lines[1 + i], l, "%s: %s", names[i], ts);
+        h[n++] = lines[1 + i];
     }
-    else if (IS("X-Weave-Next-Offset")) {
-        /* an offset we cannot send back is an error, not the end of the list */
-        free(r->next_offset);
-        r->next_offset = NULL;
-        r->bad_offset = !vl || vl >= PICL_STC_MAX_OFFSET;
-        if (!r->bad_offset && !(r->next_offset = strndup(v, vl)))
-            r->bad_offset = 1;
+    for (const char *const *x = extra; x && *x; x++) {
+        if (n + 2 >= cap)
+            return PICL_ERROR_INVALID_ARGUMENT; /* more extras than any call passes */
+        h[n++] = *x;
     }
-#undef IS
-    return n;
+    if (ctype)
+        h[n++] = ctype;
+    h[n] = NULL;
+    return PICL_OK;
 }
 
-/* The size of the body buffer that holds len bytes + NUL: a power of two
- * (at least 4 KiB, at most MAX_BODY + 1), so a large answer is copied
- * O(log n) times as it grows, not once per piece curl hands over. */
-static size_t body_cap(size_t len)
+/* What the storage client keeps of an answer (http_exchange.h): the body
+ * and the headers of storage_client.h, moved into r. */
+static void take_answer(picl_stc_result *res, stc_reply *r, picl_hx_response *rs)
 {
-    size_t c = 4096;
-    while (c < len + 1 && c <= MAX_BODY)
-        c *= 2;
-    return c < MAX_BODY + 1 ? c : MAX_BODY + 1;
-}
-
-static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
-{
-    stc_reply *r = ud;
-    size_t n = size * nmemb;
-    if (r->len + n > MAX_BODY) {
-        r->too_large = 1;
-        return 0;
+    res->http_status = (int)rs->status;
+    res->last_modified = rs->last_modified;
+    res->timestamp = rs->weave_timestamp;
+    res->records = rs->records;
+    res->quota_remaining_kb = rs->quota_remaining_kb;
+    if (rs->weave_backoff_s >= 0)
+        note_backoff(res, rs->weave_backoff_s);
+    if (rs->retry_after_s >= 0)
+        note_backoff(res, rs->retry_after_s);
+    /* an offset we cannot send back is an error, not the end of the list */
+    r->bad_offset = rs->has_next_offset &&
+                    (!rs->next_offset || strlen(rs->next_offset) >= PICL_STC_MAX_OFFSET);
+    if (!r->bad_offset) {
+        r->next_offset = rs->next_offset;
+        rs->next_offset = NULL;
     }
-    /* the buffer is body_cap(len) bytes: it only grows here */
-    if (!r->body || r->len + n + 1 > body_cap(r->len)) {
-        char *p = realloc(r->body, body_cap(r->len + n));
-        if (!p)
-            return 0;
-        r->body = p;
-    }
-    memcpy(r->body + r->len, ptr, n);
-    r->len += n;
-    r->body[r->len] = 0;
-    return n;
+    r->www_auth = rs->www_auth;
+    rs->www_auth = NULL;
+    r->body = rs->body;
+    r->len = rs->len;
+    rs->body = NULL;
 }
 
 /* One HTTP exchange, no retry.  rel is the path?query below the endpoint,
@@ -300,89 +286,40 @@ static picl_status exchange(picl_stc *c, const char *method, const char *rel, co
                             const char *body, size_t blen, int64_t ims, int64_t ius,
                             const char *const *extra, stc_reply *r)
 {
-    picl_status st = PICL_OK;
-    char *resource = NULL, *url = NULL, *auth = NULL, *hawk = NULL;
-    struct curl_slist *hl = NULL;
+    picl_status st = PICL_ERROR_NO_MEMORY;
+    char *resource = NULL, *url = NULL, *lines[3] = {NULL, NULL, NULL}, ct[160] = "";
+    const char *h[24];
+    picl_hx_response rs;
+    memset(&rs, 0, sizeof rs);
     size_t rl = strlen(c->base_path) + strlen(rel) + 1;
-    resource = malloc(rl);
     size_t ul = strlen(c->origin) + rl;
+    resource = malloc(rl);
     url = malloc(ul);
-    if (!resource || !url) {
-        st = PICL_ERROR_NO_MEMORY;
+    if (!resource || !url)
         goto done;
-    }
     snprintf(resource, rl, "%s%s", c->base_path, rel);
     snprintf(url, ul, "%s%s", c->origin, resource);
-    picl_hawk_request hr = {.method = method, .resource = resource, .host = c->host,
-                            .port = c->port, .content_type = NULL};
-    st = picl__hawk_client_header(&hawk, c->id, c->key, strlen(c->key), &hr,
-                                  (int64_t)time(NULL) + c->clock_offset, NULL, NULL);
+    if (ctype)
+        snprintf(ct, sizeof ct, "Content-Type: %s", ctype);
+    st = request_headers(c, method, resource, ctype ? ct : NULL, ims, ius, extra, lines, h,
+                         sizeof h / sizeof h[0]);
     if (st != PICL_OK)
         goto done;
-    size_t al = strlen(hawk) + 32;
-    if (!(auth = malloc(al))) {
-        st = PICL_ERROR_NO_MEMORY;
-        goto done;
-    }
-    snprintf(auth, al, "Authorization: %s", hawk);
-    hl = curl_slist_append(hl, auth);
-    char h1[96], h2[96], ct[128];
-    if (ims >= 0) {
-        char ts[40];
-        picl__synctime_format(ts, ims);
-        snprintf(h1, sizeof h1, "X-If-Modified-Since: %s", ts);
-        hl = curl_slist_append(hl, h1);
-    }
-    if (ius >= 0) {
-        char ts[40];
-        picl__synctime_format(ts, ius);
-        snprintf(h2, sizeof h2, "X-If-Unmodified-Since: %s", ts);
-        hl = curl_slist_append(hl, h2);
-    }
-    if (ctype) {
-        snprintf(ct, sizeof ct, "Content-Type: %s", ctype);
-        hl = curl_slist_append(hl, ct);
-    }
-    hl = curl_slist_append(hl, "Accept: application/json");
-    hl = curl_slist_append(hl, "Expect:");
-    for (const char *const *x = extra; x && *x; x++)
-        hl = curl_slist_append(hl, *x);
-    if (!hl) {
-        st = PICL_ERROR_NO_MEMORY;
-        goto done;
-    }
-    CURL *h = c->curl;
-    curl_easy_reset(h);
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
-    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-    if (body) {
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)blen);
-    }
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT, 300L);
+    picl_hx_request rq = {.method = method, .url = url, .headers = h, .body = body,
+                          .body_len = body ? blen : 0, .max_answer = MAX_BODY,
+                          .timeout_s = 300L};
     c->requests++;
-    CURLcode cc = curl_easy_perform(h);
-    if (cc != CURLE_OK) {
-        snprintf(c->neterr, sizeof c->neterr, "%s", curl_easy_strerror(cc));
-        st = r->too_large ? PICL_ERROR_TOO_LARGE : PICL_ERROR_NETWORK;
-        goto done;
-    }
-    long code = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-    r->res->http_status = (int)code;
+    st = picl__hx_perform(c->curl, &rq, &rs);
+    if (st == PICL_OK)
+        take_answer(r->res, r, &rs);
+    else
+        snprintf(c->neterr, sizeof c->neterr, "%s", rs.neterr);
+    r->too_large = rs.too_large;
 done:
-    curl_slist_free_all(hl);
-    if (auth)
-        picl__zfree(auth, strlen(auth));
-    free(hawk);
+    for (int i = 0; i < 3; i++)
+        if (lines[i])
+            picl__zfree(lines[i], strlen(lines[i]));
+    picl__hx_response_free(&rs);
     free(resource);
     free(url);
     return st;

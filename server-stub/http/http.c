@@ -672,6 +672,33 @@ static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const c
     return MHD_YES;
 }
 
+/* The route of method + path into st->rt (NULL when none) with its
+ * captures; the methods other routes of the same path take into allow.
+ * Returns 1 when some route has this path (whatever its method). */
+static int find_route(picl_http_server *srv, reqstate *st, const char *method, const char **caps,
+                      size_t *caplens, size_t *ncaps, char *allow, size_t allow_cap)
+{
+    const char *path = st->pathbuf;
+    size_t plen = strlen(path);
+    int path_known = 0;
+    for (size_t i = 0; i < srv->nroutes && !st->rt; i++) {
+        const route *rt = &srv->routes[i];
+        size_t nc;
+        if (!route_match(rt, path, plen, caps, caplens, &nc))
+            continue;
+        if (!strcmp(rt->method, method)) {
+            st->rt = rt;
+            *ncaps = nc;
+        } else {
+            path_known = 1;
+            size_t used = strlen(allow);
+            if (!strstr(allow, rt->method) && used + strlen(rt->method) + 3 < allow_cap)
+                snprintf(allow + used, allow_cap - used, "%s%s", used ? ", " : "", rt->method);
+        }
+    }
+    return path_known;
+}
+
 /* Called once the headers are in: route, check the body limits. */
 static enum MHD_Result start_request(picl_http_server *srv, struct MHD_Connection *c,
                                      reqstate *st, const char *method)
@@ -695,24 +722,7 @@ static enum MHD_Result start_request(picl_http_server *srv, struct MHD_Connectio
     const char *caps[PICL_HTTP_MAX_PARAMS];
     size_t caplens[PICL_HTTP_MAX_PARAMS], ncaps = 0;
     char allow[128] = "";
-    int path_known = 0;
-    for (size_t i = 0; i < srv->nroutes && !st->rt; i++) {
-        const route *rt = &srv->routes[i];
-        size_t nc;
-        if (!route_match(rt, path, plen, caps, caplens, &nc))
-            continue;
-        if (!strcmp(rt->method, method)) {
-            st->rt = rt;
-            ncaps = nc;
-        } else {
-            if (!path_known)
-                st->rt = NULL;
-            path_known = 1;
-            size_t used = strlen(allow);
-            if (!strstr(allow, rt->method) && used + strlen(rt->method) + 3 < sizeof allow)
-                snprintf(allow + used, sizeof allow - used, "%s%s", used ? ", " : "", rt->method);
-        }
-    }
+    int path_known = find_route(srv, st, method, caps, caplens, &ncaps, allow, sizeof allow);
     if (!st->rt) {
         if (path_known) {
             /* Render with the hooks of the service owning the path. */

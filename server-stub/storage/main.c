@@ -15,18 +15,6 @@
 #include "protocol/tokenlib.h"
 #include "storage/storage.h"
 
-/* A log line on stderr with a UTC time stamp. */
-static void log_line(void *ctx, const char *line)
-{
-    (void)ctx;
-    char ts[32];
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    fprintf(stderr, "%s %s\n", ts, line);
-}
-
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -315,7 +303,7 @@ static int serve(const args *a, uint8_t *secret, size_t slen)
     memset(&cfg, 0, sizeof cfg);
     cfg.error = why;
     cfg.error_cap = sizeof why;
-    cfg.log = log_line;
+    cfg.log = srvlog_stderr; /* http/log.h: requests, start-up and errors alike */
     cfg.listen = a->listen;
     cfg.data_dir = a->database ? NULL : a->data;
     cfg.database = a->database;
@@ -331,12 +319,13 @@ static int serve(const args *a, uint8_t *secret, size_t slen)
     if (st == PICL_OK)
         st = storage_server_start(s);
     if (st != PICL_OK) {
-        fprintf(stderr, "picl-storage: cannot start: %s\n", *why ? why : picl_strerror(st));
+        srvlog(srvlog_stderr, NULL, SRVLOG_ERROR, "picl-storage: cannot start: %s",
+               *why ? why : picl_strerror(st));
         storage_server_free(s);
         return 1;
     }
-    fprintf(stderr, "picl-storage: serving %s on port %u (data %s)\n", storage_server_node(s),
-            storage_server_port(s), a->database ? "PostgreSQL" : a->data);
+    srvlog(srvlog_stderr, NULL, SRVLOG_INFO, "picl-storage: serving %s on port %u (data %s)",
+           storage_server_node(s), storage_server_port(s), a->database ? "PostgreSQL" : a->data);
     int sig = 0;
     sigwait(&set, &sig);
     storage_server_free(s);

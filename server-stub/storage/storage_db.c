@@ -12,6 +12,7 @@
 
 #include "crypto/codec.h"
 #include "crypto/hash.h"
+#include "protocol/synctime.h"
 
 struct sdb {
     const sdb_ops *ops;
@@ -287,7 +288,7 @@ void sdb_fmt_ts(char out[32], int64_t centis)
 {
     if (centis < 0)
         centis = 0;
-    snprintf(out, 32, "%" PRId64 ".%02d", centis / 100, (int)(centis % 100));
+    picl__synctime_format(out, centis); /* THE formatter (protocol/synctime.h) */
 }
 
 void sdb__render_bso(picl_buf *out, const sdb_row *row)
