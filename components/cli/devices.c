@@ -22,6 +22,9 @@ void cli_print_received(json_t *j)
     json_array_foreach(json_object_get(j, "refused"), i, r)
         printf("refused pref: %s: %s\n", json_string_value(json_object_get(r, "name")),
                json_string_value(json_object_get(r, "reason")));
+    json_array_foreach(json_object_get(j, "skipped"), i, r) /* default collections the profile has nothing for */
+        printf("skipped %s: %s\n", json_string_value(json_object_get(r, "collection")),
+               json_string_value(json_object_get(r, "reason")));
 }
 
 int cli_tabs(const cli_opts *o, picl_service *svc)

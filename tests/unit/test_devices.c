@@ -250,8 +250,8 @@ START_TEST(test_hostile_commands)
     char out[16384], id1[16];
     account();
     ck_assert_int_eq(run(NULL, 0, "$MKP $PWD/p1 >/dev/null 2>&1"), 0);
-    ck_assert_int_eq(run(NULL, 0, "$P --state s1 -q sync --profile p1"), 0);
-    ck_assert_int_eq(run(NULL, 0, "PICL_DEVICE_NAME=laptop $P --state s1 -q sync --profile p1 --collections clients"), 0);
+    ck_assert_int_eq(run(NULL, 0, "PICL_DEVICE_NAME=laptop $P --state s1 -q sync --profile p1"), 0);
+    ck_assert_int_eq(run(NULL, 0, "$P --state s1 -q sync --profile p1 --collections clients"), 0);
     ck_assert_int_eq(run(NULL, 0, "$P --state s2 -q sync --store-dir st2 --collections clients"), 0);
     device_id("s1", id1);
     ck_assert_int_eq(run(NULL, 0, "$MKP --dump $PWD/p1 $PWD/before.json >/dev/null 2>&1"), 0);

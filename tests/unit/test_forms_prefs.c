@@ -19,6 +19,8 @@ static tucli T;
 #define FP "firefox-esr --xpcshell -g /usr/lib/firefox-esr -a /usr/lib/firefox-esr/browser " \
            "$PICL_SRCDIR/tests/xpcshell/forms_prefs.js"
 #define PREFS_ID "ZWM4MDMwZjctYzIwYS00NjRmLTliMGUtMTNhM2E5ZTk3Mzg0"
+#define SESSION "firefox-esr --xpcshell -g /usr/lib/firefox-esr -a /usr/lib/firefox-esr/browser " \
+                "$PICL_SRCDIR/tests/xpcshell/write_session.js"
 
 static void setup(void)
 {
@@ -189,6 +191,98 @@ START_TEST(test_prefs_round_trip_and_refusals)
 }
 END_TEST
 
+/* The class map on the storage server and the version the keyserver anchors. */
+static json_t *map_and_anchor(long long *anchored)
+{
+    char out[8192];
+    ck_assert_int_eq(run(out, sizeof out, "sqlite3 data/keyserver.db 'SELECT cm_version FROM accounts'"), 0);
+    *anchored = strtoll(out, NULL, 10);
+    ck_assert_int_eq(run(out, sizeof out, "sqlite3 data/storage.db \"SELECT payload FROM bsos WHERE coll = 'meta' "
+                                          "AND id = 'classes'\""), 0);
+    json_t *m = json_loads(out, 0, NULL);
+    ck_assert_msg(json_is_object(json_object_get(m, "collections")), "meta/classes: %s", out);
+    return m;
+}
+
+static const char *class_of(json_t *map, const char *c)
+{
+    return json_string_value(json_object_get(json_object_get(json_object_get(map, "collections"), c), "class"));
+}
+
+/* A profile synced before issue 18 (the old default: bookmarks, history,
+ * passwords) syncs clients, tabs and prefs by default from then on, each
+ * added to the class map as class A in a new version the keyserver anchors;
+ * forms is skipped, and said so, while the profile has no form history, and
+ * joins once it has one.  A store directory's default is unchanged. */
+START_TEST(test_new_collections_by_default)
+{
+    char out[16384];
+    long long anchored;
+    account();
+    ck_assert_int_eq(run(NULL, 0, "$MKP $PWD/p1 >/dev/null 2>&1 && " SESSION " $PWD/p1 sessionstore.jsonlz4 "
+                                  "'https://a.example/one|One' >/dev/null 2>&1"), 0);
+    ck_assert_int_eq(run(NULL, 0, FP " $PWD/p1 prefs-set browser.tabs.warnOnClose bool true >/dev/null 2>&1"), 0);
+    ck_assert_int_eq(run(NULL, 0, "test ! -e p1/formhistory.sqlite"), 0);
+    ck_assert_int_eq(run(NULL, 0, "$P --state s1 -q sync --profile p1 --collections bookmarks,history,passwords"), 0);
+    json_t *m = map_and_anchor(&anchored);
+    long long v0 = json_integer_value(json_object_get(m, "version"));
+    ck_assert_int_eq(anchored, v0);
+    ck_assert_ptr_null(class_of(m, "tabs"));
+    json_decref(m);
+
+    /* the next plain sync: the new collections go up, forms is skipped with a reason */
+    ck_assert_int_eq(run(out, sizeof out, "PICL_DEVICE_NAME=laptop $P --state s1 sync --profile p1 --json"), 0);
+    json_t *sum = json_loads(out, 0, NULL);
+    json_t *cols = json_object_get(sum, "collections");
+    ck_assert_msg(sum != NULL, "%s", out);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(cols, "clients"), "uploaded")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(cols, "tabs"), "uploaded")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(cols, "prefs"), "uploaded")), 1);
+    ck_assert_ptr_null(json_object_get(cols, "forms"));
+    json_t *sk = json_object_get(sum, "skipped");
+    ck_assert_uint_eq(json_array_size(sk), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(sk, 0), "collection")), "forms");
+    ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(json_array_get(sk, 0), "reason")),
+                                 "formhistory.sqlite does not exist"));
+    json_decref(sum);
+    m = map_and_anchor(&anchored);
+    ck_assert_int_eq(json_integer_value(json_object_get(m, "version")), v0 + 3);
+    ck_assert_int_eq(anchored, v0 + 3);
+    ck_assert_str_eq(class_of(m, "clients"), "A");
+    ck_assert_str_eq(class_of(m, "tabs"), "A");
+    ck_assert_str_eq(class_of(m, "prefs"), "A");
+    ck_assert_str_eq(class_of(m, "passwords"), "B");
+    ck_assert_ptr_null(class_of(m, "forms"));
+    json_decref(m);
+    ck_assert_int_eq(run(out, sizeof out, "$P --state s1 sync --profile p1"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "skipped forms: "));
+
+    /* the other device (a store directory: its default is as before) sees the tabs and the prefs */
+    ck_assert_int_eq(run(NULL, 0, "mkdir st2 && $P --state s2 -q sync --store-dir st2 --collections clients,prefs"), 0);
+    ck_assert_int_eq(run(out, sizeof out, "$P --state s2 tabs"), 0);
+    ck_assert_msg(strstr(out, "laptop (") && strstr(out, "    https://a.example/one\n"), "%s", out);
+    ck_assert_int_eq(run(NULL, 0, "grep -q '\"browser.tabs.warnOnClose\": *true' st2/prefs.json"), 0);
+    ck_assert_int_eq(run(out, sizeof out, "$P --state s2 sync --store-dir st2 --json"), 0);
+    sum = json_loads(out, 0, NULL);
+    ck_assert_ptr_null(json_object_get(json_object_get(sum, "collections"), "tabs"));
+    json_decref(sum);
+
+    /* a form filled in: forms joins at the next plain sync */
+    ck_assert_int_eq(run(NULL, 0, FP " $PWD/p1 forms-add email a@b.org >/dev/null 2>&1"), 0);
+    ck_assert_int_eq(run(out, sizeof out, "$P --state s1 sync --profile p1 --json"), 0);
+    sum = json_loads(out, 0, NULL);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(json_object_get(sum, "collections"), "forms"),
+                                                        "uploaded")), 1);
+    ck_assert_ptr_null(json_object_get(sum, "skipped"));
+    json_decref(sum);
+    m = map_and_anchor(&anchored);
+    ck_assert_int_eq(json_integer_value(json_object_get(m, "version")), v0 + 4);
+    ck_assert_int_eq(anchored, v0 + 4);
+    ck_assert_str_eq(class_of(m, "forms"), "A");
+    json_decref(m);
+}
+END_TEST
+
 /* Firefox running on the profile: forms and prefs refuse, no byte changes. */
 START_TEST(test_running_browser)
 {
@@ -216,6 +310,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_forms_round_trip);
     tcase_add_test(tc, test_prefs_round_trip_and_refusals);
     tcase_add_test(tc, test_running_browser);
+    tcase_add_test(tc, test_new_collections_by_default);
     suite_add_tcase(s, tc);
     return s;
 }
