@@ -1,6 +1,8 @@
 /* bench_storage.c -- picl-bench storage: the storage server under wrk on
- * loopback (2 connections), against nginx serving a static file of the same
- * size as each response (the ceiling). */
+ * loopback (2 connections; POSTs also with 8), against nginx serving a
+ * static file of the same size as each response (the ceiling); with
+ * --backend postgresql the same workloads on a PostgreSQL-backed node
+ * beside the SQLite figures. */
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -18,6 +20,7 @@
 #include <curl/curl.h>
 
 #include "bench.h"
+#include "bench_pg.h"
 #include "crypto/nss.h"
 #include "crypto/util.h"
 #include "protocol/hawk.h"
@@ -37,6 +40,9 @@ typedef struct scenario {
     char *body;            /* request body or NULL */
     size_t count;          /* precomputed Hawk headers */
     int duration_s;
+    int conns;             /* wrk connections */
+    int users;             /* > 1: request i is user 1 + i % users (writers that
+                              no backend need serialise) */
 } scenario;
 
 typedef struct wrk_result {
@@ -47,6 +53,9 @@ typedef struct wrk_result {
 static char dir[64];
 static char *token, *key;
 static unsigned port;
+
+#define MAX_USERS 8
+static char *utoken[MAX_USERS + 1], *ukey[MAX_USERS + 1]; /* by uid, 1..MAX_USERS */
 
 static int run_cmd_out(const char *cmd, char *out, size_t cap)
 {
@@ -167,10 +176,82 @@ static int write_script(const scenario *sc, const char *lua, int64_t ts)
     return 0;
 }
 
-static int run_wrk(const char *url, const char *lua, int duration, wrk_result *r)
+/* Mints the token of uid for the node on `port` into *tok / *k. */
+static int mint_for(int64_t uid, char **tok, char **k)
+{
+    picl_tokenlib_payload p;
+    memset(&p, 0, sizeof p);
+    p.uid = uid;
+    snprintf(p.node, sizeof p.node, "http://127.0.0.1:%u", port);
+    p.expires = (int64_t)time(NULL) + 3600;
+    snprintf(p.fxa_uid, sizeof p.fxa_uid, "bench");
+    snprintf(p.fxa_kid, sizeof p.fxa_kid, "bench");
+    snprintf(p.hashed_fxa_uid, sizeof p.hashed_fxa_uid, "bench");
+    snprintf(p.hashed_device_id, sizeof p.hashed_device_id, "bench");
+    return picl__tokenlib_mint(tok, k, SECRET, sizeof SECRET - 1, &p) == PICL_OK ? 0 : -1;
+}
+
+/* The script of a scenario over several users: one line per request,
+ * "target TAB Authorization", precomputed. */
+static int write_script_users(const scenario *sc, const char *lua, int64_t ts)
+{
+    char datafile[128], bodyfile[128], target[256], tstext[32];
+    snprintf(datafile, sizeof datafile, "%s/%s.lines", dir, sc->name);
+    snprintf(bodyfile, sizeof bodyfile, "%s/%s.body", dir, sc->name);
+    snprintf(tstext, sizeof tstext, "%" PRId64, ts);
+    FILE *f = fopen(datafile, "w");
+    if (!f)
+        return -1;
+    for (size_t i = 0; i < sc->count; i++) {
+        int uid = 1 + (int)(i % (size_t)sc->users);
+        char nonce[NONCE_LEN + 1], mac[PICL_HAWK_B64_BYTES + 1];
+        snprintf(target, sizeof target, "/1.5/%d%s", uid, sc->path);
+        snprintf(nonce, sizeof nonce, "%c%011u", sc->name[0], (unsigned)(i % 1000000000u));
+        picl_hawk_request hr = {.method = sc->method, .resource = target, .host = "127.0.0.1",
+                                .port = port};
+        if (picl__hawk_mac(mac, ukey[uid], strlen(ukey[uid]), tstext, nonce, &hr, NULL, NULL) !=
+            PICL_OK) {
+            fclose(f);
+            return -1;
+        }
+        fprintf(f, "%s\tHawk id=\"%s\", ts=\"%s\", nonce=\"%s\", mac=\"%s\"\n", target,
+                utoken[uid], tstext, nonce, mac);
+    }
+    fclose(f);
+    f = fopen(bodyfile, "w");
+    if (!f)
+        return -1;
+    fwrite(sc->body, 1, strlen(sc->body), f);
+    fclose(f);
+    f = fopen(lua, "w");
+    if (!f)
+        return -1;
+    fprintf(f,
+            "local reqs = {}\n"
+            "for line in io.lines(\"%s\") do\n"
+            "  local t, a = line:match(\"^([^\\t]+)\\t(.+)$\")\n"
+            "  reqs[#reqs + 1] = {t, a}\n"
+            "end\n"
+            "local b = io.open(\"%s\", \"rb\")\n"
+            "local body = b:read(\"*a\")\n"
+            "b:close()\n"
+            "local i = 0\n"
+            "request = function()\n"
+            "  local r = reqs[(i %% #reqs) + 1]\n"
+            "  i = i + 1\n"
+            "  return wrk.format(\"%s\", r[1], {[\"Authorization\"] = r[2],\n"
+            "    [\"Content-Type\"] = \"application/json\"}, body)\n"
+            "end\n",
+            datafile, bodyfile, sc->method);
+    fclose(f);
+    return 0;
+}
+
+static int run_wrk(const char *url, const char *lua, int duration, int conns, wrk_result *r)
 {
     char cmd[1024], out[8192];
-    snprintf(cmd, sizeof cmd, "wrk -t1 -c2 -d%ds --latency %s%s %s 2>&1", duration,
+    /* one thread: each wrk thread runs the script from its first nonce */
+    snprintf(cmd, sizeof cmd, "wrk -t1 -c%d -d%ds --latency %s%s %s 2>&1", conns, duration,
              lua ? "-s " : "", lua ? lua : "", url);
     run_cmd_out(cmd, out, sizeof out);
     if (parse_wrk(out, r) != 0) {
@@ -299,37 +380,26 @@ static void rmtree(const char *d)
         fprintf(stderr, "storage: could not remove %s\n", d);
 }
 
-int bench_storage(int argc, char **argv)
+/* The rows of one node: wrk against the server on `database` (NULL: an
+ * SQLite file in dir) and against nginx.  short_run: 1-second runs. */
+static int run_node(const char *label, const char *database, int short_run, unsigned nport)
 {
-    if (system("command -v wrk >/dev/null && command -v nginx >/dev/null") != 0) {
-        printf("storage: needs wrk and nginx (Debian packages wrk, nginx)\n");
-        return 1;
-    }
     int rc = 1;
     storage_server *srv = NULL;
-    pid_t ngx = -1;
-    snprintf(dir, sizeof dir, "/tmp/picl-bench-storage-XXXXXX");
-    if (!mkdtemp(dir) || picl__nss_acquire() != PICL_OK)
-        return 1;
-    chmod(dir, 0755);
-    storage_config cfg = {.listen = "127.0.0.1:0", .data_dir = dir, .secret = SECRET,
-                          .secret_len = sizeof SECRET - 1, .prune_interval_s = -1};
+    storage_config cfg = {.listen = "127.0.0.1:0", .data_dir = dir, .database = database,
+                          .secret = SECRET, .secret_len = sizeof SECRET - 1,
+                          .prune_interval_s = -1};
+    token = key = NULL;
     if (storage_server_new(&srv, &cfg) != PICL_OK || storage_server_start(srv) != PICL_OK) {
-        fprintf(stderr, "storage: cannot start the server\n");
+        fprintf(stderr, "storage: cannot start the server (%s)\n", label);
         goto done;
     }
     port = storage_server_port(srv);
-    picl_tokenlib_payload p;
-    memset(&p, 0, sizeof p);
-    p.uid = UID;
-    snprintf(p.node, sizeof p.node, "http://127.0.0.1:%u", port);
-    p.expires = (int64_t)time(NULL) + 3600;
-    snprintf(p.fxa_uid, sizeof p.fxa_uid, "bench");
-    snprintf(p.fxa_kid, sizeof p.fxa_kid, "bench");
-    snprintf(p.hashed_fxa_uid, sizeof p.hashed_fxa_uid, "bench");
-    snprintf(p.hashed_device_id, sizeof p.hashed_device_id, "bench");
-    if (picl__tokenlib_mint(&token, &key, SECRET, sizeof SECRET - 1, &p) != PICL_OK)
+    if (mint_for(UID, &token, &key) != 0)
         goto done;
+    for (int u = 1; u <= MAX_USERS; u++)
+        if (mint_for(u, &utoken[u], &ukey[u]) != 0)
+            goto done;
 
     /* 1000 records of 1 KiB to read back */
     for (int i = 0; i < 10; i++) {
@@ -341,25 +411,22 @@ int bench_storage(int argc, char **argv)
             goto done;
         }
     }
+    int d = short_run ? 1 : 3;
     scenario sc[] = {
-        {"info", "GET", "/info/collections", NULL, 120000, 3},
-        {"post", "POST", "/storage/posted", records_body(100, 0, 1024), 30000, 3},
-        {"get1000", "GET", "/storage/big?full=1", NULL, 30000, 3},
+        {"info", "GET", "/info/collections", NULL, 120000, d, 2, 1},
+        {"post", "POST", "/storage/posted", records_body(100, 0, 1024), 30000, d, 2, 1},
+        {"qpost8", "POST", "/storage/posted8", records_body(100, 0, 1024), 30000, d, 8, 8},
+        {"get1000", "GET", "/storage/big?full=1", NULL, 30000, d, 2, 1},
     };
-    unsigned nport = free_port();
-    ngx = start_nginx(nport);
-    if (ngx <= 0)
-        goto done;
-    printf("storage: wrk -t1 -c2 on loopback; ceiling = nginx serving a static file of the "
-           "response's size\n");
-    printf("  %-28s %10s %9s %9s | %10s %9s %9s | %6s\n", "request", "req/s", "p50 ms", "p99 ms",
-           "nginx r/s", "p50 ms", "p99 ms", "ratio");
+    printf("  %s\n", label);
     rc = 0;
     for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++) {
         long size = signed_request(sc[i].method, sc[i].path, sc[i].body);
         char lua[128], url[160];
         snprintf(lua, sizeof lua, "%s/%s.lua", dir, sc[i].name);
-        if (size < 0 || write_script(&sc[i], lua, (int64_t)time(NULL)) != 0 ||
+        int64_t now = (int64_t)time(NULL);
+        if (size < 0 ||
+            (sc[i].users > 1 ? write_script_users(&sc[i], lua, now) : write_script(&sc[i], lua, now)) != 0 ||
             write_static(sc[i].name, size) != 0) {
             fprintf(stderr, "storage: %s: setup failed\n", sc[i].name);
             rc = 1;
@@ -367,17 +434,18 @@ int bench_storage(int argc, char **argv)
         }
         wrk_result ours, ceil;
         snprintf(url, sizeof url, "http://127.0.0.1:%u", port);
-        int a = run_wrk(url, lua, sc[i].duration_s, &ours);
+        int a = run_wrk(url, lua, sc[i].duration_s, sc[i].conns, &ours);
         snprintf(url, sizeof url, "http://127.0.0.1:%u/%s", nport, sc[i].name);
-        int b = run_wrk(url, NULL, sc[i].duration_s, &ceil);
+        int b = run_wrk(url, NULL, sc[i].duration_s, sc[i].conns, &ceil);
         if (a || b) {
             rc = 1;
             continue;
         }
-        char label[64];
-        snprintf(label, sizeof label, "%s %s (%ld B)", sc[i].method,
-                 i == 0 ? "/info/collections" : i == 1 ? "100 x 1 KiB" : "1000 full", size);
-        printf("  %-28s %10.0f %9.3f %9.3f | %10.0f %9.3f %9.3f | %6.3f\n", label, ours.rps,
+        char label2[64];
+        snprintf(label2, sizeof label2, "%s %s c%d%s (%ld B)", sc[i].method,
+                 i == 0 ? "/info/collections" : i < 3 ? "100 x 1 KiB" : "1000 full", sc[i].conns,
+                 sc[i].users > 1 ? " 8 users" : "", size);
+        printf("  %-32s %10.0f %9.3f %9.3f | %10.0f %9.3f %9.3f | %6.3f\n", label2, ours.rps,
                ours.p50_ms, ours.p99_ms, ceil.rps, ceil.p50_ms, ceil.p99_ms,
                ceil.rps > 0 ? ours.rps / ceil.rps : 0);
         if (ours.non2xx) {
@@ -389,15 +457,73 @@ int bench_storage(int argc, char **argv)
     for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++)
         free(sc[i].body);
 done:
-    if (ngx > 0) {
-        kill(ngx, SIGTERM);
-        waitpid(ngx, NULL, 0);
-    }
     storage_server_free(srv);
     free(token);
     if (key)
         picl__zfree(key, strlen(key));
+    token = key = NULL;
+    for (int u = 1; u <= MAX_USERS; u++) {
+        free(utoken[u]);
+        if (ukey[u])
+            picl__zfree(ukey[u], strlen(ukey[u]));
+        utoken[u] = ukey[u] = NULL;
+    }
+    return rc;
+}
+
+/* Options: --backend sqlite (default) | postgresql (SQLite, then the same
+ * on PostgreSQL: --database URL, else a throw-away cluster), --short. */
+int bench_storage(int argc, char **argv)
+{
+    const char *backend = "sqlite", *database = NULL;
+    int short_run = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--backend") && i + 1 < argc)
+            backend = argv[++i];
+        else if (!strcmp(argv[i], "--database") && i + 1 < argc)
+            database = argv[++i];
+        else if (!strcmp(argv[i], "--short"))
+            short_run = 1;
+    }
+    int pg = !strcmp(backend, "postgresql");
+    if (!pg && strcmp(backend, "sqlite")) {
+        fprintf(stderr, "storage: --backend is sqlite or postgresql, not %s\n", backend);
+        return 2;
+    }
+    if (system("command -v wrk >/dev/null && command -v nginx >/dev/null") != 0) {
+        printf("storage: needs wrk and nginx (Debian packages wrk, nginx)\n");
+        return 1;
+    }
+    int rc = 1;
+    pid_t ngx = -1;
+    char pgurl[256] = "";
+    snprintf(dir, sizeof dir, "/tmp/picl-bench-storage-XXXXXX");
+    if (!mkdtemp(dir) || picl__nss_acquire() != PICL_OK)
+        return 1;
+    chmod(dir, 0755);
+    if (pg && !database) {
+        if (bench_pg_start(pgurl, sizeof pgurl) != 0)
+            goto done;
+        database = pgurl;
+    }
+    unsigned nport = free_port();
+    ngx = start_nginx(nport);
+    if (ngx <= 0)
+        goto done;
+    printf("storage: wrk on loopback; ceiling = nginx serving a static file of the "
+           "response's size\n");
+    printf("  %-32s %10s %9s %9s | %10s %9s %9s | %6s\n", "request", "req/s", "p50 ms", "p99 ms",
+           "nginx r/s", "p50 ms", "p99 ms", "ratio");
+    rc = run_node("SQLite (<dir>/storage.db)", NULL, short_run, nport);
+    if (pg)
+        rc |= run_node("PostgreSQL", database, short_run, nport);
+done:
+    if (ngx > 0) {
+        kill(ngx, SIGTERM);
+        waitpid(ngx, NULL, 0);
+    }
     picl__nss_release();
+    bench_pg_stop();
     rmtree(dir);
     return rc;
 }

@@ -163,6 +163,11 @@ picl_status sdb_upserter_run(sdb_upserter *u, int64_t uid, const char *coll, con
     return u->c->ops->upserter_run(u, uid, coll, b, t, now);
 }
 
+picl_status sdb_upserter_flush(sdb_upserter *u)
+{
+    return u->c->ops->upserter_flush(u);
+}
+
 void sdb_upserter_done(sdb_upserter *u)
 {
     if (u->c)
@@ -176,6 +181,8 @@ picl_status sdb_upsert(sdb_conn *c, int64_t uid, const char *coll, const sdb_bso
     picl_status st = sdb_upserter_init(c, &u);
     if (st == PICL_OK)
         st = sdb_upserter_run(&u, uid, coll, b, t, now);
+    if (st == PICL_OK)
+        st = sdb_upserter_flush(&u);
     sdb_upserter_done(&u);
     return st;
 }

@@ -123,7 +123,9 @@ picl_status sdb_upsert(sdb_conn *c, int64_t uid, const char *coll, const sdb_bso
                        int64_t now);
 
 /* The same for many BSOs in one transaction, preparing the statements once:
- * init, run for each, done (always, also after a failure). */
+ * init, run for each, flush (the status of every run: a backend may send
+ * them all at once and learn their outcome there), done (always, also after
+ * a failure). */
 typedef struct sdb_upserter {
     sdb_conn *c;
     void *priv[2]; /* the backend's prepared statements */
@@ -131,6 +133,7 @@ typedef struct sdb_upserter {
 picl_status sdb_upserter_init(sdb_conn *c, sdb_upserter *u);
 picl_status sdb_upserter_run(sdb_upserter *u, int64_t uid, const char *coll, const sdb_bso *b,
                              int64_t t, int64_t now);
+picl_status sdb_upserter_flush(sdb_upserter *u);
 void sdb_upserter_done(sdb_upserter *u);
 /* Sets the user's (and when coll != NULL the collection's) last-modified to t. */
 picl_status sdb_touch(sdb_conn *c, int64_t uid, const char *coll, int64_t t);

@@ -46,6 +46,7 @@ struct sdb_ops {
     picl_status (*upserter_init)(sdb_conn *c, sdb_upserter *u);
     picl_status (*upserter_run)(sdb_upserter *u, int64_t uid, const char *coll,
                                 const sdb_bso *b, int64_t t, int64_t now);
+    picl_status (*upserter_flush)(sdb_upserter *u);
     void (*upserter_done)(sdb_upserter *u);
     picl_status (*touch)(sdb_conn *c, int64_t uid, const char *coll, int64_t t);
     picl_status (*delete_coll)(sdb_conn *c, int64_t uid, const char *coll);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <libpq-fe.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,7 +85,7 @@ static const char *const schema_v3 =
 
 /* The prepared statements (prepared on each connection at first use). */
 enum {
-    S_PING, S_USER_LOCK, S_USER_ADD, S_USER_GET, S_COLL_MOD, S_ITEM_MOD, S_UPSERT, S_TOUCH_USER,
+    S_PING, S_USER_LOCK, S_USER_ADD, S_COLL_MOD, S_ITEM_MOD, S_UPSERT, S_TOUCH_USER,
     S_TOUCH_COLL, S_DC_BSOS, S_DC_COLL, S_DC_ITEMS, S_DC_BATCHES, S_DA_BSOS, S_DA_COLLS,
     S_DA_ITEMS, S_DA_BATCHES, S_DA_HISTORY, S_DEL_ITEM, S_USAGE, S_INFO_COLLS, S_INFO_COUNTS,
     S_INFO_USAGE, S_GET_ITEM, S_B_CREATE, S_B_CHECK, S_B_ADD, S_B_COUNT, S_B_ITEMS, S_B_DEL_ITEMS,
@@ -96,7 +97,6 @@ static const char *const sql[S_COUNT] = {
     [S_PING] = "SELECT 1",
     [S_USER_LOCK] = "SELECT modified FROM users WHERE uid = $1 FOR UPDATE",
     [S_USER_ADD] = "INSERT INTO users (uid, modified) VALUES ($1, 0) ON CONFLICT DO NOTHING",
-    [S_USER_GET] = "SELECT modified FROM users WHERE uid = $1",
     [S_COLL_MOD] = "SELECT modified FROM collections WHERE uid = $1 AND name = $2",
     [S_ITEM_MOD] = "SELECT modified FROM bsos WHERE uid = $1 AND coll = $2 AND id = $3"
                    " AND expiry > $4",
@@ -611,6 +611,27 @@ static picl_status begin_locking(sdb_conn *c)
     return simple(pq_of(c), text);
 }
 
+/* BEGIN (begin_sql) and the user's last-modified in one round trip (the
+ * simple protocol; uid is our own integer): *m, or NOT_FOUND without a
+ * row.  On failure the transaction is rolled back. */
+static picl_status begin_user(sdb_conn *c, const char *begin_sql, int64_t uid,
+                              const char *lock, int64_t *m)
+{
+    char text[256];
+    snprintf(text, sizeof text, "%s; SELECT modified FROM users WHERE uid = %lld%s", begin_sql,
+             (long long)uid, lock);
+    PGresult *r = PQexec(pq_of(c), text);
+    picl_status rc = PQresultStatus(r) == PGRES_TUPLES_OK ? PICL_OK : map_state(r);
+    if (rc == PICL_OK && PQntuples(r) == 1)
+        *m = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    else if (rc == PICL_OK)
+        rc = PICL_ERROR_NOT_FOUND;
+    PQclear(r);
+    if (rc != PICL_OK && rc != PICL_ERROR_NOT_FOUND)
+        pg_rollback(c);
+    return rc;
+}
+
 /* The user's row locked FOR UPDATE (made first for a new user): the
  * writers of one user queue here, at most the busy timeout (CONFLICT). */
 static picl_status pg_begin_write(sdb_conn *c, int64_t uid, int64_t *m)
@@ -618,10 +639,9 @@ static picl_status pg_begin_write(sdb_conn *c, int64_t uid, int64_t *m)
     pq_args a = {0};
     a_i64(&a, uid);
     *m = 0;
-    picl_status rc = begin_locking(c);
-    if (rc != PICL_OK)
-        return rc;
-    rc = one_int(c, S_USER_LOCK, &a, m);
+    char begin[96];
+    snprintf(begin, sizeof begin, "BEGIN; SET LOCAL lock_timeout = %d", ((pg_conn *)c)->busy_ms);
+    picl_status rc = begin_user(c, begin, uid, " FOR UPDATE", m);
     if (rc == PICL_ERROR_NOT_FOUND) {
         rc = q(c, S_USER_ADD, &a, NULL, NULL);
         if (rc == PICL_OK)
@@ -635,17 +655,10 @@ static picl_status pg_begin_write(sdb_conn *c, int64_t uid, int64_t *m)
 /* One snapshot for the whole read. */
 static picl_status pg_begin_read(sdb_conn *c, int64_t uid, int64_t *m)
 {
-    pq_args a = {0};
-    a_i64(&a, uid);
     *m = 0;
-    picl_status rc = simple(pq_of(c), "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-    if (rc != PICL_OK)
-        return rc;
-    rc = one_int(c, S_USER_GET, &a, m);
+    picl_status rc = begin_user(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", uid, "", m);
     if (rc == PICL_ERROR_NOT_FOUND)
         rc = PICL_OK, *m = 0;
-    if (rc != PICL_OK)
-        pg_rollback(c);
     return rc;
 }
 
@@ -715,17 +728,72 @@ static picl_status pg_item_modified(sdb_conn *c, int64_t uid, const char *coll, 
     return one_int(c, S_ITEM_MOD, &a, m);
 }
 
-/* Statements are prepared per connection: nothing to hold. */
+/* Prepares statement s on c when it is not yet (before a pipeline). */
+static picl_status prepare(pg_conn *c, int s)
+{
+    if (c->prepared[s])
+        return PICL_OK;
+    char name[16];
+    snprintf(name, sizeof name, "s%d", s);
+    PGresult *p = PQprepare(c->c, name, sql[s], 0, NULL);
+    picl_status rc = PQresultStatus(p) == PGRES_COMMAND_OK ? PICL_OK : map_state(p);
+    PQclear(p);
+    if (rc == PICL_OK)
+        c->prepared[s] = 1;
+    return rc;
+}
+
+/* The upserts of one request go out in a libpq pipeline: one round trip
+ * for all of them (priv[0]: the number sent, priv[1]: 1 while the
+ * pipeline is open); their results are read by the flush. */
 static picl_status pg_upserter_init(sdb_conn *c, sdb_upserter *u)
 {
-    (void)c;
-    (void)u;
+    picl_status rc = prepare((pg_conn *)c, S_UPSERT);
+    if (rc != PICL_OK)
+        return rc;
+    if (PQenterPipelineMode(pq_of(c)) != 1)
+        return PICL_ERROR_DATABASE;
+    u->priv[0] = (void *)(uintptr_t)0;
+    u->priv[1] = (void *)(uintptr_t)1;
     return PICL_OK;
+}
+
+/* Reads the results of what was sent: the first failure, else OK. */
+static picl_status pg_upserter_flush(sdb_upserter *u)
+{
+    if (!(uintptr_t)u->priv[1])
+        return PICL_OK;
+    PGconn *c = pq_of(u->c);
+    size_t sent = (uintptr_t)u->priv[0];
+    picl_status rc = PQpipelineSync(c) == 1 ? PICL_OK : PICL_ERROR_DATABASE;
+    for (size_t i = 0; i < sent && rc != PICL_ERROR_DATABASE; i++) {
+        PGresult *r = PQgetResult(c);
+        if (!r) {
+            rc = PICL_ERROR_DATABASE;
+            break;
+        }
+        ExecStatusType st = PQresultStatus(r);
+        if (rc == PICL_OK && st != PGRES_COMMAND_OK)
+            rc = st == PGRES_PIPELINE_ABORTED ? PICL_ERROR_DATABASE : map_state(r);
+        PQclear(r);
+        PQclear(PQgetResult(c)); /* the NULL that ends each query's results */
+    }
+    /* the sync point */
+    for (PGresult *r; (r = PQgetResult(c)) != NULL;) {
+        int sync = PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+        PQclear(r);
+        if (sync)
+            break;
+    }
+    if (PQexitPipelineMode(c) != 1 && rc == PICL_OK)
+        rc = PICL_ERROR_DATABASE;
+    u->priv[1] = (void *)(uintptr_t)0;
+    return rc;
 }
 
 static void pg_upserter_done(sdb_upserter *u)
 {
-    (void)u;
+    pg_upserter_flush(u);
 }
 
 static picl_status pg_upserter_run(sdb_upserter *u, int64_t uid, const char *coll,
@@ -752,7 +820,13 @@ static picl_status pg_upserter_run(sdb_upserter *u, int64_t uid, const char *col
     a_bool(&a, b->has_payload);
     a_bool(&a, b->has_ttl);
     a_i64(&a, now);
-    return q(u->c, S_UPSERT, &a, NULL, NULL);
+    char name[16];
+    snprintf(name, sizeof name, "s%d", S_UPSERT);
+    /* libpq copies the parameters into its buffer here */
+    if (PQsendQueryPrepared(pq_of(u->c), name, a.n, a.v, a.len, a.fmt, 1) != 1)
+        return PICL_ERROR_DATABASE;
+    u->priv[0] = (void *)((uintptr_t)u->priv[0] + 1);
+    return PICL_OK;
 }
 
 static picl_status pg_touch(sdb_conn *c, int64_t uid, const char *coll, int64_t t)
@@ -1124,11 +1198,16 @@ static picl_status pg_batch_apply(sdb_conn *c, const char *id, int64_t uid, cons
     PGresult *r = NULL;
     sdb_upserter u = {.c = c};
     picl_status rc = q(c, S_B_ITEMS, &a, &r, NULL);
+    if (rc == PICL_OK)
+        rc = pg_upserter_init(c, &u);
     for (int i = 0; rc == PICL_OK && i < PQntuples(r); i++) {
         sdb_bso b;
         batch_item(r, i, &b);
         rc = pg_upserter_run(&u, uid, coll, &b, t, now);
     }
+    picl_status fl = pg_upserter_flush(&u);
+    if (rc == PICL_OK)
+        rc = fl;
     PQclear(r);
     if (rc == PICL_OK)
         rc = q(c, S_B_DEL_ITEMS, &a, NULL, NULL);
@@ -1162,6 +1241,7 @@ const sdb_ops sdb_pg_ops = {
     .item_modified = pg_item_modified,
     .upserter_init = pg_upserter_init,
     .upserter_run = pg_upserter_run,
+    .upserter_flush = pg_upserter_flush,
     .upserter_done = pg_upserter_done,
     .touch = pg_touch,
     .delete_coll = pg_delete_coll,

@@ -482,6 +482,13 @@ static picl_status sq_upserter_init(sdb_conn *conn, sdb_upserter *u)
     return st;
 }
 
+/* Every run stepped its statement already. */
+static picl_status sq_upserter_flush(sdb_upserter *u)
+{
+    (void)u;
+    return PICL_OK;
+}
+
 static void sq_upserter_done(sdb_upserter *u)
 {
     sqlite3_finalize(u->priv[0]);
@@ -866,6 +873,7 @@ const sdb_ops sdb_sqlite_ops = {
     .item_modified = sq_item_modified,
     .upserter_init = sq_upserter_init,
     .upserter_run = sq_upserter_run,
+    .upserter_flush = sq_upserter_flush,
     .upserter_done = sq_upserter_done,
     .touch = sq_touch,
     .delete_coll = sq_delete_coll,

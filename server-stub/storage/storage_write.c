@@ -621,6 +621,8 @@ static int post_direct(post_ctx *p, picl_status *st)
     *st = sdb_upserter_init(p->c, &u);
     for (size_t i = 0; i < p->n && *st == PICL_OK; i++)
         *st = sdb_upserter_run(&u, p->r->uid, p->coll, &p->items[i], p->t, p->r->now);
+    if (*st == PICL_OK)
+        *st = sdb_upserter_flush(&u);
     sdb_upserter_done(&u);
     if (*st == PICL_OK)
         *st = sdb_touch(p->c, p->r->uid, p->coll, p->t);
