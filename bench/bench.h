@@ -9,6 +9,13 @@ double bench_now(void);
 /* Median of n samples (sorts the array in place). */
 double bench_median(double *v, size_t n);
 
+/* One figure of issue 15's target list, in one format for every benchmark:
+ *   "  target NAME: VALUE UNIT OP TARGET UNIT (REFERENCE): MET|NOT MET"
+ * op is "<=", ">=" or "<"; reference says what the figure is measured
+ * against in the same run (may be NULL).  Returns 1 when met. */
+int bench_target(const char *name, double value, const char *unit, const char *op, double target,
+                 const char *reference);
+
 /* Each benchmark: argc/argv after the subcommand name; returns 0 on success. */
 int bench_stretch(int argc, char **argv);
 int bench_srp(int argc, char **argv);

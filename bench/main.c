@@ -23,6 +23,16 @@ double bench_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+int bench_target(const char *name, double value, const char *unit, const char *op, double target,
+                 const char *reference)
+{
+    int met = !strcmp(op, "<=") ? value <= target : !strcmp(op, ">=") ? value >= target : value < target;
+    printf("  target %-34s %9.3f %-4s %s %7.3f %-4s%s%s%s: %s\n", name, value, unit, op, target, unit,
+           reference ? " (" : "", reference ? reference : "", reference ? ")" : "", met ? "MET" : "NOT MET");
+    fflush(stdout);
+    return met;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
