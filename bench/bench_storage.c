@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
+#include <pthread.h>
+#include <sqlite3.h>
 
 #include "bench.h"
 #include "bench_pg.h"
@@ -380,6 +382,276 @@ static void rmtree(const char *d)
         fprintf(stderr, "storage: could not remove %s\n", d);
 }
 
+/* ---- the physical limit of writes (issue 15) ---------------------------- */
+
+/* The storage server's SQLite schema as far as a POST touches it (users,
+ * collections, bsos with its indexes, the undo extension's history and the
+ * trigger that fills it on every overwrite). */
+static const char REF_SCHEMA[] =
+    "CREATE TABLE users(uid INTEGER PRIMARY KEY, modified INTEGER NOT NULL);"
+    "CREATE TABLE collections(uid INTEGER NOT NULL, name TEXT NOT NULL,"
+    " modified INTEGER NOT NULL, PRIMARY KEY(uid, name));"
+    "CREATE TABLE bsos(uid INTEGER NOT NULL, coll TEXT NOT NULL, id TEXT NOT NULL,"
+    " sortindex INTEGER, payload TEXT NOT NULL DEFAULT '', payload_size INTEGER NOT NULL DEFAULT 0,"
+    " modified INTEGER NOT NULL, expiry INTEGER NOT NULL);"
+    "CREATE UNIQUE INDEX bsos_key ON bsos(uid, coll, id);"
+    "CREATE INDEX bsos_modified ON bsos(uid, coll, modified);"
+    "CREATE INDEX bsos_expiry ON bsos(expiry);"
+    "CREATE TABLE bso_history(uid INTEGER NOT NULL, coll TEXT NOT NULL, id TEXT NOT NULL,"
+    " sortindex INTEGER, payload TEXT NOT NULL, payload_size INTEGER NOT NULL, modified INTEGER NOT NULL,"
+    " expiry INTEGER NOT NULL, replaced INTEGER NOT NULL, keep_until INTEGER NOT NULL);"
+    "CREATE INDEX bso_history_key ON bso_history(uid, coll, modified);"
+    "CREATE INDEX bso_history_keep ON bso_history(keep_until);"
+    "CREATE TRIGGER bsos_history_update AFTER UPDATE ON bsos WHEN OLD.expiry > NEW.modified BEGIN"
+    " INSERT INTO bso_history VALUES(OLD.uid, OLD.coll, OLD.id, OLD.sortindex, OLD.payload, OLD.payload_size,"
+    " OLD.modified, OLD.expiry, NEW.modified, NEW.modified + 259200000); END;";
+
+typedef struct ref_writer {
+    const char *path;
+    double until;
+    long records;
+    int failed;
+    pthread_t th;
+} ref_writer;
+
+/* One connection: transactions of 100 BSOs of 1 KiB (the ids of the wrk
+ * POST, overwritten each time as there), as the server writes a POST: the
+ * expired row deleted, the upsert, users and collections touched, COMMIT
+ * with WAL and synchronous=FULL.  Statements prepared once. */
+static void *ref_write(void *arg)
+{
+    ref_writer *w = arg;
+    sqlite3 *c = NULL;
+    sqlite3_stmt *del = NULL, *ins = NULL, *usr = NULL, *col = NULL;
+    char payload[1024];
+    memset(payload, 'p', sizeof payload);
+    w->failed = 1;
+    if (sqlite3_open_v2(w->path, &c, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK)
+        goto done;
+    sqlite3_busy_timeout(c, 10000);
+    if (sqlite3_exec(c, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(c, "DELETE FROM bsos WHERE uid=?1 AND coll=?2 AND id=?3 AND expiry<=?4", -1, &del,
+                           NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(c,
+                           "INSERT INTO bsos(uid,coll,id,sortindex,payload,payload_size,modified,expiry)"
+                           " VALUES(?1,?2,?3,NULL,?4,?5,?6,?7) ON CONFLICT(uid,coll,id) DO UPDATE SET"
+                           " payload=excluded.payload, payload_size=excluded.payload_size,"
+                           " modified=excluded.modified",
+                           -1, &ins, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(c, "INSERT INTO users(uid,modified) VALUES(?1,?2)"
+                              " ON CONFLICT(uid) DO UPDATE SET modified=excluded.modified",
+                           -1, &usr, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(c, "INSERT INTO collections(uid,name,modified) VALUES(?1,?2,?3)"
+                              " ON CONFLICT(uid,name) DO UPDATE SET modified=excluded.modified",
+                           -1, &col, NULL) != SQLITE_OK)
+        goto done;
+    while (bench_now() < w->until) {
+        int64_t now = (int64_t)(bench_now() * 100.0);
+        int ok = sqlite3_exec(c, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
+        for (int i = 0; ok && i < 100; i++) {
+            char id[16];
+            snprintf(id, sizeof id, "rec%06d", i);
+            sqlite3_bind_int64(del, 1, UID);
+            sqlite3_bind_text(del, 2, "posted", -1, SQLITE_STATIC);
+            sqlite3_bind_text(del, 3, id, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_int64(del, 4, now);
+            ok = sqlite3_step(del) == SQLITE_DONE;
+            sqlite3_reset(del);
+            sqlite3_bind_int64(ins, 1, UID);
+            sqlite3_bind_text(ins, 2, "posted", -1, SQLITE_STATIC);
+            sqlite3_bind_text(ins, 3, id, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_text(ins, 4, payload, sizeof payload, SQLITE_STATIC);
+            sqlite3_bind_int64(ins, 5, (sqlite3_int64)sizeof payload);
+            sqlite3_bind_int64(ins, 6, now);
+            sqlite3_bind_int64(ins, 7, now + 31536000000LL);
+            ok = ok && sqlite3_step(ins) == SQLITE_DONE;
+            sqlite3_reset(ins);
+        }
+        sqlite3_bind_int64(usr, 1, UID);
+        sqlite3_bind_int64(usr, 2, now);
+        ok = ok && sqlite3_step(usr) == SQLITE_DONE;
+        sqlite3_reset(usr);
+        sqlite3_bind_int64(col, 1, UID);
+        sqlite3_bind_text(col, 2, "posted", -1, SQLITE_STATIC);
+        sqlite3_bind_int64(col, 3, now);
+        ok = ok && sqlite3_step(col) == SQLITE_DONE;
+        sqlite3_reset(col);
+        if (!ok || sqlite3_exec(c, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+            sqlite3_exec(c, "ROLLBACK", NULL, NULL, NULL);
+            fprintf(stderr, "storage: direct SQLite write failed: %s\n", sqlite3_errmsg(c));
+            goto done;
+        }
+        w->records += 100;
+    }
+    w->failed = 0;
+done:
+    sqlite3_finalize(del);
+    sqlite3_finalize(ins);
+    sqlite3_finalize(usr);
+    sqlite3_finalize(col);
+    sqlite3_close(c);
+    return NULL;
+}
+
+/* Records/s of conns writers for secs seconds on a fresh database; -1 on
+ * failure. */
+static double ref_records_per_s(int conns, int secs)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/direct-%d.sqlite", dir, conns);
+    sqlite3 *c = NULL;
+    int ok = sqlite3_open(path, &c) == SQLITE_OK &&
+             sqlite3_exec(c, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", NULL, NULL, NULL) == SQLITE_OK &&
+             (sqlite3_exec(c, REF_SCHEMA, NULL, NULL, NULL) == SQLITE_OK ||
+              sqlite3_exec(c, "DELETE FROM bsos; DELETE FROM bso_history;", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(c);
+    ref_writer w[8];
+    if (!ok || conns < 1 || conns > 8)
+        return -1;
+    double t0 = bench_now();
+    for (int i = 0; i < conns; i++) {
+        memset(&w[i], 0, sizeof w[i]);
+        w[i].path = path;
+        w[i].until = t0 + secs;
+        pthread_create(&w[i].th, NULL, ref_write, &w[i]);
+    }
+    long records = 0;
+    int failed = 0;
+    for (int i = 0; i < conns; i++) {
+        pthread_join(w[i].th, NULL);
+        records += w[i].records;
+        failed |= w[i].failed;
+    }
+    double el = bench_now() - t0;
+    return failed || el <= 0 ? -1 : (double)records / el;
+}
+
+typedef struct post_client {
+    const char *path, *body;
+    double until;
+    long ok, failed;
+    pthread_t th;
+} post_client;
+
+/* One keep-alive connection posting body to path until `until`, each
+ * request signed afresh (a nonce of its own). */
+static void *post_loop(void *arg)
+{
+    post_client *pc = arg;
+    char target[256], url[320], auth[4096];
+    snprintf(target, sizeof target, "/1.5/%d%s", UID, pc->path);
+    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", port, target);
+    picl_hawk_request hr = {.method = "POST", .resource = target, .host = "127.0.0.1", .port = port};
+    CURL *h = curl_easy_init();
+    FILE *sink = fopen("/dev/null", "w");
+    if (!h || !sink)
+        goto done;
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, pc->body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, sink);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    while (bench_now() < pc->until) {
+        char *hdr = NULL;
+        if (picl__hawk_client_header(&hdr, token, key, strlen(key), &hr, (int64_t)time(NULL), NULL, NULL) !=
+            PICL_OK) {
+            pc->failed++;
+            break;
+        }
+        snprintf(auth, sizeof auth, "Authorization: %s", hdr);
+        free(hdr);
+        struct curl_slist *hl = curl_slist_append(NULL, auth);
+        hl = curl_slist_append(hl, "Content-Type: application/json");
+        hl = curl_slist_append(hl, "Expect:");
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+        long status = 0;
+        if (curl_easy_perform(h) == CURLE_OK)
+            curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+        curl_slist_free_all(hl);
+        if (status == 200)
+            pc->ok++;
+        else
+            pc->failed++;
+    }
+done:
+    if (sink)
+        fclose(sink);
+    curl_easy_cleanup(h);
+    return NULL;
+}
+
+/* Records/s the server accepts from conns connections posting 100 x 1 KiB
+ * for secs seconds; -1 when a request failed. */
+static double server_records_per_s(const char *path, const char *body, int conns, int secs)
+{
+    post_client pc[8];
+    double t0 = bench_now();
+    for (int i = 0; i < conns; i++) {
+        memset(&pc[i], 0, sizeof pc[i]);
+        pc[i].path = path;
+        pc[i].body = body;
+        pc[i].until = t0 + secs;
+        pthread_create(&pc[i].th, NULL, post_loop, &pc[i]);
+    }
+    long ok = 0, failed = 0;
+    for (int i = 0; i < conns; i++) {
+        pthread_join(pc[i].th, NULL);
+        ok += pc[i].ok;
+        failed += pc[i].failed;
+    }
+    double el = bench_now() - t0;
+    if (failed || el <= 0) {
+        fprintf(stderr, "storage: %ld of %ld POSTs failed\n", failed, ok + failed);
+        return -1;
+    }
+    return (double)ok * 100.0 / el;
+}
+
+/* The write target: POST 100 x 1 KiB (libcurl clients in this process, one
+ * keep-alive connection each) against the same BSOs written straight into
+ * SQLite (the server's schema, WAL, synchronous=FULL, 100 per transaction,
+ * no HTTP, no JSON), with 1 and with 8 connections; 3 alternating rounds of
+ * 2 s each, medians.  Needs the server up (port, token, key).  0 or 1. */
+static int write_targets(void)
+{
+    int rc = 0;
+    printf("storage: POST 100 x 1 KiB against the same writes straight into SQLite (medians of 3 rounds of 2 s):\n");
+    for (int k = 0; k < 2; k++) {
+        int conns = k ? 8 : 1;
+        char path[32];
+        snprintf(path, sizeof path, "/storage/posted%d", conns);
+        char *body = records_body(100, 0, 1024);
+        double ours[3], ref[3];
+        int ok = body != NULL;
+        for (int r = 0; ok && r < 3; r++) {
+            ours[r] = server_records_per_s(path, body, conns, 2);
+            ref[r] = ours[r] > 0 ? ref_records_per_s(conns, 2) : -1;
+            ok = ours[r] > 0 && ref[r] > 0;
+        }
+        free(body);
+        if (!ok) {
+            fprintf(stderr, "storage: the write comparison with %d connection(s) failed\n", conns);
+            rc = 1;
+            continue;
+        }
+        double mo = bench_median(ours, 3), mr = bench_median(ref, 3);
+        printf("  %d connection%s: server %.0f records/s, direct SQLite %.0f records/s\n", conns, conns > 1 ? "s" : " ",
+               mo, mr);
+        char tname[64];
+        snprintf(tname, sizeof tname, "storage.POST c%d / direct SQLite", conns);
+        bench_target(tname, mo / mr, "x", ">=", 0.5, "same BSOs, schema, durability, transaction size");
+    }
+    return rc;
+}
+
+/* The read targets, beside the row of the request (ratio to nginx). */
+static void read_target(const char *scenario_name, double ratio)
+{
+    if (!strcmp(scenario_name, "info"))
+        bench_target("storage.GET /info/collections / nginx", ratio, "x", ">=", 0.8, "nginx, static file, same run");
+    else if (!strcmp(scenario_name, "get1000"))
+        bench_target("storage.GET 1000 full / nginx", ratio, "x", ">=", 0.9, "nginx, static file, same run");
+}
+
 /* The rows of one node: wrk against the server on `database` (NULL: an
  * SQLite file in dir) and against nginx.  short_run: 1-second runs. */
 static int run_node(const char *label, const char *database, int short_run, unsigned nport)
@@ -411,6 +683,9 @@ static int run_node(const char *label, const char *database, int short_run, unsi
             goto done;
         }
     }
+    /* first, while the user's share of the server's nonce cache is fresh */
+    if (!database && write_targets() != 0)
+        goto done;
     int d = short_run ? 1 : 3;
     scenario sc[] = {
         {"info", "GET", "/info/collections", NULL, 120000, d, 2, 1},
@@ -448,6 +723,7 @@ static int run_node(const char *label, const char *database, int short_run, unsi
         printf("  %-32s %10.0f %9.3f %9.3f | %10.0f %9.3f %9.3f | %6.3f\n", label2, ours.rps,
                ours.p50_ms, ours.p99_ms, ceil.rps, ceil.p50_ms, ceil.p99_ms,
                ceil.rps > 0 ? ours.rps / ceil.rps : 0);
+        read_target(sc[i].name, ceil.rps > 0 ? ours.rps / ceil.rps : 0);
         if (ours.non2xx) {
             printf("  !! %ld of %ld requests were not 2xx (nonce pool of %zu exhausted?)\n",
                    ours.non2xx, ours.requests, sc[i].count);
