@@ -332,6 +332,131 @@ static picl_status open_stores(service *s, const char *const *list, size_t *coun
     return st;
 }
 
+/* Commands handled this run: this device's clients record goes up again
+ * without them (conditional on what was downloaded); the summary's clients
+ * entry adds up both runs. */
+static picl_status sync_clients_again(picl_engine *e, picl_store **stores, size_t count, json_t *sum)
+{
+    picl_status st = PICL_OK;
+    for (size_t i = 0; st == PICL_OK && i < count; i++) {
+        if (!picl__clients_pending(stores[i]))
+            continue;
+        json_t *pass1 = json_deep_copy(json_object_get(sum, "clients"));
+        st = picl__engine_sync(e, &stores[i], 1, sum);
+        json_t *again = json_object_get(sum, "clients");
+        if (pass1 && json_is_object(again)) {
+            json_object_set_new(pass1, "uploaded",
+                                json_integer(json_integer_value(json_object_get(pass1, "uploaded")) +
+                                             json_integer_value(json_object_get(again, "uploaded"))));
+            json_object_set(pass1, "status", json_object_get(again, "status"));
+            json_object_set(sum, "clients", pass1);
+        }
+        json_decref(pass1);
+    }
+    return st;
+}
+
+/* One sync of the stores over a fresh connection.  *ran: the connection
+ * opened; *moved: the storage client saw the account move to another node. */
+static picl_status sync_once(service *s, picl_store **stores, size_t count, json_t *sum, json_t *failed, int *ran,
+                             int *moved)
+{
+    svc_conn c;
+    picl_status st = picl__svc_conn_open(s, &c);
+    *moved = 0;
+    *ran = st == PICL_OK;
+    if (*ran) {
+        picl_engine e;
+        picl__svc_engine_setup(s, &c, &e);
+        st = picl__engine_sync(&e, stores, count, sum);
+        if (st == PICL_OK)
+            st = sync_clients_again(&e, stores, count, sum);
+        if (e.failures)
+            json_array_extend(failed, e.failures);
+        *moved = st != PICL_OK && picl__stc_node_changed(c.stc);
+        const picl_stc_result *lr = picl__stc_last(c.stc);
+        if (st == PICL_ERROR_BACKOFF && lr->backoff_s > 0)
+            picl__svc_done(s, st, "the storage server asks to wait %lld s before the next sync%s",
+                           (long long)lr->backoff_s,
+                           lr->backoff_capped ? " (it asked for more than a day: capped)" : "");
+        else if (st != PICL_OK)
+            picl__svc_done(s, st, "%s", *e.error ? e.error : picl_strerror(st));
+        picl__engine_done(&e);
+    }
+    picl__svc_conn_close(&c);
+    return st;
+}
+
+/* The new node may hold nothing (or a copy): a full merge of every
+ * collection, as after a server wipe; nothing local is deleted. */
+static void restart_after_move(service *s, json_t *sum, json_t *failed)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(s->st->collections, k, v) {
+        json_object_set_new(v, "lastSync", json_string("0"));
+        json_object_set_new(v, "reset", json_true());
+    }
+    picl__state_save(s->st);
+    json_object_clear(sum);
+    json_array_clear(failed);
+    picl__svc_fanout(s, "status", "", 0, -1, "the account moved to another storage node: syncing again");
+}
+
+/* What the stores have to say beyond the counts: saved logins this profile
+ * cannot decrypt (into sum, kept as they are: said, not hidden); tabs
+ * received and commands refused (clients) and preferences refused (not on
+ * the allow-list) as a new object, or NULL. */
+static json_t *store_reports(picl_store **stores, size_t count, json_t *sum)
+{
+    for (size_t i = 0; i < count; i++) {
+        size_t unreadable = picl__logins_unreadable(stores[i]);
+        json_t *cs = unreadable ? json_object_get(sum, stores[i]->collection) : NULL;
+        if (json_is_object(cs))
+            json_object_set_new(cs, "unreadable", json_integer((json_int_t)unreadable));
+    }
+    json_t *report = NULL;
+    for (size_t i = 0; i < count && !report; i++)
+        report = picl__clients_report(stores[i]);
+    for (size_t i = 0; i < count; i++) {
+        json_t *refused = picl__prefs_refused(stores[i]);
+        if (refused && !report)
+            report = json_object();
+        if (refused)
+            json_object_set_new(report, "refused", refused);
+    }
+    return report;
+}
+
+/* The summary of a sync (steals sum, failed, skipped and report); st
+ * becomes INTEGRITY when records were refused by an integrity check. */
+static picl_status finish_sync(service *s, picl_status st, json_t *sum, json_t *failed, json_t *skipped,
+                               json_t *report, char **summary)
+{
+    if (st == PICL_OK && json_array_size(failed)) {
+        json_t *f0 = json_array_get(failed, 0);
+        st = picl__svc_done(s, PICL_ERROR_INTEGRITY,
+                            "%zu record(s) failed their integrity check and were not applied (%s/%s: %s%s)",
+                            json_array_size(failed), json_string_value(json_object_get(f0, "collection")),
+                            json_string_value(json_object_get(f0, "id")),
+                            json_string_value(json_object_get(f0, "reason")),
+                            json_array_size(failed) > 1 ? ", ..." : "");
+    }
+    json_t *top = json_pack("{s:o, s:o, s:s, s:s}", "collections", sum, "failed", failed, "status",
+                            st == PICL_OK ? "ok" : "error", "message", st == PICL_OK ? "" : s->error);
+    if (top && report)
+        json_object_update(top, report);
+    if (top && json_array_size(skipped))
+        json_object_set(top, "skipped", skipped);
+    json_decref(skipped);
+    json_decref(report);
+    if (summary && top)
+        *summary = json_dumps(top, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(top);
+    picl__svc_fanout(s, "status", "", 0, -1, st == PICL_OK ? "sync finished" : s->error);
+    return st == PICL_OK ? picl__svc_done(s, st, NULL) : st;
+}
+
 static picl_status do_sync(service *s, const char *const *colls, size_t n, char **summary)
 {
     if (summary)
@@ -350,8 +475,6 @@ static picl_status do_sync(service *s, const char *const *colls, size_t n, char 
     json_t *skipped = json_array(); /* default collections this profile has nothing for yet */
     if (st == PICL_OK)
         st = open_stores(s, list, &count, n, stores, skipped);
-    svc_conn c;
-    memset(&c, 0, sizeof c);
     json_t *sum = json_object();
     json_t *failed = json_array(); /* records refused by an integrity check (client.md 7) */
     /* Node reassignment (storage.md 6, client.md 7): when a 401's new token
@@ -360,42 +483,8 @@ static picl_status do_sync(service *s, const char *const *colls, size_t n, char 
      * backs off with an error instead of looping. */
     picl_status first = st;
     for (int attempt = 0; first == PICL_OK && attempt < 2; attempt++) {
-        st = picl__svc_conn_open(s, &c);
-        int moved = 0, ran = st == PICL_OK;
-        if (ran) {
-            picl_engine e;
-            picl__svc_engine_setup(s, &c, &e);
-            st = picl__engine_sync(&e, stores, count, sum);
-            /* commands handled this run: this device's clients record goes
-             * up again without them (conditional on what was downloaded) */
-            for (size_t i = 0; st == PICL_OK && i < count; i++) {
-                if (!picl__clients_pending(stores[i]))
-                    continue;
-                json_t *pass1 = json_deep_copy(json_object_get(sum, "clients"));
-                st = picl__engine_sync(&e, &stores[i], 1, sum);
-                json_t *again = json_object_get(sum, "clients");
-                if (pass1 && json_is_object(again)) {
-                    json_object_set_new(pass1, "uploaded",
-                                        json_integer(json_integer_value(json_object_get(pass1, "uploaded")) +
-                                                     json_integer_value(json_object_get(again, "uploaded"))));
-                    json_object_set(pass1, "status", json_object_get(again, "status"));
-                    json_object_set(sum, "clients", pass1);
-                }
-                json_decref(pass1);
-            }
-            if (e.failures)
-                json_array_extend(failed, e.failures);
-            moved = st != PICL_OK && picl__stc_node_changed(c.stc);
-            const picl_stc_result *lr = picl__stc_last(c.stc);
-            if (st == PICL_ERROR_BACKOFF && lr->backoff_s > 0)
-                picl__svc_done(s, st, "the storage server asks to wait %lld s before the next sync%s",
-                               (long long)lr->backoff_s,
-                               lr->backoff_capped ? " (it asked for more than a day: capped)" : "");
-            else if (st != PICL_OK)
-                picl__svc_done(s, st, "%s", *e.error ? e.error : picl_strerror(st));
-            picl__engine_done(&e);
-        }
-        picl__svc_conn_close(&c);
+        int ran, moved;
+        st = sync_once(s, stores, count, sum, failed, &ran, &moved);
         if (attempt == 1 && ran && (moved || st == PICL_ERROR_TOKEN)) {
             st = picl__svc_done(s, PICL_ERROR_BACKOFF, "the storage server refused the new token right after "
                                                        "moving this account to another node: try again later");
@@ -403,61 +492,13 @@ static picl_status do_sync(service *s, const char *const *colls, size_t n, char 
         }
         if (!moved)
             break;
-        /* the new node may hold nothing (or a copy): a full merge of every
-         * collection, as after a server wipe; nothing local is deleted */
-        const char *k;
-        json_t *v;
-        json_object_foreach(s->st->collections, k, v) {
-            json_object_set_new(v, "lastSync", json_string("0"));
-            json_object_set_new(v, "reset", json_true());
-        }
-        picl__state_save(s->st);
-        json_object_clear(sum);
-        json_array_clear(failed);
-        picl__svc_fanout(s, "status", "", 0, -1, "the account moved to another storage node: syncing again");
+        restart_after_move(s, sum, failed);
     }
-    /* saved logins this profile cannot decrypt are kept as they are: said, not hidden */
-    for (size_t i = 0; i < count; i++) {
-        size_t unreadable = picl__logins_unreadable(stores[i]);
-        json_t *cs = unreadable ? json_object_get(sum, stores[i]->collection) : NULL;
-        if (json_is_object(cs))
-            json_object_set_new(cs, "unreadable", json_integer((json_int_t)unreadable));
-    }
-    json_t *report = NULL; /* tabs received, commands refused (clients) */
-    for (size_t i = 0; i < count && !report; i++)
-        report = picl__clients_report(stores[i]);
-    for (size_t i = 0; i < count; i++) { /* preferences refused (not on the allow-list) */
-        json_t *refused = picl__prefs_refused(stores[i]);
-        if (refused && !report)
-            report = json_object();
-        if (refused)
-            json_object_set_new(report, "refused", refused);
-    }
+    json_t *report = store_reports(stores, count, sum);
     for (size_t i = 0; i < count; i++)
         picl__store_close(stores[i]);
     free(stores);
-    if (st == PICL_OK && json_array_size(failed)) {
-        json_t *f0 = json_array_get(failed, 0);
-        st = picl__svc_done(s, PICL_ERROR_INTEGRITY,
-                            "%zu record(s) failed their integrity check and were not applied (%s/%s: %s%s)",
-                            json_array_size(failed), json_string_value(json_object_get(f0, "collection")),
-                            json_string_value(json_object_get(f0, "id")),
-                            json_string_value(json_object_get(f0, "reason")),
-                            json_array_size(failed) > 1 ? ", ..." : "");
-    }
-    json_t *top = json_pack("{s:o, s:o, s:s, s:s}", "collections", sum, "failed", failed, "status",
-                            st == PICL_OK ? "ok" : "error", "message", st == PICL_OK ? "" : s->error);
-    if (top && report)
-        json_object_update(top, report);
-    json_decref(report);
-    if (top && json_array_size(skipped))
-        json_object_set(top, "skipped", skipped);
-    json_decref(skipped);
-    if (summary && top)
-        *summary = json_dumps(top, JSON_COMPACT | JSON_SORT_KEYS);
-    json_decref(top);
-    picl__svc_fanout(s, "status", "", 0, -1, st == PICL_OK ? "sync finished" : s->error);
-    return st == PICL_OK ? picl__svc_done(s, st, NULL) : st;
+    return finish_sync(s, st, sum, failed, skipped, report, summary);
 }
 
 static picl_status svc_sync(picl_service *self, const char *const *colls, size_t n, char **summary)
