@@ -3,9 +3,16 @@
  * middle (storage.md 6).  Bounded, loopback only; not part of make check.
  * Reports syncs/s, sync latency p50/p99, keyserver requests, the time from
  * the drain to the last user reassigned, and checks that no acknowledged
- * write is lost and that every device converges. */
+ * write is lost and that every device converges.  --backend postgresql:
+ * each node is a PostgreSQL database served by two storage processes
+ * behind a round-robin balancer (the node's URL), the keyserver on a
+ * database of the same throw-away cluster. */
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +23,7 @@
 #include <jansson.h>
 
 #include "bench.h"
+#include "bench_pg.h"
 #include "bench_util.h"
 #include "crypto/nss.h"
 #include "keyserver/keyserver.h"
@@ -29,9 +37,24 @@
 
 static const uint8_t SECRET[] = "loadtest-keyserver-master-secret-0123456789";
 
+/* A round-robin TCP balancer in front of a node's storage processes: each
+ * accepted connection goes to the next backend port (read at connect time,
+ * so that a process restarted on its port is found again). */
+typedef struct lbal {
+    int fd;
+    unsigned port;
+    _Atomic unsigned backend[2];
+    _Atomic unsigned long conns[2]; /* connections handed to each */
+    unsigned next;
+    pthread_t th;
+    volatile int stop, running;
+} lbal;
+
 typedef struct lnode {
-    storage_server *srv;
-    char dir[128], listen[64], url[96];
+    storage_server *srv, *srv2; /* srv2: the second process (PostgreSQL) */
+    char dir[128], listen[64], listen2[64], url[96];
+    char db[256];               /* PostgreSQL: the node's database URL */
+    lbal lb;
 } lnode;
 
 typedef struct device {
@@ -79,8 +102,155 @@ static void ks_log(void *ctx, const char *line)
     pthread_mutex_unlock(&L.mu);
 }
 
+/* Copies bytes both ways until one side closes. */
+static void *lb_pipe(void *arg)
+{
+    int *fds = arg;
+    struct pollfd pf[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
+    char buf[16384];
+    for (;;) {
+        if (poll(pf, 2, 1000) < 0)
+            break;
+        int done = 0;
+        for (int i = 0; i < 2 && !done; i++) {
+            if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            ssize_t n = read(pf[i].fd, buf, sizeof buf);
+            if (n <= 0) {
+                done = 1;
+                break;
+            }
+            for (ssize_t o = 0; o < n && !done;) {
+                ssize_t w = write(pf[1 - i].fd, buf + o, (size_t)(n - o));
+                if (w <= 0)
+                    done = 1;
+                else
+                    o += w;
+            }
+        }
+        if (done)
+            break;
+    }
+    close(fds[0]);
+    close(fds[1]);
+    free(fds);
+    return NULL;
+}
+
+static void *lb_main(void *arg)
+{
+    lbal *b = arg;
+    while (!b->stop) {
+        struct pollfd pf = {b->fd, POLLIN, 0};
+        if (poll(&pf, 1, 200) <= 0)
+            continue;
+        int c = accept(b->fd, NULL, NULL);
+        if (c < 0)
+            continue;
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        unsigned k = b->next++ % 2;
+        a.sin_port = htons((uint16_t)b->backend[k]);
+        b->conns[k]++;
+        int u = socket(AF_INET, SOCK_STREAM, 0);
+        int *fds = malloc(2 * sizeof *fds);
+        pthread_t th;
+        if (u < 0 || !fds || connect(u, (struct sockaddr *)&a, sizeof a) != 0) {
+            close(c);
+            if (u >= 0)
+                close(u);
+            free(fds);
+            continue;
+        }
+        fds[0] = c;
+        fds[1] = u;
+        if (pthread_create(&th, NULL, lb_pipe, fds) == 0) {
+            pthread_detach(th);
+        } else {
+            close(c);
+            close(u);
+            free(fds);
+        }
+    }
+    return NULL;
+}
+
+static int lb_start(lbal *b)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    b->fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (b->fd < 0 || bind(b->fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+        getsockname(b->fd, (struct sockaddr *)&a, &len) != 0 || listen(b->fd, 64) != 0)
+        return -1;
+    b->port = ntohs(a.sin_port);
+    if (pthread_create(&b->th, NULL, lb_main, b) != 0)
+        return -1;
+    b->running = 1;
+    return 0;
+}
+
+static void lb_stop(lbal *b)
+{
+    if (b->running) {
+        b->stop = 1;
+        pthread_join(b->th, NULL);
+        b->running = 0;
+    }
+    if (b->fd > 0)
+        close(b->fd);
+    b->fd = 0;
+}
+
+/* One storage process of a PostgreSQL node on *listen (kept for restarts). */
+static int pg_proc_run(lnode *n, storage_server **srv, char *listen, size_t cap,
+                       const char *secret)
+{
+    storage_server_free(*srv);
+    *srv = NULL;
+    storage_config sc;
+    memset(&sc, 0, sizeof sc);
+    sc.listen = listen[0] ? listen : "127.0.0.1:0";
+    sc.database = n->db;
+    sc.node = n->url;
+    sc.secret = (const uint8_t *)secret;
+    sc.secret_len = strlen(secret);
+    sc.prune_interval_s = -1;
+    sc.threads = 8;
+    if (storage_server_new(srv, &sc) != PICL_OK || storage_server_start(*srv) != PICL_OK)
+        return -1;
+    snprintf(listen, cap, "127.0.0.1:%u", storage_server_port(*srv));
+    return 0;
+}
+
+/* A PostgreSQL node: the balancer (its URL is the node's), then two
+ * processes on the node's database, restarted with a new secret. */
+static int pg_node_run(lnode *n, const char *secret)
+{
+    if (!n->lb.running) {
+        if (lb_start(&n->lb) != 0)
+            return -1;
+        snprintf(n->url, sizeof n->url, "http://127.0.0.1:%u", n->lb.port);
+    }
+    if (pg_proc_run(n, &n->srv, n->listen, sizeof n->listen, secret) != 0 ||
+        pg_proc_run(n, &n->srv2, n->listen2, sizeof n->listen2, secret) != 0)
+        return -1;
+    n->lb.backend[0] = storage_server_port(n->srv);
+    n->lb.backend[1] = storage_server_port(n->srv2);
+    return 0;
+}
+
+static void node_stop(lnode *n)
+{
+    lb_stop(&n->lb);
+    storage_server_free(n->srv);
+    storage_server_free(n->srv2);
+    n->srv = n->srv2 = NULL;
+}
+
 static int node_run(lnode *n, const char *name, const char *secret)
 {
+    if (n->db[0])
+        return pg_node_run(n, secret);
     if (!n->dir[0]) {
         snprintf(n->dir, sizeof n->dir, "%s/%s", L_tmp, name);
         if (mkdir(n->dir, 0700) != 0)
@@ -260,7 +430,7 @@ static int cmp_d(const void *a, const void *b)
 
 int bench_loadtest(int argc, char **argv)
 {
-    int seconds = 300, users = 10, per_user = 2;
+    int seconds = 300, users = 10, per_user = 2, pg = 0;
     const char *database = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
@@ -269,9 +439,14 @@ int bench_loadtest(int argc, char **argv)
             users = (int)strtol(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--database") && i + 1 < argc)
             database = argv[++i];
+        else if (!strcmp(argv[i], "--backend") && i + 1 < argc &&
+                 (!strcmp(argv[i + 1], "postgresql") || !strcmp(argv[i + 1], "sqlite")))
+            pg = !strcmp(argv[++i], "postgresql");
         else {
             fprintf(stderr, "usage: picl-bench loadtest [--seconds N] [--users N] "
-                            "[--database postgresql://...]\n");
+                            "[--backend sqlite|postgresql] [--database postgresql://...]\n"
+                            "  --backend postgresql: a throw-away cluster; each node a database"
+                            " served by 2 storage processes\n");
             return 2;
         }
     }
@@ -286,6 +461,19 @@ int bench_loadtest(int argc, char **argv)
     if (picl__nss_acquire_dir(L_tmp) != PICL_OK) {
         fprintf(stderr, "loadtest: NSS\n");
         return 1;
+    }
+    char ksurl[256];
+    if (pg) {
+        /* the keyserver's database and one per node, in one cluster */
+        if (bench_pg_start(ksurl, sizeof ksurl) != 0 ||
+            bench_pg_database("node1", L.nodes[0].db, sizeof L.nodes[0].db) != 0 ||
+            bench_pg_database("node2", L.nodes[1].db, sizeof L.nodes[1].db) != 0) {
+            fprintf(stderr, "loadtest: PostgreSQL: cannot start a cluster\n");
+            bench_pg_stop();
+            return 1;
+        }
+        if (!database)
+            database = ksurl;
     }
     char ksdir[128];
     snprintf(ksdir, sizeof ksdir, "%s/ks", L_tmp);
@@ -320,8 +508,10 @@ int bench_loadtest(int argc, char **argv)
             goto done;
         }
     }
-    printf("loadtest: keyserver on %s, 2 storage nodes (SQLite, one process each), %d users x %d "
-           "devices, %d s\n", database ? "PostgreSQL" : "SQLite", users, per_user, seconds);
+    printf("loadtest: keyserver on %s, 2 storage nodes (%s), %d users x %d devices, %d s\n",
+           database ? "PostgreSQL" : "SQLite",
+           pg ? "PostgreSQL, 2 storage processes each behind a balancer" : "SQLite, one process each",
+           users, per_user, seconds);
     /* sign-ups: the first device creates and verifies, the second signs in */
     L.users = users;
     L.ndev = users * per_user;
@@ -405,6 +595,9 @@ int bench_loadtest(int argc, char **argv)
                " p99 %.0f ms\n",
                all[k / 2] * 1000, all[(int)(k * 0.99)] * 1000);
     free(all);
+    for (int i = 0; i < 2 && L.nodes[0].db[0]; i++)
+        printf("  node %d: %lu + %lu connections to its two storage processes\n", i + 1,
+               L.nodes[i].lb.conns[0], L.nodes[i].lb.conns[1]);
     printf("  reassigned after the drain: %d users, the last %.2f s after the drain\n",
            L.assigned_after, L.assigned_after ? L.t_last_assign - L.t_drain : 0.0);
 
@@ -460,9 +653,10 @@ done:
         free(L.dev[i].lat);
     }
     ks_server_free(L.ks);
-    storage_server_free(L.nodes[0].srv);
-    storage_server_free(L.nodes[1].srv);
+    node_stop(&L.nodes[0]);
+    node_stop(&L.nodes[1]);
     picl__nss_release();
+    bench_pg_stop();
     bu_rmtree(L_tmp);
     return rc;
 }
