@@ -7,6 +7,7 @@
 
 #include "client/engine.h"
 #include "client/records.h"
+#include "protocol/synctime.h"
 
 PICL_EXPORT picl_status picl_service_set_allow_mass_delete(picl_service *self, int allow)
 {
@@ -43,7 +44,7 @@ PICL_EXPORT picl_status picl_service_restore_collection(picl_service *self, cons
         return picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT, "invalid time to restore to");
     if (!(plan = json_object()))
         return picl__svc_done(s, PICL_ERROR_NO_MEMORY, NULL);
-    restore_arg a = {collection, (int64_t)floor(as_of * 100 + 0.5), apply != 0, plan};
+    restore_arg a = {collection, picl__synctime_from_seconds(as_of, 0), apply != 0, plan};
     st = picl__svc_with_engine(s, run_restore, &a);
     if (st != PICL_OK)
         goto done;

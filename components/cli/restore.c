@@ -1,5 +1,6 @@
 /* restore.c -- picl restore COLLECTION --as-of TIME [--yes]: bring a collection back to how it was (the storage server's picl_restore_days extension). */
 #include "cli.h"
+#include "protocol/synctime.h"
 
 #include <ctype.h>
 #include <jansson.h>
@@ -12,10 +13,9 @@
  * -1 when it is neither. */
 static double parse_time(const char *t)
 {
-    char *end;
     if (isdigit((unsigned char)t[0]) && !strchr(t, '-') && !strchr(t, ':')) {
-        double v = strtod(t, &end);
-        return *end || v < 0 ? -1 : v;
+        int64_t c; /* THE grammar of SyncStorage times (protocol/synctime.h) */
+        return picl__synctime_parse(t, strlen(t), &c) == PICL_OK ? (double)c / 100.0 : -1;
     }
     struct tm tm;
     memset(&tm, 0, sizeof tm);

@@ -592,14 +592,21 @@ picl_status picl__stc_build_get(const char *coll, const picl_stc_query *q, char 
 #define ADD(...) (o += (size_t)snprintf(s + o, cap - o, __VA_ARGS__), sep = '&')
     if (q->full)
         ADD("%cfull=1", sep);
-    if (q->newer >= 0)
-        ADD("%cnewer=%" PRId64 ".%02d", sep, q->newer / 100, (int)(q->newer % 100));
-    if (q->older >= 0)
-        ADD("%colder=%" PRId64 ".%02d", sep, q->older / 100, (int)(q->older % 100));
+    char ts[PICL_SYNCTIME_BUF];
+    if (q->newer >= 0) {
+        picl__synctime_format(ts, q->newer);
+        ADD("%cnewer=%s", sep, ts);
+    }
+    if (q->older >= 0) {
+        picl__synctime_format(ts, q->older);
+        ADD("%colder=%s", sep, ts);
+    }
     if (q->limit > 0)
         ADD("%climit=%" PRId64, sep, q->limit);
-    if (q->has_as_of)
-        ADD("%cas_of=%" PRId64 ".%02d", sep, q->as_of / 100, (int)(q->as_of % 100));
+    if (q->has_as_of) {
+        picl__synctime_format(ts, q->as_of);
+        ADD("%cas_of=%s", sep, ts);
+    }
     if (q->sort)
         ADD("%csort=%s", sep, q->sort);
     if (q->offset) {

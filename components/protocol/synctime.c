@@ -48,12 +48,14 @@ void picl__synctime_format(char out[PICL_SYNCTIME_BUF], int64_t centis)
     snprintf(out, PICL_SYNCTIME_BUF, "%" PRId64 ".%02d", centis / 100, (int)(centis % 100));
 }
 
-int64_t picl__synctime_from_json(const json_t *v, int64_t dflt)
+int64_t picl__synctime_from_seconds(double d, int64_t dflt)
 {
-    if (!json_is_number(v))
-        return dflt;
-    double d = json_number_value(v);
     if (!(d >= 0 && d < 1e12)) /* NaN fails too */
         return dflt;
     return (int64_t)(d * 100.0 + 0.5);
+}
+
+int64_t picl__synctime_from_json(const json_t *v, int64_t dflt)
+{
+    return json_is_number(v) ? picl__synctime_from_seconds(json_number_value(v), dflt) : dflt;
 }

@@ -43,4 +43,7 @@ void picl__synctime_format(char out[PICL_SYNCTIME_BUF], int64_t centis);
  * (the text grammar's twelve digits). */
 int64_t picl__synctime_from_json(const json_t *v, int64_t dflt);
 
+/* The same for seconds given as a double (the service API's times). */
+int64_t picl__synctime_from_seconds(double seconds, int64_t dflt);
+
 #endif

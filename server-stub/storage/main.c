@@ -1,4 +1,5 @@
 /* main.c -- picl-storage: the SyncStorage 1.5 storage server program. */
+#include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -78,23 +79,42 @@ static int parse_int(const char *s, int64_t *v)
     return 0;
 }
 
-/* Splits an http URL into host, port and path?query for Hawk. */
-static int split_url(const char *url, char *host, size_t hcap, unsigned *port, const char **res)
+/* Splits an http(s) URL with libcurl's URL parser (IPv6 literals included)
+ * into host (an IPv6 literal keeps its brackets, as Hawk signs it), port and
+ * path?query (*res, malloc()ed).  0, or -1 when it is no such URL. */
+static int split_url(const char *url, char *host, size_t hcap, unsigned *port, char **res)
 {
-    const char *p = strncmp(url, "http://", 7) ? NULL : url + 7;
-    if (!p)
-        return -1;
-    const char *slash = strchr(p, '/');
-    *res = slash ? slash : "/";
-    size_t hl = slash ? (size_t)(slash - p) : strlen(p);
-    const char *colon = memchr(p, ':', hl);
-    size_t nl = colon ? (size_t)(colon - p) : hl;
-    if (!nl || nl >= hcap)
-        return -1;
-    memcpy(host, p, nl);
-    host[nl] = 0;
-    *port = colon ? (unsigned)strtoul(colon + 1, NULL, 10) : 80;
-    return 0;
+    int rc = -1;
+    char *scheme = NULL, *h = NULL, *p = NULL, *path = NULL, *q = NULL;
+    CURLU *u = curl_url();
+    *res = NULL;
+    if (!u || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+        (strcmp(scheme, "http") && strcmp(scheme, "https")) ||
+        curl_url_get(u, CURLUPART_HOST, &h, 0) != CURLUE_OK || strlen(h) >= hcap ||
+        curl_url_get(u, CURLUPART_PORT, &p, CURLU_DEFAULT_PORT) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK)
+        goto done;
+    if (curl_url_get(u, CURLUPART_QUERY, &q, 0) != CURLUE_OK)
+        q = NULL;
+    size_t n = strlen(path) + (q ? strlen(q) + 1 : 0) + 1;
+    if (!(*res = malloc(n)))
+        goto done;
+    if (q)
+        snprintf(*res, n, "%s?%s", path, q);
+    else
+        snprintf(*res, n, "%s", path);
+    memcpy(host, h, strlen(h) + 1);
+    *port = (unsigned)strtoul(p, NULL, 10);
+    rc = 0;
+done:
+    curl_free(scheme);
+    curl_free(h);
+    curl_free(p);
+    curl_free(path);
+    curl_free(q);
+    curl_url_cleanup(u);
+    return rc;
 }
 
 static int mint(const uint8_t *secret, size_t slen, const char *node, int64_t uid,
@@ -122,10 +142,9 @@ static int mint(const uint8_t *secret, size_t slen, const char *node, int64_t ui
     if (hawk_method) {
         char host[256];
         unsigned port;
-        const char *res;
-        char *hdr = NULL;
+        char *res = NULL, *hdr = NULL;
         if (split_url(hawk_url, host, sizeof host, &port, &res) != 0) {
-            fprintf(stderr, "picl-storage: --hawk needs an http:// URL\n");
+            fprintf(stderr, "picl-storage: --hawk needs an http:// or https:// URL\n");
             rc = 1;
         } else {
             picl_hawk_request hr = {.method = hawk_method, .resource = res, .host = host,
@@ -139,6 +158,7 @@ static int mint(const uint8_t *secret, size_t slen, const char *node, int64_t ui
             }
             free(hdr);
         }
+        free(res);
     } else {
         printf("{\"id\": \"%s\", \"key\": \"%s\", \"uid\": %" PRId64
                ", \"api_endpoint\": \"%s/1.5/%" PRId64 "\", \"duration\": 3600}\n",

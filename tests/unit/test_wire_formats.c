@@ -97,6 +97,10 @@ START_TEST(test_synctime_from_json)
     ck_assert_int_eq(picl__synctime_from_json(v, 0), 0);
     json_decref(v);
     ck_assert_int_eq(picl__synctime_from_json(NULL, 3), 3);
+    ck_assert_int_eq(picl__synctime_from_seconds(12.345, -1), 1235);
+    ck_assert_int_eq(picl__synctime_from_seconds(0, -1), 0);
+    ck_assert_int_eq(picl__synctime_from_seconds(-0.01, -1), -1);
+    ck_assert_int_eq(picl__synctime_from_seconds(0.0 / 0.0, -1), -1); /* NaN */
 }
 END_TEST
 
