@@ -44,7 +44,7 @@ typedef struct cli_opts {
     int nargs;
 } cli_opts;
 
-/* Exit code for a status. */
+/* Exit code for a status (common.c). */
 int cli_exit_code(picl_status st);
 
 /* Prints "picl: <message>" for a failed call (or JSON with --json) and
@@ -56,6 +56,13 @@ int cli_fail(const cli_opts *o, picl_service *svc, picl_status st);
  * SIGINT/SIGTERM/SIGHUP/SIGQUIT ends the process at the prompt).  Never from
  * argv. */
 int cli_read_secret(const char *file, const char *env, const char *prompt, char *buf, size_t cap);
+
+/* The progress of a long call (common.c): cli_on_progress is the service's
+ * observer (ctx = the cli_opts); between cli_progress_start and
+ * cli_progress_stop a terminal shows one bar, redrawn in place. */
+void cli_on_progress(void *ctx, const char *phase, const char *coll, int64_t done, int64_t total, const char *msg);
+void cli_progress_start(const cli_opts *o);
+void cli_progress_stop(void);
 
 int cli_server(const cli_opts *o);
 /* picl tabs [--received], picl send-tab DEVICE URL [--title T] (devices.c) */
