@@ -110,6 +110,53 @@ static int query_int(sreq *r, const char *name, int64_t *v)
     return 1;
 }
 
+/* The listing's query parameters into q (*sort, *offset: what the caller
+ * frees).  1 to go on, 0 when it answered 400. */
+static int listing_params(sreq *r, sdb_query *q, char **sort, char **offset)
+{
+    if (!storage__parse_ids(r, &q->ids, &q->nids) ||
+        !query_ts(r, "newer", &q->has_newer, &q->newer) ||
+        !query_ts(r, "older", &q->has_older, &q->older) || !query_int(r, "limit", &q->limit) ||
+        !query_ts(r, "as_of", &q->has_as_of, &q->as_of)) /* PiCL undo: as it was at as_of */
+        return 0;
+    if (q->has_as_of && r->s->restore_days <= 0) {
+        /* undo off (picl_restore_days 0): no earlier versions to list from,
+         * and the live rows alone are not the collection as it was */
+        storage__error(r->resp, 400, 1);
+        return 0;
+    }
+    q->full = picl_http_query_has(r->req, "full");
+    picl_status sq = picl_http_query(r->req, "sort", sort);
+    if (sq != PICL_OK && sq != PICL_ERROR_NOT_FOUND) {
+        storage__error(r->resp, 400, sq == PICL_ERROR_NO_MEMORY ? 0 : 1);
+        return 0;
+    }
+    if (sq == PICL_OK) {
+        if (!strcmp(*sort, "newest"))
+            q->sort = SDB_SORT_NEWEST;
+        else if (!strcmp(*sort, "oldest"))
+            q->sort = SDB_SORT_OLDEST;
+        else if (!strcmp(*sort, "index"))
+            q->sort = SDB_SORT_INDEX;
+        else {
+            storage__error(r->resp, 400, 1);
+            return 0;
+        }
+    }
+    picl_status oq = picl_http_query(r->req, "offset", offset);
+    if (oq != PICL_OK && oq != PICL_ERROR_NOT_FOUND) {
+        /* a bad escape is an error, not "no offset" (that would restart the
+         * listing from the top and loop a paging client) */
+        storage__error(r->resp, 400, oq == PICL_ERROR_NO_MEMORY ? 0 : 1);
+        return 0;
+    }
+    q->offset = *offset;
+    q->max_bytes = r->s->lim.max_request_bytes;
+    const char *accept = picl_http_header(r->req, "Accept");
+    q->newlines = accept && strstr(accept, "application/newlines") != NULL;
+    return 1;
+}
+
 void storage__get_coll(sreq *r, const char *coll)
 {
     sdb_query q;
@@ -127,45 +174,8 @@ void storage__get_coll(sreq *r, const char *coll)
     char *next = NULL;
     picl_status st = PICL_OK;
 
-    if (!storage__parse_ids(r, &q.ids, &q.nids) || !query_ts(r, "newer", &q.has_newer, &q.newer) ||
-        !query_ts(r, "older", &q.has_older, &q.older) || !query_int(r, "limit", &q.limit) ||
-        !query_ts(r, "as_of", &q.has_as_of, &q.as_of)) /* PiCL undo: as it was at as_of */
+    if (!listing_params(r, &q, &sort, &offset))
         goto done;
-    if (q.has_as_of && r->s->restore_days <= 0) {
-        /* undo off (picl_restore_days 0): no earlier versions to list from,
-         * and the live rows alone are not the collection as it was */
-        storage__error(r->resp, 400, 1);
-        goto done;
-    }
-    q.full = picl_http_query_has(r->req, "full");
-    picl_status sq = picl_http_query(r->req, "sort", &sort);
-    if (sq != PICL_OK && sq != PICL_ERROR_NOT_FOUND) {
-        storage__error(r->resp, 400, sq == PICL_ERROR_NO_MEMORY ? 0 : 1);
-        goto done;
-    }
-    if (sq == PICL_OK) {
-        if (!strcmp(sort, "newest"))
-            q.sort = SDB_SORT_NEWEST;
-        else if (!strcmp(sort, "oldest"))
-            q.sort = SDB_SORT_OLDEST;
-        else if (!strcmp(sort, "index"))
-            q.sort = SDB_SORT_INDEX;
-        else {
-            storage__error(r->resp, 400, 1);
-            goto done;
-        }
-    }
-    picl_status oq = picl_http_query(r->req, "offset", &offset);
-    if (oq != PICL_OK && oq != PICL_ERROR_NOT_FOUND) {
-        /* a bad escape is an error, not "no offset" (that would restart the
-         * listing from the top and loop a paging client) */
-        storage__error(r->resp, 400, oq == PICL_ERROR_NO_MEMORY ? 0 : 1);
-        goto done;
-    }
-    q.offset = offset;
-    q.max_bytes = r->s->lim.max_request_bytes;
-    const char *accept = picl_http_header(r->req, "Accept");
-    q.newlines = accept && strstr(accept, "application/newlines") != NULL;
 
     int64_t umod = 0, cmod = 0;
     if ((st = sdb_acquire(r->s->db, &c)) != PICL_OK || (st = sdb_begin_read(c, r->uid, &umod)) != PICL_OK)
