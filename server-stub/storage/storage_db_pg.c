@@ -766,7 +766,9 @@ static picl_status pg_upserter_flush(sdb_upserter *u)
     PGconn *c = pq_of(u->c);
     size_t sent = (uintptr_t)u->priv[0];
     picl_status rc = PQpipelineSync(c) == 1 ? PICL_OK : PICL_ERROR_DATABASE;
-    for (size_t i = 0; i < sent && rc != PICL_ERROR_DATABASE; i++) {
+    /* every query's result is read, also after a failure (the pipeline
+     * answers the rest PIPELINE_ABORTED): the connection stays usable */
+    for (size_t i = 0; i < sent; i++) {
         PGresult *r = PQgetResult(c);
         if (!r) {
             rc = PICL_ERROR_DATABASE;

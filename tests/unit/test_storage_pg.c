@@ -374,6 +374,71 @@ START_TEST(pg_schema_never_half_migrated)
 }
 END_TEST
 
+/* A record the database refuses in the middle of a POST (a trigger here):
+ * the POST fails as a whole (503, nothing of it written, the timestamps
+ * unchanged), and the one pooled connection it ran on serves the next
+ * request (the pipeline of its upserts was read to the end). */
+START_TEST(pg_failed_upsert_in_a_pipeline)
+{
+    if (!tupg_enabled())
+        return;
+    char u[256], n[64], base[64], why[600];
+    tupg_create_db(u, sizeof u, n, sizeof n);
+    ck_assert_int_eq(picl__nss_acquire(), PICL_OK);
+    storage_config cfg = {.listen = "127.0.0.1:0", .database = u, .db_pool = 1,
+                          .secret = SECRET, .secret_len = SECRET_LEN, .prune_interval_s = -1,
+                          .error = why, .error_cap = sizeof why};
+    storage_server *s = NULL;
+    ck_assert_int_eq(storage_server_new(&s, &cfg), PICL_OK);
+    ck_assert_int_eq(storage_server_start(s), PICL_OK);
+    ck_assert_int_eq(tupg_exec(u, "CREATE FUNCTION refuse_bad() RETURNS trigger LANGUAGE plpgsql"
+                                  " AS $f$ BEGIN IF NEW.id = 'bad' THEN RAISE EXCEPTION 'no';"
+                                  " END IF; RETURN NEW; END $f$"), 0);
+    ck_assert_int_eq(tupg_exec(u, "CREATE TRIGGER refuse_bad BEFORE INSERT ON bsos FOR EACH ROW"
+                                  " EXECUTE FUNCTION refuse_bad()"), 0);
+    snprintf(base, sizeof base, "http://127.0.0.1:%u", storage_server_port(s));
+    tu_cred c;
+    tu_mint(&c, SECRET, SECRET_LEN, storage_server_node(s), UID, 3600);
+    tu_resp r;
+    const char *one = "[{\"id\":\"a\",\"payload\":\"1\"}]";
+    tu_req o = {.ctype = "application/json", .body = one, .len = strlen(one), .cred = &c};
+    ck_assert_int_eq(tu_http(&r, "POST", base, "/1.5/42/storage/c", &o), 0);
+    ck_assert_int_eq(r.status, 200);
+    char *before = tu_resp_header(&r, "X-Last-Modified");
+    tu_resp_free(&r);
+    const char *three = "[{\"id\":\"b\",\"payload\":\"2\"},{\"id\":\"bad\",\"payload\":\"3\"},"
+                        "{\"id\":\"d\",\"payload\":\"4\"}]";
+    o.body = three;
+    o.len = strlen(three);
+    ck_assert_int_eq(tu_http(&r, "POST", base, "/1.5/42/storage/c", &o), 0);
+    ck_assert_int_eq(r.status, 503);
+    tu_resp_free(&r);
+    /* the same connection (a pool of one): nothing of the failed POST */
+    tu_req g = {.cred = &c};
+    ck_assert_int_eq(tu_http(&r, "GET", base, "/1.5/42/storage/c", &g), 0);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(r.body, "[\"a\"]");
+    char *lm = tu_resp_header(&r, "X-Last-Modified");
+    ck_assert_str_eq(lm, before);
+    free(lm);
+    tu_resp_free(&r);
+    const char *next = "[{\"id\":\"e\",\"payload\":\"5\"}]";
+    o.body = next;
+    o.len = strlen(next);
+    ck_assert_int_eq(tu_http(&r, "POST", base, "/1.5/42/storage/c", &o), 0);
+    ck_assert_int_eq(r.status, 200);
+    tu_resp_free(&r);
+    ck_assert_int_eq(tu_http(&r, "GET", base, "/1.5/42/storage/c", &g), 0);
+    ck_assert_str_eq(r.body, "[\"a\",\"e\"]");
+    tu_resp_free(&r);
+    free(before);
+    tu_cred_free(&c);
+    storage_server_free(s);
+    picl__nss_release();
+    tupg_drop_db(n);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("storage_pg");
@@ -390,6 +455,7 @@ static Suite *suite(void)
     TCase *m = tcase_create("schema");
     tcase_set_timeout(m, 60);
     tcase_add_test(m, pg_schema_never_half_migrated);
+    tcase_add_test(m, pg_failed_upsert_in_a_pipeline);
     suite_add_tcase(s, m);
     return s;
 }
