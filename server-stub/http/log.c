@@ -107,6 +107,22 @@ static int safe_param(const char *name, size_t n)
     return 0;
 }
 
+/* A harmless parameter's value is logged when it looks like one: at most
+ * 256 characters of [A-Za-z0-9._~,-] (times, counts, sort words, id lists,
+ * offsets); anything else is "*" too. */
+static int plain_value(const char *s, size_t n)
+{
+    if (n > 256)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '~' || c == ',' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
 static int all_hex(const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -148,7 +164,7 @@ static void put_query(out_buf *o, const char *q)
         put_escaped(o, q, nl, 0);
         if (eq) {
             put_raw(o, "=");
-            if (safe_param(q, nl))
+            if (safe_param(q, nl) && plain_value(eq + 1, n - nl - 1))
                 put_escaped(o, eq + 1, n - nl - 1, 0);
             else
                 put_raw(o, "*");

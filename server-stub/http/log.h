@@ -21,7 +21,8 @@
  * 200 3ms" (level ERROR for a 5xx, WARN when no answer was sent: status "-").
  * The path is logged without secrets: the value of a query parameter not in
  * the list of harmless SyncStorage parameters (newer, older, limit, sort,
- * full, offset, batch, commit, as_of, ids) becomes "*", and so does the path
+ * full, offset, batch, commit, as_of, ids), or one that does not look like
+ * theirs (up to 256 of [A-Za-z0-9._~,-]), becomes "*", and so does the path
  * below /v1/recoveryKey/ and any path segment of 32 or more hex digits
  * (token ids, key ids).  Headers and bodies (tokens, codes, keys) are never
  * logged.

@@ -110,6 +110,8 @@ START_TEST(redaction_rules)
          "/1.5/7/storage/bookmarks?newer=1700000000.25&full=1&limit=10"},
         {"/v1/account/keys?token=abc&newer=5&full", "/v1/account/keys?token=*&newer=5&full"},
         {"/x?code=123456&code=", "/x?code=*&code=*"},
+        /* a harmless name with a value unlike its kind: redacted too */
+        {"/s?newer=1.00/x?secret=S&limit=%41&ids=a,b-c_d.e~f", "/s?newer=*&limit=*&ids=a,b-c_d.e~f"},
         {"/v1/recoveryKey/0123456789abcdef0123456789abcdef", "/v1/recoveryKey/*"},
         {"/v1/recoveryKey/abc?x=1", "/v1/recoveryKey/*?x=*"},
         {"/a/0123456789abcdef0123456789ABCDEF/b", "/a/*/b"},
