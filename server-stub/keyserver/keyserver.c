@@ -55,15 +55,10 @@ static picl_status ks_private_file(const char *path)
     return ok ? PICL_OK : PICL_ERROR_IO;
 }
 
-picl_status ks_server_new(ks_server **out, const ks_config *cfg)
+/* The configuration into s (strings copied, defaults for what is 0); rc
+ * becomes NO_MEMORY when a copy fails. */
+static picl_status take_config(ks_server *s, const ks_config *cfg)
 {
-    *out = NULL;
-    if (!cfg || (!cfg->data_dir && !cfg->database) || (cfg->secret && cfg->secret_len < 32) ||
-        (cfg->storage_node && !cfg->secret) || cfg->secret_len > 1024)
-        return PICL_ERROR_INVALID_ARGUMENT;
-    ks_server *s = calloc(1, sizeof *s);
-    if (!s)
-        return PICL_ERROR_NO_MEMORY;
     picl_status rc = PICL_OK;
     s->listen = dup_or_null(cfg->listen, &rc);
     s->data_dir = dup_or_null(cfg->data_dir, &rc);
@@ -99,28 +94,30 @@ picl_status ks_server_new(ks_server **out, const ks_config *cfg)
     /* the 16 KiB cap travels with the routes: refused from the headers (413)
      * also on a shared server with a bigger default (picl server) */
     s->hooks.max_body = KS_MAX_BODY;
+    if (rc != PICL_OK || !cfg->secret)
+        return rc;
+    s->secret = malloc(cfg->secret_len);
+    if (!s->secret)
+        return PICL_ERROR_NO_MEMORY;
+    memcpy(s->secret, cfg->secret, cfg->secret_len);
+    s->secret_len = cfg->secret_len;
+    return PICL_OK;
+}
+
+/* NSS, the key that hashes uids for storage tokens (with a shared secret)
+ * and the Hawk nonce cache. */
+static picl_status crypto_setup(ks_server *s, const ks_config *cfg)
+{
+    picl_status rc = picl__nss_acquire();
     if (rc != PICL_OK)
-        goto fail;
-    if (cfg->secret) {
-        s->secret = malloc(cfg->secret_len);
-        if (!s->secret) {
-            rc = PICL_ERROR_NO_MEMORY;
-            goto fail;
-        }
-        memcpy(s->secret, cfg->secret, cfg->secret_len);
-        s->secret_len = cfg->secret_len;
-    }
-    ks_json_wipe_on_free();
-    rc = picl__nss_acquire();
-    if (rc != PICL_OK)
-        goto fail;
+        return rc;
     s->nss = 1;
     if (s->secret) {
         static const char info[] = "picl/keyserver/hashed-uid";
         rc = picl__hkdf_sha256(s->hashed_uid_key, 32, s->secret, s->secret_len, NULL, 0, info,
                                sizeof info - 1);
         if (rc != PICL_OK)
-            goto fail;
+            return rc;
     }
     /* live nonces expire after 2 x skew: room for ~2000 Hawk requests/s, of
      * which one account may hold 1/64 (it cannot fill it for everyone) */
@@ -128,24 +125,29 @@ picl_status ks_server_new(ks_server **out, const ks_config *cfg)
     rc = picl__hawk_nonce_cache_new(&s->nonces, entries);
     if (rc == PICL_OK)
         rc = picl__hawk_nonce_cache_set_share(s->nonces, entries / 64 ? entries / 64 : 1);
-    if (rc != PICL_OK)
-        goto fail;
+    return rc;
+}
+
+/* <data>/mail, the Maildir codes are delivered to (none without a data
+ * directory: PostgreSQL then mails by SMTP only). */
+static picl_status open_maildir(ks_server *s)
+{
     char path[4096];
-    if (!s->data_dir) /* PostgreSQL without a directory: mail only by SMTP */
-        goto open_db;
-    if ((size_t)snprintf(path, sizeof path, "%s/mail", s->data_dir) >= sizeof path) {
-        rc = PICL_ERROR_INVALID_ARGUMENT;
-        goto fail;
-    }
+    if (!s->data_dir)
+        return PICL_OK;
+    if ((size_t)snprintf(path, sizeof path, "%s/mail", s->data_dir) >= sizeof path)
+        return PICL_ERROR_INVALID_ARGUMENT;
     s->maildir = strdup(path);
-    if (!s->maildir) {
-        rc = PICL_ERROR_NO_MEMORY;
-        goto fail;
-    }
-    rc = ks_mail_init(s->maildir);
-    if (rc != PICL_OK)
-        goto fail;
-open_db:
+    if (!s->maildir)
+        return PICL_ERROR_NO_MEMORY;
+    return ks_mail_init(s->maildir);
+}
+
+/* The database: the PostgreSQL URL (its failure logged with the reason), else
+ * <data>/keyserver.db. */
+static picl_status open_database(ks_server *s)
+{
+    picl_status rc;
     if (s->database) {
         const char *why = NULL;
         rc = ks_db_open(&s->db, s->database, s->db_pool, &why);
@@ -154,24 +156,42 @@ open_db:
             snprintf(line, sizeof line, "database: %s", why ? why : picl_strerror(rc));
             srvlog(s->log, s->hook_ctx, SRVLOG_ERROR, "%s", line);
         }
-        if (rc != PICL_OK)
-            goto fail;
-        *out = s;
-        return PICL_OK;
+        return rc;
     }
+    char path[4096];
     snprintf(path, sizeof path, "%s/keyserver.db", s->data_dir);
     /* kA, wrapKb and verifiers: owner only, whatever the umask or the
      * directory's mode (SQLite gives -wal and -shm the database's mode) */
     rc = ks_private_file(path);
     if (rc == PICL_OK)
         rc = ks_db_open(&s->db, path, 0, NULL);
-    if (rc != PICL_OK)
-        goto fail;
+    return rc;
+}
+
+picl_status ks_server_new(ks_server **out, const ks_config *cfg)
+{
+    *out = NULL;
+    if (!cfg || (!cfg->data_dir && !cfg->database) || (cfg->secret && cfg->secret_len < 32) ||
+        (cfg->storage_node && !cfg->secret) || cfg->secret_len > 1024)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    ks_server *s = calloc(1, sizeof *s);
+    if (!s)
+        return PICL_ERROR_NO_MEMORY;
+    picl_status rc = take_config(s, cfg);
+    if (rc == PICL_OK) {
+        ks_json_wipe_on_free();
+        rc = crypto_setup(s, cfg);
+    }
+    if (rc == PICL_OK)
+        rc = open_maildir(s);
+    if (rc == PICL_OK)
+        rc = open_database(s);
+    if (rc != PICL_OK) {
+        ks_server_free(s);
+        return rc;
+    }
     *out = s;
     return PICL_OK;
-fail:
-    ks_server_free(s);
-    return rc;
 }
 
 picl_status ks_server_mount(ks_server *s, picl_http_server *http, int skip_heartbeat)

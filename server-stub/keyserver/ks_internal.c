@@ -42,48 +42,45 @@ picl_status ks_body_account(ks_server *s, picl_http_request *req, picl_http_resp
 
 /* ---- Hawk ------------------------------------------------------------- */
 
-int ks_hawk_auth(ks_server *s, picl_http_request *req, picl_http_response *resp, int type,
-                 ks_token *tok)
+/* The live token of `type` a Hawk id (64 hex characters) names, into *tok
+ * (after the periodic sweep; *now the time it was looked up at); 0 with the
+ * answer set when there is none. */
+static int hawk_token(ks_server *s, picl_http_response *resp, const picl_hawk_auth *auth, int type, int64_t *now,
+                      ks_token *tok)
 {
-    memset(tok, 0, sizeof *tok);
-    picl_hawk_auth *auth = calloc(1, sizeof *auth);
-    int ok = 0;
-    if (!auth) {
-        ks_error_internal(resp);
-        return 0;
-    }
-    const char *hdr = picl_http_header(req, "Authorization");
-    if (!hdr) {
-        ks_error(resp, 401, KS_ERR_SIGNATURE, "missing Hawk Authorization header");
-        goto done;
-    }
-    if (picl__hawk_parse(auth, hdr, strlen(hdr)) != PICL_OK) {
-        ks_error(resp, 401, KS_ERR_SIGNATURE, "invalid Hawk Authorization header");
-        goto done;
-    }
     uint8_t id[32];
     size_t idlen = strlen(auth->id), got = 0;
     if (idlen != 64 || picl__hex_decode(id, sizeof id, &got, auth->id, idlen) != PICL_OK ||
         got != 32) {
         ks_error(resp, 401, KS_ERR_TOKEN, "invalid token");
-        goto done;
+        return 0;
     }
     ks_sweep(s);
-    int64_t now = ks_now(s);
-    picl_status rc = ks_db_token_get(s->db, id, type, now, tok);
+    *now = ks_now(s);
+    picl_status rc = ks_db_token_get(s->db, id, type, *now, tok);
     if (rc == PICL_ERROR_NOT_FOUND || rc == PICL_ERROR_TOKEN) {
         ks_error(resp, 401, KS_ERR_TOKEN, "invalid or expired token");
-        goto done;
+        return 0;
     }
     if (rc != PICL_OK) {
         ks_error_internal(resp);
-        goto done;
+        return 0;
     }
+    return 1;
+}
+
+/* Checks the request's Hawk MAC with the token's key and takes its nonce
+ * (in memory, then in the database: several keyservers on one PostgreSQL
+ * database refuse a request replayed on a sibling too); *rc the outcome.
+ * 0 with the answer set when the Host header is unusable. */
+static int hawk_verify_request(ks_server *s, picl_http_request *req, picl_http_response *resp,
+                               const picl_hawk_auth *auth, const ks_token *tok, int64_t now, picl_status *rc)
+{
     const char *hosthdr = picl_http_header(req, "Host");
     picl_hostport hp;
     if (!hosthdr || picl__hostport_parse(hosthdr, strlen(hosthdr), 80, 0, &hp) != PICL_OK) {
         ks_error(resp, 401, KS_ERR_SIGNATURE, "invalid Host header");
-        goto done;
+        return 0;
     }
     int has_body = !strcmp(req->method, "POST") || !strcmp(req->method, "PUT") ||
                    req->body_len > 0;
@@ -105,21 +102,27 @@ int ks_hawk_auth(ks_server *s, picl_http_request *req, picl_http_response *resp,
                                   .require_hash = has_body,
                                   .nonces = s->nonces,
                                   .identity = who};
-    rc = picl__hawk_verify(auth, tok->hmac_key, sizeof tok->hmac_key, &hr, &opts);
-    /* several keyservers on one PostgreSQL database: a request replayed on
-     * a sibling process is refused there too (the database holds them) */
-    if (rc == PICL_OK) {
+    *rc = picl__hawk_verify(auth, tok->hmac_key, sizeof tok->hmac_key, &hr, &opts);
+    if (*rc == PICL_OK) {
         picl_status nrc = ks_db_nonce_take(s->db, auth->id, auth->ts, auth->nonce,
                                            now + 2 * s->skew);
-        rc = nrc == PICL_ERROR_CONFLICT ? PICL_HAWK_ERROR_REPLAY : nrc;
+        *rc = nrc == PICL_ERROR_CONFLICT ? PICL_HAWK_ERROR_REPLAY : nrc;
     }
+    return 1;
+}
+
+/* 1 for a verified request (a session's last access noted); else the
+ * answer for why not (401 with serverTime for a stale timestamp, 401/115 a
+ * replay, 503 a full nonce cache, 401/109 a bad signature) and 0. */
+static int hawk_answer(ks_server *s, picl_http_response *resp, picl_status rc, int type, const ks_token *tok,
+                       int64_t now)
+{
     switch (rc) {
     case PICL_OK:
-        ok = 1;
         /* a device's last access (keyserver.md section 9); best effort */
         if (type == PICL_TOKEN_SESSION)
             ks_db_session_touch(s->db, tok->id, now);
-        break;
+        return 1;
     case PICL_HAWK_ERROR_STALE: {
         json_t *j = ks_error_json(401, KS_ERR_SKEW, "timestamp outside the allowed skew");
         if (j && !json_object_set_new(j, "serverTime", json_integer(now)))
@@ -143,6 +146,32 @@ int ks_hawk_auth(ks_server *s, picl_http_request *req, picl_http_response *resp,
     default:
         ks_error_internal(resp);
     }
+    return 0;
+}
+
+int ks_hawk_auth(ks_server *s, picl_http_request *req, picl_http_response *resp, int type,
+                 ks_token *tok)
+{
+    memset(tok, 0, sizeof *tok);
+    picl_hawk_auth *auth = calloc(1, sizeof *auth);
+    int ok = 0;
+    int64_t now = 0;
+    picl_status rc = PICL_ERROR_INTERNAL;
+    if (!auth) {
+        ks_error_internal(resp);
+        return 0;
+    }
+    const char *hdr = picl_http_header(req, "Authorization");
+    if (!hdr) {
+        ks_error(resp, 401, KS_ERR_SIGNATURE, "missing Hawk Authorization header");
+        goto done;
+    }
+    if (picl__hawk_parse(auth, hdr, strlen(hdr)) != PICL_OK) {
+        ks_error(resp, 401, KS_ERR_SIGNATURE, "invalid Hawk Authorization header");
+        goto done;
+    }
+    if (hawk_token(s, resp, auth, type, &now, tok) && hawk_verify_request(s, req, resp, auth, tok, now, &rc))
+        ok = hawk_answer(s, resp, rc, type, tok, now);
 done:
     picl__zfree(auth, sizeof *auth);
     if (!ok)
