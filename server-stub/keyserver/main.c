@@ -91,15 +91,32 @@ static void describe_failure(picl_status rc, const char *listen, const char *dat
                  picl_strerror(rc));
 }
 
-int main(int argc, char **argv)
+/* The command line. */
+typedef struct ks_args {
+    const char *listen, *data, *node, *secret_file, *smtp;
+    const char *database; /* postgresql://...: the database instead of <data>/keyserver.db */
+    unsigned db_pool;
+    unsigned lim[3]; /* connections, per address, request seconds (0 = default) */
+} ks_args;
+
+/* A number from min to max for option --name into *v; 0, else said and -1. */
+static int number_arg(const char *name, const char *arg, unsigned long min, unsigned long max, unsigned *v)
 {
-    const char *listen = NULL, *data = NULL, *node = NULL, *secret_file = NULL, *smtp = NULL;
-    const char *database = NULL; /* postgresql://...: the database instead of <data>/keyserver.db */
-    unsigned db_pool = 0;
-    /* the storage-node admin commands (storage.md 6) */
-    if (argc > 1 && (!strcmp(argv[1], "node") || !strcmp(argv[1], "purge")))
-        return ks_admin_main(argc, argv);
-    unsigned lim[3] = {0, 0, 0}; /* connections, per address, request seconds (0 = default) */
+    char *end;
+    errno = 0;
+    unsigned long n = strtoul(arg, &end, 10);
+    if (errno || end == arg || *end || arg[0] == '-' || n < min || n > max) {
+        fprintf(stderr, "picl-keyserver: --%s takes a number from %lu to %lu, not %s\n", name, min, max, arg);
+        return -1;
+    }
+    *v = (unsigned)n;
+    return 0;
+}
+
+/* Reads the options into a: -1 to go on, else the exit code (0 after
+ * --help or --version, 2 for a usage error, said). */
+static int parse_args(int argc, char **argv, ks_args *a)
+{
     static const struct option opts[] = {
         {"listen", required_argument, NULL, 'l'},
         {"data", required_argument, NULL, 'd'},
@@ -124,39 +141,23 @@ int main(int argc, char **argv)
             return 2;
         }
         switch (ch) {
-        case 'l': listen = optarg; break;
-        case 'd': data = optarg; break;
-        case 'n': node = optarg; break;
-        case 's': secret_file = optarg; break;
-        case 'm': smtp = optarg; break;
-        case 'D': database = optarg; break;
-        case 'p': {
-            char *end;
-            errno = 0;
-            unsigned long v = strtoul(optarg, &end, 10);
-            if (errno || end == optarg || *end || optarg[0] == '-' || v < 1 || v > 256) {
-                fprintf(stderr, "picl-keyserver: --db-pool takes a number from 1 to 256, not %s\n",
-                        optarg);
+        case 'l': a->listen = optarg; break;
+        case 'd': a->data = optarg; break;
+        case 'n': a->node = optarg; break;
+        case 's': a->secret_file = optarg; break;
+        case 'm': a->smtp = optarg; break;
+        case 'D': a->database = optarg; break;
+        case 'p':
+            if (number_arg("db-pool", optarg, 1, 256, &a->db_pool) != 0)
                 return 2;
-            }
-            db_pool = (unsigned)v;
             break;
-        }
         case 'C':
         case 'P':
-        case 'T': {
-            char *end;
-            errno = 0;
-            unsigned long v = strtoul(optarg, &end, 10);
-            if (errno || end == optarg || *end || optarg[0] == '-' || v < 1 || v > 1000000) {
-                fprintf(stderr, "picl-keyserver: --%s takes a number from 1 to 1000000, not %s\n",
-                        ch == 'C' ? "max-connections" : ch == 'P' ? "per-ip-connections" : "request-timeout",
-                        optarg);
+        case 'T':
+            if (number_arg(ch == 'C' ? "max-connections" : ch == 'P' ? "per-ip-connections" : "request-timeout",
+                           optarg, 1, 1000000, &a->lim[ch == 'C' ? 0 : ch == 'P' ? 1 : 2]) != 0)
                 return 2;
-            }
-            lim[ch == 'C' ? 0 : ch == 'P' ? 1 : 2] = (unsigned)v;
             break;
-        }
         case 'h':
             usage(stdout);
             return 0;
@@ -178,39 +179,36 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (!listen || (!data && !database)) {
+    return -1;
+}
+
+/* What the options must hold together: -1 to go on, else the exit code. */
+static int check_args(const ks_args *a)
+{
+    if (!a->listen || (!a->data && !a->database)) {
         usage(stderr);
         return 2;
     }
-    if (database && strncmp(database, "postgresql://", 13) && strncmp(database, "postgres://", 11)) {
+    if (a->database && strncmp(a->database, "postgresql://", 13) && strncmp(a->database, "postgres://", 11)) {
         fprintf(stderr, "picl-keyserver: --database takes a postgresql:// URL\n");
         return 2;
     }
-    if (!data && (!smtp || !secret_file)) {
+    if (!a->data && (!a->smtp || !a->secret_file)) {
         fprintf(stderr, "picl-keyserver: without --data, give --smtp (no Maildir) and "
                         "--secret-file\n");
         return 2;
     }
-    if (data && mkdirs(data) != 0) {
-        fprintf(stderr, "picl-keyserver: cannot create %s: %s\n", data, strerror(errno));
+    if (a->data && mkdirs(a->data) != 0) {
+        fprintf(stderr, "picl-keyserver: cannot create %s: %s\n", a->data, strerror(errno));
         return 1;
     }
-    char defsecret[4096];
-    if (!secret_file) {
-        if ((size_t)snprintf(defsecret, sizeof defsecret, "%s/secret", data) >= sizeof defsecret) {
-            fprintf(stderr, "picl-keyserver: data path too long\n");
-            return 2;
-        }
-        secret_file = defsecret;
-    }
-    uint8_t *secret = NULL;
-    size_t secret_len = 0;
-    picl_status rc = ks_secret_load_or_create(secret_file, &secret, &secret_len);
-    if (rc != PICL_OK) {
-        fprintf(stderr, "picl-keyserver: secret file %s: %s\n", secret_file, picl_strerror(rc));
-        return 1;
-    }
+    return -1;
+}
 
+/* Starts the keyserver and serves until SIGTERM or SIGINT; the exit code.
+ * Wipes and frees secret. */
+static int serve(const ks_args *a, uint8_t *secret, size_t secret_len)
+{
     /* Signals are taken synchronously by this thread; the server's threads
      * inherit the blocked mask. */
     umask(077); /* the database holds kA, wrapKb and verifiers */
@@ -221,38 +219,69 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    picl_http_limits hl = {lim[0], lim[1], lim[2]};
+    picl_http_limits hl = {a->lim[0], a->lim[1], a->lim[2]};
     picl_http_set_default_limits(&hl);
     ks_config cfg = {
-        .listen = listen,
-        .data_dir = data,
-        .database = database,
-        .db_pool = db_pool,
+        .listen = a->listen,
+        .data_dir = a->data,
+        .database = a->database,
+        .db_pool = a->db_pool,
         .secret = secret,
         .secret_len = secret_len,
-        .storage_node = node,
-        .smtp_url = smtp,
+        .storage_node = a->node,
+        .smtp_url = a->smtp,
         .log = srvlog_stderr, /* http/log.h: requests, start-up and errors alike */
     };
     ks_server *ks = NULL;
-    rc = ks_server_new(&ks, &cfg);
+    picl_status rc = ks_server_new(&ks, &cfg);
     picl__zfree(secret, secret_len);
     if (rc == PICL_OK)
         rc = ks_server_start(ks);
     if (rc != PICL_OK) {
         char why[600];
-        describe_failure(rc, listen, database ? NULL : data, why, sizeof why);
+        describe_failure(rc, a->listen, a->database ? NULL : a->data, why, sizeof why);
         srvlog(srvlog_stderr, NULL, SRVLOG_ERROR, "picl-keyserver: cannot start: %s%s", why,
-               rc == PICL_ERROR_DATABASE && database ? " (PostgreSQL: see the line above)" : "");
+               rc == PICL_ERROR_DATABASE && a->database ? " (PostgreSQL: see the line above)" : "");
         ks_server_free(ks);
         return 1;
     }
     /* never the URL: it may hold a password */
     srvlog(srvlog_stderr, NULL, SRVLOG_INFO, "picl-keyserver: listening on port %u, data in %s",
-           ks_server_port(ks), database ? "PostgreSQL" : data);
+           ks_server_port(ks), a->database ? "PostgreSQL" : a->data);
     int sig = 0;
     sigwait(&set, &sig);
     srvlog(srvlog_stderr, NULL, SRVLOG_INFO, "picl-keyserver: signal %d, stopping", sig);
     ks_server_free(ks);
     return 0;
+}
+
+int main(int argc, char **argv)
+{
+    /* the storage-node admin commands (storage.md 6) */
+    if (argc > 1 && (!strcmp(argv[1], "node") || !strcmp(argv[1], "purge")))
+        return ks_admin_main(argc, argv);
+    ks_args a;
+    memset(&a, 0, sizeof a);
+    int rc = parse_args(argc, argv, &a);
+    if (rc < 0)
+        rc = check_args(&a);
+    if (rc >= 0)
+        return rc;
+    /* the shared secret: --secret-file, else <data>/secret (made once) */
+    char defsecret[4096];
+    if (!a.secret_file) {
+        if ((size_t)snprintf(defsecret, sizeof defsecret, "%s/secret", a.data) >= sizeof defsecret) {
+            fprintf(stderr, "picl-keyserver: data path too long\n");
+            return 2;
+        }
+        a.secret_file = defsecret;
+    }
+    uint8_t *secret = NULL;
+    size_t secret_len = 0;
+    picl_status st = ks_secret_load_or_create(a.secret_file, &secret, &secret_len);
+    if (st != PICL_OK) {
+        fprintf(stderr, "picl-keyserver: secret file %s: %s\n", a.secret_file, picl_strerror(st));
+        return 1;
+    }
+    return serve(&a, secret, secret_len);
 }
