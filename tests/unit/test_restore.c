@@ -440,6 +440,10 @@ int main(void)
     tcase_add_checked_fixture(off, off_setup, sf_teardown);
     tcase_add_test(off, server_restore_off);
     suite_add_tcase(s, off);
+    /* on PostgreSQL (PICL_TEST_BACKEND) the server cases only: the rest runs
+     * `picl server`, whose storage is SQLite (the SQLite pass covers it) */
+    if (tupg_enabled())
+        return tu_run(s);
     TCase *d0 = tcase_create("picl_server_days_0");
     tcase_add_checked_fixture(d0, days0_setup, teardown);
     tcase_set_timeout(d0, 120);
