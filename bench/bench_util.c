@@ -639,8 +639,16 @@ static void timed_close(picl_store *s)
     free(t);
 }
 
-static const picl_store_ops timed_ops = {timed_changes, timed_all,   timed_get,  timed_apply,
-                                         timed_mark_synced, timed_reset, timed_wipe, timed_close};
+static const picl_store_ops timed_ops = {
+    .changes = timed_changes,
+    .all = timed_all,
+    .get = timed_get,
+    .apply = timed_apply,
+    .mark_synced = timed_mark_synced,
+    .reset = timed_reset,
+    .wipe = timed_wipe,
+    .close = timed_close,
+};
 
 picl_status bu_timed_store(picl_store *inner, picl_store **out)
 {

@@ -65,7 +65,7 @@ static void on_finish(picl_http_request *req, picl_http_response *resp, void *ct
 
 static void setup(void)
 {
-    static const picl_http_hooks hooks = {on_error, on_finish, NULL, 0, NULL};
+    static const picl_http_hooks hooks = {.error = on_error, .finish = on_finish};
     picl_http_config cfg = {.listen = "127.0.0.1:0", .max_body = 1000,
                             .require_content_length = 1, .hooks = &hooks};
     ck_assert_int_eq(picl_http_server_new(&H, &cfg), PICL_OK);
@@ -74,7 +74,7 @@ static void setup(void)
     ck_assert_int_eq(picl_http_route(H, "GET", "/", echo, "root", NULL), PICL_OK);
     ck_assert_int_eq(picl_http_route(H, "PUT", "/x", echo, "x", NULL), PICL_OK);
     ck_assert_int_eq(picl_http_route(H, "DELETE", "/del", echo, "del", NULL), PICL_OK);
-    static const picl_http_hooks small = {on_error, on_finish, NULL, 10, NULL};
+    static const picl_http_hooks small = {.error = on_error, .finish = on_finish, .max_body = 10};
     ck_assert_int_eq(picl_http_route(H, "POST", "/small", echo, "small", &small), PICL_OK);
     ck_assert_int_eq(picl_http_route(H, "GET", "/*/*/*/*/*", echo, "five", NULL),
                      PICL_ERROR_INVALID_ARGUMENT);

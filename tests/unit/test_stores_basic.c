@@ -236,7 +236,8 @@ static picl_status cb_bad(void *ctx, char **out)
 START_TEST(test_callback_store)
 {
     cbctx ctx = {0};
-    picl_store_callbacks cb = {cb_changes, cb_all, cb_get, cb_apply, cb_apply, NULL, NULL};
+    picl_store_callbacks cb = {.changes = cb_changes, .all = cb_all, .get = cb_get, .apply = cb_apply,
+                               .mark_synced = cb_apply};
     picl_store *s;
     ck_assert_int_eq(picl__cbstore_open(&s, "bookmarks", &cb, &ctx), PICL_OK);
     json_t *ch;
@@ -256,7 +257,7 @@ START_TEST(test_callback_store)
     json_decref(ch);
     picl__store_close(s);
     /* failures come back with the collection named */
-    picl_store_callbacks bad = {cb_bad, cb_all, NULL, cb_fail, cb_apply, NULL, NULL};
+    picl_store_callbacks bad = {.changes = cb_bad, .all = cb_all, .apply = cb_fail, .mark_synced = cb_apply};
     ck_assert_int_eq(picl__cbstore_open(&s, "passwords", &bad, &ctx), PICL_OK);
     ck_assert_int_eq(picl__store_changes(s, &ch), PICL_ERROR_PROTOCOL);
     ck_assert_ptr_nonnull(strstr(picl__store_error(s), "passwords"));
@@ -264,7 +265,7 @@ START_TEST(test_callback_store)
     ck_assert_int_eq(picl__store_apply(s, empty), PICL_ERROR_DATABASE);
     json_decref(empty);
     picl__store_close(s);
-    picl_store_callbacks missing = {NULL, cb_all, NULL, cb_apply, cb_apply, NULL, NULL};
+    picl_store_callbacks missing = {.all = cb_all, .apply = cb_apply, .mark_synced = cb_apply}; /* no changes */
     ck_assert_int_eq(picl__cbstore_open(&s, "x", &missing, &ctx), PICL_ERROR_INVALID_ARGUMENT);
 }
 END_TEST
