@@ -16,35 +16,6 @@
 
 #define MAX_ATTEMPTS 3
 
-/* ---- small helpers -------------------------------------------------------- */
-
-int64_t picl__ts_parse(const char *t)
-{
-    int64_t c = -1;
-    return t && picl__synctime_parse(t, strlen(t), &c) == PICL_OK ? c : -1;
-}
-
-void picl__ts_format(char out[24], int64_t c)
-{
-    picl__synctime_format(out, c);
-}
-
-picl_status picl__eng_fail(picl_engine *e, picl_status st, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->error, sizeof e->error, fmt, ap);
-    va_end(ap);
-    return st;
-}
-
-void picl__eng_notify(picl_engine *e, const char *phase, const char *coll, int64_t done, int64_t total,
-                   const char *msg)
-{
-    if (e->notify)
-        e->notify(e->notify_ctx, phase, coll ? coll : "", done, total, msg ? msg : "");
-}
-
 void picl__engine_init(picl_engine *e, picl_stc *stc, picl_state *st)
 {
     memset(e, 0, sizeof *e);
@@ -63,156 +34,6 @@ void picl__engine_done(picl_engine *e)
     e->failures = NULL;
     json_decref(e->guarded);
     e->guarded = NULL;
-}
-
-json_t *picl__eng_coll_state(picl_engine *e, const char *c)
-{
-    json_t *o = json_object_get(e->st->collections, c);
-    if (!o) {
-        o = json_object();
-        json_object_set_new(e->st->collections, c, o);
-    }
-    return o;
-}
-
-static picl_status keys_for(picl_engine *e, const char *coll, const picl_class_entry *kid, picl_keypair *out)
-{
-    if (kid->cls == 'B' && !e->st->has_kb)
-        return PICL_ERROR_STATE;
-    if (kid->cls == 'A' && !e->st->has_ka)
-        return PICL_ERROR_STATE;
-    return picl__collection_keys(out, kid->cls == 'A' ? e->st->ka : e->st->kb, coll, kid->generation);
-}
-
-/* ---- download ------------------------------------------------------------- */
-
-/* A record refused by an integrity check (client.md 7): listed for the
- * caller and told to the observer.  The reason names the check only. */
-static void record_failure(picl_engine *e, const char *c, const char *id, picl_record_fault why)
-{
-    const char *reason = picl__record_fault_text(why);
-    if (!e->failures)
-        e->failures = json_array();
-    size_t i;
-    json_t *f;
-    json_array_foreach(e->failures, i, f) {
-        if (!strcmp(json_string_value(json_object_get(f, "collection")), c) &&
-            !strcmp(json_string_value(json_object_get(f, "id")), id ? id : ""))
-            return; /* seen already (a retry of the same download) */
-    }
-    json_array_append_new(e->failures, json_pack("{s:s, s:s, s:s}", "collection", c, "id", id ? id : "",
-                                                  "reason", *reason ? reason : "hmac mismatch"));
-    char msg[160];
-    snprintf(msg, sizeof msg, "%.64s: %s (not applied)", id ? id : "", *reason ? reason : "hmac mismatch");
-    picl__eng_notify(e, "integrity", c, 0, -1, msg);
-}
-
-/* The imported keys of a run of records, one sealer per kid met (a
- * collection holds one or two); a kid this device holds no key for is
- * remembered as such. */
-#define RING_MAX 8
-typedef struct keyring {
-    struct {
-        picl_class_entry kid;
-        picl_sealer *s; /* NULL: no key in memory for this kid */
-    } k[RING_MAX];
-    size_t n;
-} keyring;
-
-static void ring_free(keyring *r)
-{
-    for (size_t i = 0; i < r->n; i++)
-        picl__sealer_free(r->k[i].s);
-    r->n = 0;
-}
-
-/* The sealer for kid (NULL when this device has no key for it), or
- * PICL_ERROR_NO_MEMORY.  *tmp is set when the ring is full: the caller
- * frees that sealer after the record. */
-static picl_status ring_get(picl_engine *e, const char *c, keyring *r, const picl_class_entry *kid,
-                            picl_sealer **out, int *tmp)
-{
-    *out = NULL;
-    *tmp = 0;
-    for (size_t i = 0; i < r->n; i++)
-        if (r->k[i].kid.cls == kid->cls && r->k[i].kid.generation == kid->generation) {
-            *out = r->k[i].s;
-            return PICL_OK;
-        }
-    picl_keypair keys;
-    picl_sealer *s = NULL;
-    picl_status st = keys_for(e, c, kid, &keys);
-    if (st == PICL_OK)
-        st = picl__sealer_new(&s, &keys);
-    picl__wipe(&keys, sizeof keys);
-    if (st == PICL_ERROR_NO_MEMORY)
-        return st;
-    if (r->n < RING_MAX) {
-        r->k[r->n].kid = *kid;
-        r->k[r->n].s = s;
-        r->n++;
-    } else {
-        *tmp = 1;
-    }
-    *out = s;
-    return PICL_OK;
-}
-
-/* Decrypts BSOs into id -> cleartext.  *held counts the records not read
- * (the cursor stays so they are fetched again); those that failed an
- * integrity check are also listed in e->failures.  A record under a key
- * this device does not hold in memory (class B in strict mode) is held, not
- * a failure.  Each payload is parsed once, each key imported once. */
-static picl_status decrypt_all(picl_engine *e, const char *c, const picl_class_entry *entry, json_t *bsos,
-                               json_t *out, int64_t *held)
-{
-    keyring ring = {0};
-    picl_status st = PICL_OK;
-    size_t i;
-    json_t *b;
-    json_array_foreach(bsos, i, b) {
-        const char *id = json_string_value(json_object_get(b, "id"));
-        const char *payload = json_string_value(json_object_get(b, "payload"));
-        picl_class_entry kid;
-        picl_record_fault why = PICL_RECORD_FAULT_NONE;
-        json_t *clear = NULL, *o = NULL;
-        picl_sealer *keys = NULL;
-        int tmp = 0;
-        if (!id || !payload) {
-            (*held)++;
-            record_failure(e, c, id, PICL_RECORD_FAULT_NOT_JSON);
-            continue;
-        }
-        if ((st = picl__record_payload_load(payload, &o)) == PICL_ERROR_NO_MEMORY)
-            break;
-        if (o && picl__record_kid_obj(o, &kid) == PICL_OK) {
-            if ((st = ring_get(e, c, &ring, &kid, &keys, &tmp)) != PICL_OK) {
-                json_decref(o);
-                break;
-            }
-            if (!keys && !(kid.cls == 'A' && entry->cls == 'B')) {
-                (*held)++; /* locked: kB not in memory */
-                json_decref(o);
-                continue;
-            }
-        }
-        /* o NULL: refused as not JSON; keys NULL: refused at the MAC */
-        st = picl__record_decrypt_obj(&clear, c, id, o, keys, entry, 1, &why);
-        if (tmp)
-            picl__sealer_free(keys);
-        json_decref(o);
-        if (st == PICL_ERROR_NO_MEMORY)
-            break;
-        st = PICL_OK;
-        if (!clear) {
-            (*held)++;
-            record_failure(e, c, id, why);
-            continue;
-        }
-        json_object_set_new(out, id, clear);
-    }
-    ring_free(&ring);
-    return st;
 }
 
 /* ---- bookmarks: parents that are gone -------------------------------------- */
@@ -269,49 +90,6 @@ static void fix_orphans(picl_store *s, json_t *apply, json_t *upload, json_t *in
 
 /* ---- one collection -------------------------------------------------------- */
 
-static picl_status encrypt_bsos(picl_engine *e, const char *c, const picl_class_entry *entry, json_t *records,
-                                json_t **bsos)
-{
-    picl_keypair keys;
-    picl_sealer *k = NULL;
-    picl_status st = keys_for(e, c, entry, &keys);
-    if (st == PICL_OK)
-        st = picl__sealer_new(&k, &keys); /* imported once for the whole run */
-    picl__wipe(&keys, sizeof keys);
-    if (st != PICL_OK)
-        return st;
-    json_t *out = json_array();
-    size_t i;
-    json_t *r;
-    json_array_foreach(records, i, r) {
-        char *payload;
-        st = picl__record_encrypt_with(&payload, c, r, k, entry);
-        if (st != PICL_OK)
-            break;
-        json_t *bso = json_object();
-        if (!bso || json_object_set(bso, "id", json_object_get(r, "id")) ||
-            json_object_set_new_nocheck(bso, "payload", json_stringn_nocheck(payload, strlen(payload)))) {
-            json_decref(bso);
-            bso = NULL;
-        }
-        free(payload);
-        /* a device's own records expire on the server when it stops syncing */
-        if (bso && (!strcmp(c, "tabs") || !strcmp(c, "clients")))
-            json_object_set_new(bso, "ttl", json_integer(PICL_DEVICE_RECORD_TTL_S));
-        if (!bso || json_array_append_new(out, bso)) {
-            st = PICL_ERROR_NO_MEMORY;
-            break;
-        }
-    }
-    picl__sealer_free(k);
-    if (st != PICL_OK) {
-        json_decref(out);
-        return st;
-    }
-    *bsos = out;
-    return PICL_OK;
-}
-
 static int64_t info_ts(picl_engine *e, const char *c)
 {
     json_t *v = json_object_get(e->info, c);
@@ -330,55 +108,6 @@ static json_t *synced_subset(json_t *changes, const picl_stc_post_result *pr)
             json_array_append(out, r);
     }
     return out;
-}
-
-/* Uploads bsos, in one atomic batch when the server's limits allow it, else
- * in as few batches as they allow, each conditional on the one before, so a
- * concurrent writer still makes the whole upload fail with a conflict.  The
- * results are merged into *out (modified = the last commit's timestamp). */
-static picl_status post_all(picl_engine *e, const char *c, json_t *bsos, int64_t ius, picl_stc_post_result *out)
-{
-    memset(out, 0, sizeof *out);
-    picl_stc_limits lim;
-    picl_status st = picl__stc_limits(e->stc, &lim);
-    if (st != PICL_OK)
-        return st;
-    size_t n = json_array_size(bsos), per = (size_t)(lim.max_total_records > 0 ? lim.max_total_records : 10000);
-    int64_t byte_cap = lim.max_total_bytes > 0 ? lim.max_total_bytes * 9 / 10 : INT64_MAX;
-    out->success = json_array();
-    out->failed = json_object();
-    for (size_t from = 0; from < n;) {
-        json_t *part = json_array();
-        int64_t bytes = 0;
-        size_t to = from;
-        while (to < n && to - from < per) {
-            json_t *b = json_array_get(bsos, to);
-            int64_t len = (int64_t)strlen(json_string_value(json_object_get(b, "payload")));
-            if (to > from && bytes + len > byte_cap)
-                break;
-            bytes += len;
-            json_array_append(part, b);
-            to++;
-        }
-        picl_stc_post_result pr = {0};
-        st = picl__stc_post(e->stc, c, part, ius, &pr);
-        json_decref(part);
-        if (st != PICL_OK) {
-            picl__stc_post_result_clear(&pr);
-            break;
-        }
-        json_array_extend(out->success, pr.success);
-        json_object_update(out->failed, pr.failed);
-        out->modified = pr.modified;
-        if (to < n) /* progress between the parts of a large upload */
-            picl__eng_notify(e, "upload", c, (int64_t)to, (int64_t)n, NULL);
-        ius = pr.modified; /* the next part only if nobody wrote in between */
-        picl__stc_post_result_clear(&pr);
-        from = to;
-    }
-    if (st != PICL_OK)
-        picl__stc_post_result_clear(out);
-    return st;
 }
 
 static void crash_point(const char *point);
@@ -443,17 +172,208 @@ static picl_status mass_delete_guard(picl_engine *e, picl_store *s, json_t *uplo
     return PICL_OK;
 }
 
+/* One collection's sync: what it counts for the summary. */
+typedef struct coll_run {
+    picl_engine *e;
+    picl_store *s;
+    const char *c;
+    picl_class_entry entry;
+    int64_t downloaded, applied, uploaded, failed;
+    const char *status;
+} coll_run;
+
+/* 2. download what is newer than lastSync (last), decrypted into a new
+ * *incoming (the caller's, also on failure).  The cursor follows only what
+ * the listing proved it handed over (its X-Last-Modified, counts,
+ * completeness), never /info/collections: an incomplete answer is an error.
+ * PICL_ERROR_CONFLICT: the collection changed meanwhile (try again). */
+static picl_status download_step(coll_run *r, int64_t last, int64_t srv, json_t **incoming, int64_t *coll_modified,
+                                 int64_t *undecryptable, int *hold_cursor)
+{
+    picl_engine *e = r->e;
+    *incoming = json_object();
+    *coll_modified = srv;
+    *undecryptable = 0;
+    *hold_cursor = 0;
+    if (srv <= last)
+        return PICL_OK;
+    json_t *bsos = NULL;
+    int64_t listed = -1;
+    picl_status st = picl__stc_download(e->stc, r->c, last, 0, &bsos, &listed);
+    if (st == PICL_ERROR_CONFLICT)
+        return st;
+    if (st != PICL_OK && st != PICL_ERROR_NOT_FOUND)
+        return picl__eng_fail(e, st, "%s: download failed", r->c);
+    if (st == PICL_OK)
+        *coll_modified = listed;
+    else
+        *hold_cursor = 1; /* 404: nothing received, nothing to advance to */
+    r->downloaded += (int64_t)json_array_size(bsos);
+    picl__eng_notify(e, "download", r->c, r->downloaded, r->downloaded, NULL);
+    size_t before = json_array_size(e->failures);
+    st = picl__eng_decrypt_all(e, r->c, &r->entry, bsos, *incoming, undecryptable);
+    r->failed += (int64_t)(json_array_size(e->failures) - before);
+    json_decref(bsos);
+    if (st == PICL_OK)
+        crash_point("sync-downloaded");
+    return st;
+}
+
+/* 3. reconcile the incoming records with the local changes (and what an
+ * earlier attempt still has to upload, pending) into apply and upload. */
+static void reconcile_step(coll_run *r, json_t *pending, json_t *changes, json_t *incoming, json_t *apply,
+                           json_t *upload)
+{
+    json_t *local = json_object();
+    size_t i;
+    json_t *rec;
+    const char *id;
+    json_object_foreach(pending, id, rec) json_object_set(local, id, rec);
+    json_array_foreach(changes, i, rec) json_object_set(local, json_string_value(json_object_get(rec, "id")), rec);
+    json_object_foreach(incoming, id, rec) {
+        json_t *a = NULL, *u = NULL;
+        if (picl__reconcile(r->c, json_object_get(local, id), rec, &a, &u) == PICL_OK) {
+            if (a)
+                json_array_append_new(apply, a);
+            if (u)
+                json_array_append_new(upload, u);
+        } else {
+            r->failed++;
+        }
+    }
+    json_object_foreach(local, id, rec) {
+        if (!json_object_get(incoming, id))
+            json_array_append(upload, rec);
+    }
+    if (!strcmp(r->c, "bookmarks"))
+        fix_orphans(r->s, apply, upload, incoming);
+    picl__json_zdecref(local);
+}
+
+/* 4. apply in one transaction. */
+static picl_status apply_step(coll_run *r, json_t *apply)
+{
+    picl_store *s = r->s;
+    if (!json_array_size(apply))
+        return PICL_OK;
+    picl__eng_notify(r->e, "apply", r->c, 0, (int64_t)json_array_size(apply), NULL);
+    s->progress = apply_progress; /* the bar moves during a long apply */
+    s->progress_ctx = r->e;
+    picl_status st = picl__store_apply(s, apply);
+    s->progress = NULL;
+    if (st != PICL_OK)
+        return picl__eng_fail(r->e, st, "%s: applying incoming records failed: %s", r->c, picl__store_error(s));
+    r->applied += (int64_t)json_array_size(apply);
+    picl__eng_notify(r->e, "apply", r->c, r->applied, r->applied, NULL);
+    crash_point("sync-applied");
+    return PICL_OK;
+}
+
+/* 5. upload, conditional on what we downloaded (coll_modified); *posted
+ * and *new_last (the last commit's timestamp) when something went up.
+ * PICL_ERROR_CONFLICT: someone wrote meanwhile.  *pr is the caller's. */
+static picl_status upload_step(coll_run *r, json_t *upload, int64_t coll_modified, picl_stc_post_result *pr,
+                               int *posted, int64_t *new_last)
+{
+    picl_engine *e = r->e;
+    *posted = 0;
+    if (!json_array_size(upload))
+        return PICL_OK;
+    json_t *bsos = NULL;
+    picl_status st = picl__eng_encrypt_bsos(e, r->c, &r->entry, upload, &bsos);
+    if (st == PICL_OK) {
+        picl__eng_notify(e, "upload", r->c, 0, (int64_t)json_array_size(bsos), NULL);
+        st = picl__eng_post_all(e, r->c, bsos, coll_modified > 0 ? coll_modified : 0, pr);
+    }
+    json_decref(bsos);
+    if (st == PICL_ERROR_CONFLICT)
+        return st;
+    if (st != PICL_OK)
+        return picl__eng_fail(e, st, "%s: upload failed", r->c);
+    *posted = 1;
+    crash_point("sync-uploaded");
+    r->uploaded += (int64_t)json_array_size(pr->success);
+    r->failed += (int64_t)json_object_size(pr->failed);
+    *new_last = pr->modified;
+    picl__eng_notify(e, "upload", r->c, r->uploaded, r->uploaded, NULL);
+    return PICL_OK;
+}
+
+/* 6. only now: the store's change marks (pr: what the upload accepted,
+ * NULL = nothing was uploaded), then the cursor, saved. */
+static picl_status commit_step(coll_run *r, json_t *changes, const picl_stc_post_result *pr, int64_t new_last)
+{
+    json_t *done = synced_subset(changes, pr);
+    picl_status st = picl__store_mark_synced(r->s, done);
+    picl__json_zdecref(done);
+    if (st != PICL_OK)
+        return picl__eng_fail(r->e, st, "%s: %s", r->c, picl__store_error(r->s));
+    char ts[24];
+    picl__ts_format(ts, new_last);
+    picl__state_set_last_sync(r->e->st, r->c, ts);
+    st = picl__state_save(r->e->st);
+    return st == PICL_OK ? PICL_OK : picl__eng_fail(r->e, st, "cannot save the local state");
+}
+
+/* Steps 2-6 once.  *again when the server changed meanwhile: what must
+ * still go up is in pending for the next attempt. */
+static picl_status sync_attempt(coll_run *r, json_t *pending, json_t *changes, int64_t last, int64_t srv, int *again)
+{
+    json_t *incoming = NULL, *apply = json_array(), *upload = json_array();
+    picl_stc_post_result pr = {0};
+    int64_t coll_modified = srv, undecryptable = 0;
+    int hold_cursor = 0, held = 0, posted = 0;
+    *again = 0;
+    picl_status st = download_step(r, last, srv, &incoming, &coll_modified, &undecryptable, &hold_cursor);
+    if (st != PICL_OK) {
+        *again = st == PICL_ERROR_CONFLICT;
+        goto done;
+    }
+    reconcile_step(r, pending, changes, incoming, apply, upload);
+    if ((st = mass_delete_guard(r->e, r->s, upload, coll_modified, &held)) != PICL_OK || held) {
+        if (held)
+            r->status = "held";
+        goto done; /* nothing applied, uploaded or advanced */
+    }
+    if ((st = apply_step(r, apply)) != PICL_OK)
+        goto done;
+    int64_t new_last = coll_modified > last ? coll_modified : last;
+    st = upload_step(r, upload, coll_modified, &pr, &posted, &new_last);
+    if (st == PICL_ERROR_CONFLICT) {
+        /* keep what must go up, download again */
+        size_t i;
+        json_t *rec;
+        json_array_foreach(upload, i, rec) json_object_set(pending, json_string_value(json_object_get(rec, "id")), rec);
+        *again = 1;
+        goto done;
+    }
+    if (st != PICL_OK)
+        goto done;
+    /* a record we could not read (corrupt, forged, or a move another
+     * device has not finished) is fetched again next time, not skipped */
+    if (undecryptable > 0 || (hold_cursor && !posted))
+        new_last = last;
+    if ((st = commit_step(r, changes, posted ? &pr : NULL, new_last)) == PICL_OK)
+        json_object_clear(pending);
+done:
+    picl__stc_post_result_clear(&pr);
+    picl__json_zdecref(incoming);
+    picl__json_zdecref(apply);
+    picl__json_zdecref(upload);
+    return st;
+}
+
+/* 1. the collection's class and state, then attempts of steps 2-6 until one
+ * is not interrupted by another writer (at most MAX_ATTEMPTS). */
 static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summary)
 {
-    const char *c = s->collection;
-    int64_t downloaded = 0, applied = 0, uploaded = 0, failed = 0;
-    const char *status = "ok";
-    picl_class_entry entry;
-    picl_status st = picl__eng_entry_for(e, c, &entry);
+    coll_run r = {.e = e, .s = s, .c = s->collection, .status = "ok"};
+    const char *c = r.c;
+    picl_status st = picl__eng_entry_for(e, c, &r.entry);
     if (st != PICL_OK)
         return st;
     json_t *cs = picl__eng_coll_state(e, c);
-    if (entry.cls == 'B' && !e->st->has_kb) {
+    if (r.entry.cls == 'B' && !e->st->has_kb) {
         json_object_set_new(summary, c, json_pack("{s:i, s:i, s:i, s:i, s:s}", "downloaded", 0, "applied", 0,
                                                   "uploaded", 0, "failed", 0, "status", "locked"));
         picl__eng_notify(e, "status", c, 0, -1, "class B: enter the password to sync this collection");
@@ -478,7 +398,6 @@ static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summar
             break;
         }
         int64_t last = picl__ts_parse(picl__state_last_sync(e->st, c));
-        int64_t srv = info_ts(e, c);
         if (attempt > 0) {
             json_t *fresh = NULL;
             if ((st = picl__stc_info(e->stc, "collections", -1, &fresh)) != PICL_OK) {
@@ -487,165 +406,26 @@ static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summar
             }
             json_decref(e->info);
             e->info = fresh;
-            srv = info_ts(e, c);
         }
+        int64_t srv = info_ts(e, c);
         if (srv <= last && json_array_size(changes) == 0 && json_object_size(pending) == 0) {
-            status = "unchanged";
+            r.status = "unchanged";
             st = PICL_OK;
             break;
         }
-        /* 2. download what is newer than lastSync */
-        json_t *incoming = json_object();
-        int64_t coll_modified = srv, undecryptable = 0, listed = -1;
-        int hold_cursor = 0;
-        if (srv > last) {
-            json_t *bsos = NULL;
-            /* the cursor follows only what the listing proved it handed
-             * over (its X-Last-Modified, counts, completeness), never
-             * /info/collections: an incomplete answer is an error */
-            st = picl__stc_download(e->stc, c, last, 0, &bsos, &listed);
-            if (st == PICL_ERROR_CONFLICT) {
-                picl__json_zdecref(incoming);
-                continue;
-            }
-            if (st != PICL_OK && st != PICL_ERROR_NOT_FOUND) {
-                picl__json_zdecref(incoming);
-                st = picl__eng_fail(e, st, "%s: download failed", c);
-                break;
-            }
-            if (st == PICL_OK)
-                coll_modified = listed;
-            else
-                hold_cursor = 1; /* 404: nothing received, nothing to advance to */
-            downloaded += (int64_t)json_array_size(bsos);
-            picl__eng_notify(e, "download", c, downloaded, downloaded, NULL);
-            size_t before = json_array_size(e->failures);
-            st = decrypt_all(e, c, &entry, bsos, incoming, &undecryptable);
-            failed += (int64_t)(json_array_size(e->failures) - before);
-            json_decref(bsos);
-            if (st != PICL_OK) {
-                picl__json_zdecref(incoming);
-                break;
-            }
-            crash_point("sync-downloaded");
-        }
-        /* 3. reconcile */
-        json_t *local = json_object();
-        size_t i;
-        json_t *r;
-        const char *id;
-        json_object_foreach(pending, id, r) json_object_set(local, id, r);
-        json_array_foreach(changes, i, r) json_object_set(local, json_string_value(json_object_get(r, "id")), r);
-        json_t *apply = json_array(), *upload = json_array();
-        json_object_foreach(incoming, id, r) {
-            json_t *a = NULL, *u = NULL;
-            if (picl__reconcile(c, json_object_get(local, id), r, &a, &u) == PICL_OK) {
-                if (a)
-                    json_array_append_new(apply, a);
-                if (u)
-                    json_array_append_new(upload, u);
-            } else {
-                failed++;
-            }
-        }
-        json_object_foreach(local, id, r) {
-            if (!json_object_get(incoming, id))
-                json_array_append(upload, r);
-        }
-        if (!strcmp(c, "bookmarks"))
-            fix_orphans(s, apply, upload, incoming);
-        picl__json_zdecref(local);
-        picl__json_zdecref(incoming);
-        int held = 0;
-        if ((st = mass_delete_guard(e, s, upload, coll_modified, &held)) != PICL_OK || held) {
-            picl__json_zdecref(apply);
-            picl__json_zdecref(upload);
-            if (held)
-                status = "held";
-            break; /* nothing applied, uploaded or advanced */
-        }
-        /* 4. apply in one transaction */
-        if (json_array_size(apply)) {
-            picl__eng_notify(e, "apply", c, 0, (int64_t)json_array_size(apply), NULL);
-            s->progress = apply_progress; /* the bar moves during a long apply */
-            s->progress_ctx = e;
-            st = picl__store_apply(s, apply);
-            s->progress = NULL;
-            if (st != PICL_OK) {
-                picl__json_zdecref(apply);
-                picl__json_zdecref(upload);
-                st = picl__eng_fail(e, st, "%s: applying incoming records failed: %s", c, picl__store_error(s));
-                break;
-            }
-            applied += (int64_t)json_array_size(apply);
-            picl__eng_notify(e, "apply", c, applied, applied, NULL);
-            crash_point("sync-applied");
-        }
-        picl__json_zdecref(apply);
-        /* 5. upload in one batch, conditional on what we downloaded */
-        int64_t new_last = coll_modified > last ? coll_modified : last;
-        picl_stc_post_result pr = {0};
-        int posted = 0;
-        if (json_array_size(upload)) {
-            json_t *bsos = NULL;
-            st = encrypt_bsos(e, c, &entry, upload, &bsos);
-            if (st == PICL_OK) {
-                picl__eng_notify(e, "upload", c, 0, (int64_t)json_array_size(bsos), NULL);
-                st = post_all(e, c, bsos, coll_modified > 0 ? coll_modified : 0, &pr);
-            }
-            json_decref(bsos);
-            if (st == PICL_ERROR_CONFLICT) {
-                /* someone wrote meanwhile: keep what must go up, download again */
-                json_array_foreach(upload, i, r) json_object_set(pending,
-                                                                 json_string_value(json_object_get(r, "id")), r);
-                picl__json_zdecref(upload);
-                picl__stc_post_result_clear(&pr);
-                continue;
-            }
-            if (st != PICL_OK) {
-                picl__json_zdecref(upload);
-                picl__stc_post_result_clear(&pr);
-                st = picl__eng_fail(e, st, "%s: upload failed", c);
-                break;
-            }
-            posted = 1;
-            crash_point("sync-uploaded");
-            uploaded += (int64_t)json_array_size(pr.success);
-            failed += (int64_t)json_object_size(pr.failed);
-            new_last = pr.modified;
-            picl__eng_notify(e, "upload", c, uploaded, uploaded, NULL);
-        }
-        picl__json_zdecref(upload);
-        /* 6. only now: the cursor and the store's change marks */
-        json_t *done = synced_subset(changes, posted ? &pr : NULL);
-        picl__stc_post_result_clear(&pr);
-        st = picl__store_mark_synced(s, done);
-        picl__json_zdecref(done);
-        if (st != PICL_OK) {
-            st = picl__eng_fail(e, st, "%s: %s", c, picl__store_error(s));
+        int again = 0;
+        st = sync_attempt(&r, pending, changes, last, srv, &again);
+        if (!again)
             break;
-        }
-        /* a record we could not read (corrupt, forged, or a move another
-         * device has not finished) is fetched again next time, not skipped */
-        if (undecryptable > 0 || (hold_cursor && !posted))
-            new_last = last;
-        char ts[24];
-        picl__ts_format(ts, new_last);
-        picl__state_set_last_sync(e->st, c, ts);
-        json_object_clear(pending);
-        st = picl__state_save(e->st);
-        if (st != PICL_OK)
-            st = picl__eng_fail(e, st, "cannot save the local state");
-        break;
     }
     picl__json_zdecref(changes);
     picl__json_zdecref(pending);
-    if (failed && st == PICL_OK)
-        status = "partial";
-    json_object_set_new(summary, c, json_pack("{s:I, s:I, s:I, s:I, s:s}", "downloaded", (json_int_t)downloaded,
-                                              "applied", (json_int_t)applied, "uploaded", (json_int_t)uploaded,
-                                              "failed", (json_int_t)failed,
-                                              "status", st == PICL_OK ? status : "error"));
+    if (r.failed && st == PICL_OK)
+        r.status = "partial";
+    json_object_set_new(summary, c, json_pack("{s:I, s:I, s:I, s:I, s:s}", "downloaded", (json_int_t)r.downloaded,
+                                              "applied", (json_int_t)r.applied, "uploaded", (json_int_t)r.uploaded,
+                                              "failed", (json_int_t)r.failed,
+                                              "status", st == PICL_OK ? r.status : "error"));
     return st;
 }
 
@@ -692,7 +472,7 @@ static picl_status finish_move(picl_engine *e, const char *c, const picl_class_e
         picl_class_entry from = was ? *was : *to;
         if (from.cls == 'B' && to->cls == 'A')
             from.cls = 'A'; /* moving down: allow both */
-        st = decrypt_all(e, c, &from, bsos, clear, &held);
+        st = picl__eng_decrypt_all(e, c, &from, bsos, clear, &held);
         json_decref(bsos);
         if (st != PICL_OK) {
             picl__json_zdecref(clear);
@@ -704,14 +484,14 @@ static picl_status finish_move(picl_engine *e, const char *c, const picl_class_e
         json_object_foreach(clear, id, r) json_array_append(records, r);
         picl__json_zdecref(clear);
         json_t *out = NULL;
-        st = encrypt_bsos(e, c, to, records, &out);
+        st = picl__eng_encrypt_bsos(e, c, to, records, &out);
         picl__json_zdecref(records);
         if (st != PICL_OK)
             return picl__eng_fail(e, st, "%s: cannot re-encrypt", c);
         picl_stc_post_result pr = {0};
         if (json_array_size(out)) {
             picl__eng_notify(e, "upload", c, 0, (int64_t)json_array_size(out), "re-encrypting for the new class");
-            st = post_all(e, c, out, coll_modified > 0 ? coll_modified : 0, &pr);
+            st = picl__eng_post_all(e, c, out, coll_modified > 0 ? coll_modified : 0, &pr);
         }
         json_decref(out);
         picl__stc_post_result_clear(&pr);
@@ -742,104 +522,6 @@ static picl_status finish_move(picl_engine *e, const char *c, const picl_class_e
             return st;
     }
     return picl__eng_fail(e, PICL_ERROR_CONFLICT, "the class map keeps changing on the server");
-}
-
-/* After a password reset (records.md 4, "Rebuild"): collection c becomes
- * class B at `to` under the new kB.  Its records under class B of the old
- * kB are unreadable for everyone: deleted.  Records under kA (the
- * collection was class A before, or a move was under way) are read and
- * re-encrypted under `to` in one batch, as a move does; records already
- * under `to` (an earlier, interrupted rebuild) stay.  None of these is an
- * integrity failure; a record under kA whose MAC fails is, and is deleted
- * too (nobody can read it).  The local store is merged in full afterwards. */
-picl_status picl__eng_rekey_after_reset(picl_engine *e, const char *c, const picl_class_entry *to)
-{
-    picl_status st = PICL_OK;
-    for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-        json_t *bsos = NULL, *records = json_array(), *dead = json_array(), *out = NULL;
-        picl_stc_query q = {0};
-        q.newer = q.older = -1;
-        q.full = 1;
-        q.limit = 1000;
-        q.if_modified_since = q.if_unmodified_since = -1;
-        st = picl__stc_get_all(e->stc, c, &q, 0, &bsos);
-        if (st == PICL_ERROR_NOT_FOUND) {
-            st = PICL_OK;
-            bsos = json_array();
-        }
-        int64_t modified = picl__stc_last(e->stc)->last_modified;
-        size_t i;
-        json_t *b;
-        json_array_foreach(st == PICL_OK ? bsos : NULL, i, b) {
-            const char *id = json_string_value(json_object_get(b, "id"));
-            const char *payload = json_string_value(json_object_get(b, "payload"));
-            picl_class_entry kid;
-            picl_keypair keys;
-            json_t *clear = NULL;
-            if (!id)
-                continue;
-            if (!payload || picl__record_kid(payload, &kid) != PICL_OK) {
-                json_array_append_new(dead, json_string(id));
-                continue;
-            }
-            int readable = keys_for(e, c, &kid, &keys) == PICL_OK;
-            picl_record_fault why = PICL_RECORD_FAULT_NONE;
-            picl_class_entry any = {'A', kid.generation};
-            if (readable && picl__record_decrypt(&clear, c, id, payload, &keys, &any, 1, &why) != PICL_OK)
-                readable = 0;
-            picl__wipe(&keys, sizeof keys);
-            if (kid.cls == 'B' && kid.generation == to->generation && readable) {
-                picl__json_zdecref(clear); /* already under the new key */
-                continue;
-            }
-            if (kid.cls == 'A' && readable) {
-                json_array_append_new(records, clear);
-                continue;
-            }
-            picl__json_zdecref(clear);
-            if (kid.cls == 'A')
-                record_failure(e, c, id, why);
-            json_array_append_new(dead, json_string(id));
-        }
-        size_t total = json_array_size(bsos);
-        json_decref(bsos);
-        if (st == PICL_OK && total > 0 && json_array_size(dead) == total) {
-            /* the usual case: all of it was class B under the old kB, one request */
-            st = picl__stc_delete(e->stc, c, NULL, 0, -1, NULL);
-            if (st == PICL_ERROR_NOT_FOUND)
-                st = PICL_OK;
-            json_array_clear(dead);
-        }
-        if (st == PICL_OK && json_array_size(records)) {
-            st = encrypt_bsos(e, c, to, records, &out);
-            picl_stc_post_result pr = {0};
-            if (st == PICL_OK) {
-                picl__eng_notify(e, "upload", c, 0, (int64_t)json_array_size(out), "re-encrypting under the new key");
-                st = post_all(e, c, out, modified > 0 ? modified : 0, &pr);
-            }
-            picl__stc_post_result_clear(&pr);
-            json_decref(out);
-        }
-        /* the unreadable ones, 100 ids a request */
-        for (size_t from = 0; st == PICL_OK && from < json_array_size(dead); from += 100) {
-            const char *ids[100];
-            size_t n = 0;
-            for (; n < 100 && from + n < json_array_size(dead); n++)
-                ids[n] = json_string_value(json_array_get(dead, from + n));
-            st = picl__stc_delete(e->stc, c, ids, n, -1, NULL);
-            if (st == PICL_ERROR_NOT_FOUND)
-                st = PICL_OK;
-        }
-        picl__json_zdecref(records);
-        picl__json_zdecref(dead);
-        if (st == PICL_ERROR_CONFLICT)
-            continue;
-        break;
-    }
-    if (st != PICL_OK)
-        return picl__eng_fail(e, st, "%s: cannot replace the records made unreadable by the password reset", c);
-    picl__eng_mark_reset(e, c);
-    return PICL_OK;
 }
 
 /* A move recorded in the state but not finished (a crash): finish it. */
@@ -1016,7 +698,7 @@ static picl_status restore_list(picl_engine *e, const char *c, const picl_class_
     if (st != PICL_OK)
         return picl__eng_fail(e, st, "%s: cannot list the collection%s", c, as_of >= 0 ? " as it was" : "");
     *listed = picl__stc_last(e->stc)->last_modified;
-    st = decrypt_all(e, c, entry, bsos, out, unreadable);
+    st = picl__eng_decrypt_all(e, c, entry, bsos, out, unreadable);
     picl__json_zdecref(bsos);
     return st;
 }
@@ -1090,9 +772,9 @@ picl_status picl__engine_restore(picl_engine *e, const char *c, int64_t as_of, i
         goto done;
     json_t *bsos = NULL;
     picl_stc_post_result pr = {0};
-    if ((st = encrypt_bsos(e, c, &entry, upload, &bsos)) == PICL_OK) {
+    if ((st = picl__eng_encrypt_bsos(e, c, &entry, upload, &bsos)) == PICL_OK) {
         picl__eng_notify(e, "upload", c, 0, (int64_t)json_array_size(bsos), NULL);
-        st = post_all(e, c, bsos, listed_now > 0 ? listed_now : 0, &pr);
+        st = picl__eng_post_all(e, c, bsos, listed_now > 0 ? listed_now : 0, &pr);
     }
     json_decref(bsos);
     if (st == PICL_OK && json_object_size(pr.failed))

@@ -1,5 +1,8 @@
-/* engine_int.h -- what engine.c (the sync and the moves) and engine_meta.c
- * (meta/global, the class map) share; not part of the engine's API. */
+/* engine_int.h -- what engine.c (the sync and the moves), engine_meta.c
+ * (meta/global, the class map, the rebuild after a reset) and
+ * engine_common.c (the helpers both use) share; not part of the engine's
+ * API.  engine.c and engine_meta.c call engine_common.c, engine.c calls
+ * engine_meta.c, never the other way round. */
 #ifndef PICL_CLIENT_ENGINE_INT_H
 #define PICL_CLIENT_ENGINE_INT_H
 
@@ -16,6 +19,30 @@ json_t *picl__eng_coll_state(picl_engine *e, const char *c);
 /* Cursor back to 0 and a store reset at the collection's next sync: a full
  * merge, never a deletion of local data. */
 void picl__eng_mark_reset(picl_engine *e, const char *c);
+
+/* ---- runs of records (engine_common.c) ---- */
+
+/* The keys of collection c under kid: PICL_ERROR_STATE when this device
+ * does not hold that class's key in memory.  The caller wipes *out. */
+picl_status picl__eng_keys_for(picl_engine *e, const char *coll, const picl_class_entry *kid, picl_keypair *out);
+/* Lists a record refused by an integrity check in e->failures (once) and
+ * tells the observer; the reason names the check only. */
+void picl__eng_record_failure(picl_engine *e, const char *c, const char *id, picl_record_fault why);
+/* Decrypts BSOs into out (id -> cleartext) under the map entry `entry`
+ * (another generation or a stronger class accepted: a move); *held counts
+ * the records not read (integrity failures also in e->failures; a key not
+ * in memory is held, not a failure).  Each payload parsed once, each key
+ * imported once.  PICL_OK or PICL_ERROR_NO_MEMORY. */
+picl_status picl__eng_decrypt_all(picl_engine *e, const char *c, const picl_class_entry *entry, json_t *bsos,
+                                  json_t *out, int64_t *held);
+/* Encrypts cleartext records under entry into new BSOs {id, payload[, ttl]}
+ * (*bsos, the caller's). */
+picl_status picl__eng_encrypt_bsos(picl_engine *e, const char *c, const picl_class_entry *entry, json_t *records,
+                                   json_t **bsos);
+/* Uploads bsos in as few batches as the server's limits allow, each
+ * conditional on the one before (ius first); results merged into *out
+ * (the caller clears it). */
+picl_status picl__eng_post_all(picl_engine *e, const char *c, json_t *bsos, int64_t ius, picl_stc_post_result *out);
 
 /* meta/global: created, or read; a changed syncID resets the collections'
  * cursors; collections not yet listed are added.  No request when meta did

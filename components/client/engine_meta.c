@@ -95,15 +95,6 @@ static int meta_unchanged(picl_engine *e)
 
 /* ---- meta/global ------------------------------------------------------------ */
 
-/* Marks a collection for a full merge: cursor back to 0, store reset at its
- * next sync.  Local data is never deleted for this. */
-void picl__eng_mark_reset(picl_engine *e, const char *c)
-{
-    json_t *cs = picl__eng_coll_state(e, c);
-    json_object_set_new(cs, "lastSync", json_string("0"));
-    json_object_set_new(cs, "reset", json_true());
-}
-
 picl_status picl__eng_ensure_global(picl_engine *e, picl_store *const *stores, size_t n)
 {
     if (meta_unchanged(e) && *e->st->global_sync_id) {
@@ -625,5 +616,105 @@ picl_status picl__eng_entry_for(picl_engine *e, const char *c, picl_class_entry 
     if (st != PICL_OK)
         return picl__eng_fail(e, st, "cannot add %s to the class map", c);
     *out = b;
+    return PICL_OK;
+}
+
+/* ---- the rebuild after a password reset ----------------------------------- */
+
+/* After a password reset (records.md 4, "Rebuild"): collection c becomes
+ * class B at `to` under the new kB.  Its records under class B of the old
+ * kB are unreadable for everyone: deleted.  Records under kA (the
+ * collection was class A before, or a move was under way) are read and
+ * re-encrypted under `to` in one batch, as a move does; records already
+ * under `to` (an earlier, interrupted rebuild) stay.  None of these is an
+ * integrity failure; a record under kA whose MAC fails is, and is deleted
+ * too (nobody can read it).  The local store is merged in full afterwards. */
+picl_status picl__eng_rekey_after_reset(picl_engine *e, const char *c, const picl_class_entry *to)
+{
+    picl_status st = PICL_OK;
+    for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        json_t *bsos = NULL, *records = json_array(), *dead = json_array(), *out = NULL;
+        picl_stc_query q = {0};
+        q.newer = q.older = -1;
+        q.full = 1;
+        q.limit = 1000;
+        q.if_modified_since = q.if_unmodified_since = -1;
+        st = picl__stc_get_all(e->stc, c, &q, 0, &bsos);
+        if (st == PICL_ERROR_NOT_FOUND) {
+            st = PICL_OK;
+            bsos = json_array();
+        }
+        int64_t modified = picl__stc_last(e->stc)->last_modified;
+        size_t i;
+        json_t *b;
+        json_array_foreach(st == PICL_OK ? bsos : NULL, i, b) {
+            const char *id = json_string_value(json_object_get(b, "id"));
+            const char *payload = json_string_value(json_object_get(b, "payload"));
+            picl_class_entry kid;
+            picl_keypair keys;
+            json_t *clear = NULL;
+            if (!id)
+                continue;
+            if (!payload || picl__record_kid(payload, &kid) != PICL_OK) {
+                json_array_append_new(dead, json_string(id));
+                continue;
+            }
+            int readable = picl__eng_keys_for(e, c, &kid, &keys) == PICL_OK;
+            picl_record_fault why = PICL_RECORD_FAULT_NONE;
+            picl_class_entry any = {'A', kid.generation};
+            if (readable && picl__record_decrypt(&clear, c, id, payload, &keys, &any, 1, &why) != PICL_OK)
+                readable = 0;
+            picl__wipe(&keys, sizeof keys);
+            if (kid.cls == 'B' && kid.generation == to->generation && readable) {
+                picl__json_zdecref(clear); /* already under the new key */
+                continue;
+            }
+            if (kid.cls == 'A' && readable) {
+                json_array_append_new(records, clear);
+                continue;
+            }
+            picl__json_zdecref(clear);
+            if (kid.cls == 'A')
+                picl__eng_record_failure(e, c, id, why);
+            json_array_append_new(dead, json_string(id));
+        }
+        size_t total = json_array_size(bsos);
+        json_decref(bsos);
+        if (st == PICL_OK && total > 0 && json_array_size(dead) == total) {
+            /* the usual case: all of it was class B under the old kB, one request */
+            st = picl__stc_delete(e->stc, c, NULL, 0, -1, NULL);
+            if (st == PICL_ERROR_NOT_FOUND)
+                st = PICL_OK;
+            json_array_clear(dead);
+        }
+        if (st == PICL_OK && json_array_size(records)) {
+            st = picl__eng_encrypt_bsos(e, c, to, records, &out);
+            picl_stc_post_result pr = {0};
+            if (st == PICL_OK) {
+                picl__eng_notify(e, "upload", c, 0, (int64_t)json_array_size(out), "re-encrypting under the new key");
+                st = picl__eng_post_all(e, c, out, modified > 0 ? modified : 0, &pr);
+            }
+            picl__stc_post_result_clear(&pr);
+            json_decref(out);
+        }
+        /* the unreadable ones, 100 ids a request */
+        for (size_t from = 0; st == PICL_OK && from < json_array_size(dead); from += 100) {
+            const char *ids[100];
+            size_t n = 0;
+            for (; n < 100 && from + n < json_array_size(dead); n++)
+                ids[n] = json_string_value(json_array_get(dead, from + n));
+            st = picl__stc_delete(e->stc, c, ids, n, -1, NULL);
+            if (st == PICL_ERROR_NOT_FOUND)
+                st = PICL_OK;
+        }
+        picl__json_zdecref(records);
+        picl__json_zdecref(dead);
+        if (st == PICL_ERROR_CONFLICT)
+            continue;
+        break;
+    }
+    if (st != PICL_OK)
+        return picl__eng_fail(e, st, "%s: cannot replace the records made unreadable by the password reset", c);
+    picl__eng_mark_reset(e, c);
     return PICL_OK;
 }

@@ -289,37 +289,37 @@ static picl_status history_put(places *p, const hist_in *h)
     int created = 0;
     picl_status rc;
     /* the record's guid names the page; a page known by URL takes it */
-    if ((rc = picl__places_prep(p, &st, "SELECT id, url FROM moz_places WHERE guid = ?")) != PICL_OK)
+    if ((rc = picl__places_cached(p, &st, "SELECT id, url FROM moz_places WHERE guid = ?")) != PICL_OK)
         return rc;
     sqlite3_bind_text(st, 1, h->id, -1, SQLITE_STATIC);
     if (sqlite3_step(st) == SQLITE_ROW) {
         if (strcmp((const char *)sqlite3_column_text(st, 1), h->url) != 0) {
-            sqlite3_finalize(st);
+            picl__places_release(p, st);
             return PICL_OK; /* same GUID, another URL: not ours to rename; skipped */
         }
         pid = sqlite3_column_int64(st, 0);
     }
-    sqlite3_finalize(st);
+    picl__places_release(p, st);
     st = NULL;
     if (!pid) {
         int64_t before = 0;
         sqlite3_stmt *c = NULL;
-        if ((rc = picl__places_prep(p, &c, "SELECT max(id) FROM moz_places")) != PICL_OK)
+        if ((rc = picl__places_cached(p, &c, "SELECT max(id) FROM moz_places")) != PICL_OK)
             return rc;
         if (sqlite3_step(c) == SQLITE_ROW)
             before = sqlite3_column_int64(c, 0);
-        sqlite3_finalize(c);
+        picl__places_release(p, c);
         if ((rc = picl__places_page(p, h->url, h->id, &pid)) != PICL_OK)
             return rc;
         created = pid > before;
         if (!created) { /* known by URL under another guid: adopt the incoming one */
-            if ((rc = picl__places_prep(p, &st, "UPDATE moz_places SET guid = ?1 WHERE id = ?2 AND NOT EXISTS "
+            if ((rc = picl__places_cached(p, &st, "UPDATE moz_places SET guid = ?1 WHERE id = ?2 AND NOT EXISTS "
                                                 "(SELECT 1 FROM moz_places WHERE guid = ?1)")) != PICL_OK)
                 return rc;
             sqlite3_bind_text(st, 1, h->id, -1, SQLITE_STATIC);
             sqlite3_bind_int64(st, 2, pid);
             rc = picl__places_done(p, st);
-            sqlite3_finalize(st);
+            picl__places_release(p, st);
             st = NULL;
             if (rc != PICL_OK)
                 return rc;
@@ -334,17 +334,17 @@ static picl_status history_put(places *p, const hist_in *h)
     if (rc != PICL_OK)
         return rc;
     if (h->title) {
-        if ((rc = picl__places_prep(p, &st, "UPDATE moz_places SET title = ?1 WHERE id = ?2")) != PICL_OK)
+        if ((rc = picl__places_cached(p, &st, "UPDATE moz_places SET title = ?1 WHERE id = ?2")) != PICL_OK)
             return rc;
         sqlite3_bind_text(st, 1, h->title, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, pid);
         rc = picl__places_done(p, st);
-        sqlite3_finalize(st);
+        picl__places_release(p, st);
         st = NULL;
         if (rc != PICL_OK)
             return rc;
     }
-    rc = picl__places_prep(p, &st,
+    rc = picl__places_cached(p, &st,
         "INSERT INTO moz_historyvisits(from_visit, place_id, visit_date, visit_type, session, source) "
         "SELECT 0, ?1, ?2, ?3, 0, 1 WHERE NOT EXISTS (SELECT 1 FROM moz_historyvisits "
         "  WHERE place_id = ?1 AND visit_date = ?2 AND visit_type = ?3)");
@@ -368,18 +368,18 @@ static picl_status history_put(places *p, const hist_in *h)
             rc = put_unknown(p, 0, sqlite3_last_insert_rowid(p->db), vu);
         free(vu);
     }
-    sqlite3_finalize(st);
+    picl__places_release(p, st);
     st = NULL;
     if (rc != PICL_OK)
         return rc;
     /* FRAMED_LINK-only pages are hidden; any top-level visit shows them */
     if (visible || created) {
-        if ((rc = picl__places_prep(p, &st, "UPDATE moz_places SET hidden = ?1 WHERE id = ?2")) != PICL_OK)
+        if ((rc = picl__places_cached(p, &st, "UPDATE moz_places SET hidden = ?1 WHERE id = ?2")) != PICL_OK)
             return rc;
         sqlite3_bind_int(st, 1, visible ? 0 : 1);
         sqlite3_bind_int64(st, 2, pid);
         rc = picl__places_done(p, st);
-        sqlite3_finalize(st);
+        picl__places_release(p, st);
     }
     return rc;
 }

@@ -1,4 +1,6 @@
-/* places_int.h -- what places.c (common, history) and places_bookmarks.c share. */
+/* places_int.h -- what the places store's files share: places.c (open,
+ * close), places_bookmarks.c, places_history.c and places_tags.c call the
+ * helpers of places_db.c, which calls none of them back. */
 #ifndef PICL_STORES_PLACES_INT_H
 #define PICL_STORES_PLACES_INT_H
 
@@ -13,6 +15,8 @@
 #define PLACES_SYNC_STATUS_UNKNOWN 0
 #define PLACES_SYNC_STATUS_NORMAL 2
 
+#define PLACES_STMT_CACHE 32
+
 typedef struct places {
     picl_store base;
     picl_profile *profile;
@@ -22,6 +26,11 @@ typedef struct places {
     json_t *reported;       /* bookmarks: guid -> syncChangeCounter reported (0 = tombstone) */
     int64_t reported_until; /* history: newest local visit date reported, µs */
     int64_t root_id, tags_id, unfiled_id; /* bookmarks: moz_bookmarks ids */
+    struct {
+        const char *sql; /* the text it was prepared from (the caller's literal) */
+        sqlite3_stmt *st;
+    } cache[PLACES_STMT_CACHE];
+    size_t ncache;
 } places;
 
 /* SQLite helpers: every failure sets the store error and returns
@@ -32,6 +41,14 @@ picl_status picl__places_dberr(places *p, const char *what);
 picl_status picl__places_prep(places *p, sqlite3_stmt **st, const char *sql);
 /* sqlite3_step expecting SQLITE_DONE. */
 picl_status picl__places_done(places *p, sqlite3_stmt *st);
+/* A statement prepared once per connection and kept for the next call with
+ * the same SQL text (the statements of a long apply are not parsed again
+ * for every record).  Hand it back with picl__places_release, never
+ * sqlite3_finalize: release resets it and clears its bindings (a statement
+ * the cache had no room for is finalized).  Not re-entrant per SQL text.
+ * picl__places_close finalizes the cache. */
+picl_status picl__places_cached(places *p, sqlite3_stmt **st, const char *sql);
+void picl__places_release(places *p, sqlite3_stmt *st);
 picl_status picl__places_begin(places *p);
 picl_status picl__places_end(places *p, picl_status rc); /* COMMIT if rc OK, else ROLLBACK */
 
