@@ -87,7 +87,7 @@ add_task(async function test_devices_events_recovery_key() {
  * out from this one is refused at its next request (TOKEN, "sign in again")
  * and uploads nothing; the account shows it gone and a device.destroyed event. */
 add_task(async function test_removed_device_refused() {
-  const TOKEN = 23; /* PICL_ERROR_TOKEN (components/picl.h) */
+  const TOKEN = S.TOKEN;
   const email = picl_email("devremove");
   const dir = PathUtils.join(Services.env.get("PICL_XPC_WORK") || PathUtils.tempDir, "peer-devremove-" + Date.now());
   await PiCLService.createAccount(email, PW);
