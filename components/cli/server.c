@@ -83,7 +83,7 @@ int cli_server(const cli_opts *o)
         return CLI_USAGE;
     }
     if (mkdir(data, 0700) != 0 && errno != EEXIST) {
-        fprintf(stderr, "picl server: cannot create %s: %s\n", data, strerror(errno));
+        srvlog(srvlog_stderr, NULL, SRVLOG_ERROR, "picl server: cannot create %s: %s", data, strerror(errno));
         return CLI_LOCAL;
     }
     snprintf(addr, sizeof addr, "%s:%u", host, port);
@@ -93,7 +93,8 @@ int cli_server(const cli_opts *o)
     size_t slen = 0;
     picl_status st = ks_secret_load_or_create(secret_path, &secret, &slen);
     if (st != PICL_OK) {
-        fprintf(stderr, "picl server: cannot read or create %s: %s\n", secret_path, picl_strerror(st));
+        srvlog(srvlog_stderr, NULL, SRVLOG_ERROR, "picl server: cannot read or create %s: %s", secret_path,
+               picl_strerror(st));
         return CLI_LOCAL;
     }
     sigset_t set;
@@ -142,11 +143,12 @@ int cli_server(const cli_opts *o)
         printf("picl server: listening on %s (clients: --server %s; keyserver API under /v1, storage under "
                "/1.5; data in %s)\n", node, node, data);
         if (days > 0)
-            fprintf(stderr, "picl server: earlier versions of synced records are kept %ld days (picl restore)\n",
-                    days);
+            srvlog(srvlog_stderr, NULL, SRVLOG_INFO,
+                   "picl server: earlier versions of synced records are kept %ld days (picl restore)", days);
         else
-            fprintf(stderr, "picl server: earlier versions of synced records are not kept (--restore-days 0): "
-                            "picl restore is off\n");
+            srvlog(srvlog_stderr, NULL, SRVLOG_INFO,
+                   "picl server: earlier versions of synced records are not kept (--restore-days 0): "
+                   "picl restore is off");
         fflush(stdout);
         int sig = 0;
         sigwait(&set, &sig);

@@ -364,11 +364,12 @@ int main(int argc, char **argv)
     uint8_t *secret = NULL;
     size_t slen = 0;
     if (read_secret(a.secret_file, &secret, &slen) != 0) {
-        fprintf(stderr, "picl-storage: cannot read the secret file %s\n", a.secret_file);
+        srvlog(srvlog_stderr, NULL, SRVLOG_ERROR, "picl-storage: cannot read the secret file %s",
+               a.secret_file);
         return 1;
     }
     if (slen < 32) {
-        fprintf(stderr, "picl-storage: the secret must be at least 32 bytes\n");
+        srvlog(srvlog_stderr, NULL, SRVLOG_ERROR, "picl-storage: the secret must be at least 32 bytes");
         picl__zfree(secret, PICL_TOKENLIB_MAX_SECRET + 2);
         return 1;
     }
@@ -381,7 +382,7 @@ int main(int argc, char **argv)
         node = defnode;
     }
     if (picl__nss_acquire() != PICL_OK) {
-        fprintf(stderr, "picl-storage: NSS failed\n");
+        srvlog(srvlog_stderr, NULL, SRVLOG_ERROR, "picl-storage: NSS failed");
         rc = 1;
     } else {
         rc = mint(secret, slen, node, a.mint_uid, a.hawk_method, a.hawk_url);

@@ -13,7 +13,10 @@
 #include <poll.h>
 #include <pthread.h>
 #include <regex.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -221,6 +224,79 @@ START_TEST(storage_logs_every_request)
 }
 END_TEST
 
+
+/* `picl server` (both services on one port), as a process: its whole
+ * standard error is lines of the one format, start-up and stop included. */
+START_TEST(picl_server_process_lines)
+{
+    const char *b = getenv("PICL_BUILD");
+    char bin[600], dir[] = "/tmp/picl-log-XXXXXX", data[200], outf[200], errf[200];
+    snprintf(bin, sizeof bin, "%s/picl", b && *b ? b : "build");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(data, sizeof data, "%s/data", dir);
+    snprintf(outf, sizeof outf, "%s/out", dir);
+    snprintf(errf, sizeof errf, "%s/err", dir);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (!freopen(outf, "w", stdout) || !freopen(errf, "w", stderr))
+            _exit(126);
+        execl(bin, "picl", "server", "--data", data, "--listen", "127.0.0.1:0", (char *)NULL);
+        _exit(127);
+    }
+    unsigned port = 0;
+    for (int i = 0; i < 100 && !port; i++) {
+        usleep(100000);
+        FILE *f = fopen(outf, "r");
+        char line[512];
+        const char *h;
+        if (f && fgets(line, sizeof line, f) && (h = strstr(line, "http://127.0.0.1:")))
+            port = (unsigned)strtoul(h + 17, NULL, 10);
+        if (f)
+            fclose(f);
+    }
+    ck_assert_uint_gt(port, 0);
+    const char storage[] = "GET /1.5/1/info/collections HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+    ck_assert_int_eq(raw_status(port, storage, sizeof storage - 1), 401);
+    const char secret[] = "GET /v1/account/keys?token=t0k3nV4lu3 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+    ck_assert_int_eq(raw_status(port, secret, sizeof secret - 1), 401);
+    const char evil[] = "GET /v1/x\x1b[31m HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+    ck_assert_int_eq(raw_status(port, evil, sizeof evil - 1), 404);
+    usleep(200000); /* the glue logs once the answer is out */
+    kill(pid, SIGTERM);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    FILE *f = fopen(errf, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[2048];
+    int n = 0, seen[5] = {0};
+    static const char *const want[5] = {
+        TIME_RE "INFO picl server: earlier versions of synced records are kept 30 days",
+        TIME_RE "INFO 127\\.0\\.0\\.1 GET /1\\.5/1/info/collections 401 [0-9]+ms$",
+        TIME_RE "INFO 127\\.0\\.0\\.1 GET /v1/account/keys\\?token=\\* 401 [0-9]+ms$",
+        TIME_RE "INFO 127\\.0\\.0\\.1 GET /v1/x\\\\x1b\\[31m 404 [0-9]+ms$",
+        TIME_RE "INFO picl server: stopping$"};
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        n++;
+        assert_matches(line, TIME_RE "(INFO|WARN|ERROR) ");
+        ck_assert_ptr_null(strstr(line, "t0k3nV4lu3"));
+        for (int i = 0; i < 5; i++) {
+            regex_t rx;
+            ck_assert_int_eq(regcomp(&rx, want[i], REG_EXTENDED | REG_NOSUB), 0);
+            seen[i] += regexec(&rx, line, 0, NULL, 0) == 0;
+            regfree(&rx);
+        }
+    }
+    fclose(f);
+    for (int i = 0; i < 5; i++)
+        ck_assert_msg(seen[i] == 1, "%d lines, /%s/ seen %d times", n, want[i], seen[i]);
+    ck_assert_int_eq(n, 5);
+    ck_assert_int_eq(tu_rmtree(dir), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("server_log");
@@ -230,6 +306,7 @@ int main(void)
     tcase_add_test(tc, error_and_startup_lines);
     tcase_add_test(tc, keyserver_logs_every_request);
     tcase_add_test(tc, storage_logs_every_request);
+    tcase_add_test(tc, picl_server_process_lines);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
