@@ -14,6 +14,9 @@
 #define POOL_MAX_IDLE 16
 #define BUSY_TIMEOUT_MS 10000
 #define NULL_SORTINDEX SDB_NULL_SORTINDEX
+/* The SQLite file's schema: SDB_SCHEMA_VERSION's 3, then 4: an open
+ * batch's records and bytes kept in its row. */
+#define SQ_SCHEMA_VERSION 4
 
 typedef struct sdb_impl sq_db;
 
@@ -62,6 +65,79 @@ picl_status sdb__run(sqlite3_stmt *st)
     return rc == SQLITE_DONE ? PICL_OK : sdb__map_rc(rc);
 }
 
+/* ---- statements kept per connection ---------------------------------- */
+
+static uint64_t sql_hash(const char *sql)
+{
+    uint64_t h = 1469598103934665603u; /* FNV-1a */
+    for (; *sql; sql++)
+        h = (h ^ (uint8_t)*sql) * 1099511628211u;
+    return h;
+}
+
+picl_status sq_stmt(sdb_conn *conn, const char *sql, sqlite3_stmt **st)
+{
+    sq_conn *k = (sq_conn *)conn;
+    uint64_t h = sql_hash(sql);
+    *st = NULL;
+    for (size_t i = 0; i < k->nstmts; i++) {
+        struct sq_cached *e = &k->stmts[i];
+        if (e->hash == h && !e->busy && !strcmp(sqlite3_sql(e->st), sql)) {
+            e->busy = 1;
+            *st = e->st;
+            return PICL_OK;
+        }
+    }
+    int keep = k->nstmts < SQ_STMT_CACHE;
+    int rc = sqlite3_prepare_v3(k->c, sql, -1, keep ? SQLITE_PREPARE_PERSISTENT : 0, st, NULL);
+    if (rc != SQLITE_OK) {
+        *st = NULL;
+        return sdb__map_rc(rc);
+    }
+    if (keep)
+        k->stmts[k->nstmts++] = (struct sq_cached){.hash = h, .st = *st, .busy = 1};
+    return PICL_OK;
+}
+
+void sq_put(sdb_conn *conn, sqlite3_stmt *st)
+{
+    sq_conn *k = (sq_conn *)conn;
+    if (!st)
+        return;
+    for (size_t i = 0; i < k->nstmts; i++) {
+        if (k->stmts[i].st == st) {
+            sqlite3_reset(st);
+            sqlite3_clear_bindings(st);
+            k->stmts[i].busy = 0;
+            return;
+        }
+    }
+    sqlite3_finalize(st);
+}
+
+picl_status sq_run(sdb_conn *conn, sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sq_put(conn, st);
+    return rc == SQLITE_DONE ? PICL_OK : sdb__map_rc(rc);
+}
+
+void sq_stmts_free(sq_conn *k)
+{
+    for (size_t i = 0; i < k->nstmts; i++)
+        sqlite3_finalize(k->stmts[i].st);
+    k->nstmts = 0;
+}
+
+/* Runs a statement without parameters or rows (BEGIN, COMMIT...) kept on
+ * the connection. */
+static picl_status run_kept(sdb_conn *conn, const char *sql)
+{
+    sqlite3_stmt *q;
+    picl_status st = sq_stmt(conn, sql, &q);
+    return st == PICL_OK ? sq_run(conn, q) : st;
+}
+
 /* ---- pool and schema ------------------------------------------------- */
 
 static const char *const schema_v1 =
@@ -100,6 +176,22 @@ static picl_status conn_open(const char *path, int busy_ms, sqlite3 **out)
     return PICL_OK;
 }
 
+/* 1 when table has the column (a file whose version was set back by hand
+ * may have it already). */
+static int has_column(sqlite3 *c, const char *table, const char *column)
+{
+    sqlite3_stmt *q = NULL;
+    int found = 0;
+    if (sdb__prep(c, "SELECT count(*) FROM pragma_table_info(?1) WHERE name=?2", &q) != PICL_OK)
+        return 0;
+    sqlite3_bind_text(q, 1, table, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, column, -1, SQLITE_STATIC);
+    if (sqlite3_step(q) == SQLITE_ROW)
+        found = sqlite3_column_int(q, 0) > 0;
+    sqlite3_finalize(q);
+    return found;
+}
+
 /* Creates or migrates the schema in one IMMEDIATE transaction. */
 static picl_status migrate(sqlite3 *c)
 {
@@ -116,7 +208,7 @@ static picl_status migrate(sqlite3 *c)
             version = sqlite3_column_int64(q, 0);
         sqlite3_finalize(q);
     }
-    if (st == PICL_OK && version > SDB_SCHEMA_VERSION)
+    if (st == PICL_OK && version > SQ_SCHEMA_VERSION)
         st = PICL_ERROR_UNSUPPORTED; /* written by a newer server */
     if (st == PICL_OK && version < 1) {
         st = exec(c, schema_v1);
@@ -135,7 +227,19 @@ static picl_status migrate(sqlite3 *c)
         if (st == PICL_OK)
             st = exec(c, "DELETE FROM schema_version; INSERT INTO schema_version VALUES(3)");
     }
-    /* Later versions migrate here: if (version < 4) ... */
+    /* v4: an open batch's record count and payload bytes kept in its row
+     * (they were summed over its items at every append: quadratic) */
+    if (st == PICL_OK && version < 4 && !has_column(c, "batches", "records"))
+        st = exec(c, "ALTER TABLE batches ADD COLUMN records INTEGER NOT NULL DEFAULT 0;"
+                     "ALTER TABLE batches ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0");
+    if (st == PICL_OK && version < 4) {
+        st = exec(c, "UPDATE batches SET records=(SELECT count(*) FROM batch_items WHERE batch=batches.id),"
+                     " bytes=(SELECT IFNULL(SUM(length(CAST(payload AS BLOB))),0) FROM batch_items"
+                     " WHERE batch=batches.id)");
+        if (st == PICL_OK)
+            st = exec(c, "DELETE FROM schema_version; INSERT INTO schema_version VALUES(4)");
+    }
+    /* Later versions migrate here: if (version < 5) ... */
     if (st == PICL_OK)
         st = exec(c, "COMMIT");
     if (st != PICL_OK)
@@ -167,6 +271,7 @@ static void conn_free(sq_conn *k)
 {
     if (!k)
         return;
+    sq_stmts_free(k);
     sqlite3_close(k->c);
     free(k);
 }
@@ -244,7 +349,11 @@ static void sq_release(sq_db *db, sdb_conn *conn)
     sq_conn *k = (sq_conn *)conn;
     if (!k)
         return;
-    if (!sqlite3_get_autocommit(k->c))
+    /* what a failed path left held goes back before the connection does */
+    for (size_t i = 0; i < k->nstmts; i++)
+        if (k->stmts[i].busy)
+            sq_put(conn, k->stmts[i].st);
+    if (!sqlite3_get_autocommit(k->c) && run_kept(conn, "ROLLBACK") != PICL_OK)
         sqlite3_exec(k->c, "ROLLBACK", NULL, NULL, NULL);
     pthread_mutex_lock(&db->mu);
     if (db->nidle < POOL_MAX_IDLE) {
@@ -308,17 +417,17 @@ static picl_status sq_ping(sdb_conn *c)
 
 /* ---- transactions ---------------------------------------------------- */
 
-static void rollback_raw(sqlite3 *c)
+static void rollback_raw(sdb_conn *c)
 {
-    if (!sqlite3_get_autocommit(c))
-        sqlite3_exec(c, "ROLLBACK", NULL, NULL, NULL);
+    if (!sqlite3_get_autocommit(sq_of(c)) && run_kept(c, "ROLLBACK") != PICL_OK)
+        sqlite3_exec(sq_of(c), "ROLLBACK", NULL, NULL, NULL);
 }
 
-static picl_status user_modified(sqlite3 *c, int64_t uid, int64_t *m)
+static picl_status user_modified(sdb_conn *c, int64_t uid, int64_t *m)
 {
     sqlite3_stmt *q;
     *m = 0;
-    picl_status st = sdb__prep(c, "SELECT modified FROM users WHERE uid=?1", &q);
+    picl_status st = sq_stmt(c, "SELECT modified FROM users WHERE uid=?1", &q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_int64(q, 1, uid);
@@ -327,13 +436,13 @@ static picl_status user_modified(sqlite3 *c, int64_t uid, int64_t *m)
         *m = sqlite3_column_int64(q, 0);
     else if (rc != SQLITE_DONE)
         st = sdb__map_rc(rc);
-    sqlite3_finalize(q);
+    sq_put(c, q);
     return st;
 }
 
-static picl_status begin(sqlite3 *c, const char *sql, int64_t uid, int64_t *m)
+static picl_status begin(sdb_conn *c, const char *sql, int64_t uid, int64_t *m)
 {
-    picl_status st = exec(c, sql);
+    picl_status st = run_kept(c, sql);
     if (st != PICL_OK)
         return st;
     st = user_modified(c, uid, m);
@@ -345,32 +454,30 @@ static picl_status begin(sqlite3 *c, const char *sql, int64_t uid, int64_t *m)
 /* BEGIN IMMEDIATE: every writer of the file waits here (busy timeout). */
 static picl_status sq_begin_write(sdb_conn *c, int64_t uid, int64_t *m)
 {
-    return begin(sq_of(c), "BEGIN IMMEDIATE", uid, m);
+    return begin(c, "BEGIN IMMEDIATE", uid, m);
 }
 
 static picl_status sq_begin_read(sdb_conn *c, int64_t uid, int64_t *m)
 {
-    return begin(sq_of(c), "BEGIN", uid, m);
+    return begin(c, "BEGIN", uid, m);
 }
 
 static picl_status sq_begin_maint(sdb_conn *c)
 {
-    return sqlite3_exec(sq_of(c), "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK
-               ? PICL_OK
-               : PICL_ERROR_CONFLICT;
+    return run_kept(c, "BEGIN IMMEDIATE") == PICL_OK ? PICL_OK : PICL_ERROR_CONFLICT;
 }
 
 static picl_status sq_commit(sdb_conn *c)
 {
-    picl_status st = exec(sq_of(c), "COMMIT");
+    picl_status st = run_kept(c, "COMMIT");
     if (st != PICL_OK)
-        rollback_raw(sq_of(c));
+        rollback_raw(c);
     return st;
 }
 
 static void sq_rollback(sdb_conn *c)
 {
-    rollback_raw(sq_of(c));
+    rollback_raw(c);
 }
 
 static int sq_in_tx(sdb_conn *c)
@@ -388,7 +495,7 @@ static void sq_set_write_time(sdb_conn *c, int64_t t)
 /* ---- single values --------------------------------------------------- */
 
 /* Runs q (bound already); a row's column 0 into *v, else NOT_FOUND. */
-static picl_status one_int(sqlite3_stmt *q, int64_t *v)
+static picl_status one_int(sdb_conn *conn, sqlite3_stmt *q, int64_t *v)
 {
     int rc = sqlite3_step(q);
     picl_status st = PICL_OK;
@@ -396,28 +503,27 @@ static picl_status one_int(sqlite3_stmt *q, int64_t *v)
         *v = sqlite3_column_int64(q, 0);
     else
         st = rc == SQLITE_DONE ? PICL_ERROR_NOT_FOUND : sdb__map_rc(rc);
-    sqlite3_finalize(q);
+    sq_put(conn, q);
     return st;
 }
 
 static picl_status sq_coll_modified(sdb_conn *conn, int64_t uid, const char *coll, int64_t *modified)
 {
-    sqlite3 *c = sq_of(conn);
     sqlite3_stmt *q;
-    picl_status st = sdb__prep(c, "SELECT modified FROM collections WHERE uid=?1 AND name=?2", &q);
+    picl_status st = sq_stmt(conn, "SELECT modified FROM collections WHERE uid=?1 AND name=?2", &q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_int64(q, 1, uid);
     sqlite3_bind_text(q, 2, coll, -1, SQLITE_STATIC);
-    return one_int(q, modified);
+    return one_int(conn, q, modified);
 }
 
 /* Prepares sql and binds ?1 uid, ?2 collection, ?3 BSO id, ?4 now: the
  * shape of every query on one live BSO. */
-static picl_status prep_live_item(sqlite3 *c, const char *sql, int64_t uid, const char *coll, const char *id,
+static picl_status prep_live_item(sdb_conn *c, const char *sql, int64_t uid, const char *coll, const char *id,
                                   int64_t now, sqlite3_stmt **q)
 {
-    picl_status st = sdb__prep(c, sql, q);
+    picl_status st = sq_stmt(c, sql, q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_int64(*q, 1, uid);
@@ -430,29 +536,27 @@ static picl_status prep_live_item(sqlite3 *c, const char *sql, int64_t uid, cons
 static picl_status sq_item_modified(sdb_conn *conn, int64_t uid, const char *coll, const char *id,
                               int64_t now, int64_t *modified)
 {
-    sqlite3 *c = sq_of(conn);
     sqlite3_stmt *q;
-    picl_status st = prep_live_item(c, "SELECT modified FROM bsos WHERE uid=?1 AND coll=?2 AND id=?3"
-                                       " AND expiry>?4", uid, coll, id, now, &q);
+    picl_status st = prep_live_item(conn, "SELECT modified FROM bsos WHERE uid=?1 AND coll=?2 AND id=?3"
+                                          " AND expiry>?4", uid, coll, id, now, &q);
     if (st != PICL_OK)
         return st;
-    return one_int(q, modified);
+    return one_int(conn, q, modified);
 }
 
 static picl_status sq_usage(sdb_conn *conn, int64_t uid, int64_t now, int64_t *bytes)
 {
-    sqlite3 *c = sq_of(conn);
     sqlite3_stmt *q;
-    picl_status st = sdb__prep(c, "SELECT IFNULL((SELECT SUM(payload_size) FROM bsos WHERE uid=?1"
-                             " AND expiry>?2),0) + IFNULL((SELECT SUM(length(CAST(i.payload AS BLOB)))"
-                             " FROM batches b JOIN batch_items i ON i.batch=b.id"
-                             " WHERE b.uid=?1 AND b.expires>?2),0) + IFNULL((SELECT SUM(payload_size)"
-                             " FROM bso_history WHERE uid=?1 AND keep_until>?2),0)", &q);
+    /* an open batch's bytes are kept in its row (schema v4) */
+    picl_status st = sq_stmt(conn, "SELECT IFNULL((SELECT SUM(payload_size) FROM bsos WHERE uid=?1"
+                                   " AND expiry>?2),0) + IFNULL((SELECT SUM(bytes) FROM batches"
+                                   " WHERE uid=?1 AND expires>?2),0) + IFNULL((SELECT SUM(payload_size)"
+                                   " FROM bso_history WHERE uid=?1 AND keep_until>?2),0)", &q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_int64(q, 1, uid);
     sqlite3_bind_int64(q, 2, now);
-    return one_int(q, bytes);
+    return one_int(conn, q, bytes);
 }
 
 /* ---- writes ---------------------------------------------------------- */
@@ -461,12 +565,12 @@ static void sq_upserter_done(sdb_upserter *u);
 
 static picl_status sq_upserter_init(sdb_conn *conn, sdb_upserter *u)
 {
-    sqlite3 *c = sq_of(conn);
     sqlite3_stmt *del = NULL, *ins = NULL;
-    picl_status st = sdb__prep(
-        c, "DELETE FROM bsos WHERE uid=?1 AND coll=?2 AND id=?3 AND expiry<=?4", &del);
+    u->c = conn;
+    picl_status st = sq_stmt(
+        conn, "DELETE FROM bsos WHERE uid=?1 AND coll=?2 AND id=?3 AND expiry<=?4", &del);
     if (st == PICL_OK)
-        st = sdb__prep(c,
+        st = sq_stmt(conn,
                        "INSERT INTO bsos(uid,coll,id,sortindex,payload,payload_size,modified,expiry)"
                        " VALUES(?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT(uid,coll,id) DO UPDATE SET"
                        " sortindex=CASE WHEN ?9 THEN excluded.sortindex ELSE sortindex END,"
@@ -491,8 +595,8 @@ static picl_status sq_upserter_flush(sdb_upserter *u)
 
 static void sq_upserter_done(sdb_upserter *u)
 {
-    sqlite3_finalize(u->priv[0]);
-    sqlite3_finalize(u->priv[1]);
+    sq_put(u->c, u->priv[0]);
+    sq_put(u->c, u->priv[1]);
     u->priv[0] = u->priv[1] = NULL;
 }
 
@@ -541,24 +645,23 @@ static picl_status sq_upserter_run(sdb_upserter *u, int64_t uid, const char *col
 
 static picl_status sq_touch(sdb_conn *conn, int64_t uid, const char *coll, int64_t t)
 {
-    sqlite3 *c = sq_of(conn);
     sqlite3_stmt *q;
-    picl_status st = sdb__prep(c, "INSERT INTO users(uid,modified) VALUES(?1,?2)"
-                             " ON CONFLICT(uid) DO UPDATE SET modified=excluded.modified", &q);
+    picl_status st = sq_stmt(conn, "INSERT INTO users(uid,modified) VALUES(?1,?2)"
+                                   " ON CONFLICT(uid) DO UPDATE SET modified=excluded.modified", &q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_int64(q, 1, uid);
     sqlite3_bind_int64(q, 2, t);
-    if ((st = sdb__run(q)) != PICL_OK || !coll)
+    if ((st = sq_run(conn, q)) != PICL_OK || !coll)
         return st;
-    st = sdb__prep(c, "INSERT INTO collections(uid,name,modified) VALUES(?1,?2,?3)"
-                 " ON CONFLICT(uid,name) DO UPDATE SET modified=excluded.modified", &q);
+    st = sq_stmt(conn, "INSERT INTO collections(uid,name,modified) VALUES(?1,?2,?3)"
+                       " ON CONFLICT(uid,name) DO UPDATE SET modified=excluded.modified", &q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_int64(q, 1, uid);
     sqlite3_bind_text(q, 2, coll, -1, SQLITE_STATIC);
     sqlite3_bind_int64(q, 3, t);
-    return sdb__run(q);
+    return sq_run(conn, q);
 }
 
 /* Runs sql with ?1 = uid and (when coll) ?2 = coll. */
@@ -671,10 +774,9 @@ static void row_of(sqlite3_stmt *q, sdb_row *row)
 static picl_status sq_get_item(sdb_conn *conn, int64_t uid, const char *coll, const char *id, int64_t now,
                          picl_buf *out, int64_t *modified)
 {
-    sqlite3 *c = sq_of(conn);
     sqlite3_stmt *q;
-    picl_status st = prep_live_item(c, "SELECT id, modified, payload, sortindex FROM bsos"
-                                       " WHERE uid=?1 AND coll=?2 AND id=?3 AND expiry>?4",
+    picl_status st = prep_live_item(conn, "SELECT id, modified, payload, sortindex FROM bsos"
+                                          " WHERE uid=?1 AND coll=?2 AND id=?3 AND expiry>?4",
                                     uid, coll, id, now, &q);
     if (st != PICL_OK)
         return st;
@@ -688,13 +790,13 @@ static picl_status sq_get_item(sdb_conn *conn, int64_t uid, const char *coll, co
     } else {
         st = rc == SQLITE_DONE ? PICL_ERROR_NOT_FOUND : sdb__map_rc(rc);
     }
-    sqlite3_finalize(q);
+    sq_put(conn, q);
     return st;
 }
 
 /* Renders a {name: value} object from rows (text name, value). kind 0:
  * timestamp, 1: integer, 2: kilobytes from bytes. */
-static picl_status render_map(sqlite3_stmt *q, picl_buf *out, int kind)
+static picl_status render_map(sdb_conn *conn, sqlite3_stmt *q, picl_buf *out, int kind)
 {
     int rc, first = 1;
     picl_buf_puts(out, "{");
@@ -704,7 +806,7 @@ static picl_status render_map(sqlite3_stmt *q, picl_buf *out, int kind)
         first = 0;
     }
     picl_buf_puts(out, "}");
-    sqlite3_finalize(q);
+    sq_put(conn, q);
     if (rc != SQLITE_DONE)
         return sdb__map_rc(rc);
     return out->failed ? PICL_ERROR_NO_MEMORY : PICL_OK;
@@ -712,40 +814,37 @@ static picl_status render_map(sqlite3_stmt *q, picl_buf *out, int kind)
 
 static picl_status sq_info_collections(sdb_conn *conn, int64_t uid, picl_buf *out)
 {
-    sqlite3 *c = sq_of(conn);
     sqlite3_stmt *q;
-    picl_status st = sdb__prep(c, "SELECT name, modified FROM collections WHERE uid=?1 ORDER BY name",
-                          &q);
+    picl_status st = sq_stmt(conn, "SELECT name, modified FROM collections WHERE uid=?1 ORDER BY name",
+                             &q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_int64(q, 1, uid);
-    return render_map(q, out, 0);
+    return render_map(conn, q, out, 0);
 }
 
 /* A {collection: aggregate} map over the user's live BSOs (mode as render_map). */
-static picl_status info_per_coll(sqlite3 *c, int64_t uid, int64_t now, const char *sql, int mode, picl_buf *out)
+static picl_status info_per_coll(sdb_conn *c, int64_t uid, int64_t now, const char *sql, int mode, picl_buf *out)
 {
     sqlite3_stmt *q;
-    picl_status st = sdb__prep(c, sql, &q);
+    picl_status st = sq_stmt(c, sql, &q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_int64(q, 1, uid);
     sqlite3_bind_int64(q, 2, now);
-    return render_map(q, out, mode);
+    return render_map(c, q, out, mode);
 }
 
 static picl_status sq_info_counts(sdb_conn *conn, int64_t uid, int64_t now, picl_buf *out)
 {
-    sqlite3 *c = sq_of(conn);
-    return info_per_coll(c, uid, now,
+    return info_per_coll(conn, uid, now,
                          "SELECT coll, count(*) FROM bsos WHERE uid=?1 AND expiry>?2 GROUP BY coll ORDER BY coll", 1,
                          out);
 }
 
 static picl_status sq_info_usage(sdb_conn *conn, int64_t uid, int64_t now, picl_buf *out)
 {
-    sqlite3 *c = sq_of(conn);
-    return info_per_coll(c, uid, now,
+    return info_per_coll(conn, uid, now,
                          "SELECT coll, SUM(payload_size) FROM bsos WHERE uid=?1 AND expiry>?2"
                          " GROUP BY coll ORDER BY coll",
                          2, out);
@@ -754,7 +853,7 @@ static picl_status sq_info_usage(sdb_conn *conn, int64_t uid, int64_t now, picl_
 /* The statement of a listing: columns id, modified, payload, sortindex,
  * sort key; parameters ?1 uid, ?2 collection, ?3 now, ?4 newer, ?5 older,
  * ?6 ?7 the offset's key and id, ?8 limit + 1, ?9 as_of, ?10... ids. */
-static picl_status list_prepare(sqlite3 *c, const sdb_query *q, int has_offset,
+static picl_status list_prepare(sdb_conn *c, const sdb_query *q, int has_offset,
                                 sqlite3_stmt **s)
 {
     static const char *const keyexpr[] = {"0", "modified", "modified",
@@ -791,7 +890,10 @@ static picl_status list_prepare(sqlite3 *c, const sdb_query *q, int has_offset,
     picl_buf_puts(&sql, order[q->sort]);
     if (q->limit > 0)
         picl_buf_puts(&sql, " LIMIT ?8");
-    picl_status st = sql.failed ? PICL_ERROR_NO_MEMORY : sdb__prep(c, sql.data, s);
+    /* a listing by ids has a shape per count: not kept */
+    picl_status st = sql.failed ? PICL_ERROR_NO_MEMORY
+                     : q->nids  ? sdb__prep(sq_of(c), sql.data, s)
+                                : sq_stmt(c, sql.data, s);
     picl_buf_free(&sql);
     return st;
 }
@@ -828,7 +930,7 @@ static picl_status sq_list(sdb_conn *conn, const sdb_query *q, picl_buf *out, in
     picl_status st = PICL_OK;
     if (q->offset && (st = sdb__offset_parse(q->offset, q->sort, &okey, &oid)) != PICL_OK)
         return st;
-    if ((st = list_prepare(sq_of(conn), q, oid != NULL, &s)) != PICL_OK)
+    if ((st = list_prepare(conn, q, oid != NULL, &s)) != PICL_OK)
         goto done;
     list_bind(s, q, okey, oid);
     sdb_pager pg;
@@ -843,7 +945,7 @@ static picl_status sq_list(sdb_conn *conn, const sdb_query *q, picl_buf *out, in
     st = sdb__pager_end(&pg, rc == SQLITE_ROW || rc == SQLITE_DONE ? PICL_OK : sdb__map_rc(rc),
                         count, next);
 done:
-    sqlite3_finalize(s);
+    sq_put(conn, s);
     free(oid);
     return st;
 }

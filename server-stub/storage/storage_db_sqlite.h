@@ -8,10 +8,22 @@
 
 #include "storage/storage_db_impl.h"
 
-/* A pooled connection: the common head, then the SQLite handle. */
+/* Statements a connection keeps prepared (sq_stmt): every fixed query
+ * of the backend and the common listing shapes fit. */
+#define SQ_STMT_CACHE 64
+
+/* A pooled connection: the common head, the SQLite handle, and the
+ * statements prepared on it, kept for its life (the statement text is the
+ * key; busy while a caller holds it between sq_stmt and sq_put). */
 typedef struct sq_conn {
     sdb_conn base;
     sqlite3 *c;
+    struct sq_cached {
+        uint64_t hash;
+        sqlite3_stmt *st;
+        int busy;
+    } stmts[SQ_STMT_CACHE];
+    size_t nstmts;
 } sq_conn;
 
 /* The SQLite handle of a connection of this backend. */
@@ -25,6 +37,17 @@ static inline sqlite3 *sq_of(sdb_conn *c)
 picl_status sdb__map_rc(int rc);
 picl_status sdb__prep(sqlite3 *c, const char *sql, sqlite3_stmt **st);
 picl_status sdb__run(sqlite3_stmt *st);
+
+/* The statement of `sql` on connection c, prepared once per connection
+ * (a fresh, unkept one when the cache is full or the kept one is in use
+ * already); give it back with sq_put (reset, bindings cleared, or
+ * finalized when unkept) on every path.  sq_run: steps one that returns
+ * no row, then gives it back. */
+picl_status sq_stmt(sdb_conn *c, const char *sql, sqlite3_stmt **st);
+void sq_put(sdb_conn *c, sqlite3_stmt *st);
+picl_status sq_run(sdb_conn *c, sqlite3_stmt *st);
+/* Finalizes every kept statement (before the handle closes). */
+void sq_stmts_free(sq_conn *k);
 
 /* storage_db_sqlite_batch.c: the batch entries of the table. */
 picl_status sdb__sq_batch_create(sdb_conn *c, int64_t uid, const char *coll, int64_t expires,

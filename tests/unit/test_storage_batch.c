@@ -251,6 +251,59 @@ START_TEST(test_batch_totals)
 }
 END_TEST
 
+/* The totals an append is checked against follow merges: a record sent
+ * again in a later append replaces the earlier one's bytes and counts once
+ * (the server keeps them as it goes instead of summing the items). */
+START_TEST(test_batch_totals_follow_merges)
+{
+    char *id = open_batch("m", "[{\"id\":\"a\",\"payload\":\"12345\"}]");
+    char path[128];
+    snprintf(path, sizeof path, "/storage/m?batch=%s", id);
+    /* a shrinks to 1 byte: 1 record, 1 byte */
+    tu_resp r = post_h(path, "[{\"id\":\"a\",\"payload\":\"1\"}]", NULL);
+    sf_expect(&r, 202, -1);
+    tu_resp_free(&r);
+    /* 10 bytes exactly (5 + 1 + 9 would be over) */
+    r = post_h(path, "[{\"id\":\"b\",\"payload\":\"123456789\"}]", NULL);
+    sf_expect(&r, 202, -1);
+    tu_resp_free(&r);
+    /* a again, twice, without a payload: its byte stays, still 2 records */
+    r = post_h(path, "[{\"id\":\"a\",\"sortindex\":7}]", NULL);
+    sf_expect(&r, 202, -1);
+    tu_resp_free(&r);
+    r = post_h(path, "[{\"id\":\"a\",\"sortindex\":8}]", NULL);
+    sf_expect(&r, 202, -1);
+    tu_resp_free(&r);
+    /* one byte more is over max_total_bytes, and changes nothing */
+    r = post_h(path, "[{\"id\":\"c\",\"payload\":\"x\"}]", NULL);
+    sf_expect(&r, 400, 17);
+    tu_resp_free(&r);
+    /* the third record fits (3 = max_total_records), a fourth does not */
+    r = post_h(path, "[{\"id\":\"c\"}]", NULL);
+    sf_expect(&r, 202, -1);
+    tu_resp_free(&r);
+    r = post_h(path, "[{\"id\":\"d\"}]", NULL);
+    sf_expect(&r, 400, 17);
+    tu_resp_free(&r);
+    snprintf(path, sizeof path, "/storage/m?batch=%s&commit=true", id);
+    r = post_h(path, "[]", NULL);
+    sf_expect(&r, 200, -1);
+    tu_resp_free(&r);
+    r = sf_req("GET", "/storage/m?full=1&sort=index", NULL);
+    json_t *j = sf_json(&r);
+    ck_assert_int_eq(json_array_size(j), 3);
+    json_t *a = json_array_get(j, 0);
+    ck_assert_str_eq(json_string_value(json_object_get(a, "id")), "a");
+    ck_assert_str_eq(json_string_value(json_object_get(a, "payload")), "1");
+    ck_assert_int_eq(json_integer_value(json_object_get(a, "sortindex")), 8);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(j, 1), "payload")), "123456789");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(j, 2), "id")), "c");
+    json_decref(j);
+    tu_resp_free(&r);
+    free(id);
+}
+END_TEST
+
 START_TEST(test_batch_expires)
 {
     char *id = open_batch("e", "[{\"id\":\"a\"}]");
@@ -285,6 +338,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(sm, small_setup, sf_teardown);
     tcase_set_timeout(sm, 60);
     tcase_add_test(sm, test_batch_totals);
+    tcase_add_test(sm, test_batch_totals_follow_merges);
     tcase_add_test(sm, test_batch_expires);
     suite_add_tcase(s, sm);
     return s;

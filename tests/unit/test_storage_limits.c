@@ -574,10 +574,58 @@ START_TEST(test_schema_v1_migrated)
                                         -1, &q, NULL),
                      SQLITE_OK);
     ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
-    ck_assert_int_eq(sqlite3_column_int(q, 0), 3); /* 3: the undo history */
+    ck_assert_int_eq(sqlite3_column_int(q, 0), 4); /* 3: the undo history, 4: batch totals */
     ck_assert_int_eq(sqlite3_column_int(q, 1), 1);
     sqlite3_finalize(q);
     sqlite3_close(db);
+}
+END_TEST
+
+/* A schema-3 file with an open batch (its totals were summed from its
+ * items then) gets them kept in the batch's row on start (schema 4), and the
+ * batch still commits whole. */
+START_TEST(test_schema_v3_batch_totals_migrated)
+{
+    sf_setup();
+    tu_resp r = sf_req_h("POST", "/storage/mig?batch=true", "application/json",
+                         "[{\"id\":\"a\",\"payload\":\"12345\"},{\"id\":\"b\",\"payload\":\"123\"}]",
+                         NULL);
+    sf_expect(&r, 202, -1);
+    json_t *j = sf_json(&r);
+    char *id = strdup(json_string_value(json_object_get(j, "batch")));
+    json_decref(j);
+    tu_resp_free(&r);
+    storage_server_free(SF.srv);
+    SF.srv = NULL;
+    char path[128];
+    snprintf(path, sizeof path, "%s/storage.db", SF.dir);
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db, "ALTER TABLE batches DROP COLUMN records; ALTER TABLE batches DROP COLUMN bytes;"
+                                      " UPDATE schema_version SET version = 3", NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    sf_restart();
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_stmt *q;
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT (SELECT max(version) FROM schema_version), records, bytes"
+                                            " FROM batches", -1, &q, NULL),
+                     SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    ck_assert_int_eq(sqlite3_column_int(q, 0), 4);
+    ck_assert_int_eq(sqlite3_column_int(q, 1), 2);
+    ck_assert_int_eq(sqlite3_column_int(q, 2), 8);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    char target[160];
+    snprintf(target, sizeof target, "/storage/mig?batch=%s&commit=true", id);
+    r = sf_req_h("POST", target, "application/json", "[{\"id\":\"c\",\"payload\":\"1\"}]", NULL);
+    sf_expect(&r, 200, -1);
+    tu_resp_free(&r);
+    r = sf_req("GET", "/storage/mig", NULL);
+    ck_assert_str_eq(r.body, "[\"a\",\"b\",\"c\"]");
+    tu_resp_free(&r);
+    free(id);
 }
 END_TEST
 
@@ -606,6 +654,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_mozilla_tokens_accepted);
     tcase_add_test(tc, test_nonce_cache_share_per_user);
     tcase_add_test(tc, test_schema_v1_migrated);
+    tcase_add_test(tc, test_schema_v3_batch_totals_migrated);
     suite_add_tcase(s, tc);
     return s;
 }
