@@ -199,7 +199,8 @@ static int check_args(const ks_args *a)
         return 2;
     }
     if (a->data && mkdirs(a->data) != 0) {
-        fprintf(stderr, "picl-keyserver: cannot create %s: %s\n", a->data, strerror(errno));
+        srvlog(srvlog_stderr, NULL, SRVLOG_ERROR, "picl-keyserver: cannot create %s: %s", a->data,
+               strerror(errno));
         return 1;
     }
     return -1;
@@ -271,7 +272,7 @@ int main(int argc, char **argv)
     char defsecret[4096];
     if (!a.secret_file) {
         if ((size_t)snprintf(defsecret, sizeof defsecret, "%s/secret", a.data) >= sizeof defsecret) {
-            fprintf(stderr, "picl-keyserver: data path too long\n");
+            srvlog(srvlog_stderr, NULL, SRVLOG_ERROR, "picl-keyserver: data path too long");
             return 2;
         }
         a.secret_file = defsecret;
@@ -280,7 +281,8 @@ int main(int argc, char **argv)
     size_t secret_len = 0;
     picl_status st = ks_secret_load_or_create(a.secret_file, &secret, &secret_len);
     if (st != PICL_OK) {
-        fprintf(stderr, "picl-keyserver: secret file %s: %s\n", a.secret_file, picl_strerror(st));
+        srvlog(srvlog_stderr, NULL, SRVLOG_ERROR, "picl-keyserver: secret file %s: %s", a.secret_file,
+               picl_strerror(st));
         return 1;
     }
     return serve(&a, secret, secret_len);
