@@ -10,6 +10,7 @@
 #include "crypto/hash.h"
 #include "crypto/util.h"
 #include "protocol/hawk.h"
+#include "protocol/hostport.h"
 #include "protocol/tokenlib.h"
 
 /* Live nonces are kept for ts + skew: with the 60 s default this serves about
@@ -136,43 +137,6 @@ void storage_auth_free(storage_auth *a)
     free(a);
 }
 
-int storage__split_host(const char *hosthdr, char *host, size_t cap, unsigned *port)
-{
-    const char *end = hosthdr + strlen(hosthdr);
-    const char *colon = NULL;
-    if (hosthdr[0] == '[') {
-        const char *rb = strchr(hosthdr, ']');
-        if (!rb)
-            return 0;
-        colon = rb[1] == ':' ? rb + 1 : NULL;
-        if (rb[1] && !colon)
-            return 0;
-    } else {
-        colon = strrchr(hosthdr, ':');
-    }
-    size_t hl = colon ? (size_t)(colon - hosthdr) : (size_t)(end - hosthdr);
-    if (!hl || hl >= cap)
-        return 0;
-    memcpy(host, hosthdr, hl);
-    host[hl] = 0;
-    *port = 80;
-    if (colon) {
-        unsigned long p = 0;
-        const char *s = colon + 1;
-        if (!*s || strlen(s) > 5)
-            return 0;
-        for (; *s; s++) {
-            if (*s < '0' || *s > '9')
-                return 0;
-            p = p * 10 + (unsigned long)(*s - '0');
-        }
-        if (p > 65535)
-            return 0;
-        *port = (unsigned)p;
-    }
-    return 1;
-}
-
 void storage_auth_share_nonces(storage_auth *a, storage_nonce_store fn, void *ctx)
 {
     a->shared = fn;
@@ -229,9 +193,8 @@ static picl_status check(storage_auth *a, const picl_http_request *req, const ch
 
     const char *hdr = picl_http_header(req, "Authorization");
     const char *hosthdr = picl_http_header(req, "Host");
-    char host[PICL_HAWK_MAX_HOST + 1];
-    unsigned port;
-    if (!hdr || !hosthdr || !storage__split_host(hosthdr, host, sizeof host, &port))
+    picl_hostport hp;
+    if (!hdr || !hosthdr || picl__hostport_parse(hosthdr, strlen(hosthdr), 80, 0, &hp) != PICL_OK)
         goto done;
     auth = malloc(sizeof *auth);
     p = malloc(sizeof *p);
@@ -258,8 +221,8 @@ static picl_status check(storage_auth *a, const picl_http_request *req, const ch
     picl_hawk_request hr = {
         .method = req->method,
         .resource = req->target,
-        .host = host,
-        .port = port,
+        .host = hp.host,
+        .port = hp.port,
         .content_type = req->body_len ? picl_http_header(req, "Content-Type") : NULL,
         .body = req->body,
         .bodylen = req->body_len,
