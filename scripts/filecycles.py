@@ -5,11 +5,14 @@ that B's object defines (nm).  Prints, per folder, each group of files that
 reach one another (a strongly connected component of that graph) with the
 symbols on each edge inside it, then "cycles: N".  FOLDER defaults to every
 folder under components/ and server-stub/ that BUILD_DIR/obj holds objects for
-(components/ itself included).  Exit 0 always: a measurement, not a check.
+(components/ itself included); objects whose .c is gone from the source
+tree are left out.  Exit 0 always: a measurement, not a check.
 Example: scripts/filecycles.py build-check server-stub/keyserver"""
 import os
 import subprocess
 import sys
+
+SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def symbols(obj):
@@ -29,9 +32,12 @@ def symbols(obj):
     return defined, undefined
 
 
-def graph(objdir):
-    """{file: {other file: sorted symbols it calls there}} for objdir/*.o."""
-    objs = sorted(f for f in os.listdir(objdir) if f.endswith(".o"))
+def graph(objdir, srcdir=None):
+    """{file: {other file: sorted symbols it calls there}} for objdir/*.o
+    (with srcdir: only the objects whose .c is still there, so a stale object
+    of a renamed file is not counted)."""
+    objs = sorted(f for f in os.listdir(objdir) if f.endswith(".o") and
+                  (srcdir is None or os.path.exists(os.path.join(srcdir, f[:-2] + ".c"))))
     syms = {o[:-2] + ".c": symbols(os.path.join(objdir, o)) for o in objs}
     owner = {}
     for f, (defined, _) in syms.items():
@@ -104,7 +110,7 @@ def main(argv):
         if not os.path.isdir(objdir):
             print("%s: no objects in %s (build it first)" % (folder, objdir))
             continue
-        edges = graph(objdir)
+        edges = graph(objdir, os.path.join(SRC, folder))
         comps = components_of(edges)
         print("%s: %d files, %d cycle group%s" % (folder, len(edges), len(comps),
                                                     "" if len(comps) == 1 else "s"))

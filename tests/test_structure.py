@@ -59,7 +59,7 @@ def main():
     folders = cycles.default_folders(build)
     check(len(folders) >= 5, "objects of %s found for %d folders (build it first)" % (build, len(folders)))
     for folder in folders:
-        edges = cycles.graph(os.path.join(build, "obj", folder))
+        edges = cycles.graph(os.path.join(build, "obj", folder), os.path.join(src, folder))
         comps = cycles.components_of(edges)
         if folder in KNOWN_CYCLES:
             if not comps:
