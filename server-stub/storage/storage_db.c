@@ -291,19 +291,12 @@ int64_t sdb_now(void)
     return (int64_t)ts.tv_sec * 100 + ts.tv_nsec / 10000000;
 }
 
-void sdb_fmt_ts(char out[32], int64_t centis)
-{
-    if (centis < 0)
-        centis = 0;
-    picl__synctime_format(out, centis); /* THE formatter (protocol/synctime.h) */
-}
-
 void sdb__render_bso(picl_buf *out, const sdb_row *row)
 {
     char ts[32];
     picl_buf_puts(out, "{\"id\":");
     picl_buf_json_string(out, row->id, row->idlen);
-    sdb_fmt_ts(ts, row->modified);
+    picl__synctime_format(ts, row->modified);
     picl_buf_printf(out, ",\"modified\":%s,\"payload\":", ts);
     picl_buf_json_string(out, row->payload ? row->payload : "", row->payload_len);
     if (row->has_sortindex)
@@ -318,7 +311,7 @@ void sdb__map_entry(picl_buf *out, int first, const char *name, size_t len, int6
         picl_buf_puts(out, ",");
     picl_buf_json_string(out, name, len);
     if (kind == 0) {
-        sdb_fmt_ts(ts, v);
+        picl__synctime_format(ts, v);
         picl_buf_printf(out, ":%s", ts);
     } else if (kind == 1) {
         picl_buf_printf(out, ":%" PRId64, v);

@@ -212,7 +212,5 @@ picl_status sdb_history_configure(sdb *db, int64_t days);
  * deleting still makes room for new writes. */
 picl_status sdb_history_evict(sdb_conn *c, int64_t uid, int64_t bytes);
 
-/* Formats centis as seconds with exactly two decimals ("1234.50"). */
-void sdb_fmt_ts(char out[32], int64_t centis);
 
 #endif
