@@ -56,6 +56,8 @@ const DEFAULT_CLASS = { bookmarks: "A", history: "A", passwords: "B", tabs: "A",
 const COLLECTION_RE = /^[a-z][a-z0-9_-]{0,31}$/;
 /* collections whose full record set is always gathered (cheap) */
 const GATHER_ALL = new Set(["bookmarks", "passwords"]);
+/* sync([]) syncs these: every live store and this device's clients record */
+const DEFAULT_SYNC = COLLECTIONS.concat(["clients"], EXTRA_COLLECTIONS);
 
 function piclError(result, message) {
   let e = new Error(message);
@@ -311,9 +313,8 @@ class Service {
       return Promise.reject(piclError(PICL_STATUS.INVALID_ARGUMENT,
                                       "sync: collections must be an array of collection names"));
     }
-    let names = Array.from(new Set(collections));
-    let live = names.length ? names.filter(c => COLLECTIONS.includes(c) || EXTRA_COLLECTIONS.includes(c))
-                            : COLLECTIONS.slice();
+    let names = collections.length ? Array.from(new Set(collections)) : DEFAULT_SYNC.slice();
+    let live = names.filter(c => COLLECTIONS.includes(c) || EXTRA_COLLECTIONS.includes(c));
     return this._run(async () => {
       this._notify("status", "", 0, -1, "sync started");
       let r;

@@ -639,7 +639,8 @@ picl_status picl__engine_sync(picl_engine *e, picl_store *const *stores, size_t 
     /* the class map first: a device whose map is refused, or whose keys
      * are from before a password reset, writes nothing at all (not even
      * meta/global) */
-    if ((st = picl__eng_ensure_map(e)) != PICL_OK || (st = picl__eng_ensure_global(e, stores, n)) != PICL_OK)
+    if ((st = picl__eng_ensure_map(e)) != PICL_OK || (st = picl__eng_ensure_global(e, stores, n)) != PICL_OK ||
+        (st = picl__eng_add_missing(e, stores, n)) != PICL_OK)
         return st;
     if (e->st->has_kb && (st = finish_pending_moves(e)) != PICL_OK)
         return st;

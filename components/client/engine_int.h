@@ -61,6 +61,11 @@ picl_status picl__eng_ensure_map(picl_engine *e);
 picl_status picl__eng_write_map(picl_engine *e, int64_t ius);
 /* A collection's map entry; an unknown collection is added as class B. */
 picl_status picl__eng_entry_for(picl_engine *e, const char *c, picl_class_entry *out);
+/* Adds the collections of stores[0..n) the map does not have yet, each in its
+ * default class at generation 1, as ONE new version of the map (one write,
+ * one registration): a sync bringing several new collections changes the
+ * map once.  Without kB nothing is added (entry_for then says why). */
+picl_status picl__eng_add_missing(picl_engine *e, picl_store *const *stores, size_t n);
 
 /* After a password reset: collection c becomes class B at `to` under the
  * new kB; its unreadable records are deleted from the server, its records

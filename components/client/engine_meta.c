@@ -596,6 +596,26 @@ picl_status picl__engine_get_class(picl_engine *e, const char *c, picl_class_ent
     return PICL_OK;
 }
 
+picl_status picl__eng_add_missing(picl_engine *e, picl_store *const *stores, size_t n)
+{
+    size_t added = 0;
+    for (size_t i = 0; e->st->has_kb && i < n; i++) {
+        const char *c = stores[i]->collection;
+        if (picl__classmap_get(&e->map, c))
+            continue;
+        picl_class_entry b = {picl__classmap_default_class(c), 1};
+        picl_status st = picl__classmap_set(&e->map, c, &b);
+        if (st != PICL_OK)
+            return picl__eng_fail(e, st, "invalid collection name %s", c);
+        added++;
+    }
+    if (!added)
+        return PICL_OK;
+    e->map.version++;
+    picl_status st = picl__eng_write_map(e, e->map_modified);
+    return st == PICL_OK ? st : picl__eng_fail(e, st, "cannot add %zu new collection(s) to the class map", added);
+}
+
 /* The map entry of a collection, adding an unknown one at generation 1 in
  * its default class (picl__classmap_default_class: B unless named). */
 picl_status picl__eng_entry_for(picl_engine *e, const char *c, picl_class_entry *out)

@@ -27,6 +27,7 @@ export class PrefsStore {
   constructor(stores) {
     this.stores = stores;
     this.synced = null;
+    this.reported = null;    /* the record changes() or all() last gave */
   }
 
   _path() {
@@ -67,16 +68,22 @@ export class PrefsStore {
 
   async changes() {
     let rec = this._record();
+    this.reported = rec;
     return JSON.stringify(rec) == (await this._base()) ? [] : [rec];
   }
 
   async all() {
-    return [this._record()];
+    this.reported = this._record();
+    return [this.reported];
   }
 
+  /* records: [{id}] now on the server (the worker passes ids only): the
+   * record changes() or all() reported is what went up, kept as the base
+   * when the preferences still hold those values (else the change made
+   * meanwhile stays pending). */
   async markSynced(records) {
-    let r = records.find(x => x && x.id == PREFS_ID);
-    if (r && JSON.stringify(this._record()) == JSON.stringify(r)) {
+    let r = this.reported;
+    if (r && records.some(x => x && x.id == PREFS_ID) && JSON.stringify(this._record()) == JSON.stringify(r)) {
       await this._save(r);
     }
   }

@@ -4,7 +4,8 @@
  * (a peer process on a second profile, getRemoteTabs); a changed session is
  * uploaded again, an unchanged one is not; a corrupt session file is a clear
  * error with nothing uploaded; a huge session is trimmed to the record
- * limit, newest tabs first.  Needs the servers run.sh starts. */
+ * limit, newest tabs first; sync([]) syncs clients, forms, prefs and tabs
+ * too, in class A.  Needs the servers run.sh starts. */
 "use strict";
 
 do_get_profile();
@@ -97,6 +98,16 @@ add_task(async function test_tabs_between_browsers() {
   await IOUtils.setModificationTime(path, Date.now() + 10000);
   s = JSON.parse(await PiCLService.sync(["tabs"]));
   Assert.equal(s.collections.tabs.uploaded, 0, "the good session again: the server has it already");
+
+  /* sync([]) (the default) syncs the new collections too, each in class A */
+  s = JSON.parse(await PiCLService.sync([]));
+  for (let c of ["bookmarks", "history", "passwords", "clients", "forms", "prefs", "tabs"]) {
+    Assert.ok(s.collections[c] && /^(ok|unchanged)$/.test(s.collections[c].status),
+              c + " synced by default: " + JSON.stringify(s));
+  }
+  for (let c of ["clients", "forms", "prefs", "tabs"]) {
+    Assert.equal(PiCLService.getCollectionClass(c), "A", c + " is class A");
+  }
 });
 
 add_task(async function test_huge_session_trimmed() {
