@@ -6,6 +6,7 @@
 #include "testutil.h"
 #include "testutil_ks.h"
 #include "storage_fixture.h"
+#include "client/storage_client.h"
 #include "http/log.h"
 
 #include <arpa/inet.h>
@@ -297,6 +298,52 @@ START_TEST(picl_server_process_lines)
 }
 END_TEST
 
+/* IPv6 end to end: a storage server listening on [::1] names itself
+ * http://[::1]:PORT, the storage client reaches it through curl_url, the
+ * server reads the Host header "[::1]:PORT" with protocol/hostport.h and the
+ * Hawk MAC of both sides covers the same "[::1]"; the log line names the
+ * client "::1". */
+START_TEST(ipv6_end_to_end)
+{
+    storage_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.listen = "[::1]:0";
+    cfg.secret = SF_SECRET;
+    cfg.secret_len = SF_SECRET_LEN;
+    cfg.prune_interval_s = -1;
+    cfg.log = capture;
+    char dir[] = "/tmp/picl-log6-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    cfg.data_dir = dir;
+    reset_lines();
+    ck_assert_int_eq(picl__nss_acquire(), PICL_OK);
+    storage_server *srv = NULL;
+    ck_assert_int_eq(storage_server_new(&srv, &cfg), PICL_OK);
+    ck_assert_int_eq(storage_server_start(srv), PICL_OK);
+    char node[64], ep[96];
+    snprintf(node, sizeof node, "http://[::1]:%u", storage_server_port(srv));
+    ck_assert_str_eq(storage_server_node(srv), node);
+    tu_cred cred;
+    tu_mint(&cred, SF_SECRET, SF_SECRET_LEN, node, 42, 3600);
+    snprintf(ep, sizeof ep, "%s/1.5/42", node);
+    picl_stc *c = NULL;
+    ck_assert_int_eq(picl__stc_new(&c, ep, cred.token, cred.key), PICL_OK);
+    json_t *info = NULL;
+    ck_assert_int_eq(picl__stc_info(c, "collections", -1, &info), PICL_OK);
+    ck_assert(json_is_object(info));
+    ck_assert_int_eq(json_object_size(info), 0);
+    json_decref(info);
+    char line[1024];
+    wait_line("GET /1.5/42/info/collections", line, sizeof line);
+    assert_matches(line, TIME_RE "INFO ::1 GET /1\\.5/42/info/collections 200 [0-9]+ms$");
+    picl__stc_free(c);
+    tu_cred_free(&cred);
+    storage_server_free(srv);
+    picl__nss_release();
+    ck_assert_int_eq(tu_rmtree(dir), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("server_log");
@@ -307,6 +354,7 @@ int main(void)
     tcase_add_test(tc, keyserver_logs_every_request);
     tcase_add_test(tc, storage_logs_every_request);
     tcase_add_test(tc, picl_server_process_lines);
+    tcase_add_test(tc, ipv6_end_to_end);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
