@@ -182,6 +182,19 @@ picl_status ks_server_node_drain(ks_server *s, const char *url, int64_t *moved);
  * assignment is forgotten.  *purged / *failed (may be NULL) count them;
  * PICL_OK even when some failed (they are tried again next time). */
 picl_status ks_server_purge(ks_server *s, int64_t *purged, int64_t *failed);
+/* ks_migrate.c: copies, server-side, the records of the users of a drained
+ * node to the nodes they get next (made now: a new assignment each, on the
+ * least-loaded node), reading the old node with its current secret (run it
+ * once the drained node was restarted with `node secret`, so that no device
+ * writes there any more).  Every collection is copied (sortindex and
+ * payload; TTLs and timestamps are the new node's), meta last, so that a
+ * copy that fails half way leaves the new node without meta/global and the
+ * user's devices start a fresh first sync there.  A user who has a new
+ * assignment already (asked for a token since the drain) is left to the
+ * devices.  *users / *records / *failed count; STATE for a node that is
+ * not drained, NOT_FOUND for an unknown one. */
+picl_status ks_server_node_migrate(ks_server *s, const char *url, int64_t *users,
+                                   int64_t *records, int64_t *failed);
 
 /* `picl-keyserver node ...` / `picl-keyserver purge` (main's argv: argv[1] is "node" or
  * "purge"): the exit status (0, 1, 2 usage, 5 node exists). */

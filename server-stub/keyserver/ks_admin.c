@@ -21,10 +21,13 @@ static void admin_usage(FILE *f)
             "       picl-keyserver node list                   (--data DIR | --database URL)\n"
             "       picl-keyserver node drain URL              (--data DIR | --database URL)\n"
             "       picl-keyserver node secret URL [--secret-file FILE] (--data DIR | --database URL)\n"
+            "       picl-keyserver node migrate URL [--secret-file FILE] (--data DIR | --database URL)\n"
             "       picl-keyserver purge [--grace SECONDS] [--secret-file FILE]\n"
             "                                                  (--data DIR | --database URL)\n"
             "  node secret prints the node's secret for picl-storage --secret-file; after a\n"
             "  drain it is rotated (the drained node then answers 401 to older tokens).\n"
+            "  node migrate copies a drained node's users' records to their next nodes\n"
+            "  (after the drained node was restarted with its new secret).\n"
             "  purge deletes, on their nodes, the data of users moved away more than\n"
             "  --grace seconds ago (default 604800) and of destroyed accounts.\n"
             "exit: 0 ok, 1 failure, 2 usage, 5 the node exists already\n");
@@ -121,7 +124,7 @@ static int admin_check(const admin_args *a, const char **cmd, const char **url)
     const char *sub = a->nw >= 2 ? a->words[1] : "";
     *url = purge ? NULL : a->nw >= 3 ? a->words[2] : NULL;
     int want_url = !purge && (!strcmp(sub, "add") || !strcmp(sub, "drain") ||
-                              !strcmp(sub, "secret"));
+                              !strcmp(sub, "secret") || !strcmp(sub, "migrate"));
     int known = purge || want_url || !strcmp(sub, "list");
     *cmd = purge ? "purge" : sub;
     if (!known || (want_url && !*url) || (!want_url && a->nw > (purge ? 1 : 2)) ||
@@ -200,6 +203,21 @@ static int admin_secret(ks_server *ks, const char *url, picl_status *rc)
     return *rc == PICL_OK ? 0 : 1;
 }
 
+static int admin_migrate(ks_server *ks, const char *url, picl_status *rc)
+{
+    int64_t users = 0, records = 0, failed = 0;
+    *rc = ks_server_node_migrate(ks, url, &users, &records, &failed);
+    if (*rc == PICL_OK)
+        printf("migrated %" PRId64 " users (%" PRId64 " records) from %s, %" PRId64
+               " failed (they keep their new node; their devices upload again)\n",
+               users, records, url, failed);
+    else if (*rc == PICL_ERROR_NOT_FOUND)
+        fprintf(stderr, "picl-keyserver: no node %s\n", url);
+    else if (*rc == PICL_ERROR_STATE)
+        fprintf(stderr, "picl-keyserver: %s is not drained: `node drain` it first\n", url);
+    return *rc == PICL_OK && failed == 0 ? 0 : 1;
+}
+
 static int admin_purge(ks_server *ks, picl_status *rc)
 {
     int64_t purged = 0, failed = 0;
@@ -221,7 +239,7 @@ int ks_admin_main(int argc, char **argv)
     if (ret >= 0)
         return ret;
     /* purge and node secret sign with the keyserver's secret */
-    int needs_secret = !strcmp(cmd, "purge") || !strcmp(cmd, "secret");
+    int needs_secret = !strcmp(cmd, "purge") || !strcmp(cmd, "secret") || !strcmp(cmd, "migrate");
     const char *secret_file = a.secret_file;
     char defsecret[4096];
     if (needs_secret && !secret_file) {
@@ -270,10 +288,12 @@ int ks_admin_main(int argc, char **argv)
         ret = admin_drain(ks, url, &rc);
     else if (!strcmp(cmd, "secret"))
         ret = admin_secret(ks, url, &rc);
+    else if (!strcmp(cmd, "migrate"))
+        ret = admin_migrate(ks, url, &rc);
     else
         ret = admin_purge(ks, &rc);
     if (rc != PICL_OK && rc != PICL_ERROR_CONFLICT && rc != PICL_ERROR_NOT_FOUND &&
-        rc != PICL_ERROR_INVALID_ARGUMENT)
+        rc != PICL_ERROR_INVALID_ARGUMENT && rc != PICL_ERROR_STATE)
         fprintf(stderr, "picl-keyserver: %s: %s\n", cmd, picl_strerror(rc));
 done:
     ks_server_free(ks);

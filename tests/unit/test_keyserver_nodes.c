@@ -204,6 +204,28 @@ static void expect_endpoint(const creds *c, const node *n)
     ck_assert_str_eq(c->endpoint, want);
 }
 
+/* node_req that keeps the body (NUL-terminated) in out. */
+static long node_get(const node *n, const creds *c, const char *path, char *out, size_t cap)
+{
+    char target[512];
+    snprintf(target, sizeof target, "/1.5/%lld%s", c->uid, path);
+    picl_hawk_request hr = {.method = "GET", .resource = target, .host = "127.0.0.1",
+                            .port = storage_server_port(n->srv)};
+    char *authz = NULL;
+    ck_assert_int_eq(picl__hawk_client_header(&authz, c->id, c->key, strlen(c->key), &hr,
+                                              (int64_t)time(NULL), NULL, NULL),
+                     PICL_OK);
+    char h1[2048];
+    snprintf(h1, sizeof h1, "Authorization: %s", authz);
+    free(authz);
+    const char *hdrs[] = {h1, NULL};
+    tuks_resp r;
+    long st = tuks_request(storage_server_port(n->srv), "GET", target, hdrs, NULL, 0, &r);
+    snprintf(out, cap, "%s", r.body ? r.body : "");
+    tuks_resp_free(&r);
+    return st;
+}
+
 /* ---- assignment ------------------------------------------------------------ */
 
 START_TEST(least_loaded_assignment_and_node_secrets)
@@ -287,6 +309,74 @@ START_TEST(password_reset_keeps_assignment)
 END_TEST
 
 /* ---- drain and purge ----------------------------------------------------------- */
+
+/* node migrate: a drained node's users' records are on their next node
+ * before they ask (payloads and sortindex; meta/global too), a user who
+ * moved already is left to the devices, a node not drained is refused. */
+START_TEST(migrate_copies_records_to_the_next_node)
+{
+    node_up(&na, "a", 10);
+    tuks_account(&srv, "copied@example.org", PW, 1, NULL);
+    tuks_account(&srv, "early@example.org", PW, 1, NULL);
+    creds c1, e1;
+    token_for("copied@example.org", &c1);
+    token_for("early@example.org", &e1);
+    expect_endpoint(&c1, &na);
+    expect_endpoint(&e1, &na);
+    ck_assert_int_eq(node_req(&na, &c1, "PUT", "/storage/bookmarks/b1",
+                              "{\"payload\":\"one\",\"sortindex\":5}"), 200);
+    ck_assert_int_eq(node_req(&na, &c1, "PUT", "/storage/bookmarks/b2", "{\"payload\":\"two\"}"),
+                     200);
+    ck_assert_int_eq(node_req(&na, &c1, "PUT", "/storage/meta/global",
+                              "{\"payload\":\"{\\\"syncID\\\":\\\"abc\\\"}\"}"), 200);
+    ck_assert_int_eq(node_req(&na, &e1, "PUT", "/storage/bookmarks/x1", "{\"payload\":\"x\"}"),
+                     200);
+    int64_t users = -1, records = -1, failed = -1;
+    /* not drained: refused, nothing made */
+    ck_assert_int_eq(ks_server_node_migrate(srv.ks, na.url, &users, &records, &failed),
+                     PICL_ERROR_STATE);
+    ck_assert_int_eq(ks_server_node_migrate(srv.ks, "http://127.0.0.1:1", &users, &records,
+                                            &failed), PICL_ERROR_NOT_FOUND);
+    node_up(&nb, "b", 10);
+    int64_t moved = 0;
+    ck_assert_int_eq(ks_server_node_drain(srv.ks, na.url, &moved), PICL_OK);
+    ck_assert_int_eq(moved, 2);
+    char hex[65];
+    secret_of(na.url, hex);
+    node_run(&na, "a", hex); /* frozen: old tokens get 401 */
+    creds e2; /* this one asks first: a new, empty place on b */
+    token_for("early@example.org", &e2);
+    expect_endpoint(&e2, &nb);
+    ck_assert_int_eq(ks_server_node_migrate(srv.ks, na.url, &users, &records, &failed), PICL_OK);
+    ck_assert_int_eq(users, 1);
+    ck_assert_int_eq(records, 3);
+    ck_assert_int_eq(failed, 0);
+    /* the copied user's token: the assignment migrate made, on b, with the records */
+    creds c2;
+    token_for("copied@example.org", &c2);
+    expect_endpoint(&c2, &nb);
+    ck_assert_int_ne(c2.uid, c1.uid);
+    char body[4096];
+    ck_assert_int_eq(node_get(&nb, &c2, "/storage/bookmarks?full=1&sort=index", body, sizeof body),
+                     200);
+    json_t *j = json_loads(body, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_int_eq(json_array_size(j), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(j, 0), "id")), "b1");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(j, 0), "payload")), "one");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(j, 0), "sortindex")), 5);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(j, 1), "payload")), "two");
+    json_decref(j);
+    ck_assert_int_eq(node_get(&nb, &c2, "/storage/meta/global", body, sizeof body), 200);
+    ck_assert_ptr_nonnull(strstr(body, "syncID"));
+    /* the early one's new place is untouched (its devices upload) */
+    ck_assert_int_eq(node_get(&nb, &e2, "/info/collections", body, sizeof body), 200);
+    ck_assert_str_eq(body, "{}");
+    /* nothing left to move */
+    ck_assert_int_eq(ks_server_node_migrate(srv.ks, na.url, &users, &records, &failed), PICL_OK);
+    ck_assert_int_eq(users, 0);
+}
+END_TEST
 
 START_TEST(drain_moves_users_rotates_secret_and_purge_deletes)
 {
@@ -782,6 +872,7 @@ static Suite *suite(void)
     tcase_add_test(tc, least_loaded_assignment_and_node_secrets);
     tcase_add_test(tc, password_reset_keeps_assignment);
     tcase_add_test(tc, drain_moves_users_rotates_secret_and_purge_deletes);
+    tcase_add_test(tc, migrate_copies_records_to_the_next_node);
     tcase_add_test(tc, destroyed_account_purged_at_once);
     tcase_add_test(tc, concurrent_first_tokens_one_assignment);
     tcase_add_test(tc, server_purges_periodically);
