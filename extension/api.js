@@ -66,6 +66,7 @@ this.picl = class extends ExtensionAPI {
         renameDevice: name => call(() => PiCLService.renameDevice(name)),
         signOutDevice: id => call(() => PiCLService.signOutDevice(id)),
         getSecurityEvents: () => call(() => PiCLService.getSecurityEvents()),
+        getRemoteTabs: () => call(() => PiCLService.getRemoteTabs()),
         createRecoveryKey: pw => call(() => PiCLService.createRecoveryKey(pw)),
         getRecoveryKeyExists: () => call(() => PiCLService.getRecoveryKeyExists()),
         removeRecoveryKey: () => call(() => PiCLService.removeRecoveryKey()),

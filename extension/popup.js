@@ -1,4 +1,4 @@
-/* popup.js -- the PiCL popup: sign in / create / verify, forgot and change password, status and last sync, class per collection (a move is confirmed first), sync now, devices, recovery key and security events. */
+/* popup.js -- the PiCL popup: sign in / create / verify, forgot and change password, status and last sync, class per collection (a move is confirmed first), sync now, devices, recovery key, security events and other devices' open tabs. */
 "use strict";
 
 const $ = id => document.getElementById(id);
@@ -218,6 +218,45 @@ async function renderSecurity(show) {
     li.textContent = (EVENT_TEXT[e.type] || e.type) + ", " + relativeTime(e.time * 1000, Date.now()) +
       (e.device ? " — " + e.device : "") + (e.address ? " (" + e.address + ")" : "");
     ol.append(li);
+  }
+  await renderRemoteTabs();
+}
+
+/* The open tabs of the account's other devices (the tabs collection, read
+ * from the server): one item per device, its pages as links. */
+async function renderRemoteTabs() {
+  let ul = $("remote-tabs");
+  ul.textContent = "";
+  let remote;
+  try {
+    remote = await browser.picl.getRemoteTabs();
+  } catch (e) {
+    $("remote-tabs-state").textContent = "Other devices' tabs are unavailable: " + e.message;
+    return;
+  }
+  let devices = remote.devices.filter(d => d.tabs.length);
+  $("remote-tabs-state").textContent = devices.length ? "" : "No open tabs on other devices yet.";
+  for (let d of devices) {
+    let li = document.createElement("li");
+    li.className = "remote-device";
+    li.dataset.id = d.id;
+    /* lastSeen: SyncStorage seconds */
+    li.append((d.name || "(unnamed)") + ", last seen " + relativeTime(Number(d.lastSeen) * 1000, Date.now()));
+    let pages = document.createElement("ul");
+    for (let tab of d.tabs) {
+      let item = document.createElement("li");
+      let a = document.createElement("a");
+      a.className = "remote-tab";
+      a.href = tab.url;       /* http(s) only: the service checks every URL */
+      a.target = "_blank";
+      a.rel = "noopener noreferrer";
+      a.textContent = tab.title || tab.url;
+      a.title = tab.url;
+      item.append(a);
+      pages.append(item);
+    }
+    li.append(pages);
+    ul.append(li);
   }
 }
 

@@ -45,6 +45,7 @@ badlib="$work/no-such-dir/libpicl.so"
 email="ext-$(date +%s)-$$@example.com"
 cfg=$(python3 -c 'import json, sys; print(json.dumps(dict(zip(sys.argv[1::2], sys.argv[2::2]))))' \
       lib "$PICL_LIB" badLib "$badlib" keyserver "$PICL_KEYSERVER" keyserverData "$PICL_KEYSERVER_DATA" \
+      picl "${PICL_BUILD:-$src/build}/picl" work "$work" \
       email "$email")
 t0=$(date +%s)
 PICL_EXT_TEST="$cfg" PICL_EXT_REPORT="$report" MOZ_CRASHREPORTER_DISABLE=1 PICL_LIB= \
@@ -210,6 +211,21 @@ if r is not None:
             ev = x.get("events", [])
             check(ev[:4] == ["classmap.changed", "classmap.changed", "account.verified", "login"],
                   "recent activity, newest first: %s" % ev)
+            # another device's open tabs (the picl command on the same account)
+            x = r.get("remoteBefore") or {}
+            check(x.get("devices") == [] and x.get("state", "").startswith("No open tabs"),
+                  "no other device's tabs before: %s" % x)
+            peer = r.get("peer") or {}
+            check(peer.get("ok"), "a second device (picl) uploaded its open tabs: %s" % peer)
+            devs = (r.get("remoteTabs") or {}).get("devices", [])
+            check(len(devs) == 1 and devs[0].get("id") == peer.get("value")
+                  and devs[0].get("text", "").startswith("phone, last seen "),
+                  "the popup lists the other device: %s" % devs)
+            check(devs and devs[0].get("tabs") == [
+                      {"text": "Phone page", "href": "https://phone.example/page", "target": "_blank"},
+                      {"text": "https://phone.example/untitled", "href": "https://phone.example/untitled",
+                       "target": "_blank"}],
+                  "its tabs as links, untitled ones by URL: %s" % devs)
             x = r.get("rkWrong") or {}
             check(x.get("messageClass") == "error" and x.get("messageCode") == "18" and x.get("rkKey") is None,
                   "a wrong password makes no recovery key: %s" % x)

@@ -47,6 +47,39 @@ this.picltest = class extends ExtensionAPI {
           }
           return best ? best.code : null;
         },
+        /* Another device of the account: the picl command (config().picl) on a
+         * store directory signs in as email, syncs its clients record, then a
+         * tabs record holding tabs ([{title, url}]) under its device id.
+         * Resolves to that id. */
+        peerTabs: async (email, password, name, tabs) => {
+          const { Subprocess } = ChromeUtils.importESModule("resource://gre/modules/Subprocess.sys.mjs");
+          let cfg = config();
+          let dir = PathUtils.join(cfg.work, "ext-peer");
+          let store = PathUtils.join(dir, "store");
+          await IOUtils.makeDirectory(store, { ignoreExisting: true });
+          let env = Object.assign(Subprocess.getEnvironment(), { PICL_PASSWORD: password, PICL_DEVICE_NAME: name });
+          let picl = async args => {
+            let proc = await Subprocess.call({ command: cfg.picl, arguments: ["--state", PathUtils.join(dir, "state"),
+                                                                              "-q"].concat(args),
+                                               environment: env, stderr: "stdout" });
+            let out = "", chunk;
+            while ((chunk = await proc.stdout.readString())) {
+              out += chunk;
+            }
+            let { exitCode } = await proc.wait();
+            if (exitCode != 0) {
+              throw new Error("picl " + args.join(" ") + ": exit " + exitCode + ": " + out);
+            }
+          };
+          await picl(["login", "--server", cfg.keyserver, "--email", email]);
+          await picl(["sync", "--store-dir", store, "--collections", "clients"]);
+          let id = (await IOUtils.readJSON(PathUtils.join(dir, "state", "devices.json"))).id;
+          let record = { id, clientName: name, tabs: tabs.map((tab, i) => ({ title: tab.title, urlHistory: [tab.url],
+                                                                             icon: "", lastUsed: 1700000000 - i })) };
+          await IOUtils.writeJSON(PathUtils.join(store, "tabs.json"), [record]);
+          await picl(["sync", "--store-dir", store, "--collections", "tabs"]);
+          return id;
+        },
         toolbarButton: async () => {
           const { CustomizableUI } = ChromeUtils.importESModule(
             "moz-src:///browser/components/customizableui/CustomizableUI.sys.mjs");

@@ -86,6 +86,19 @@ function securityView() {
   };
 }
 
+/* The popup's list of other devices' tabs. */
+function remoteTabsView() {
+  return {
+    state: $("remote-tabs-state").textContent,
+    devices: Array.from(win.document.querySelectorAll("#remote-tabs li.remote-device")).map(li => ({
+      id: li.dataset.id,
+      text: li.firstChild.textContent,
+      tabs: Array.from(li.querySelectorAll("a.remote-tab")).map(a => ({ text: a.textContent, href: a.href,
+                                                                           target: a.target })),
+    })),
+  };
+}
+
 /* Runs an action in the popup (a click, a submit) and waits until the
  * popup is idle again with a message shown. */
 async function act(f) {
@@ -159,6 +172,12 @@ async function popupFlows(cfg, r) {
   r.stateSynced = await attempt(() => browser.picl.getState());
   /* devices, the recovery key and recent activity (client.md 7) */
   r.security = securityView();
+  /* another device's open tabs, listed in the popup as links */
+  r.remoteBefore = remoteTabsView();
+  r.peer = await attempt(() => browser.picltest.peerTabs(cfg.email, PW, "phone", [
+    { title: "Phone page", url: "https://phone.example/page" }, { title: "", url: "https://phone.example/untitled" }]));
+  await win.render();
+  r.remoteTabs = remoteTabsView();
   fill({ "rk-password": "wrong password" });
   r.rkWrong = Object.assign(await act(() => click("rk-create")), securityView());
   fill({ "rk-password": PW });
