@@ -70,6 +70,11 @@ int storage__valid_id(const char *id, size_t len);
  * storage__bsos_free) and `failed` (an object id -> reason, filled for the
  * invalid ones).  A body that is not JSON: PICL_ERROR_ENCODING (the caller
  * answers 400/6); JSON but not a list: PICL_ERROR_INVALID_ARGUMENT (400/8).
+ * A JSON list whose records are all plain (ASCII strings with one-character
+ * escapes, integers, null, no refusal) is parsed in one pass without
+ * jansson; any other body goes whole through jansson and
+ * storage__parse_bso, as storage__parse_bsos_json does (tests compare the
+ * two: same items, same failed, same status).
  * storage__scan_json: counts, without building anything, the records (list
  * elements, or non-blank lines when newlines) and the JSON values of a body,
  * so that limits are checked before the parser allocates; returns 1 when
@@ -83,6 +88,9 @@ picl_status storage__parse_bso(json_t *obj, const storage_limits *lim, sdb_bso *
 picl_status storage__parse_bsos(const uint8_t *body, size_t len, int newlines,
                                 const storage_limits *lim, sdb_bso **items, size_t *n,
                                 json_t *failed);
+picl_status storage__parse_bsos_json(const uint8_t *body, size_t len, int newlines,
+                                     const storage_limits *lim, sdb_bso **items, size_t *n,
+                                     json_t *failed);
 void storage__bso_clear(sdb_bso *b);
 void storage__bsos_free(sdb_bso *items, size_t n);
 

@@ -427,6 +427,92 @@ START_TEST(test_parse_bsos_bad_cases)
 }
 END_TEST
 
+/* The one-pass path of a plain JSON list and the jansson path agree on
+ * every body: same status, same records field by field, same failed
+ * reasons (a body the one-pass path does not take goes whole to jansson). */
+static void same_parse(const char *body, size_t len)
+{
+    sdb_bso *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    json_t *fa = json_object(), *fb = json_object();
+    picl_status sa = storage__parse_bsos((const uint8_t *)body, len, 0, &LIM, &a, &na, fa);
+    picl_status sb = storage__parse_bsos_json((const uint8_t *)body, len, 0, &LIM, &b, &nb, fb);
+    ck_assert_msg(sa == sb, "%s: status %d vs %d", body, sa, sb);
+    ck_assert_msg(na == nb, "%s: %zu vs %zu records", body, na, nb);
+    for (size_t i = 0; i < na; i++) {
+        ck_assert_str_eq(a[i].id, b[i].id);
+        ck_assert_int_eq(a[i].has_sortindex, b[i].has_sortindex);
+        ck_assert_int_eq(a[i].sortindex_null, b[i].sortindex_null);
+        ck_assert_int_eq(a[i].sortindex, b[i].sortindex);
+        ck_assert_int_eq(a[i].has_payload, b[i].has_payload);
+        ck_assert_uint_eq(a[i].payload_len, b[i].payload_len);
+        ck_assert_int_eq(!a[i].payload, !b[i].payload);
+        if (a[i].payload)
+            ck_assert_int_eq(memcmp(a[i].payload, b[i].payload, a[i].payload_len + 1), 0);
+        ck_assert_int_eq(a[i].has_ttl, b[i].has_ttl);
+        ck_assert_int_eq(a[i].ttl_null, b[i].ttl_null);
+        ck_assert_int_eq(a[i].ttl, b[i].ttl);
+    }
+    char *da = json_dumps(fa, JSON_SORT_KEYS | JSON_COMPACT), *db = json_dumps(fb, JSON_SORT_KEYS | JSON_COMPACT);
+    ck_assert_msg(!strcmp(da, db), "%s: failed %s vs %s", body, da, db);
+    free(da);
+    free(db);
+    storage__bsos_free(a, na);
+    storage__bsos_free(b, nb);
+    json_decref(fa);
+    json_decref(fb);
+}
+
+START_TEST(test_parse_bsos_fast_path_same)
+{
+    static const char *const bodies[] = {
+        "[{\"id\":\"a\",\"payload\":\"x\\\"y\\\\z\\/w\\n\\t\\r\\b\\f\",\"sortindex\":-5,\"ttl\":30}]",
+        " [ {\"id\" : \"a\" } ,\n{\"id\":\"b\",\"payload\":null,\"sortindex\":null,\"ttl\":null} ] \r\n",
+        "[{\"id\":\"a\",\"payload\":\"1\"},{\"id\":\"b\"},{\"id\":\"a\",\"sortindex\":3}]",
+        "[{\"id\":\"a\",\"modified\":12.5,\"collection\":\"c\"}]",
+        "[{\"id\":\"a\",\"modified\":12,\"collection\":\"c\"}]",
+        "[{\"id\":\"a\",\"modified\":\"x\",\"collection\":null}]",
+        "[{\"id\":\"a\",\"sortindex\":01}]", "[{\"id\":\"a\",\"sortindex\":-0}]",
+        "[{\"id\":\"a\",\"sortindex\":-}]", "[{\"id\":\"a\",\"sortindex\":1e3}]",
+        "[{\"id\":\"a\",\"sortindex\":999999999}]", "[{\"id\":\"a\",\"sortindex\":-1000000000}]",
+        "[{\"id\":\"a\",\"sortindex\":9999999999999999}]", "[{\"id\":\"a\",\"ttl\":1000000000}]",
+        "[{\"id\":\"a\",\"ttl\":0}]", "[{\"id\":\"a\",\"sortindex\":true}]",
+        "[{\"id\":\"a\",\"payload\":\"\\u00e9\"}]", "[{\"id\":\"a\",\"payload\":\"\xc3\xa9\"}]",
+        "[{\"id\":\"a\",\"payload\":\"\xff\"}]", "[{\"id\":\"a\",\"payload\":\"a\x01" "b\"}]",
+        "[{\"id\":\"a\",\"payload\":\"\\q\"}]", "[{\"id\":\"a\",\"payload\":\"\\u0000\"}]",
+        "[{\"id\":\"a\",\"id\":\"b\"}]", "[{\"id\":\"a\",\"payload\":\"1\",\"payload\":\"2\"}]",
+        "[{\"id\":\"a\"}] x", "[{\"id\":\"a\"},]", "[{\"id\":\"a\",}]", "[{\"id\":\"a\"}",
+        "[{\"id\":\"a\",\"payload\":\"x\"", "[{\"id\":\"a\",\"payload\":\"x\"}{\"id\":\"b\"}]",
+        "[{\"id\":\"a\",\"payload\":\"1234567890\"}]", "[{\"id\":\"a\",\"payload\":\"12345678901\"}]",
+        "[{\"id\":\"a\\\"\"}]", "[{\"id\":\"a\\n\"}]", "[{\"id\":\"\"}]", "[{\"id\":7}]",
+        "[{\"payload\":\"x\"}]", "[{}]", "[{\"id\":\"a\",\"extra\":1}]", "[{\"i\\u0064\":\"a\"}]",
+        "[{\"id\":\"a\",\"payload\":nul}]", "[{\"id\":\"a\",\"payload\":nullx}]",
+        "[{\"id\":\"a\",\"payload\":\"p\",\"ttl\":5,\"sortindex\":2}]", "[]", "  [ ]  ", "[[]]",
+        "[7]", "[\"a\"]", "{\"id\":\"a\"}", "", "[",
+        "[{\"id\":\"0123456789012345678901234567890123456789012345678901234567890123\"}]",
+        "[{\"id\":\"0123456789012345678901234567890123456789012345678901234567890123x\"}]",
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++)
+        same_parse(bodies[i], strlen(bodies[i]));
+    /* a NUL byte inside and after */
+    static const char nul1[] = "[{\"id\":\"a\"}]\0", nul2[] = "[{\"id\":\"a\0\"}]";
+    same_parse(nul1, sizeof nul1 - 1);
+    same_parse(nul2, sizeof nul2 - 1);
+    /* the decoded escapes, exactly */
+    sdb_bso *items;
+    size_t n;
+    json_t *failed = json_object();
+    const char *b = "[{\"id\":\"k\",\"payload\":\"q\\\"\\\\\\/\\n\"}]";
+    ck_assert_int_eq(storage__parse_bsos((const uint8_t *)b, strlen(b), 0, &LIM, &items, &n, failed),
+                     PICL_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_uint_eq(items[0].payload_len, 5);
+    ck_assert_str_eq(items[0].payload, "q\"\\/\n");
+    storage__bsos_free(items, n);
+    json_decref(failed);
+}
+END_TEST
+
 START_TEST(test_split_host)
 {
     struct {
@@ -485,6 +571,7 @@ static Suite *suite(void)
     tcase_add_test(p, test_buf);
     tcase_add_test(p, test_parse_bso_bad_cases);
     tcase_add_test(p, test_parse_bsos_bad_cases);
+    tcase_add_test(p, test_parse_bsos_fast_path_same);
     tcase_add_test(p, test_valid_names);
     tcase_add_test(p, test_split_host);
     suite_add_tcase(s, p);
