@@ -195,27 +195,7 @@ static void response_clear(picl_http_response *resp)
 
 size_t picl_http_log_escape(char *out, size_t cap, const char *in, size_t max_in)
 {
-    static const char hex[] = "0123456789abcdef";
-    size_t o = 0;
-    if (!out || !cap)
-        return 0;
-    for (size_t i = 0; in && in[i] && i < max_in; i++) {
-        unsigned char ch = (unsigned char)in[i];
-        int plain = ch >= 0x20 && ch < 0x7f && ch != '\\';
-        size_t need = plain ? 1 : 4;
-        if (o + need >= cap)
-            break;
-        if (plain) {
-            out[o++] = (char)ch;
-        } else {
-            out[o++] = '\\';
-            out[o++] = 'x';
-            out[o++] = hex[ch >> 4];
-            out[o++] = hex[ch & 15];
-        }
-    }
-    out[o] = 0;
-    return o;
+    return srvlog_escape(out, cap, in, max_in);
 }
 
 const char *picl_http_header(const picl_http_request *req, const char *name)

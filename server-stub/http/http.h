@@ -204,10 +204,7 @@ picl_status picl_http_query(const picl_http_request *req, const char *name, char
 /* 1 when a query parameter `name` is present (with or without a value). */
 int picl_http_query_has(const picl_http_request *req, const char *name);
 
-/* Copies at most max_in bytes of the NUL-terminated `in` (may be NULL) into
- * out[0..cap) for a log line: control characters, DEL, bytes >= 0x80 and
- * the backslash become \xHH, so a request can neither break a log line nor fake
- * one.  Always NUL-terminates (cap >= 1); returns the length written. */
+/* srvlog_escape of http/log.h (the one escaper of the servers' log). */
 size_t picl_http_log_escape(char *out, size_t cap, const char *in, size_t max_in);
 
 /* Percent-decodes in[0..len) into a malloc()ed NUL-terminated string

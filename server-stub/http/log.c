@@ -18,16 +18,24 @@ typedef struct out_buf {
     size_t cap, len;
 } out_buf;
 
-/* Appends in[0..n) escaped; text: a message (space and backslash kept, so
- * a field escaped before reads the same), else a field (both escaped).
- * Stops before an escape that would not fit whole. */
-static void put_escaped(out_buf *o, const char *in, size_t n, int text)
+/* How put_escaped treats the two printable characters that matter. */
+enum { ESC_FIELD = 0,   /* a request-line field: space and backslash escaped */
+       ESC_TEXT = 1,    /* a message: both kept (a field escaped before reads the same) */
+       ESC_SPACED = 2   /* srvlog_escape: space kept, backslash escaped */
+};
+
+/* Appends in[0..n) escaped (mode: ESC_*); control characters, DEL and bytes
+ * >= 0x80 always become \xHH.  Stops at a NUL, and before an escape that
+ * would not fit whole. */
+static void put_escaped(out_buf *o, const char *in, size_t n, int mode)
 {
     static const char hex[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && in[i]; i++) {
         unsigned char ch = (unsigned char)in[i];
         int plain = ch > 0x20 && ch < 0x7f && ch != '\\';
-        if (text && (ch == ' ' || ch == '\\'))
+        if (ch == ' ' && mode != ESC_FIELD)
+            plain = 1;
+        if (ch == '\\' && mode == ESC_TEXT)
             plain = 1;
         size_t need = plain ? 1 : 4;
         if (o->len + need >= o->cap)
@@ -95,7 +103,7 @@ void srvlog(srvlog_sink sink, void *ctx, srvlog_level level, const char *fmt, ..
     va_end(ap);
     line[0] = 0;
     put_prefix(&o, level);
-    put_escaped(&o, msg, strlen(msg), 1);
+    put_escaped(&o, msg, strlen(msg), ESC_TEXT);
     sink(ctx, line);
 }
 
@@ -148,7 +156,7 @@ static void put_path(out_buf *o, const char *path, size_t plen)
         if (j - i >= 32 && all_hex(path + i, j - i))
             put_raw(o, "*");
         else
-            put_escaped(o, path + i, j - i, 0);
+            put_escaped(o, path + i, j - i, ESC_FIELD);
         if (j < plen)
             put_raw(o, "/");
         i = j + 1;
@@ -161,11 +169,11 @@ static void put_query(out_buf *o, const char *q)
         size_t n = strcspn(q, "&");
         const char *eq = memchr(q, '=', n);
         size_t nl = eq ? (size_t)(eq - q) : n;
-        put_escaped(o, q, nl, 0);
+        put_escaped(o, q, nl, ESC_FIELD);
         if (eq) {
             put_raw(o, "=");
             if (safe_param(q, nl) && plain_value(eq + 1, n - nl - 1))
-                put_escaped(o, eq + 1, n - nl - 1, 0);
+                put_escaped(o, eq + 1, n - nl - 1, ESC_FIELD);
             else
                 put_raw(o, "*");
         }
@@ -175,6 +183,17 @@ static void put_query(out_buf *o, const char *q)
             q++;
         }
     }
+}
+
+size_t srvlog_escape(char *out, size_t cap, const char *in, size_t max_in)
+{
+    if (!out || !cap)
+        return 0;
+    out_buf o = {out, cap, 0};
+    out[0] = 0;
+    if (in)
+        put_escaped(&o, in, strnlen(in, max_in), ESC_SPACED);
+    return o.len;
 }
 
 size_t srvlog_redact_target(char *out, size_t cap, const char *target)
@@ -205,9 +224,9 @@ void srvlog_request(srvlog_sink sink, void *ctx, const char *addr, const char *m
     out_buf o = {line, sizeof line, 0};
     line[0] = 0;
     put_prefix(&o, status >= 500 ? SRVLOG_ERROR : status == 0 ? SRVLOG_WARN : SRVLOG_INFO);
-    put_escaped(&o, addr && *addr ? addr : "-", addr && *addr ? strlen(addr) : 1, 0);
+    put_escaped(&o, addr && *addr ? addr : "-", addr && *addr ? strlen(addr) : 1, ESC_FIELD);
     put_raw(&o, " ");
-    put_escaped(&o, method && *method ? method : "-", method && *method ? strlen(method) : 1, 0);
+    put_escaped(&o, method && *method ? method : "-", method && *method ? strlen(method) : 1, ESC_FIELD);
     put_raw(&o, " ");
     srvlog_redact_target(path, sizeof path, target);
     put_raw(&o, path);

@@ -57,6 +57,13 @@ void srvlog(srvlog_sink sink, void *ctx, srvlog_level level, const char *fmt, ..
 void srvlog_request(srvlog_sink sink, void *ctx, const char *addr, const char *method,
                     const char *target, int status, int64_t latency_ms);
 
+/* Copies at most max_in bytes of the NUL-terminated in (may be NULL) into
+ * out[0..cap) for a log message: control characters, DEL, bytes >= 0x80 and
+ * the backslash become \xHH (the space stays), so a request can neither
+ * break a log line nor fake one.  Always NUL-terminates (cap >= 1); returns
+ * the length written; never cuts an escape. */
+size_t srvlog_escape(char *out, size_t cap, const char *in, size_t max_in);
+
 /* The redacted, escaped path?query of a request line into out (cap bytes,
  * always NUL-terminated when cap >= 1); returns the length written.
  * Exposed for tests. */

@@ -47,7 +47,7 @@ void storage__db_error(sreq *r, picl_status st)
         /* the operator learns why writes fail (a full disk, a read-only
          * file), not only the client */
         char line[512], target[200];
-        picl_http_log_escape(target, sizeof target, r->req->target, 160);
+        srvlog_redact_target(target, sizeof target, r->req->target); /* no query secrets */
         snprintf(line, sizeof line, "storage: %s %s: database failure in %s: %s",
                  r->req->method, target, sdb_where(r->s->db), picl_strerror(st));
         srvlog(r->s->log, r->s->log_ctx, SRVLOG_ERROR, "%s", line);
