@@ -223,8 +223,10 @@ static int copy_user(const side *from, const side *to, int64_t *records)
     picl_buf_init(&r.body, BODY_MAX);
     int rc = -1, has_meta = 0;
     json_t *cols = NULL;
-    if (call(from, "GET", "/info/collections", NULL, &r) != 200 ||
-        !json_is_object(cols = json_loads(r.body.data, 0, NULL)))
+    if (call(from, "GET", "/info/collections", NULL, &r) != 200)
+        goto done;
+    cols = json_loads(r.body.data, 0, NULL); /* json_is_object evaluates its argument twice */
+    if (!json_is_object(cols))
         goto done;
     const char *name;
     json_t *v;
