@@ -439,6 +439,55 @@ START_TEST(pg_failed_upsert_in_a_pipeline)
 }
 END_TEST
 
+/* PostgreSQL goes away under a running storage server: answers come at
+ * once (503 with Retry-After, never a hang), and it serves again by itself
+ * when the database is back, with what was written before. */
+START_TEST(pg_restart_under_a_running_storage_server)
+{
+    if (!tupg_enabled())
+        return;
+    char u[256], n[64], base[64];
+    tupg_create_db(u, sizeof u, n, sizeof n);
+    ck_assert_int_eq(picl__nss_acquire(), PICL_OK);
+    storage_config cfg = {.listen = "127.0.0.1:0", .database = u, .db_pool = 2,
+                          .secret = SECRET, .secret_len = SECRET_LEN, .prune_interval_s = -1};
+    storage_server *s = NULL;
+    ck_assert_int_eq(storage_server_new(&s, &cfg), PICL_OK);
+    ck_assert_int_eq(storage_server_start(s), PICL_OK);
+    snprintf(base, sizeof base, "http://127.0.0.1:%u", storage_server_port(s));
+    tu_cred c;
+    tu_mint(&c, SECRET, SECRET_LEN, storage_server_node(s), UID, 3600);
+    tu_resp r;
+    const char *rec = "{\"payload\":\"kept\"}";
+    tu_req o = {.ctype = "application/json", .body = rec, .len = strlen(rec), .cred = &c};
+    ck_assert_int_eq(tu_http(&r, "PUT", base, "/1.5/42/storage/c/k", &o), 0);
+    ck_assert_int_eq(r.status, 200);
+    tu_resp_free(&r);
+    ck_assert_int_eq(tupg_stop_cluster(), 0);
+    time_t t0 = time(NULL);
+    tu_req g = {.cred = &c};
+    ck_assert_int_eq(tu_http(&r, "GET", base, "/1.5/42/storage/c/k", &g), 0);
+    ck_assert_int_eq(r.status, 503);
+    char *ra = tu_resp_header(&r, "Retry-After");
+    ck_assert_ptr_nonnull(ra);
+    free(ra);
+    tu_resp_free(&r);
+    ck_assert_int_eq(tu_http(&r, "GET", base, "/__heartbeat__", NULL), 0);
+    ck_assert_int_eq(r.status, 503);
+    tu_resp_free(&r);
+    ck_assert_int_le(time(NULL) - t0, 5);
+    ck_assert_int_eq(tupg_start_cluster(), 0);
+    ck_assert_int_eq(tu_http(&r, "GET", base, "/1.5/42/storage/c/k", &g), 0);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_ptr_nonnull(strstr(r.body, "\"payload\":\"kept\""));
+    tu_resp_free(&r);
+    tu_cred_free(&c);
+    storage_server_free(s);
+    picl__nss_release();
+    tupg_drop_db(n);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("storage_pg");
@@ -456,6 +505,7 @@ static Suite *suite(void)
     tcase_set_timeout(m, 60);
     tcase_add_test(m, pg_schema_never_half_migrated);
     tcase_add_test(m, pg_failed_upsert_in_a_pipeline);
+    tcase_add_test(m, pg_restart_under_a_running_storage_server); /* last: it stops the cluster */
     suite_add_tcase(s, m);
     return s;
 }
