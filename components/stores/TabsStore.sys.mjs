@@ -10,7 +10,8 @@
  * as fit in TABS_RECORD_MAX bytes of JSON.
  *
  * Where the tabs come from: with a browser window open, SessionStore's live
- * state (SessionStore.getBrowserState(), what it is about to write); without
+ * state (TabStateFlusher.flushWindow, then SessionStore.getBrowserState():
+ * what it is about to write); without
  * one (xpcshell, a browser still starting), the session the browser last
  * wrote: the newer of sessionstore-backups/recovery.jsonlz4 and
  * sessionstore.jsonlz4, read with IOUtils (mozLz4).  A session file that
@@ -28,6 +29,7 @@
 const lazy = {};
 ChromeUtils.defineESModuleGetters(lazy, {
   SessionStore: "resource:///modules/sessionstore/SessionStore.sys.mjs",
+  TabStateFlusher: "resource:///modules/sessionstore/TabStateFlusher.sys.mjs",
 });
 
 /* devices.h: PICL_TABS_RECORD_MAX, PICL_URL_MAX, PICL_DEVICE_REFRESH_S */
@@ -128,6 +130,11 @@ export class TabsStore {
    * newer session file (null when there is none). */
   async _session() {
     if (Services.wm.getMostRecentWindow("navigator:browser")) {
+      /* the tabs' latest history first: SessionStore collects it from the
+       * content processes after a while, a flush asks for it now */
+      for (let win of Services.wm.getEnumerator("navigator:browser")) {
+        await lazy.TabStateFlusher.flushWindow(win);
+      }
       return JSON.parse(lazy.SessionStore.getBrowserState());
     }
     let newest = null;

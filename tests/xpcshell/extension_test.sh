@@ -226,6 +226,12 @@ if r is not None:
                       {"text": "https://phone.example/untitled", "href": "https://phone.example/untitled",
                        "target": "_blank"}],
                   "its tabs as links, untitled ones by URL: %s" % devs)
+            # this browser's own tabs, from SessionStore's live state, as the other device sees them
+            seen = (r.get("peerSees") or {}).get("value") or {}
+            urls = [t.get("url") for d in seen.get("devices", []) for t in d.get("tabs", [])]
+            check((r.get("ownTabsSync") or {}).get("messageClass") == "success" and r.get("ownPageURL") in urls,
+                  "the other device lists this browser's open page %s: %s / %s"
+                  % (r.get("ownPageURL"), urls, r.get("ownTabsSync")))
             x = r.get("rkWrong") or {}
             check(x.get("messageClass") == "error" and x.get("messageCode") == "18" and x.get("rkKey") is None,
                   "a wrong password makes no recovery key: %s" % x)

@@ -9,6 +9,30 @@ this.picltest = class extends ExtensionAPI {
       let t = Services.env.get("PICL_EXT_TEST");
       return t ? JSON.parse(t) : null;
     };
+    /* The peer device of peerTabs/peerList: its directory, store directory
+     * and picl(args) -> stdout (throws on a non-zero exit). */
+    const peer = extraEnv => {
+      const { Subprocess } = ChromeUtils.importESModule("resource://gre/modules/Subprocess.sys.mjs");
+      let cfg = config();
+      let dir = PathUtils.join(cfg.work, "ext-peer");
+      let env = Object.assign(Subprocess.getEnvironment(), extraEnv);
+      let picl = async args => {
+        let proc = await Subprocess.call({ command: cfg.picl, arguments: ["--state", PathUtils.join(dir, "state"),
+                                                                          "-q"].concat(args),
+                                           environment: env, stderr: "pipe" });
+        let out = "", chunk;
+        while ((chunk = await proc.stdout.readString())) {
+          out += chunk;
+        }
+        let err = await proc.stderr.readString();
+        let { exitCode } = await proc.wait();
+        if (exitCode != 0) {
+          throw new Error("picl " + args.join(" ") + ": exit " + exitCode + ": " + out + err);
+        }
+        return out;
+      };
+      return { dir, store: PathUtils.join(dir, "store"), picl };
+    };
     return {
       picltest: {
         config: async () => config(),
@@ -52,26 +76,9 @@ this.picltest = class extends ExtensionAPI {
          * tabs record holding tabs ([{title, url}]) under its device id.
          * Resolves to that id. */
         peerTabs: async (email, password, name, tabs) => {
-          const { Subprocess } = ChromeUtils.importESModule("resource://gre/modules/Subprocess.sys.mjs");
-          let cfg = config();
-          let dir = PathUtils.join(cfg.work, "ext-peer");
-          let store = PathUtils.join(dir, "store");
+          let { dir, store, picl } = peer({ PICL_PASSWORD: password, PICL_DEVICE_NAME: name });
           await IOUtils.makeDirectory(store, { ignoreExisting: true });
-          let env = Object.assign(Subprocess.getEnvironment(), { PICL_PASSWORD: password, PICL_DEVICE_NAME: name });
-          let picl = async args => {
-            let proc = await Subprocess.call({ command: cfg.picl, arguments: ["--state", PathUtils.join(dir, "state"),
-                                                                              "-q"].concat(args),
-                                               environment: env, stderr: "stdout" });
-            let out = "", chunk;
-            while ((chunk = await proc.stdout.readString())) {
-              out += chunk;
-            }
-            let { exitCode } = await proc.wait();
-            if (exitCode != 0) {
-              throw new Error("picl " + args.join(" ") + ": exit " + exitCode + ": " + out);
-            }
-          };
-          await picl(["login", "--server", cfg.keyserver, "--email", email]);
+          await picl(["login", "--server", config().keyserver, "--email", email]);
           await picl(["sync", "--store-dir", store, "--collections", "clients"]);
           let id = (await IOUtils.readJSON(PathUtils.join(dir, "state", "devices.json"))).id;
           let record = { id, clientName: name, tabs: tabs.map((tab, i) => ({ title: tab.title, urlHistory: [tab.url],
@@ -80,6 +87,8 @@ this.picltest = class extends ExtensionAPI {
           await picl(["sync", "--store-dir", store, "--collections", "tabs"]);
           return id;
         },
+        /* What that device's `picl tabs --json` lists (the other devices' open tabs). */
+        peerList: async () => JSON.parse(await peer({}).picl(["tabs", "--json"])),
         toolbarButton: async () => {
           const { CustomizableUI } = ChromeUtils.importESModule(
             "moz-src:///browser/components/customizableui/CustomizableUI.sys.mjs");

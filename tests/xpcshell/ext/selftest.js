@@ -178,6 +178,15 @@ async function popupFlows(cfg, r) {
     { title: "Phone page", url: "https://phone.example/page" }, { title: "", url: "https://phone.example/untitled" }]));
   await win.render();
   r.remoteTabs = remoteTabsView();
+  /* this browser's own open tabs, from SessionStore's live state: a page of
+   * the keyserver (a loopback http server) opened, Sync now, and the other
+   * device lists it */
+  r.ownPageURL = cfg.keyserver + "/picl-selftest-page";
+  let page = await browser.tabs.create({ url: r.ownPageURL, active: false });
+  await waitFor("the page to load", async () => (await browser.tabs.get(page.id)).status == "complete");
+  r.ownTabsSync = await act(() => click("sync"));
+  r.peerSees = await attempt(() => browser.picltest.peerList());
+  await browser.tabs.remove(page.id);
   fill({ "rk-password": "wrong password" });
   r.rkWrong = Object.assign(await act(() => click("rk-create")), securityView());
   fill({ "rk-password": PW });
