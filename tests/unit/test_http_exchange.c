@@ -5,6 +5,7 @@
  * large, nothing kept), a refused protocol and an unreachable server. */
 #include "testutil.h"
 #include "client/http_exchange.h"
+#include "client/keyserver_client.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -211,6 +212,59 @@ START_TEST(other_protocols_and_no_server)
 }
 END_TEST
 
+/* The keyserver client through the one exchange: an answer over its 64 KiB
+ * is a protocol failure (not a network one), nothing handed out; a 429's
+ * Retry-After read by the shared header reader is remembered, and a
+ * Retry-After of a week or more gives way to the body's retryAfter. */
+START_TEST(keyserver_client_mappings)
+{
+    static char big[70 * 1024 + 200];
+    int n = snprintf(big, sizeof big, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                      "Content-Length: %d\r\nConnection: close\r\n\r\n{\"x\":\"",
+                     70 * 1024 + 8);
+    memset(big + n, 'a', 70 * 1024);
+    memcpy(big + n + 70 * 1024, "\"}", 2);
+    size_t len = (size_t)n + 70 * 1024 + 2;
+    one_shot o;
+    start(&o, big, len);
+    char base[64];
+    snprintf(base, sizeof base, "http://127.0.0.1:%u", o.port);
+    picl_ks_client *c = NULL;
+    ck_assert_int_eq(picl__ksc_new(&c, base), PICL_OK);
+    json_t *out = (json_t *)&out;
+    ck_assert_int_eq(picl__ksc_call(c, "GET", "/v1/x", NULL, 0, NULL, &out), PICL_ERROR_PROTOCOL);
+    ck_assert_ptr_null(out);
+    finish(&o);
+    picl__ksc_free(c);
+
+    static const char busy[] = "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 120\r\n"
+                               "Content-Type: application/json\r\nContent-Length: 42\r\n"
+                               "Connection: close\r\n\r\n"
+                               "{\"code\":429,\"errno\":114,\"retryAfter\":5}   ";
+    start(&o, busy, sizeof busy - 1);
+    snprintf(base, sizeof base, "http://127.0.0.1:%u", o.port);
+    ck_assert_int_eq(picl__ksc_new(&c, base), PICL_OK);
+    ck_assert_int_eq(picl__ksc_call(c, "GET", "/v1/x", NULL, 0, NULL, NULL), PICL_ERROR_BACKOFF);
+    finish(&o);
+    ck_assert_int_eq(picl__ksc_last(c)->http_status, 429);
+    ck_assert_int_eq(picl__ksc_last(c)->errnum, 114);
+    ck_assert_int_eq(picl__ksc_last(c)->retry_after, 120);
+    picl__ksc_free(c);
+
+    static const char week[] = "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 604800\r\n"
+                               "Content-Type: application/json\r\nContent-Length: 42\r\n"
+                               "Connection: close\r\n\r\n"
+                               "{\"code\":429,\"errno\":114,\"retryAfter\":5}   ";
+    start(&o, week, sizeof week - 1);
+    snprintf(base, sizeof base, "http://127.0.0.1:%u", o.port);
+    ck_assert_int_eq(picl__ksc_new(&c, base), PICL_OK);
+    ck_assert_int_eq(picl__ksc_call(c, "GET", "/v1/x", NULL, 0, NULL, NULL), PICL_ERROR_BACKOFF);
+    finish(&o);
+    ck_assert_int_eq(picl__ksc_last(c)->retry_after, 5);
+    picl__ksc_free(c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("http_exchange");
@@ -220,6 +274,7 @@ int main(void)
     tcase_add_test(tc, malformed_and_absent_headers);
     tcase_add_test(tc, answer_over_the_cap_is_too_large);
     tcase_add_test(tc, other_protocols_and_no_server);
+    tcase_add_test(tc, keyserver_client_mappings);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
