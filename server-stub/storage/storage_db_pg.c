@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <libpq-fe.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,6 +195,7 @@ typedef struct sdb_impl pg_db;
 struct sdb_impl {
     char *url;
     int busy_ms;
+    _Atomic unsigned long nonces; /* taken so far: every 4096th sweeps the expired */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     unsigned n;
@@ -584,6 +586,13 @@ static picl_status pg_nonce_take(pg_db *db, const char *key, int64_t expires)
     picl_status rc = pg_acquire(db, &c);
     if (rc == PICL_OK)
         rc = q(c, S_NONCE_ADD, &a, NULL, &n);
+    /* between the hourly prunes too: the table holds about skew seconds of
+     * requests, not an hour's */
+    if (rc == PICL_OK && (atomic_fetch_add(&db->nonces, 1) & 4095) == 4095) {
+        pq_args now = {0};
+        a_i64(&now, (int64_t)time(NULL));
+        q(c, S_P_NONCES, &now, NULL, NULL); /* best effort: the prune job does it again */
+    }
     if (c)
         pg_release(db, c);
     return rc == PICL_OK && n != 1 ? PICL_ERROR_CONFLICT : rc;
