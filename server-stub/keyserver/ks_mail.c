@@ -216,7 +216,7 @@ static void outbox_log(ks_server *s, int64_t account, const char *what, picl_sta
     char line[256];
     snprintf(line, sizeof line, "keyserver: outbox: verification mail of account %" PRId64 " %s: %s",
              account, what, picl_strerror(rc));
-    s->log(s->hook_ctx, line);
+    srvlog(s->log, s->hook_ctx, SRVLOG_WARN, "%s", line);
 }
 
 /* Delivers the mail of one claimed row: 1 when a mail went out. */
