@@ -5,7 +5,7 @@
 #define PICL_PROTOCOL_HOSTPORT_H
 
 #include <stddef.h>
-#include "picl.h"
+#include "picl_status.h"
 
 /*
  * Grammar (RFC 7230 section 5.4 Host = uri-host [ ":" port ], with uri-host

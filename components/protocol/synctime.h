@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
-#include "picl.h"
+#include "picl_status.h"
 
 /*
  * Wire form (X-Weave-Timestamp, X-Last-Modified, X-If-Modified-Since,

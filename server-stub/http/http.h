@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "http/log.h"
-#include "picl.h"
+#include "picl_status.h"
 
 /*
  * How to use it (a keyserver in six lines):

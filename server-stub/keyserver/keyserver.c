@@ -3,6 +3,7 @@
  * file.  What the routes share is in ks_internal.c (requests) and ks_reply.c
  * (answers), both declared in ks_internal.h. */
 #include "keyserver/ks_internal.h"
+#include "picl.h" /* picl_strerror */
 
 #include <errno.h>
 #include <fcntl.h>

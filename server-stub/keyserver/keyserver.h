@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "http/http.h"
-#include "picl.h"
+#include "picl_status.h"
 
 /*
  * Contract.  A ks_server owns an SQLite database <data_dir>/keyserver.db

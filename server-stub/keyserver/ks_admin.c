@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "crypto/util.h"
+#include "picl.h" /* picl_strerror */
 #include "keyserver/keyserver.h"
 #include "keyserver/ks_db.h"
 #include "keyserver/ks_internal.h"

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "picl.h"
+#include "picl_status.h"
 #include "protocol/stretch.h"
 
 /*

@@ -1,6 +1,7 @@
 /* ks_mail.c -- the keyserver's mail: Maildir or SMTP delivery, and the
  * outbox of verification mails (see ks_mail.h). */
 #include "keyserver/ks_mail.h"
+#include "picl.h" /* picl_strerror */
 
 #include <curl/curl.h>
 #include <errno.h>

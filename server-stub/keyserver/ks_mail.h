@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "picl.h"
+#include "picl_status.h"
 
 /*
  * A message is RFC 5322 text with headers From, To, Subject, Date,

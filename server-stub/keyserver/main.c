@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "crypto/util.h"
+#include "picl.h" /* picl_strerror */
 #include "http/http.h"
 #include "keyserver/keyserver.h"
 #include "protocol/hostport.h"
