@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "client/http_exchange.h"
 #include "crypto/codec.h"
 #include "crypto/kdf.h"
 #include "crypto/util.h"
@@ -123,21 +124,18 @@ picl_status ks_server_node_drain(ks_server *s, const char *url, int64_t *moved)
 
 /* ---- purge ----------------------------------------------------------------- */
 
-static size_t discard(char *p, size_t size, size_t n, void *ctx)
-{
-    return size * n;
-}
-
 /* DELETE <node>/1.5/<uid>, Hawk-signed with a fresh token for that uid
- * under the node's current secret: the HTTP status, 0 when unreachable. */
+ * under the node's current secret, through the clients' one HTTP exchange
+ * (client/http_exchange.h): the HTTP status, 0 when unreachable. */
 static long purge_one(ks_server *s, const ks_assignment *a)
 {
     long status = 0;
-    char hex[65], target[KS_NODE_URL_MAX + 64], *token = NULL, *key = NULL, *hawk = NULL;
-    char *host = NULL, *port = NULL, *path = NULL, *scheme = NULL;
-    struct curl_slist *hdrs = NULL;
+    char hex[65], target[KS_NODE_URL_MAX + 64], *token = NULL, *key = NULL, *authz = NULL;
+    char *host = NULL, *port = NULL, *path = NULL;
     CURL *c = NULL;
     CURLU *u = NULL;
+    picl_hx_response rs;
+    memset(&rs, 0, sizeof rs);
     picl_tokenlib_payload *p = calloc(1, sizeof *p);
     if (!p || node_secret_hex(s, a->node, a->generation, hex) != PICL_OK)
         goto done;
@@ -153,40 +151,28 @@ static long purge_one(ks_server *s, const ks_assignment *a)
     if (!(u = curl_url()) || curl_url_set(u, CURLUPART_URL, target, 0) != CURLUE_OK ||
         curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
         curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK ||
-        curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK ||
-        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK)
+        curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK)
         goto done;
     picl_hawk_request hr = {.method = "DELETE", .resource = path, .host = host,
                             .port = (unsigned)strtoul(port, NULL, 10)};
-    if (picl__hawk_client_header(&hawk, token, key, strlen(key), &hr, wall, NULL, NULL) !=
-        PICL_OK)
+    if (picl__hx_hawk_line(&authz, token, key, strlen(key), &hr, wall) != PICL_OK ||
+        !(c = curl_easy_init()))
         goto done;
-    char auth[8192];
-    if ((size_t)snprintf(auth, sizeof auth, "Authorization: %s", hawk) >= sizeof auth)
-        goto done;
-    hdrs = curl_slist_append(NULL, auth);
-    picl__wipe(auth, sizeof auth);
-    if (!hdrs || !(c = curl_easy_init()))
-        goto done;
-    curl_easy_setopt(c, CURLOPT_URL, target);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
-    if (curl_easy_perform(c) == CURLE_OK)
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    const char *headers[] = {authz, NULL};
+    picl_hx_request rq = {.method = "DELETE", .url = target, .headers = headers,
+                          .max_answer = 64 * 1024, .timeout_s = 30L};
+    if (picl__hx_perform(c, &rq, &rs) == PICL_OK)
+        status = rs.status;
 done:
     if (c)
         curl_easy_cleanup(c);
-    curl_slist_free_all(hdrs);
+    picl__hx_response_free(&rs);
     curl_free(host);
     curl_free(port);
     curl_free(path);
-    curl_free(scheme);
     curl_url_cleanup(u);
-    free(hawk);
+    if (authz)
+        picl__zfree(authz, strlen(authz));
     free(token);
     if (key)
         picl__zfree(key, strlen(key));
