@@ -186,6 +186,7 @@ typedef struct pg_conn {
     sdb_conn base;
     PGconn *c;
     int busy, busy_ms;
+    int pending;         /* a ROLLBACK sent at release whose answer is not read yet */
     int64_t write_time;  /* to hand to the database before a deletion; 0 = none */
     unsigned char prepared[S_COUNT];
 } pg_conn;
@@ -378,6 +379,16 @@ static void conn_open(pg_db *db, pg_conn *c)
 
 static void pg_release(pg_db *db, sdb_conn *conn);
 
+/* Reads the answer of the ROLLBACK a release sent (there by now, mostly). */
+static void settle(pg_conn *c)
+{
+    if (!c->pending)
+        return;
+    for (PGresult *r; (r = PQgetResult(c->c)) != NULL;)
+        PQclear(r);
+    c->pending = 0;
+}
+
 /* A connection of the pool: an idle open one, else a slot never opened
  * (connected now: the pool grows to db->n as the load needs), else waits
  * at most the busy timeout (CONFLICT).  A connection that cannot be made
@@ -410,6 +421,7 @@ static picl_status pg_acquire(pg_db *db, sdb_conn **out)
     pthread_mutex_unlock(&db->mu);
     if (!c)
         return PICL_ERROR_CONFLICT;
+    settle(c);
     if (!c->c) {
         conn_open(db, c);
     } else if (PQstatus(c->c) != CONNECTION_OK) {
@@ -429,8 +441,14 @@ static void pg_release(pg_db *db, sdb_conn *conn)
 {
     pg_conn *c = (pg_conn *)conn;
     c->write_time = 0;
-    if (c->c && PQtransactionStatus(c->c) != PQTRANS_IDLE)
-        PQclear(PQexec(c->c, "ROLLBACK"));
+    /* a transaction left open (a read, a refused write) ends without the
+     * caller waiting for it: the answer is read at the next acquire */
+    if (c->c && PQtransactionStatus(c->c) != PQTRANS_IDLE) {
+        if (PQstatus(c->c) == CONNECTION_OK && PQsendQuery(c->c, "ROLLBACK") == 1)
+            c->pending = 1;
+        else
+            PQclear(PQexec(c->c, "ROLLBACK"));
+    }
     pthread_mutex_lock(&db->mu);
     c->busy = 0;
     pthread_cond_signal(&db->cv);
@@ -527,9 +545,12 @@ static void pg_close(pg_db *db)
 {
     if (!db)
         return;
-    for (unsigned i = 0; db->conns && i < db->n; i++)
-        if (db->conns[i].c)
+    for (unsigned i = 0; db->conns && i < db->n; i++) {
+        if (db->conns[i].c) {
+            settle(&db->conns[i]);
             PQfinish(db->conns[i].c);
+        }
+    }
     free(db->conns);
     free(db->url);
     pthread_mutex_destroy(&db->mu);
