@@ -149,6 +149,9 @@ START_TEST(test_prefs_round_trip_and_refusals)
                                   "'browser.tabs.loadInBackground': False, 'layout.spellcheckDefault': 'two'}); "
                                   "json.dump(a, open('st3/prefs.json', 'w'))\""), 0);
     ck_assert_int_eq(run(NULL, 0, "$P --state s3 -q sync --store-dir st3 --collections prefs"), 0);
+    /* profile 2's own control prefs name the path and the server: still never applied */
+    ck_assert_int_eq(run(NULL, 0, FP " $PWD/p2 prefs-set services.sync.prefs.sync.browser.download.dir bool true "
+                                  "services.sync.prefs.sync.network.proxy.http bool true >/dev/null 2>&1"), 0);
     ck_assert_int_eq(run(NULL, 0, "cp p2/prefs.js p2-prefs-before.js"), 0);
     ck_assert_int_eq(run(out, sizeof out, "$P --state s2 sync --profile p2 --collections prefs 2>/dev/null"), 0);
     static const char *const refused[] = {"browser.download.dir", "network.proxy.http",
@@ -164,7 +167,7 @@ START_TEST(test_prefs_round_trip_and_refusals)
     ck_assert_int_eq(json_integer_value(json_object_get(p2, "layout.spellcheckDefault")), 2); /* kept */
     ck_assert_str_eq(json_string_value(json_object_get(p2, "browser.download.dir")), "/home/other");
     ck_assert(json_is_null(json_object_get(p2, "network.proxy.http")));
-    ck_assert(json_is_null(json_object_get(p2, "services.sync.prefs.sync.browser.download.dir")));
+    ck_assert(json_is_true(json_object_get(p2, "services.sync.prefs.sync.browser.download.dir"))); /* p2's own */
     ck_assert(json_is_null(json_object_get(p2, "browser.startup.homepage")));
     json_decref(p2);
     /* prefs.js changed by exactly one line */

@@ -160,7 +160,10 @@ START_TEST(test_prefs_allow_list_and_parse)
     static const char *const no[] = {"browser.startup.homepage", "browser.download.dir", "network.proxy.http",
                                      "services.sync.prefs.sync.browser.download.dir", "browser.newtabpage.pinned",
                                      "security.default_personal_cert", "signon.management.page.breach-alerts.url",
-                                     "app.update.url", "unknown.pref", ""};
+                                     "app.update.url", "unknown.pref", "",
+                                     /* a password, a server, a path: never, whatever the name */
+                                     "signon.masterPasswordReprompt.timeout_ms", "network.proxy.autoconfig_url",
+                                     "browser.cache.disk.parent_directory", "services.sync.username"};
     for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
         ck_assert_msg(picl__prefs_allowed(yes[i]), "%s refused", yes[i]);
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
