@@ -11,6 +11,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "client/http_exchange.h"
 #include "crypto/util.h"
 #include "http/http.h"
 #include "keyserver/ks_internal.h"
@@ -33,33 +34,6 @@ typedef struct reply {
     picl_buf body;
     char next[256]; /* X-Weave-Next-Offset, or "" */
 } reply;
-
-static size_t on_body(char *p, size_t size, size_t n, void *ctx)
-{
-    reply *r = ctx;
-    picl_buf_append(&r->body, p, size * n);
-    return r->body.failed ? 0 : size * n;
-}
-
-static size_t on_header(char *p, size_t size, size_t n, void *ctx)
-{
-    reply *r = ctx;
-    static const char name[] = "x-weave-next-offset:";
-    size_t len = size * n;
-    if (len > sizeof name - 1 && !strncasecmp(p, name, sizeof name - 1)) {
-        const char *v = p + sizeof name - 1;
-        size_t vl = len - (sizeof name - 1);
-        while (vl && (*v == ' ' || *v == '\t'))
-            v++, vl--;
-        while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
-            vl--;
-        if (vl < sizeof r->next) {
-            memcpy(r->next, v, vl);
-            r->next[vl] = 0;
-        }
-    }
-    return len;
-}
 
 /* A token for the side's uid under its node's secret (5 minutes). */
 static picl_status side_open(ks_server *s, side *d)
@@ -88,17 +62,19 @@ static void side_close(side *d)
     d->token = d->key = NULL;
 }
 
-/* One Hawk-signed request to <node>/1.5/<uid><suffix>; the HTTP status
- * (0 when it could not be made), the body and next offset into r. */
+/* One Hawk-signed request to <node>/1.5/<uid><suffix> through the clients'
+ * one HTTP exchange (client/http_exchange.h); the HTTP status (0 when it
+ * could not be made), the body and next offset into r. */
 static long call(const side *d, const char *method, const char *suffix, const char *body,
                  reply *r)
 {
     long status = 0;
-    char url[1024], auth[8192];
-    char *host = NULL, *port = NULL, *path = NULL, *query = NULL, *hawk = NULL;
-    struct curl_slist *hdrs = NULL;
+    char url[1024], resource[1024];
+    char *host = NULL, *port = NULL, *path = NULL, *query = NULL, *authz = NULL;
     CURL *c = NULL;
     CURLU *u = NULL;
+    picl_hx_response rs;
+    memset(&rs, 0, sizeof rs);
     picl_buf_free(&r->body);
     picl_buf_init(&r->body, BODY_MAX);
     r->next[0] = 0;
@@ -111,49 +87,38 @@ static long call(const side *d, const char *method, const char *suffix, const ch
         curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK)
         goto done;
     curl_url_get(u, CURLUPART_QUERY, &query, 0);
-    char resource[1024];
     snprintf(resource, sizeof resource, "%s%s%s", path, query ? "?" : "", query ? query : "");
     picl_hawk_request hr = {.method = method, .resource = resource, .host = host,
                             .port = (unsigned)strtoul(port, NULL, 10),
                             .content_type = body ? "application/json" : NULL,
                             .body = body, .bodylen = body ? strlen(body) : 0};
-    if (picl__hawk_client_header(&hawk, d->token, d->key, strlen(d->key), &hr,
-                                 (int64_t)time(NULL), NULL, NULL) != PICL_OK ||
-        (size_t)snprintf(auth, sizeof auth, "Authorization: %s", hawk) >= sizeof auth)
+    if (picl__hx_hawk_line(&authz, d->token, d->key, strlen(d->key), &hr, (int64_t)time(NULL)) !=
+            PICL_OK ||
+        !(c = curl_easy_init()))
         goto done;
-    hdrs = curl_slist_append(NULL, auth);
-    picl__wipe(auth, sizeof auth);
-    if (hdrs && body)
-        hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-    if (!hdrs || !(c = curl_easy_init()))
+    const char *headers[] = {authz, body ? "Content-Type: application/json" : NULL, NULL};
+    picl_hx_request rq = {.method = method, .url = url, .headers = headers, .body = body,
+                          .body_len = body ? strlen(body) : 0, .max_answer = BODY_MAX,
+                          .timeout_s = 60L};
+    if (picl__hx_perform(c, &rq, &rs) != PICL_OK)
         goto done;
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-    if (body)
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
-    if (curl_easy_perform(c) == CURLE_OK)
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    if (rs.body)
+        picl_buf_append(&r->body, rs.body, rs.len);
     picl_buf_puts(&r->body, ""); /* NUL-terminated, also when empty */
-    if (r->body.failed)
-        status = 0;
+    if (rs.next_offset && strlen(rs.next_offset) < sizeof r->next)
+        memcpy(r->next, rs.next_offset, strlen(rs.next_offset) + 1);
+    status = r->body.failed ? 0 : rs.status;
 done:
     if (c)
         curl_easy_cleanup(c);
-    curl_slist_free_all(hdrs);
+    picl__hx_response_free(&rs);
     curl_free(host);
     curl_free(port);
     curl_free(path);
     curl_free(query);
     curl_url_cleanup(u);
-    free(hawk);
+    if (authz)
+        picl__zfree(authz, strlen(authz));
     return status;
 }
 
