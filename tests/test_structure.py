@@ -28,7 +28,6 @@ KNOWN_CYCLES = {
 # "file:function" -> why it is still over 100 lines
 KNOWN_LONG = {
     "components/client/engine_meta.c:ensure_map_once": "the engine's owner splits it",
-    "components/client/storage_client_write.c:picl__stc_post": "the storage client's owner splits it",
 }
 
 

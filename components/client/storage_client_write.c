@@ -86,6 +86,84 @@ static picl_status post_part(picl_stc *c, const char *ecoll, const json_t *bsos,
     return st;
 }
 
+/* What each record adds to a request body (cost) and its payload (pay);
+ * TOO_LARGE when one record cannot fit any request, or all of them exceed
+ * the server's totals. */
+static picl_status measure_records(const json_t *bsos, size_t n, const picl_stc_limits *lim, size_t *cost,
+                                   size_t *pay)
+{
+    int64_t total_payload = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *b = json_array_get(bsos, i);
+        char *t = picl__json_dumps(b, JSON_COMPACT);
+        if (!json_is_object(b) || !t) {
+            free(t);
+            return t ? PICL_ERROR_INVALID_ARGUMENT : PICL_ERROR_NO_MEMORY;
+        }
+        cost[i] = strlen(t) + 1;
+        free(t);
+        json_t *p = json_object_get(b, "payload");
+        pay[i] = json_is_string(p) ? json_string_length(p) : 0;
+        /* one record must fit one request, else no cut can ever send it */
+        if ((int64_t)pay[i] > lim->max_record_payload_bytes || (int64_t)pay[i] > lim->max_post_bytes ||
+            (int64_t)cost[i] + 2 > lim->max_request_bytes)
+            return PICL_ERROR_TOO_LARGE;
+        total_payload += (int64_t)pay[i];
+    }
+    if ((int64_t)n > lim->max_total_records || total_payload > lim->max_total_bytes)
+        return PICL_ERROR_TOO_LARGE;
+    return PICL_OK;
+}
+
+/* The end of the request that starts at record `from`: as many records as
+ * fit max_post_records / max_post_bytes / max_request_bytes ("[" and "]"
+ * included); == from when not even one does. */
+static size_t part_end(size_t from, size_t n, const size_t *cost, const size_t *pay, const picl_stc_limits *lim)
+{
+    int64_t b = 2, p = 0;
+    size_t to = from;
+    while (to < n && (int64_t)(to - from + 1) <= lim->max_post_records &&
+           p + (int64_t)pay[to] <= lim->max_post_bytes && b + (int64_t)cost[to] <= lim->max_request_bytes) {
+        b += (int64_t)cost[to];
+        p += (int64_t)pay[to];
+        to++;
+    }
+    return to;
+}
+
+/* The records in several requests of one batch (storage.md: ?batch=true,
+ * then ?batch=ID, the last with &commit=true); X-If-Unmodified-Since on the
+ * first and the last. */
+static picl_status post_batched(picl_stc *c, const char *ecoll, const json_t *bsos, size_t n, const size_t *cost,
+                                const size_t *pay, const picl_stc_limits *lim, int64_t ius,
+                                picl_stc_post_result *out)
+{
+    char *batch = NULL;
+    picl_status st = PICL_OK;
+    size_t from = 0;
+    for (int parts = 0; from < n; parts++) {
+        size_t to = part_end(from, n, cost, pay, lim);
+        if (to == from) {
+            /* no progress possible (limits below one record): never loop */
+            st = PICL_ERROR_TOO_LARGE;
+            break;
+        }
+        int last = to >= n;
+        char query[96];
+        if (!batch)
+            snprintf(query, sizeof query, "?batch=true%s", last ? "&commit=true" : "");
+        else
+            snprintf(query, sizeof query, "?batch=%s%s", batch, last ? "&commit=true" : "");
+        st = post_part(c, ecoll, bsos, from, to, query, (parts == 0 || last) ? ius : -1, out,
+                       last ? NULL : &batch);
+        if (st != PICL_OK || last)
+            break;
+        from = to;
+    }
+    free(batch);
+    return st;
+}
+
 picl_status picl__stc_post(picl_stc *c, const char *coll, const json_t *bsos, int64_t ius,
                            picl_stc_post_result *out)
 {
@@ -97,96 +175,27 @@ picl_status picl__stc_post(picl_stc *c, const char *coll, const json_t *bsos, in
     if (st != PICL_OK)
         return st;
     size_t n = json_array_size(bsos);
-    /* Sizes: what each record adds to a request body, and its payload. */
-    int64_t total_payload = 0;
     size_t *cost = calloc(n ? n : 1, sizeof *cost);
     size_t *pay = calloc(n ? n : 1, sizeof *pay);
     out->success = json_array();
     out->failed = json_object();
-    char *batch = NULL;
     if (!cost || !pay || !out->success || !out->failed) {
         st = PICL_ERROR_NO_MEMORY;
         goto done;
     }
-    for (size_t i = 0; i < n; i++) {
-        json_t *b = json_array_get(bsos, i);
-        char *t = picl__json_dumps(b, JSON_COMPACT);
-        if (!json_is_object(b) || !t) {
-            free(t);
-            st = t ? PICL_ERROR_INVALID_ARGUMENT : PICL_ERROR_NO_MEMORY;
-            goto done;
-        }
-        cost[i] = strlen(t) + 1;
-        free(t);
-        json_t *p = json_object_get(b, "payload");
-        pay[i] = json_is_string(p) ? json_string_length(p) : 0;
-        /* one record must fit one request, else no cut can ever send it */
-        if ((int64_t)pay[i] > lim.max_record_payload_bytes || (int64_t)pay[i] > lim.max_post_bytes ||
-            (int64_t)cost[i] + 2 > lim.max_request_bytes) {
-            st = PICL_ERROR_TOO_LARGE;
-            goto done;
-        }
-        total_payload += (int64_t)pay[i];
-    }
-    if ((int64_t)n > lim.max_total_records || total_payload > lim.max_total_bytes) {
-        st = PICL_ERROR_TOO_LARGE;
+    st = measure_records(bsos, n, &lim, cost, pay);
+    if (st != PICL_OK)
         goto done;
-    }
-    /* Cut into requests within max_post_records / max_post_bytes / max_request_bytes. */
     char ecoll[128];
     picl__stc_encode(ecoll, sizeof ecoll, coll);
-    size_t from = 0;
-    int parts = 0;
-    /* First pass: does it fit one request? */
-    {
-        int64_t b = 2, p = 0;
-        size_t i = 0;
-        for (; i < n; i++) {
-            if ((int64_t)(i + 1) > lim.max_post_records || p + (int64_t)pay[i] > lim.max_post_bytes ||
-                b + (int64_t)cost[i] > lim.max_request_bytes)
-                break;
-            b += (int64_t)cost[i];
-            p += (int64_t)pay[i];
-        }
-        if (i == n) {
-            st = post_part(c, ecoll, bsos, 0, n, "", ius, out, NULL);
-            goto done;
-        }
-    }
-    while (from < n) {
-        int64_t b = 2, p = 0;
-        size_t to = from;
-        while (to < n && (int64_t)(to - from + 1) <= lim.max_post_records &&
-               p + (int64_t)pay[to] <= lim.max_post_bytes &&
-               b + (int64_t)cost[to] <= lim.max_request_bytes) {
-            b += (int64_t)cost[to];
-            p += (int64_t)pay[to];
-            to++;
-        }
-        if (to == from) {
-            /* no progress possible (limits below one record): never loop */
-            st = PICL_ERROR_TOO_LARGE;
-            goto done;
-        }
-        int last = to >= n;
-        char query[96];
-        if (!batch)
-            snprintf(query, sizeof query, "?batch=true%s", last ? "&commit=true" : "");
-        else
-            snprintf(query, sizeof query, "?batch=%s%s", batch, last ? "&commit=true" : "");
-        st = post_part(c, ecoll, bsos, from, to, query, (parts == 0 || last) ? ius : -1, out,
-                       last ? NULL : &batch);
-        if (st != PICL_OK)
-            goto done;
-        parts++;
-        from = to;
-        if (last)
-            break;
-    }
+    /* one request when everything fits, else a batch of several */
+    if (part_end(0, n, cost, pay, &lim) == n)
+        st = post_part(c, ecoll, bsos, 0, n, "", ius, out, NULL);
+    else
+        st = post_batched(c, ecoll, bsos, n, cost, pay, &lim, ius, out);
 done:
     free(cost);
     free(pay);
-    free(batch);
     if (st != PICL_OK)
         picl__stc_post_result_clear(out);
     return st;
