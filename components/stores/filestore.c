@@ -194,7 +194,9 @@ static picl_status fs_apply(picl_store *s, const json_t *records)
     if (st == PICL_OK) {
         json_array_foreach(records, i, r) {
             const char *id = json_string_value(json_object_get(r, "id"));
-            if (!json_is_object(r) || !id) {
+            /* "" too: the file would hold a record its own reader refuses,
+             * and every later sync of the directory would fail */
+            if (!json_is_object(r) || !id || !*id) {
                 st = picl__store_fail(s, PICL_ERROR_INVALID_ARGUMENT, "record %zu has no id", i);
                 break;
             }

@@ -194,6 +194,40 @@ START_TEST(test_filestore_malformed)
 }
 END_TEST
 
+/* An incoming record with an empty id (found by fuzz_device_stores): refused
+ * with nothing written -- accepted, it made a file the store's own reader
+ * refuses, and every later sync of the directory failed. */
+START_TEST(test_filestore_empty_id_refused)
+{
+    picl_store *s;
+    ck_assert_int_eq(picl__filestore_open(&s, dir, "bookmarks"), PICL_OK);
+    json_t *in = json_pack("[o]", bm("aaaaaaaaaaaa", "A"));
+    ck_assert_int_eq(picl__store_apply(s, in), PICL_OK);
+    json_decref(in);
+    char *before = read_text("bookmarks.json");
+    in = json_pack("[o, {s:s, s:b}]", bm("bbbbbbbbbbbb", "B"), "id", "", "deleted", 1);
+    ck_assert_int_eq(picl__store_apply(s, in), PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(picl__store_error(s), "record 1 has no id"));
+    json_decref(in);
+    in = json_pack("[{s:s, s:s}]", "id", "", "title", "no id");
+    ck_assert_int_eq(picl__store_apply(s, in), PICL_ERROR_INVALID_ARGUMENT);
+    json_decref(in);
+    char *after = read_text("bookmarks.json");
+    ck_assert_str_eq(after, before); /* nothing written */
+    free(before);
+    free(after);
+    json_t *all;
+    ck_assert_int_eq(picl__store_all(s, &all), PICL_OK);
+    ck_assert_uint_eq(json_array_size(all), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(all, 0), "id")), "aaaaaaaaaaaa");
+    json_decref(all);
+    picl__store_close(s);
+    /* and the directory still opens */
+    ck_assert_int_eq(picl__filestore_open(&s, dir, "bookmarks"), PICL_OK);
+    picl__store_close(s);
+}
+END_TEST
+
 
 /* A store implemented through picl_store_callbacks (what the browser binding uses). */
 typedef struct cbctx {
@@ -278,6 +312,7 @@ int main(void)
     tcase_add_test(tc, test_memstore);
     tcase_add_test(tc, test_filestore_tracking);
     tcase_add_test(tc, test_filestore_malformed);
+    tcase_add_test(tc, test_filestore_empty_id_refused);
     tcase_add_test(tc, test_callback_store);
     suite_add_tcase(s, tc);
     return tu_run(s);
