@@ -1,5 +1,6 @@
 /* buf.c -- picl_buf, the capped growable text buffer of http.h (hand-written JSON). */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,29 @@ void picl_buf_printf(picl_buf *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
+/* 1 when a byte of the 8 in v is < 0x20, '"' or '\\' (exact for "any"). */
+static int word_needs_escape(uint64_t v)
+{
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    uint64_t q = v ^ (ones * '"'), bs = v ^ (ones * '\\');
+    return (((v - ones * 0x20) & ~v) | ((q - ones) & ~q) | ((bs - ones) & ~bs)) & highs ? 1 : 0;
+}
+
+/* The length of the prefix of s that picl_buf_json_string copies as is. */
+static size_t plain_run(const unsigned char *s, size_t len)
+{
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t v;
+        memcpy(&v, s + i, 8);
+        if (word_needs_escape(v))
+            break;
+    }
+    while (i < len && s[i] >= 0x20 && s[i] != '"' && s[i] != '\\')
+        i++;
+    return i;
+}
+
 void picl_buf_json_string(picl_buf *b, const char *s, size_t len)
 {
     static const char hexd[] = "0123456789abcdef";
@@ -87,6 +111,16 @@ void picl_buf_json_string(picl_buf *b, const char *s, size_t len)
     char *o = b->data + b->len;
     *o++ = '"';
     for (size_t i = 0; i < len; i++) {
+        /* the run of bytes that need no escape, copied at once (a payload
+         * is mostly one: base64 and JSON punctuation) */
+        size_t run = plain_run((const unsigned char *)s + i, len - i);
+        if (run) {
+            memcpy(o, s + i, run);
+            o += run;
+            i += run;
+            if (i == len)
+                break;
+        }
         unsigned char ch = (unsigned char)s[i];
         if (ch == '"' || ch == '\\') {
             *o++ = '\\';

@@ -293,11 +293,21 @@ int64_t sdb_now(void)
 
 void sdb__render_bso(picl_buf *out, const sdb_row *row)
 {
-    char ts[32];
+    /* the rows of one write share its timestamp: formatted once per run of
+     * them on this thread */
+    static __thread int have_last;
+    static __thread int64_t last;
+    static __thread char ts[PICL_SYNCTIME_BUF];
+    if (!have_last || row->modified != last) {
+        picl__synctime_format(ts, row->modified);
+        last = row->modified;
+        have_last = 1;
+    }
     picl_buf_puts(out, "{\"id\":");
     picl_buf_json_string(out, row->id, row->idlen);
-    picl__synctime_format(ts, row->modified);
-    picl_buf_printf(out, ",\"modified\":%s,\"payload\":", ts);
+    picl_buf_puts(out, ",\"modified\":");
+    picl_buf_puts(out, ts);
+    picl_buf_puts(out, ",\"payload\":");
     picl_buf_json_string(out, row->payload ? row->payload : "", row->payload_len);
     if (row->has_sortindex)
         picl_buf_printf(out, ",\"sortindex\":%" PRId64, row->sortindex);

@@ -427,6 +427,56 @@ START_TEST(test_parse_bsos_bad_cases)
 }
 END_TEST
 
+/* The JSON string writer copies runs of plain bytes eight at a time: every
+ * byte that needs an escape is still escaped wherever it falls in a word. */
+static void ref_json_string(char *o, const unsigned char *s, size_t len)
+{
+    *o++ = '"';
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '"' || s[i] == '\\')
+            o += sprintf(o, "\\%c", s[i]);
+        else if (s[i] == '\n')
+            o += sprintf(o, "\\n");
+        else if (s[i] == '\r')
+            o += sprintf(o, "\\r");
+        else if (s[i] == '\t')
+            o += sprintf(o, "\\t");
+        else if (s[i] < 0x20)
+            o += sprintf(o, "\\u%04x", s[i]);
+        else
+            *o++ = (char)s[i];
+    }
+    *o++ = '"';
+    *o = 0;
+}
+
+START_TEST(test_json_string_runs)
+{
+    static const unsigned char special[] = {'"', '\\', '\n', '\r', '\t', 0x01, 0x1f, 0x00,
+                                            0x20, 0x7f, 0x80, 0xff, '!', '#', '[', ']'};
+    for (size_t len = 1; len <= 40; len++) {
+        for (size_t pos = 0; pos < len; pos++) {
+            for (size_t k = 0; k < sizeof special; k++) {
+                unsigned char in[40];
+                char want[40 * 6 + 3];
+                memset(in, 'a' + (int)(len % 26), len);
+                in[pos] = special[k];
+                if (pos + 9 < len)
+                    in[pos + 9] = special[(k + 1) % sizeof special];
+                ref_json_string(want, in, len);
+                picl_buf b;
+                picl_buf_init(&b, 0);
+                picl_buf_json_string(&b, (const char *)in, len);
+                ck_assert_int_eq(b.failed, 0);
+                ck_assert_msg(!strcmp(b.data, want), "len %zu pos %zu byte %02x: %s vs %s", len, pos,
+                              special[k], b.data, want);
+                picl_buf_free(&b);
+            }
+        }
+    }
+}
+END_TEST
+
 /* The one-pass path of a plain JSON list and the jansson path agree on
  * every body: same status, same records field by field, same failed
  * reasons (a body the one-pass path does not take goes whole to jansson). */
@@ -572,6 +622,7 @@ static Suite *suite(void)
     tcase_add_test(p, test_parse_bso_bad_cases);
     tcase_add_test(p, test_parse_bsos_bad_cases);
     tcase_add_test(p, test_parse_bsos_fast_path_same);
+    tcase_add_test(p, test_json_string_runs);
     tcase_add_test(p, test_valid_names);
     tcase_add_test(p, test_split_host);
     suite_add_tcase(s, p);
