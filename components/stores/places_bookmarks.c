@@ -69,13 +69,13 @@ static picl_status id_of(places *p, const char *guid, int64_t *id)
 {
     sqlite3_stmt *st = NULL;
     *id = 0;
-    picl_status rc = picl__places_prep(p, &st, "SELECT id FROM moz_bookmarks WHERE guid = ?");
+    picl_status rc = picl__places_cached(p, &st, "SELECT id FROM moz_bookmarks WHERE guid = ?");
     if (rc != PICL_OK)
         return rc;
     sqlite3_bind_text(st, 1, guid, -1, SQLITE_STATIC);
     if (sqlite3_step(st) == SQLITE_ROW)
         *id = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
+    picl__places_release(p, st);
     return PICL_OK;
 }
 
@@ -401,14 +401,52 @@ static picl_status mark_parent(places *p, json_t *parents, int64_t id)
 }
 
 /* Is `anc` the item `id` or one of its ancestors? */
+/* Walks up from item `from` (itself first), one indexed lookup per level,
+ * at most 512 levels (a corrupt parent cycle stays finite): *hit when the
+ * walk meets item `want` (want > 0) or, with want == 0, one of the four
+ * syncable roots.  The cost is the item's depth.  (A recursive SQL join
+ * did this before, and SQLite built a Bloom filter over all of
+ * moz_bookmarks for it at every call: an apply of n records was
+ * quadratic.) */
+static picl_status walk_up(places *p, int64_t from, int64_t want, int *hit)
+{
+    *hit = 0;
+    sqlite3_stmt *st = NULL;
+    picl_status rc = picl__places_cached(p, &st, "SELECT parent, guid FROM moz_bookmarks WHERE id = ?");
+    if (rc != PICL_OK)
+        return rc;
+    int64_t cur = from;
+    for (int depth = 0; rc == PICL_OK && depth <= 512 && cur > 0 && !*hit; depth++) {
+        if (want > 0 && cur == want) {
+            *hit = 1;
+            break;
+        }
+        sqlite3_bind_int64(st, 1, cur);
+        int r = sqlite3_step(st);
+        if (r == SQLITE_ROW) {
+            const char *g = (const char *)sqlite3_column_text(st, 1);
+            size_t k = 0;
+            for (; want == 0 && g && k < sizeof roots / sizeof roots[0]; k++)
+                if (!strcmp(g, roots[k].guid)) {
+                    *hit = 1;
+                    break;
+                }
+            cur = sqlite3_column_type(st, 0) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 0);
+        } else if (r == SQLITE_DONE) {
+            cur = 0;
+        } else {
+            rc = picl__places_dberr(p, "walking up the bookmarks tree");
+        }
+        sqlite3_reset(st);
+    }
+    picl__places_release(p, st);
+    return rc;
+}
+
+/* 1 in *yes when anc is id or one of its ancestors. */
 static picl_status is_ancestor(places *p, int64_t anc, int64_t id, int *yes)
 {
-    int64_t n = 0;
-    picl_status rc = picl__places_q1(p, &n, "WITH RECURSIVE up(id) AS (SELECT ?2 UNION SELECT b.parent FROM moz_bookmarks b "
-                               "JOIN up ON b.id = up.id WHERE b.parent IS NOT NULL AND b.parent != 0) "
-                               "SELECT count(*) FROM up WHERE id = ?1", "ii", anc, id);
-    *yes = n > 0;
-    return rc;
+    return walk_up(p, id, anc, yes);
 }
 
 static picl_status syncable_item(places *p, const char *guid, int64_t *id, int64_t *type, int64_t *fk,
@@ -420,7 +458,7 @@ static picl_status syncable_item(places *p, const char *guid, int64_t *id, int64
     sqlite3_stmt *st = NULL;
     *id = *type = *fk = *parent = 0;
     int64_t i = 0, t = 0, f = 0, par = 0;
-    picl_status rc = picl__places_prep(p, &st, "SELECT id, type, fk, parent FROM moz_bookmarks WHERE guid = ?");
+    picl_status rc = picl__places_cached(p, &st, "SELECT id, type, fk, parent FROM moz_bookmarks WHERE guid = ?");
     if (rc != PICL_OK)
         return rc;
     sqlite3_bind_text(st, 1, guid, -1, SQLITE_STATIC);
@@ -430,25 +468,18 @@ static picl_status syncable_item(places *p, const char *guid, int64_t *id, int64
         f = sqlite3_column_int64(st, 2);
         par = sqlite3_column_int64(st, 3);
     }
-    sqlite3_finalize(st);
+    picl__places_release(p, st);
     if (!i)
         return PICL_OK;
-    rc = picl__places_prep(p, &st,
-                           "WITH RECURSIVE up(id, depth) AS (SELECT ?1, 0 UNION ALL "
-                           "SELECT m.parent, up.depth + 1 FROM moz_bookmarks m JOIN up ON m.id = up.id "
-                           "WHERE up.depth < 512 AND m.parent IS NOT NULL) "
-                           "SELECT 1 FROM up JOIN moz_bookmarks r ON r.id = up.id WHERE r.guid IN "
-                           "('menu________', 'toolbar_____', 'unfiled_____', 'mobile______') LIMIT 1");
-    if (rc != PICL_OK)
+    int syncable = 0;
+    if ((rc = walk_up(p, i, 0, &syncable)) != PICL_OK)
         return rc;
-    sqlite3_bind_int64(st, 1, i);
-    if (sqlite3_step(st) == SQLITE_ROW) {
+    if (syncable) {
         *id = i;
         *type = t;
         *fk = f;
         *parent = par;
     }
-    sqlite3_finalize(st);
     return PICL_OK;
 }
 

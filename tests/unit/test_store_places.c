@@ -464,6 +464,46 @@ START_TEST(test_bookmarks_reorder_only)
 }
 END_TEST
 
+/* The walks up the tree (is this item under a root? is the new parent
+ * inside the item?) go level by level: a folder moved into its own child
+ * lands in unfiled, and items in a parent cycle cut off from the roots (a
+ * corrupt file) are not records, answered at once. */
+START_TEST(test_bookmarks_tree_walks)
+{
+    const char *d = fresh_profile();
+    picl_store *s = open_ok(d, "bookmarks");
+    tup_apply_ok(s, "[{\"id\":\"fldrSample01\",\"type\":\"folder\",\"parentid\":\"fldrNested01\","
+                    "\"title\":\"Sample Folder\",\"children\":[\"bmkFirefox01\",\"fldrNested01\",\"bmkExample01\"]}]");
+    json_t *r = NULL;
+    ck_assert_int_eq(picl__store_get(s, "fldrSample01", &r), PICL_OK);
+    ck_assert_str_eq(str(r, "parentid"), "unfiled");
+    json_decref(r);
+    r = NULL;
+    ck_assert_int_eq(picl__store_get(s, "fldrNested01", &r), PICL_OK);
+    ck_assert_str_eq(str(r, "parentid"), "fldrSample01");
+    json_decref(r);
+    picl__store_close(s);
+    /* the two folders made each other's parent, away from every root */
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/places.sqlite", d);
+    sqlite3 *db = NULL;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db, "UPDATE moz_bookmarks SET parent = (SELECT id FROM moz_bookmarks WHERE guid = "
+                                      "'fldrNested01') WHERE guid = 'fldrSample01'", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    s = open_ok(d, "bookmarks");
+    r = json_object();
+    ck_assert_int_eq(picl__store_get(s, "fldrSample01", &r), PICL_OK);
+    ck_assert_ptr_null(r);
+    ck_assert_int_eq(picl__store_get(s, "bmkFirefox01", &r), PICL_OK);
+    ck_assert_ptr_null(r);
+    ck_assert_int_eq(picl__store_get(s, "menu", &r), PICL_OK);
+    ck_assert_ptr_nonnull(r);
+    json_decref(r);
+    picl__store_close(s);
+}
+END_TEST
+
 START_TEST(test_bookmarks_bad_records_change_nothing)
 {
     const char *d = fresh_profile();
@@ -793,6 +833,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_bookmarks_change_tracking);
     tcase_add_test(t, test_bookmarks_apply_read_back_by_firefox);
     tcase_add_test(t, test_bookmarks_reorder_only);
+    tcase_add_test(t, test_bookmarks_tree_walks);
     tcase_add_test(t, test_bookmarks_bad_records_change_nothing);
     tcase_add_test(t, test_bookmarks_wipe);
     tcase_add_test(t, test_history_read_firefox_profile);
