@@ -67,11 +67,14 @@ picl_status sdb__run(sqlite3_stmt *st)
 
 /* ---- statements kept per connection ---------------------------------- */
 
+/* FNV-1a of the length and of at most the first and last 48 bytes (the
+ * whole text is compared on a match). */
 static uint64_t sql_hash(const char *sql)
 {
-    uint64_t h = 1469598103934665603u; /* FNV-1a */
-    for (; *sql; sql++)
-        h = (h ^ (uint8_t)*sql) * 1099511628211u;
+    size_t n = strlen(sql);
+    uint64_t h = (1469598103934665603u ^ n) * 1099511628211u;
+    for (size_t i = 0; i < n; i = (i == 47 && n > 96) ? n - 48 : i + 1)
+        h = (h ^ (uint8_t)sql[i]) * 1099511628211u;
     return h;
 }
 
