@@ -186,6 +186,9 @@ picl_status picl__eng_decrypt_all(picl_engine *e, const char *c, const picl_clas
         if (tmp)
             picl__sealer_free(keys);
         json_decref(o);
+        /* read: its ciphertext goes now, so a large download does not hold
+         * every payload and every cleartext at once */
+        json_object_del(b, "payload");
         if (st == PICL_ERROR_NO_MEMORY)
             break;
         st = PICL_OK;

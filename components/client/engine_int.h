@@ -32,7 +32,8 @@ void picl__eng_record_failure(picl_engine *e, const char *c, const char *id, pic
  * (another generation or a stronger class accepted: a move); *held counts
  * the records not read (integrity failures also in e->failures; a key not
  * in memory is held, not a failure).  Each payload parsed once, each key
- * imported once.  PICL_OK or PICL_ERROR_NO_MEMORY. */
+ * imported once, each BSO's payload dropped once read (bsos is only for
+ * freeing afterwards).  PICL_OK or PICL_ERROR_NO_MEMORY. */
 picl_status picl__eng_decrypt_all(picl_engine *e, const char *c, const picl_class_entry *entry, json_t *bsos,
                                   json_t *out, int64_t *held);
 /* Encrypts cleartext records under entry into new BSOs {id, payload[, ttl]}
