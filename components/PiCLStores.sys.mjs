@@ -57,7 +57,7 @@ ChromeUtils.defineESModuleGetters(lazy, {
 });
 
 export const COLLECTIONS = ["bookmarks", "history", "passwords"];
-/* live stores synced only when named */
+/* the other live stores (PiCLService.sync([]) syncs them too) */
 export const EXTRA_COLLECTIONS = ["forms", "prefs", "tabs"];
 
 class Stores {

@@ -299,7 +299,7 @@ function makeStore(collection) {
 /* ---- state the main thread caches --------------------------------------- */
 
 const KNOWN = ["bookmarks", "history", "passwords"];
-/* live stores synced only when named (PiCLStores EXTRA_COLLECTIONS) */
+/* the other live stores (PiCLStores EXTRA_COLLECTIONS; synced by default too) */
 const EXTRA_LIVE = ["forms", "prefs", "tabs"];
 
 function state() {
