@@ -279,13 +279,8 @@ static picl_status upload_step(coll_run *r, json_t *upload, int64_t coll_modifie
     *posted = 0;
     if (!json_array_size(upload))
         return PICL_OK;
-    json_t *bsos = NULL;
-    picl_status st = picl__eng_encrypt_bsos(e, r->c, &r->entry, upload, &bsos);
-    if (st == PICL_OK) {
-        picl__eng_notify(e, "upload", r->c, 0, (int64_t)json_array_size(bsos), NULL);
-        st = picl__eng_post_all(e, r->c, bsos, coll_modified > 0 ? coll_modified : 0, pr);
-    }
-    json_decref(bsos);
+    picl__eng_notify(e, "upload", r->c, 0, (int64_t)json_array_size(upload), NULL);
+    picl_status st = picl__eng_encrypt_post(e, r->c, &r->entry, upload, coll_modified > 0 ? coll_modified : 0, pr);
     if (st == PICL_ERROR_CONFLICT)
         return st;
     if (st != PICL_OK)

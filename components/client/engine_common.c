@@ -294,3 +294,46 @@ picl_status picl__eng_post_all(picl_engine *e, const char *c, json_t *bsos, int6
         picl__stc_post_result_clear(out);
     return st;
 }
+
+picl_status picl__eng_encrypt_post(picl_engine *e, const char *c, const picl_class_entry *entry, json_t *records,
+                                   int64_t ius, picl_stc_post_result *out)
+{
+    memset(out, 0, sizeof *out);
+    picl_stc_limits lim;
+    picl_status st = picl__stc_limits(e->stc, &lim);
+    if (st != PICL_OK)
+        return st;
+    size_t n = json_array_size(records), per = (size_t)(lim.max_total_records > 0 ? lim.max_total_records : 10000);
+    out->success = json_array();
+    out->failed = json_object();
+    if (!out->success || !out->failed) {
+        picl__stc_post_result_clear(out);
+        return PICL_ERROR_NO_MEMORY;
+    }
+    for (size_t from = 0; st == PICL_OK && from < n; from += per) {
+        json_t *part = json_array(), *bsos = NULL;
+        for (size_t i = from; part && i < n && i < from + per; i++)
+            if (json_array_append(part, json_array_get(records, i)))
+                break;
+        st = part && json_array_size(part) == (n - from < per ? n - from : per) ? PICL_OK : PICL_ERROR_NO_MEMORY;
+        if (st == PICL_OK)
+            st = picl__eng_encrypt_bsos(e, c, entry, part, &bsos);
+        json_decref(part);
+        picl_stc_post_result pr = {0};
+        if (st == PICL_OK)
+            st = picl__eng_post_all(e, c, bsos, ius, &pr);
+        json_decref(bsos);
+        if (st == PICL_OK && (json_array_extend(out->success, pr.success) || json_object_update(out->failed, pr.failed)))
+            st = PICL_ERROR_NO_MEMORY;
+        if (st == PICL_OK) {
+            out->modified = pr.modified;
+            ius = pr.modified; /* the next part only if nobody wrote in between */
+            if (from + per < n) /* progress between the parts of a large upload */
+                picl__eng_notify(e, "upload", c, (int64_t)(from + per), (int64_t)n, NULL);
+        }
+        picl__stc_post_result_clear(&pr);
+    }
+    if (st != PICL_OK)
+        picl__stc_post_result_clear(out);
+    return st;
+}
