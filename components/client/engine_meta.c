@@ -446,9 +446,112 @@ static picl_status legacy_stop(picl_engine *e)
                           "(nothing was uploaded)");
 }
 
+/* ensure_map_once's rebuild after a reset from the server's (unverifiable)
+ * map; frees copy.  *again: a concurrent write won, read again. */
+static picl_status rebuild_from(picl_engine *e, char *copy, int64_t ius, int *again)
+{
+    picl_status st = rebuild(e, copy, ius);
+    free(copy);
+    if (st == PICL_ERROR_CONFLICT) {
+        meta_forget(e);
+        *again = 1;
+    }
+    return st;
+}
+
+/* ensure_map_once's step for a map missing on the server: rebuilt after a
+ * reset, the first map written, or our anchored copy put back; else refused.
+ * *again: a concurrent write won, read again. */
+static picl_status map_missing(picl_engine *e, int legacy, int rebuild_ok, int own_anchored,
+                               const picl_classmap *own, int *again)
+{
+    const picl_anchor *a = &e->anchor;
+    picl_status st;
+    if (legacy)
+        return legacy_stop(e);
+    if (rebuild_ok) {
+        st = rebuild(e, NULL, 0);
+    } else if (a->version == 0) {
+        /* the first map: this device's own choices, else the defaults */
+        if (!*e->st->classmap_payload || picl__classmap_parse_trusted(&e->map, e->st->classmap_payload) != PICL_OK)
+            picl__classmap_defaults(&e->map, e->st->kb);
+        st = picl__eng_write_map(e, 0); /* create only if absent: two first devices cannot both win */
+        if (st != PICL_OK && st != PICL_ERROR_CONFLICT)
+            return picl__eng_fail(e, st, "cannot write the class map");
+    } else if (own_anchored) {
+        /* lost by the server: put back our copy, which is exactly the anchored map */
+        int64_t m = -1;
+        st = put_meta(e, "classes", e->st->classmap_payload, 0, &m);
+        if (st == PICL_OK) {
+            e->map = *own;
+            e->map_modified = m;
+            e->have_map = 1;
+            picl__eng_notify(e, "status", "", 0, -1,
+                             "the class map was missing on the storage server: put back the anchored copy");
+            return PICL_OK;
+        }
+        if (st != PICL_ERROR_CONFLICT)
+            return picl__eng_fail(e, st, "cannot put back the class map");
+    } else {
+        char what[128];
+        snprintf(what, sizeof what, "is missing (deleted or lost) while the keyserver anchors version %llu",
+                 (unsigned long long)a->version);
+        return refuse(e, what);
+    }
+    if (st == PICL_ERROR_CONFLICT) {
+        meta_forget(e);
+        *again = 1;
+    }
+    return st;
+}
+
+/* ensure_map_once's step for a server map that verifies under our kB (m,
+ * whose text is copy, freed here): accepted when current, else rebuilt after
+ * a reset, else refused as old.  *legacy cleared once it proves our keys
+ * current.  *again: a concurrent write won, read again. */
+static picl_status map_verified(picl_engine *e, int *legacy, int rebuild_ok, char *copy,
+                                const picl_classmap *m, int64_t ius, int *again)
+{
+    const picl_anchor *a = &e->anchor;
+    picl_status st;
+    int newer = a->version == 0 || m->version > a->version;
+    int current = newer || is_anchored(a, m);
+    if (*legacy) {
+        /* the anchored map of the current epoch verifies under our kB: our keys are current */
+        if (!is_anchored(a, m) || a->epoch != a->current_epoch) {
+            free(copy);
+            return legacy_stop(e);
+        }
+        e->st->key_epoch = a->current_epoch;
+        *legacy = 0;
+    }
+    if (current && m->version >= e->st->classmap_version) {
+        e->map = *m;
+        st = accept_map(e, copy);
+        if (st == PICL_OK && newer)
+            st = register_map(e); /* a device crashed between its two writes, or the first map */
+        free(copy);
+        if (st == PICL_ERROR_CONFLICT) {
+            e->have_map = 0;
+            *again = 1;
+            return st;
+        }
+        return st == PICL_OK ? st : picl__eng_fail(e, st, "cannot register the class map on the keyserver");
+    }
+    if (rebuild_ok)
+        return rebuild_from(e, copy, ius, again);
+    char what[160];
+    snprintf(what, sizeof what, "is an old version (%llu; the keyserver anchors %llu, this device accepted %llu)",
+             (unsigned long long)m->version, (unsigned long long)a->version,
+             (unsigned long long)e->st->classmap_version);
+    free(copy);
+    return refuse(e, what);
+}
+
 static picl_status ensure_map_once(picl_engine *e, int legacy)
 {
     for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        int again = 0;
         picl_status st = read_anchor(e);
         if (st != PICL_OK)
             return st;
@@ -473,41 +576,9 @@ static picl_status ensure_map_once(picl_engine *e, int legacy)
         json_t *bso = NULL;
         st = meta_get(e, "classes", &bso);
         if (st == PICL_ERROR_NOT_FOUND) {
-            if (legacy)
-                return legacy_stop(e);
-            if (rebuild_ok) {
-                st = rebuild(e, NULL, 0);
-            } else if (a->version == 0) {
-                /* the first map: this device's own choices, else the defaults */
-                if (!*e->st->classmap_payload || picl__classmap_parse_trusted(&e->map, e->st->classmap_payload) != PICL_OK)
-                    picl__classmap_defaults(&e->map, e->st->kb);
-                st = picl__eng_write_map(e, 0); /* create only if absent: two first devices cannot both win */
-                if (st != PICL_OK && st != PICL_ERROR_CONFLICT)
-                    return picl__eng_fail(e, st, "cannot write the class map");
-            } else if (own_anchored) {
-                /* lost by the server: put back our copy, which is exactly the anchored map */
-                int64_t m = -1;
-                st = put_meta(e, "classes", e->st->classmap_payload, 0, &m);
-                if (st == PICL_OK) {
-                    e->map = own;
-                    e->map_modified = m;
-                    e->have_map = 1;
-                    picl__eng_notify(e, "status", "", 0, -1,
-                                     "the class map was missing on the storage server: put back the anchored copy");
-                    return PICL_OK;
-                }
-                if (st != PICL_ERROR_CONFLICT)
-                    return picl__eng_fail(e, st, "cannot put back the class map");
-            } else {
-                char what[128];
-                snprintf(what, sizeof what, "is missing (deleted or lost) while the keyserver anchors version %llu",
-                         (unsigned long long)a->version);
-                return refuse(e, what);
-            }
-            if (st == PICL_ERROR_CONFLICT) {
-                meta_forget(e);
+            st = map_missing(e, legacy, rebuild_ok, own_anchored, &own, &again);
+            if (again)
                 continue;
-            }
             return st;
         }
         if (st != PICL_OK)
@@ -525,62 +596,20 @@ static picl_status ensure_map_once(picl_engine *e, int legacy)
             return st;
         }
         int64_t ius = e->map_modified >= 0 ? e->map_modified : 0;
-        if (st == PICL_OK) {
-            int newer = a->version == 0 || m.version > a->version;
-            int current = newer || is_anchored(a, &m);
-            if (legacy) {
-                /* the anchored map of the current epoch verifies under our kB: our keys are current */
-                if (!is_anchored(a, &m) || a->epoch != a->current_epoch) {
-                    free(copy);
-                    return legacy_stop(e);
-                }
-                e->st->key_epoch = a->current_epoch;
-                legacy = 0;
-            }
-            if (current && m.version >= e->st->classmap_version) {
-                e->map = m;
-                st = accept_map(e, copy);
-                if (st == PICL_OK && newer)
-                    st = register_map(e); /* a device crashed between its two writes, or the first map */
-                free(copy);
-                if (st == PICL_ERROR_CONFLICT) {
-                    e->have_map = 0;
-                    continue;
-                }
-                return st == PICL_OK ? st : picl__eng_fail(e, st, "cannot register the class map on the keyserver");
-            }
-            if (rebuild_ok) {
-                st = rebuild(e, copy, ius);
-                free(copy);
-                if (st == PICL_ERROR_CONFLICT) {
-                    meta_forget(e);
-                    continue;
-                }
-                return st;
-            }
-            char what[160];
-            snprintf(what, sizeof what, "is an old version (%llu; the keyserver anchors %llu, this device accepted %llu)",
-                     (unsigned long long)m.version, (unsigned long long)a->version,
-                     (unsigned long long)e->st->classmap_version);
-            free(copy);
-            return refuse(e, what);
-        }
-        /* not valid under our kB */
-        if (legacy) {
+        if (st == PICL_OK)
+            st = map_verified(e, &legacy, rebuild_ok, copy, &m, ius, &again);
+        else if (legacy) { /* not valid under our kB */
             free(copy);
             return legacy_stop(e);
-        }
-        if (rebuild_ok) {
-            st = rebuild(e, copy, ius);
+        } else if (rebuild_ok)
+            st = rebuild_from(e, copy, ius, &again);
+        else {
             free(copy);
-            if (st == PICL_ERROR_CONFLICT) {
-                meta_forget(e);
-                continue;
-            }
-            return st;
+            return refuse(e, "is forged or malformed (its HMAC does not verify under this device's key)");
         }
-        free(copy);
-        return refuse(e, "is forged or malformed (its HMAC does not verify under this device's key)");
+        if (again)
+            continue;
+        return st;
     }
     return picl__eng_fail(e, PICL_ERROR_CONFLICT, "the class map keeps changing on the server");
 }
