@@ -1074,9 +1074,12 @@ static picl_status list_sql(const sdb_query *q, int has_offset, picl_buf *sqlb)
     return sqlb->failed ? PICL_ERROR_NO_MEMORY : PICL_OK;
 }
 
-/* Runs the listing's text with its parameters (ids: at most 100). */
-static picl_status list_exec(sdb_conn *c, const sdb_query *q, const char *text, int64_t okey,
-                             const char *oid, PGresult **res)
+/* Sends the listing's text with its parameters (ids: at most 100) in
+ * single-row mode: its rows are read one by one (list_rows), so that a
+ * page of a thousand full records is never a megabyte-sized result that
+ * is allocated, faulted in and freed again at every request. */
+static picl_status list_send(sdb_conn *c, const sdb_query *q, const char *text, int64_t okey,
+                             const char *oid)
 {
     enum { NP = 9 + 100 };
     Oid types[NP];
@@ -1099,12 +1102,33 @@ static picl_status list_exec(sdb_conn *c, const sdb_query *q, const char *text, 
         types[9 + i] = TEXTOID;
         v[9 + i] = q->ids[i];
     }
-    *res = PQexecParams(pq_of(c), text, (int)np, types, v, NULL, NULL, 1);
-    if (PQresultStatus(*res) == PGRES_TUPLES_OK)
-        return PICL_OK;
-    picl_status rc = map_state(*res);
-    PQclear(*res);
-    *res = NULL;
+    if (PQsendQueryParams(pq_of(c), text, (int)np, types, v, NULL, NULL, 1) != 1)
+        return PICL_ERROR_DATABASE;
+    /* without single-row mode the rows still all arrive, in one result */
+    PQsetSingleRowMode(pq_of(c));
+    return PICL_OK;
+}
+
+/* Feeds the rows of the listing sent to the pager, then reads whatever
+ * is left of the answer (the rows after a full page, the final status),
+ * so that the connection is ready for the next statement. */
+static picl_status list_rows(sdb_conn *c, sdb_pager *pg)
+{
+    picl_status rc = PICL_OK;
+    int more = 1;
+    for (PGresult *r; (r = PQgetResult(pq_of(c))) != NULL; PQclear(r)) {
+        ExecStatusType st = PQresultStatus(r);
+        if (st != PGRES_SINGLE_TUPLE && st != PGRES_TUPLES_OK) {
+            if (rc == PICL_OK)
+                rc = map_state(r);
+            continue;
+        }
+        for (int i = 0; more && rc == PICL_OK && i < PQntuples(r); i++) {
+            sdb_row row;
+            row_of(r, i, &row);
+            more = sdb__pager_row(pg, &row);
+        }
+    }
     return rc;
 }
 
@@ -1115,26 +1139,18 @@ static picl_status pg_list(sdb_conn *c, const sdb_query *q, picl_buf *out, int64
     *next = NULL;
     int64_t okey = 0;
     char *oid = NULL;
-    PGresult *r = NULL;
     picl_buf text;
     picl_buf_init(&text, 64 * 1024);
     picl_status st = PICL_OK;
     if (q->offset && (st = sdb__offset_parse(q->offset, q->sort, &okey, &oid)) != PICL_OK)
         goto done;
     if ((st = list_sql(q, oid != NULL, &text)) != PICL_OK ||
-        (st = list_exec(c, q, text.data, okey, oid, &r)) != PICL_OK)
+        (st = list_send(c, q, text.data, okey, oid)) != PICL_OK)
         goto done;
     sdb_pager pg;
     sdb__pager_init(&pg, q, out);
-    for (int i = 0; i < PQntuples(r); i++) {
-        sdb_row row;
-        row_of(r, i, &row);
-        if (!sdb__pager_row(&pg, &row))
-            break;
-    }
-    st = sdb__pager_end(&pg, PICL_OK, count, next);
+    st = sdb__pager_end(&pg, list_rows(c, &pg), count, next);
 done:
-    PQclear(r);
     picl_buf_free(&text);
     free(oid);
     return st;

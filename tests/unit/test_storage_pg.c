@@ -439,6 +439,92 @@ START_TEST(pg_failed_upsert_in_a_pipeline)
 }
 END_TEST
 
+/* Listings are read row by row (single-row mode): a page that stops
+ * before the rows the database sent (limit + 1 are asked for) reads the
+ * rest of the answer, so the one pooled connection serves the next
+ * requests; the pages of a 1000-record listing of 1 KiB payloads come
+ * back whole and in order. */
+START_TEST(pg_listing_rows_read_one_by_one)
+{
+    if (!tupg_enabled())
+        return;
+    char u[256], n[64], base[64], why[600];
+    tupg_create_db(u, sizeof u, n, sizeof n);
+    ck_assert_int_eq(picl__nss_acquire(), PICL_OK);
+    storage_config cfg = {.listen = "127.0.0.1:0", .database = u, .db_pool = 1,
+                          .secret = SECRET, .secret_len = SECRET_LEN, .prune_interval_s = -1,
+                          .error = why, .error_cap = sizeof why};
+    storage_server *s = NULL;
+    ck_assert_int_eq(storage_server_new(&s, &cfg), PICL_OK);
+    ck_assert_int_eq(storage_server_start(s), PICL_OK);
+    snprintf(base, sizeof base, "http://127.0.0.1:%u", storage_server_port(s));
+    tu_cred c;
+    tu_mint(&c, SECRET, SECRET_LEN, storage_server_node(s), UID, 3600);
+    tu_resp r;
+    /* 10 POSTs of 100 records of 1 KiB: ids r0000..r0999 */
+    char pay[1025];
+    memset(pay, 'p', 1024);
+    pay[1024] = 0;
+    for (int k = 0; k < 10; k++) {
+        json_t *arr = json_array();
+        for (int i = 0; i < 100; i++) {
+            char id[16];
+            snprintf(id, sizeof id, "r%04d", k * 100 + i);
+            json_array_append_new(arr, json_pack("{s:s, s:s}", "id", id, "payload", pay));
+        }
+        char *body = json_dumps(arr, JSON_COMPACT);
+        json_decref(arr);
+        tu_req o = {.ctype = "application/json", .body = body, .len = strlen(body), .cred = &c};
+        ck_assert_int_eq(tu_http(&r, "POST", base, "/1.5/42/storage/big", &o), 0);
+        ck_assert_int_eq(r.status, 200);
+        tu_resp_free(&r);
+        free(body);
+    }
+    tu_req g = {.cred = &c};
+    /* a page of 2: three rows came, the third is read and dropped */
+    ck_assert_int_eq(tu_http(&r, "GET", base, "/1.5/42/storage/big?limit=2", &g), 0);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(r.body, "[\"r0000\",\"r0001\"]");
+    char *next = tu_resp_header(&r, "X-Weave-Next-Offset");
+    ck_assert_ptr_nonnull(next);
+    tu_resp_free(&r);
+    /* the same connection answers the next statements at once */
+    ck_assert_int_eq(tu_http(&r, "GET", base, "/1.5/42/info/collections", &g), 0);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_ptr_nonnull(strstr(r.body, "\"big\":"));
+    tu_resp_free(&r);
+    char path[256];
+    snprintf(path, sizeof path, "/1.5/42/storage/big?limit=2&offset=%s", next);
+    free(next);
+    ck_assert_int_eq(tu_http(&r, "GET", base, path, &g), 0);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(r.body, "[\"r0002\",\"r0003\"]");
+    tu_resp_free(&r);
+    /* the whole collection, full: 1000 records in id order, payloads intact */
+    ck_assert_int_eq(tu_http(&r, "GET", base, "/1.5/42/storage/big?full=1", &g), 0);
+    ck_assert_int_eq(r.status, 200);
+    json_t *all = json_loads(r.body, 0, NULL);
+    ck_assert_ptr_nonnull(all);
+    ck_assert_int_eq(json_array_size(all), 1000);
+    for (size_t i = 0; i < 1000; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "r%04zu", i);
+        json_t *o = json_array_get(all, i);
+        ck_assert_str_eq(json_string_value(json_object_get(o, "id")), id);
+        ck_assert_str_eq(json_string_value(json_object_get(o, "payload")), pay);
+    }
+    json_decref(all);
+    char *recs = tu_resp_header(&r, "X-Weave-Records");
+    ck_assert_str_eq(recs, "1000");
+    free(recs);
+    tu_resp_free(&r);
+    tu_cred_free(&c);
+    storage_server_free(s);
+    picl__nss_release();
+    tupg_drop_db(n);
+}
+END_TEST
+
 /* PostgreSQL goes away under a running storage server: answers come at
  * once (503 with Retry-After, never a hang), and it serves again by itself
  * when the database is back, with what was written before. */
@@ -507,6 +593,7 @@ static Suite *suite(void)
     tcase_set_timeout(m, 60);
     tcase_add_test(m, pg_schema_never_half_migrated);
     tcase_add_test(m, pg_failed_upsert_in_a_pipeline);
+    tcase_add_test(m, pg_listing_rows_read_one_by_one);
     tcase_add_test(m, pg_restart_under_a_running_storage_server); /* last: it stops the cluster */
     suite_add_tcase(s, m);
     return s;
