@@ -1,5 +1,5 @@
-/* places.c -- places.sqlite: opening and closing the store (see places.h);
- * the SQL helpers are in places_db.c. */
+/* places.c -- places.sqlite: opening the store (see places.h); closing it
+ * and the SQL helpers are in places_db.c. */
 #include "stores/places_int.h"
 
 #include <stdarg.h>
@@ -14,26 +14,7 @@
 #include "crypto/nss.h"
 
 
-/* ---- open / close -------------------------------------------------------- */
-
-void picl__places_close(picl_store *s)
-{
-    places *p = (places *)s;
-    if (!p)
-        return;
-    for (size_t i = 0; i < p->ncache; i++)
-        sqlite3_finalize(p->cache[i].st);
-    p->ncache = 0;
-    if (p->db)
-        sqlite3_close_v2(p->db);
-    picl__profile_close(p->profile);
-    json_decref(p->reported);
-    if (p->nss)
-        picl__nss_release();
-    free(p);
-}
-
-
+/* ---- open ---------------------------------------------------------------- */
 
 /* The schema version from the file header (offset 60, big-endian), valid
  * when no WAL holds newer pages; -1 when unreadable. */

@@ -761,5 +761,13 @@ static picl_status bm_wipe(picl_store *s)
     return picl__places_end(p, rc);
 }
 
-const picl_store_ops picl__places_bookmark_ops = {bm_changes, bm_all, bm_get, bm_apply, bm_mark_synced,
-                                                  bm_reset, bm_wipe, picl__places_close};
+const picl_store_ops picl__places_bookmark_ops = {
+    .changes = bm_changes,
+    .all = bm_all,
+    .get = bm_get,
+    .apply = bm_apply,
+    .mark_synced = bm_mark_synced,
+    .reset = bm_reset,
+    .wipe = bm_wipe,
+    .close = picl__places_close,
+};

@@ -1,4 +1,4 @@
-/* places_db.c -- places.sqlite: the SQLite helpers and the pages Firefox
+/* places_db.c -- places.sqlite: closing the store, the SQLite helpers and the pages Firefox
  * expects, shared by the bookmarks, history and tag code (see places_int.h). */
 #include "stores/places_int.h"
 
@@ -10,6 +10,28 @@
 
 #include "crypto/codec.h"
 #include "crypto/hash.h"
+#include "crypto/nss.h"
+
+/* ---- close ---------------------------------------------------------------- */
+
+/* Here, not in places.c, so that the ops tables of places_bookmarks.c and
+ * places_history.c name no function of the file that names them. */
+void picl__places_close(picl_store *s)
+{
+    places *p = (places *)s;
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->ncache; i++)
+        sqlite3_finalize(p->cache[i].st);
+    p->ncache = 0;
+    if (p->db)
+        sqlite3_close_v2(p->db);
+    picl__profile_close(p->profile);
+    json_decref(p->reported);
+    if (p->nss)
+        picl__nss_release();
+    free(p);
+}
 
 /* ---- SQLite helpers ------------------------------------------------------ */
 

@@ -459,5 +459,13 @@ static picl_status hist_wipe(picl_store *s)
     return picl__places_end(p, rc);
 }
 
-const picl_store_ops picl__places_history_ops = {hist_changes, hist_all, hist_get, hist_apply, hist_mark_synced,
-                                           hist_reset, hist_wipe, picl__places_close};
+const picl_store_ops picl__places_history_ops = {
+    .changes = hist_changes,
+    .all = hist_all,
+    .get = hist_get,
+    .apply = hist_apply,
+    .mark_synced = hist_mark_synced,
+    .reset = hist_reset,
+    .wipe = hist_wipe,
+    .close = picl__places_close,
+};

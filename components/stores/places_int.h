@@ -76,7 +76,7 @@ picl_status picl__places_fix_touched(places *p);
 
 int64_t picl__places_now_us(void);
 
-/* Closes either store (the close op of both). */
+/* Closes either store (the close op of both; in places_db.c). */
 void picl__places_close(picl_store *s);
 
 /* places_tags.c: url's keyword becomes kw (NULL: none; a keyword names one
