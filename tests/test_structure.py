@@ -20,14 +20,10 @@ import tempfile
 
 # folder -> why its cycle is still there
 KNOWN_CYCLES = {
-    "components/stores": "places.c names the ops tables of places_bookmarks.c and places_history.c, "
-                         "whose close calls picl__places_close back (the places stores' owner)",
-    "server-stub/storage": "storage.c <-> storage_read.c/storage_write.c, storage_db.c <-> its backends "
-                           "(the storage server's owner)",
+    "server-stub/storage": "storage_db.c <-> its backends (the storage server's owner)",
 }
 # "file:function" -> why it is still over 100 lines
 KNOWN_LONG = {
-    "components/client/engine_meta.c:ensure_map_once": "the engine's owner splits it",
 }
 
 
