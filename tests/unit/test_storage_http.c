@@ -428,21 +428,22 @@ START_TEST(test_parse_bsos_bad_cases)
 END_TEST
 
 /* The JSON string writer copies runs of plain bytes eight at a time: every
- * byte that needs an escape is still escaped wherever it falls in a word. */
+ * byte that needs an escape is still escaped wherever it falls in a word.
+ * The reference writes byte by byte; an escape is at most 6 bytes + NUL. */
 static void ref_json_string(char *o, const unsigned char *s, size_t len)
 {
     *o++ = '"';
     for (size_t i = 0; i < len; i++) {
         if (s[i] == '"' || s[i] == '\\')
-            o += sprintf(o, "\\%c", s[i]);
+            o += snprintf(o, 8, "\\%c", s[i]);
         else if (s[i] == '\n')
-            o += sprintf(o, "\\n");
+            o += snprintf(o, 8, "\\n");
         else if (s[i] == '\r')
-            o += sprintf(o, "\\r");
+            o += snprintf(o, 8, "\\r");
         else if (s[i] == '\t')
-            o += sprintf(o, "\\t");
+            o += snprintf(o, 8, "\\t");
         else if (s[i] < 0x20)
-            o += sprintf(o, "\\u%04x", s[i]);
+            o += snprintf(o, 8, "\\u%04x", s[i]);
         else
             *o++ = (char)s[i];
     }
