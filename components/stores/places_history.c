@@ -282,12 +282,18 @@ static picl_status history_delete(places *p, const char *guid)
     return rc;
 }
 
-static picl_status history_put(places *p, const hist_in *h)
+/* The page of an incoming history record: the one its guid names, else the
+ * one of its URL (which adopts the incoming guid), else a new one (*created).
+ * *pid stays 0 when the guid names a page of another URL: not ours to
+ * rename, the record is skipped. */
+static picl_status history_page(places *p, const hist_in *h, int64_t *pidp, int *createdp)
 {
     sqlite3_stmt *st = NULL;
     int64_t pid = 0;
     int created = 0;
     picl_status rc;
+    *pidp = 0;
+    *createdp = 0;
     /* the record's guid names the page; a page known by URL takes it */
     if ((rc = picl__places_cached(p, &st, "SELECT id, url FROM moz_places WHERE guid = ?")) != PICL_OK)
         return rc;
@@ -325,6 +331,52 @@ static picl_status history_put(places *p, const hist_in *h)
                 return rc;
         }
     }
+    *pidp = pid;
+    *createdp = created;
+    return PICL_OK;
+}
+
+/* The visits of an incoming record on page pid (EMBED visits never stored, a
+ * visit already there not doubled); *visible when one is a top-level visit. */
+static picl_status history_visits(places *p, const hist_in *h, int64_t pid, int *visible)
+{
+    sqlite3_stmt *st = NULL;
+    picl_status rc = picl__places_cached(p, &st,
+        "INSERT INTO moz_historyvisits(from_visit, place_id, visit_date, visit_type, session, source) "
+        "SELECT 0, ?1, ?2, ?3, 0, 1 WHERE NOT EXISTS (SELECT 1 FROM moz_historyvisits "
+        "  WHERE place_id = ?1 AND visit_date = ?2 AND visit_type = ?3)");
+    size_t k;
+    json_t *v;
+    *visible = 0;
+    json_array_foreach(h->visits, k, v) {
+        if (rc != PICL_OK)
+            break;
+        int type = (int)json_integer_value(json_object_get(v, "type"));
+        if (type == 4)
+            continue; /* EMBED visits are never stored */
+        if (type != 8)
+            *visible = 1;
+        sqlite3_bind_int64(st, 1, pid);
+        sqlite3_bind_int64(st, 2, json_integer_value(json_object_get(v, "date")));
+        sqlite3_bind_int(st, 3, type);
+        rc = picl__places_done(p, st);
+        char *vu = rc == PICL_OK && sqlite3_changes(p->db) == 1 ? unknown_text(v, visit_fields, 2) : NULL;
+        if (vu)
+            rc = put_unknown(p, 0, sqlite3_last_insert_rowid(p->db), vu);
+        free(vu);
+    }
+    picl__places_release(p, st);
+    return rc;
+}
+
+static picl_status history_put(places *p, const hist_in *h)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t pid = 0;
+    int created = 0, visible = 0;
+    picl_status rc;
+    if ((rc = history_page(p, h, &pid, &created)) != PICL_OK || !pid)
+        return rc;
     if ((rc = picl__places_touch(p, pid)) != PICL_OK)
         return rc;
     char *pu = unknown_text(h->rec, page_fields, 5);
@@ -344,33 +396,7 @@ static picl_status history_put(places *p, const hist_in *h)
         if (rc != PICL_OK)
             return rc;
     }
-    rc = picl__places_cached(p, &st,
-        "INSERT INTO moz_historyvisits(from_visit, place_id, visit_date, visit_type, session, source) "
-        "SELECT 0, ?1, ?2, ?3, 0, 1 WHERE NOT EXISTS (SELECT 1 FROM moz_historyvisits "
-        "  WHERE place_id = ?1 AND visit_date = ?2 AND visit_type = ?3)");
-    int visible = 0;
-    size_t k;
-    json_t *v;
-    json_array_foreach(h->visits, k, v) {
-        if (rc != PICL_OK)
-            break;
-        int type = (int)json_integer_value(json_object_get(v, "type"));
-        if (type == 4)
-            continue; /* EMBED visits are never stored */
-        if (type != 8)
-            visible = 1;
-        sqlite3_bind_int64(st, 1, pid);
-        sqlite3_bind_int64(st, 2, json_integer_value(json_object_get(v, "date")));
-        sqlite3_bind_int(st, 3, type);
-        rc = picl__places_done(p, st);
-        char *vu = rc == PICL_OK && sqlite3_changes(p->db) == 1 ? unknown_text(v, visit_fields, 2) : NULL;
-        if (vu)
-            rc = put_unknown(p, 0, sqlite3_last_insert_rowid(p->db), vu);
-        free(vu);
-    }
-    picl__places_release(p, st);
-    st = NULL;
-    if (rc != PICL_OK)
+    if ((rc = history_visits(p, h, pid, &visible)) != PICL_OK)
         return rc;
     /* FRAMED_LINK-only pages are hidden; any top-level visit shows them */
     if (visible || created) {
