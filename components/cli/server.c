@@ -119,7 +119,7 @@ int cli_server(const cli_opts *o)
     sc.node = node;
     sc.log = srvlog_stderr;
     sc.restore_days = days > 0 ? days : -1; /* storage_config: < 0 = off */
-    picl_http_config hc;
+    srv_http_config hc;
     memset(&hc, 0, sizeof hc);
     hc.listen = addr;
     hc.max_body = 2u * 1024u * 1024u + 4096u;
@@ -127,11 +127,11 @@ int cli_server(const cli_opts *o)
     hc.log = srvlog_stderr;        /* one line per request, both services */
     ks_server *ks = NULL;
     storage_server *ss = NULL;
-    picl_http_server *http = NULL;
+    srv_http_server *http = NULL;
     if ((st = ks_server_new(&ks, &kc)) == PICL_OK && (st = storage_server_new(&ss, &sc)) == PICL_OK &&
-        (st = picl_http_server_new(&http, &hc)) == PICL_OK && (st = ks_server_mount(ks, http, 0)) == PICL_OK &&
+        (st = srv_http_server_new(&http, &hc)) == PICL_OK && (st = ks_server_mount(ks, http, 0)) == PICL_OK &&
         (st = storage_server_mount(ss, http, 1)) == PICL_OK)
-        st = picl_http_server_start(http);
+        st = srv_http_server_start(http);
     picl__zfree(secret, slen);
     int rc = CLI_OK;
     if (st != PICL_OK) {
@@ -154,7 +154,7 @@ int cli_server(const cli_opts *o)
         sigwait(&set, &sig);
         srvlog(srvlog_stderr, NULL, SRVLOG_INFO, "picl server: stopping");
     }
-    picl_http_server_free(http);
+    srv_http_server_free(http);
     storage_server_free(ss);
     ks_server_free(ks);
     return rc;

@@ -1,4 +1,4 @@
-/* buf.c -- picl_buf, the capped growable text buffer of http.h (hand-written JSON). */
+/* buf.c -- srv_buf, the capped growable text buffer of http.h (hand-written JSON). */
 #include <stdarg.h>
 #include <stdint.h>
 #ifdef __SSE2__
@@ -10,13 +10,13 @@
 
 #include "http/http.h"
 
-void picl_buf_init(picl_buf *b, size_t max)
+void srv_buf_init(srv_buf *b, size_t max)
 {
     memset(b, 0, sizeof *b);
     b->max = max ? max : (size_t)1 << 30;
 }
 
-static int buf_reserve(picl_buf *b, size_t extra)
+static int buf_reserve(srv_buf *b, size_t extra)
 {
     if (b->failed)
         return 0;
@@ -42,7 +42,7 @@ static int buf_reserve(picl_buf *b, size_t extra)
     return 1;
 }
 
-void picl_buf_append(picl_buf *b, const void *data, size_t len)
+void srv_buf_append(srv_buf *b, const void *data, size_t len)
 {
     if (!buf_reserve(b, len))
         return;
@@ -52,12 +52,12 @@ void picl_buf_append(picl_buf *b, const void *data, size_t len)
     b->data[b->len] = 0;
 }
 
-void picl_buf_puts(picl_buf *b, const char *s)
+void srv_buf_puts(srv_buf *b, const char *s)
 {
-    picl_buf_append(b, s, strlen(s));
+    srv_buf_append(b, s, strlen(s));
 }
 
-void picl_buf_printf(picl_buf *b, const char *fmt, ...)
+void srv_buf_printf(srv_buf *b, const char *fmt, ...)
 {
     char small[128];
     va_list ap;
@@ -69,7 +69,7 @@ void picl_buf_printf(picl_buf *b, const char *fmt, ...)
         return;
     }
     if ((size_t)n < sizeof small) {
-        picl_buf_append(b, small, (size_t)n);
+        srv_buf_append(b, small, (size_t)n);
         return;
     }
     if (!buf_reserve(b, (size_t)n))
@@ -88,7 +88,7 @@ static int word_needs_escape(uint64_t v)
     return (((v - ones * 0x20) & ~v) | ((q - ones) & ~q) | ((bs - ones) & ~bs)) & highs ? 1 : 0;
 }
 
-/* The length of the prefix of s that picl_buf_json_string copies as is. */
+/* The length of the prefix of s that srv_buf_json_string copies as is. */
 static size_t plain_run(const unsigned char *s, size_t len)
 {
     size_t i = 0;
@@ -114,7 +114,7 @@ static size_t plain_run(const unsigned char *s, size_t len)
     return i;
 }
 
-void picl_buf_json_string(picl_buf *b, const char *s, size_t len)
+void srv_buf_json_string(srv_buf *b, const char *s, size_t len)
 {
     static const char hexd[] = "0123456789abcdef";
     /* Worst case 6 bytes per input byte: reserve once. */
@@ -158,10 +158,10 @@ void picl_buf_json_string(picl_buf *b, const char *s, size_t len)
     b->len = (size_t)(o - b->data);
 }
 
-char *picl_buf_take(picl_buf *b, size_t *len)
+char *srv_buf_take(srv_buf *b, size_t *len)
 {
     if (b->failed) {
-        picl_buf_free(b);
+        srv_buf_free(b);
         return NULL;
     }
     if (!b->data) {
@@ -178,7 +178,7 @@ char *picl_buf_take(picl_buf *b, size_t *len)
     return d;
 }
 
-void picl_buf_free(picl_buf *b)
+void srv_buf_free(srv_buf *b)
 {
     free(b->data);
     b->data = NULL;

@@ -40,19 +40,19 @@ typedef struct route {
     char *method;
     char **segs;
     size_t nsegs;
-    picl_http_handler fn;
+    srv_http_handler fn;
     void *ctx;
-    picl_http_hooks hooks;
+    srv_http_hooks hooks;
 } route;
 
-struct picl_http_server {
+struct srv_http_server {
     struct MHD_Daemon *mhd;
     char *listen;
     size_t max_body;
     int require_cl;
     unsigned threads, timeout_s;
     unsigned max_conns, per_ip, request_timeout_s;
-    picl_http_hooks hooks;
+    srv_http_hooks hooks;
     srvlog_sink log;            /* request lines (http/log.h); NULL = none */
     void *log_ctx;
     pthread_mutex_t lock;       /* guards conns */
@@ -76,8 +76,8 @@ typedef struct reqstate {
     double t0;         /* monotonic seconds when the request line came in */
     char method[16];   /* a copy for the log line (cut if longer) */
     const route *rt;
-    picl_http_request req;
-    char *params[PICL_HTTP_MAX_PARAMS];
+    srv_http_request req;
+    char *params[SRV_HTTP_MAX_PARAMS];
     char *pathbuf; /* target copy split into path\0query */
     uint8_t *body;
     size_t body_len, body_cap, limit;
@@ -97,7 +97,7 @@ static void wipe_free(void *p)
 }
 
 
-void picl_http_respond_owned(picl_http_response *resp, int status, const char *ctype,
+void srv_http_respond_owned(srv_http_response *resp, int status, const char *ctype,
                              char *body, size_t len)
 {
     wipe_free(resp->body);
@@ -110,7 +110,7 @@ void picl_http_respond_owned(picl_http_response *resp, int status, const char *c
         resp->failed = 1;
 }
 
-void picl_http_respond(picl_http_response *resp, int status, const char *ctype,
+void srv_http_respond(srv_http_response *resp, int status, const char *ctype,
                        const void *body, size_t len)
 {
     char *copy = malloc(len + 1);
@@ -121,22 +121,22 @@ void picl_http_respond(picl_http_response *resp, int status, const char *ctype,
     if (len)
         memcpy(copy, body, len);
     copy[len] = 0;
-    picl_http_respond_owned(resp, status, ctype, copy, len);
+    srv_http_respond_owned(resp, status, ctype, copy, len);
 }
 
-void picl_http_respond_json(picl_http_response *resp, int status, const json_t *json)
+void srv_http_respond_json(srv_http_response *resp, int status, const json_t *json)
 {
     char *text = json_dumps(json, JSON_COMPACT | JSON_ENCODE_ANY);
     if (!text) {
         resp->failed = 1;
         return;
     }
-    picl_http_respond_owned(resp, status, "application/json", text, strlen(text));
+    srv_http_respond_owned(resp, status, "application/json", text, strlen(text));
 }
 
-void picl_http_add_header(picl_http_response *resp, const char *name, const char *value)
+void srv_http_add_header(srv_http_response *resp, const char *name, const char *value)
 {
-    struct picl_http_hdr *h = realloc(resp->headers, (resp->nheaders + 1) * sizeof *h);
+    struct srv_http_hdr *h = realloc(resp->headers, (resp->nheaders + 1) * sizeof *h);
     if (!h) {
         resp->failed = 1;
         return;
@@ -154,7 +154,7 @@ void picl_http_add_header(picl_http_response *resp, const char *name, const char
     resp->nheaders++;
 }
 
-void picl_http_set_header(picl_http_response *resp, const char *name, const char *value)
+void srv_http_set_header(srv_http_response *resp, const char *name, const char *value)
 {
     for (size_t i = 0; i < resp->nheaders; i++) {
         if (!strcasecmp(resp->headers[i].name, name)) {
@@ -168,10 +168,10 @@ void picl_http_set_header(picl_http_response *resp, const char *name, const char
             return;
         }
     }
-    picl_http_add_header(resp, name, value);
+    srv_http_add_header(resp, name, value);
 }
 
-const char *picl_http_response_header(const picl_http_response *resp, const char *name)
+const char *srv_http_response_header(const srv_http_response *resp, const char *name)
 {
     for (size_t i = 0; i < resp->nheaders; i++)
         if (!strcasecmp(resp->headers[i].name, name))
@@ -179,7 +179,7 @@ const char *picl_http_response_header(const picl_http_response *resp, const char
     return NULL;
 }
 
-static void response_clear(picl_http_response *resp)
+static void response_clear(srv_http_response *resp)
 {
     wipe_free(resp->body);
     free(resp->content_type);
@@ -193,12 +193,12 @@ static void response_clear(picl_http_response *resp)
 
 /* ---- request helpers -------------------------------------------------- */
 
-size_t picl_http_log_escape(char *out, size_t cap, const char *in, size_t max_in)
+size_t srv_http_log_escape(char *out, size_t cap, const char *in, size_t max_in)
 {
     return srvlog_escape(out, cap, in, max_in);
 }
 
-const char *picl_http_header(const picl_http_request *req, const char *name)
+const char *srv_http_header(const srv_http_request *req, const char *name)
 {
     return MHD_lookup_connection_value((struct MHD_Connection *)req->conn_, MHD_HEADER_KIND,
                                        name);
@@ -228,7 +228,7 @@ static picl_status conn_addr(struct MHD_Connection *c, char *out, size_t cap)
     return PICL_OK;
 }
 
-picl_status picl_http_client_addr(const picl_http_request *req, char *out, size_t cap)
+picl_status srv_http_client_addr(const srv_http_request *req, char *out, size_t cap)
 {
     return conn_addr((struct MHD_Connection *)req->conn_, out, cap);
 }
@@ -244,7 +244,7 @@ static int hexval(char c)
     return -1;
 }
 
-picl_status picl_http_unescape(const char *in, size_t len, int plus_is_space, char **out)
+picl_status srv_http_unescape(const char *in, size_t len, int plus_is_space, char **out)
 {
     *out = NULL;
     char *o = malloc(len + 1);
@@ -299,17 +299,17 @@ static int query_find(const char *q, const char *name, const char **val, size_t 
     return 0;
 }
 
-picl_status picl_http_query(const picl_http_request *req, const char *name, char **value)
+picl_status srv_http_query(const srv_http_request *req, const char *name, char **value)
 {
     const char *v;
     size_t vl;
     *value = NULL;
     if (!query_find(req->query, name, &v, &vl))
         return PICL_ERROR_NOT_FOUND;
-    return picl_http_unescape(v ? v : "", vl, 1, value);
+    return srv_http_unescape(v ? v : "", vl, 1, value);
 }
 
-int picl_http_query_has(const picl_http_request *req, const char *name)
+int srv_http_query_has(const srv_http_request *req, const char *name)
 {
     const char *v;
     size_t vl;
@@ -390,8 +390,8 @@ static int route_match(const route *rt, const char *path, size_t plen,
     return 1;
 }
 
-picl_status picl_http_route(picl_http_server *srv, const char *method, const char *pattern,
-                            picl_http_handler fn, void *ctx, const picl_http_hooks *hooks)
+picl_status srv_http_route(srv_http_server *srv, const char *method, const char *pattern,
+                            srv_http_handler fn, void *ctx, const srv_http_hooks *hooks)
 {
     if (!srv || !method || !pattern || !fn || srv->mhd)
         return PICL_ERROR_INVALID_ARGUMENT;
@@ -403,7 +403,7 @@ picl_status picl_http_route(picl_http_server *srv, const char *method, const cha
     size_t stars = 0;
     for (size_t i = 0; i < rt.nsegs; i++)
         stars += !strcmp(rt.segs[i], "*");
-    if (stars > PICL_HTTP_MAX_PARAMS) {
+    if (stars > SRV_HTTP_MAX_PARAMS) {
         free_segs(rt.segs, rt.nsegs);
         return PICL_ERROR_INVALID_ARGUMENT;
     }
@@ -427,9 +427,9 @@ picl_status picl_http_route(picl_http_server *srv, const char *method, const cha
 /* ---- connection deadlines -------------------------------------------- */
 
 /* Process-wide defaults for the limits a config leaves at 0. */
-static picl_http_limits g_limits;
+static srv_http_limits g_limits;
 
-void picl_http_set_default_limits(const picl_http_limits *l)
+void srv_http_set_default_limits(const srv_http_limits *l)
 {
     if (l)
         g_limits = *l;
@@ -447,7 +447,7 @@ static double mono_now(void)
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe)
 {
-    picl_http_server *srv = cls;
+    srv_http_server *srv = cls;
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -483,7 +483,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 }
 
 /* Arms (1) or clears (0) the deadline of the connection carrying c. */
-static void set_deadline(picl_http_server *srv, struct MHD_Connection *c, int arm)
+static void set_deadline(srv_http_server *srv, struct MHD_Connection *c, int arm)
 {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     conn_track *t = ci ? ci->socket_context : NULL;
@@ -498,7 +498,7 @@ static void set_deadline(picl_http_server *srv, struct MHD_Connection *c, int ar
  * whose request did not arrive in time. */
 static void *watchdog_main(void *arg)
 {
-    picl_http_server *srv = arg;
+    srv_http_server *srv = arg;
     pthread_mutex_lock(&srv->lock);
     while (!srv->stopping) {
         double now = mono_now();
@@ -538,7 +538,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    picl_http_server *srv = cls;
+    srv_http_server *srv = cls;
     reqstate *st = *con_cls;
     /* a kept-alive connection has the same time for its next request */
     set_deadline(cls, c, 1);
@@ -553,7 +553,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                        toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? st->status : 0,
                        (int64_t)((mono_now() - st->t0) * 1000.0));
     }
-    for (size_t i = 0; i < PICL_HTTP_MAX_PARAMS; i++)
+    for (size_t i = 0; i < SRV_HTTP_MAX_PARAMS; i++)
         free(st->params[i]);
     free(st->pathbuf);
     wipe_free(st->body);
@@ -562,19 +562,19 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     *con_cls = NULL;
 }
 
-static const picl_http_hooks *hooks_for(picl_http_server *srv, reqstate *st)
+static const srv_http_hooks *hooks_for(srv_http_server *srv, reqstate *st)
 {
     return st->rt ? &st->rt->hooks : &srv->hooks;
 }
 
 static enum MHD_Result send_response(struct MHD_Connection *c, reqstate *st,
-                                     picl_http_response *resp)
+                                     srv_http_response *resp)
 {
     if (resp->failed) {
         static const char body[] = "{\"code\":500}";
         response_clear(resp);
         resp->status = 500;
-        picl_http_respond(resp, 500, "application/json", body, sizeof body - 1);
+        srv_http_respond(resp, 500, "application/json", body, sizeof body - 1);
         if (resp->failed)
             return MHD_NO;
     }
@@ -601,22 +601,22 @@ static enum MHD_Result send_response(struct MHD_Connection *c, reqstate *st,
 }
 
 /* Renders and queues an answer of the glue itself. */
-static enum MHD_Result glue_error(picl_http_server *srv, struct MHD_Connection *c, reqstate *st,
-                                  int status, picl_http_error why, const char *allow)
+static enum MHD_Result glue_error(srv_http_server *srv, struct MHD_Connection *c, reqstate *st,
+                                  int status, srv_http_error why, const char *allow)
 {
-    picl_http_response resp;
+    srv_http_response resp;
     memset(&resp, 0, sizeof resp);
     resp.status = status;
-    const picl_http_hooks *h = hooks_for(srv, st);
+    const srv_http_hooks *h = hooks_for(srv, st);
     if (h->error) {
         h->error(&st->req, &resp, status, why, h->ctx);
     } else {
         char body[32];
         int n = snprintf(body, sizeof body, "{\"code\":%d}", status);
-        picl_http_respond(&resp, status, "application/json", body, (size_t)n);
+        srv_http_respond(&resp, status, "application/json", body, (size_t)n);
     }
     if (allow)
-        picl_http_set_header(&resp, "Allow", allow);
+        srv_http_set_header(&resp, "Allow", allow);
     if (h->finish)
         h->finish(&st->req, &resp, h->ctx);
     st->responded = 1;
@@ -655,7 +655,7 @@ static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const c
 /* The route of method + path into st->rt (NULL when none) with its
  * captures; the methods other routes of the same path take into allow.
  * Returns 1 when some route has this path (whatever its method). */
-static int find_route(picl_http_server *srv, reqstate *st, const char *method, const char **caps,
+static int find_route(srv_http_server *srv, reqstate *st, const char *method, const char **caps,
                       size_t *caplens, size_t *ncaps, char *allow, size_t allow_cap)
 {
     const char *path = st->pathbuf;
@@ -680,7 +680,7 @@ static int find_route(picl_http_server *srv, reqstate *st, const char *method, c
 }
 
 /* Called once the headers are in: route, check the body limits. */
-static enum MHD_Result start_request(picl_http_server *srv, struct MHD_Connection *c,
+static enum MHD_Result start_request(srv_http_server *srv, struct MHD_Connection *c,
                                      reqstate *st, const char *method)
 {
     st->pathbuf = strdup(st->target);
@@ -699,8 +699,8 @@ static enum MHD_Result start_request(picl_http_server *srv, struct MHD_Connectio
 
     const char *path = st->pathbuf;
     size_t plen = strlen(path);
-    const char *caps[PICL_HTTP_MAX_PARAMS];
-    size_t caplens[PICL_HTTP_MAX_PARAMS], ncaps = 0;
+    const char *caps[SRV_HTTP_MAX_PARAMS];
+    size_t caplens[SRV_HTTP_MAX_PARAMS], ncaps = 0;
     char allow[128] = "";
     int path_known = find_route(srv, st, method, caps, caplens, &ncaps, allow, sizeof allow);
     if (!st->rt) {
@@ -713,15 +713,15 @@ static enum MHD_Result start_request(picl_http_server *srv, struct MHD_Connectio
                     break;
                 }
             }
-            enum MHD_Result r = glue_error(srv, c, st, 405, PICL_HTTP_ERR_METHOD, allow);
+            enum MHD_Result r = glue_error(srv, c, st, 405, SRV_HTTP_ERR_METHOD, allow);
             st->rt = NULL;
             return r;
         }
-        return glue_error(srv, c, st, 404, PICL_HTTP_ERR_NOT_FOUND, NULL);
+        return glue_error(srv, c, st, 404, SRV_HTTP_ERR_NOT_FOUND, NULL);
     }
     for (size_t i = 0; i < ncaps; i++) {
-        if (picl_http_unescape(caps[i], caplens[i], 0, &st->params[i]) != PICL_OK)
-            return glue_error(srv, c, st, 400, PICL_HTTP_ERR_BAD_REQUEST, NULL);
+        if (srv_http_unescape(caps[i], caplens[i], 0, &st->params[i]) != PICL_OK)
+            return glue_error(srv, c, st, 400, SRV_HTTP_ERR_BAD_REQUEST, NULL);
         st->req.params[i] = st->params[i];
     }
     st->req.nparams = ncaps;
@@ -733,7 +733,7 @@ static enum MHD_Result start_request(picl_http_server *srv, struct MHD_Connectio
     memset(&fr, 0, sizeof fr);
     MHD_get_connection_values(c, MHD_HEADER_KIND, count_framing, &fr);
     if (fr.cl_conflict || (fr.n_cl && fr.n_te) || fr.n_te > 1)
-        return glue_error(srv, c, st, 400, PICL_HTTP_ERR_BAD_REQUEST, NULL);
+        return glue_error(srv, c, st, 400, SRV_HTTP_ERR_BAD_REQUEST, NULL);
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_LENGTH);
     int body_method = !strcmp(method, "POST") || !strcmp(method, "PUT") ||
@@ -743,16 +743,16 @@ static enum MHD_Result start_request(picl_http_server *srv, struct MHD_Connectio
         errno = 0;
         unsigned long long n = strtoull(cl, &end, 10);
         if (errno || end == cl || *end || cl[0] == '-')
-            return glue_error(srv, c, st, 400, PICL_HTTP_ERR_BAD_REQUEST, NULL);
+            return glue_error(srv, c, st, 400, SRV_HTTP_ERR_BAD_REQUEST, NULL);
         if (n > st->limit)
-            return glue_error(srv, c, st, 413, PICL_HTTP_ERR_TOO_LARGE, NULL);
+            return glue_error(srv, c, st, 413, SRV_HTTP_ERR_TOO_LARGE, NULL);
         st->req.has_content_length = 1;
         st->announced = (size_t)n;
     } else if (body_method && srv->require_cl) {
-        return glue_error(srv, c, st, 411, PICL_HTTP_ERR_LENGTH_REQUIRED, NULL);
+        return glue_error(srv, c, st, 411, SRV_HTTP_ERR_LENGTH_REQUIRED, NULL);
     }
     if ((st->announced || fr.n_te) && st->rt->hooks.before_body) {
-        picl_http_response resp;
+        srv_http_response resp;
         memset(&resp, 0, sizeof resp);
         st->rt->hooks.before_body(&st->req, &resp, st->rt->hooks.ctx);
         if (resp.status || resp.failed) {
@@ -772,7 +772,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   const char *method, const char *version,
                                   const char *upload, size_t *upload_size, void **con_cls)
 {
-    picl_http_server *srv = cls;
+    srv_http_server *srv = cls;
     reqstate *st = *con_cls;
     if (!st) {
         st = on_uri(NULL, url, c);
@@ -818,7 +818,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         st->req.body = st->body;
         st->req.body_len = st->body_len;
     }
-    picl_http_response resp;
+    srv_http_response resp;
     memset(&resp, 0, sizeof resp);
     resp.status = 200;
     set_deadline(srv, c, 0); /* the request is in; the idle timeout covers the answer */
@@ -833,12 +833,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 /* ---- lifecycle -------------------------------------------------------- */
 
-picl_status picl_http_server_new(picl_http_server **out, const picl_http_config *cfg)
+picl_status srv_http_server_new(srv_http_server **out, const srv_http_config *cfg)
 {
     *out = NULL;
     if (!cfg || !cfg->listen)
         return PICL_ERROR_INVALID_ARGUMENT;
-    picl_http_server *srv = calloc(1, sizeof *srv);
+    srv_http_server *srv = calloc(1, sizeof *srv);
     if (!srv)
         return PICL_ERROR_NO_MEMORY;
     srv->listen = strdup(cfg->listen);
@@ -904,7 +904,7 @@ static picl_status parse_listen(const char *listen, struct sockaddr_storage *ss,
     return PICL_OK;
 }
 
-void picl_http_server_set_error_buffer(picl_http_server *srv, char *buf, size_t cap)
+void srv_http_server_set_error_buffer(srv_http_server *srv, char *buf, size_t cap)
 {
     if (srv) {
         srv->errbuf = buf;
@@ -913,7 +913,7 @@ void picl_http_server_set_error_buffer(picl_http_server *srv, char *buf, size_t 
 }
 
 /* Why MHD could not listen: binds a socket of our own to find the cause. */
-static void describe_listen_failure(picl_http_server *srv, const struct sockaddr_storage *ss, int v6)
+static void describe_listen_failure(srv_http_server *srv, const struct sockaddr_storage *ss, int v6)
 {
     if (!srv->errbuf || !srv->errcap)
         return;
@@ -935,7 +935,7 @@ static void describe_listen_failure(picl_http_server *srv, const struct sockaddr
                  "(threads or descriptors exhausted?)", srv->listen);
 }
 
-picl_status picl_http_server_start(picl_http_server *srv)
+picl_status srv_http_server_start(srv_http_server *srv)
 {
     if (!srv || srv->mhd)
         return PICL_ERROR_INVALID_ARGUMENT;
@@ -977,12 +977,12 @@ picl_status picl_http_server_start(picl_http_server *srv)
     return PICL_OK;
 }
 
-unsigned picl_http_server_port(const picl_http_server *srv)
+unsigned srv_http_server_port(const srv_http_server *srv)
 {
     return srv ? srv->port : 0;
 }
 
-void picl_http_server_stop(picl_http_server *srv)
+void srv_http_server_stop(srv_http_server *srv)
 {
     if (srv && srv->watchdog_running) {
         pthread_mutex_lock(&srv->lock);
@@ -999,11 +999,11 @@ void picl_http_server_stop(picl_http_server *srv)
     }
 }
 
-void picl_http_server_free(picl_http_server *srv)
+void srv_http_server_free(srv_http_server *srv)
 {
     if (!srv)
         return;
-    picl_http_server_stop(srv);
+    srv_http_server_stop(srv);
     for (size_t i = 0; i < srv->nroutes; i++) {
         free(srv->routes[i].method);
         free_segs(srv->routes[i].segs, srv->routes[i].nsegs);

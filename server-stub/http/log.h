@@ -1,7 +1,7 @@
 /* log.h -- THE log of both servers and `picl server`: one formatter for every
  * line (requests, start-up, errors), written through a sink callback. */
-#ifndef PICL_HTTP_LOG_H
-#define PICL_HTTP_LOG_H
+#ifndef SRV_HTTP_LOG_H
+#define SRV_HTTP_LOG_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -36,7 +36,7 @@ typedef enum srvlog_level { SRVLOG_INFO = 0, SRVLOG_WARN, SRVLOG_ERROR } srvlog_
 
 /* Where lines go: ctx as given with it, line without the newline.  The
  * config structs of both servers (ks_config.log, storage_config.log,
- * picl_http_config.log) carry one; NULL = quiet. */
+ * srv_http_config.log) carry one; NULL = quiet. */
 typedef void (*srvlog_sink)(void *ctx, const char *line);
 
 #define SRVLOG_LINE_MAX 2048u /* a longer line is cut (escaped text is never split) */

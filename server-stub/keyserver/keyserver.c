@@ -195,7 +195,7 @@ picl_status ks_server_new(ks_server **out, const ks_config *cfg)
     return PICL_OK;
 }
 
-picl_status ks_server_mount(ks_server *s, picl_http_server *http, int skip_heartbeat)
+picl_status ks_server_mount(ks_server *s, srv_http_server *http, int skip_heartbeat)
 {
     /* verification mails a crash left in the outbox, before any answer */
     ks_outbox_deliver(s, 1, 1000, NULL);
@@ -206,7 +206,7 @@ picl_status ks_server_start(ks_server *s)
 {
     if (!s || !s->listen || s->http)
         return PICL_ERROR_INVALID_ARGUMENT;
-    picl_http_config hc = {
+    srv_http_config hc = {
         .listen = s->listen,
         .max_body = KS_MAX_BODY,
         .require_content_length = 1,
@@ -216,17 +216,17 @@ picl_status ks_server_start(ks_server *s)
         .log = s->log,
         .log_ctx = s->hook_ctx,
     };
-    picl_status rc = picl_http_server_new(&s->http, &hc);
+    picl_status rc = srv_http_server_new(&s->http, &hc);
     if (rc == PICL_OK) /* verification mails a crash left in the outbox, before any answer */
         ks_outbox_deliver(s, 1, 1000, NULL);
     if (rc == PICL_OK)
         rc = ks_routes_mount(s, s->http, 0);
     if (rc == PICL_OK)
-        rc = picl_http_server_start(s->http);
+        rc = srv_http_server_start(s->http);
     if (rc == PICL_OK)
         rc = ks_nodes_start_purger(s);
     if (rc != PICL_OK) {
-        picl_http_server_free(s->http);
+        srv_http_server_free(s->http);
         s->http = NULL;
     }
     return rc;
@@ -234,7 +234,7 @@ picl_status ks_server_start(ks_server *s)
 
 unsigned ks_server_port(const ks_server *s)
 {
-    return s && s->http ? picl_http_server_port(s->http) : 0;
+    return s && s->http ? srv_http_server_port(s->http) : 0;
 }
 
 void ks_server_free(ks_server *s)
@@ -242,7 +242,7 @@ void ks_server_free(ks_server *s)
     if (!s)
         return;
     ks_nodes_stop_purger(s);
-    picl_http_server_free(s->http);
+    srv_http_server_free(s->http);
     ks_db_close(s->db);
     picl__hawk_nonce_cache_free(s->nonces);
     if (s->secret)

@@ -77,7 +77,7 @@
  *  - one Hawk nonce cache; an account holds at most 1/64 of it (beyond that
  *    its own requests are 503/201, nobody else's).
  *  - keyserver.db (and its -wal/-shm) is made 0600 when opened, whatever the
- *    umask; the log line escapes the request target (picl_http_log_escape).
+ *    umask; the log line escapes the request target (srv_http_log_escape).
  */
 
 typedef struct ks_config {
@@ -142,7 +142,7 @@ picl_status ks_server_new(ks_server **out, const ks_config *cfg);
  * skip_heartbeat) to an HTTP server the caller owns and starts (for
  * `picl server`); the server must have max_body >= 16 KiB (the keyserver
  * enforces 16 KiB itself). */
-picl_status ks_server_mount(ks_server *s, picl_http_server *http, int skip_heartbeat);
+picl_status ks_server_mount(ks_server *s, srv_http_server *http, int skip_heartbeat);
 
 /* Creates its own HTTP server on cfg->listen (16 KiB body cap, Content-Length
  * required), mounts and serves.  PICL_ERROR_NETWORK when it cannot bind. */

@@ -13,7 +13,7 @@
 #define RK_GUESS_MAX 5
 #define RK_GUESS_WINDOW 900
 
-void ks_event_log(ks_server *s, picl_http_request *req, int64_t account, const char *type,
+void ks_event_log(ks_server *s, srv_http_request *req, int64_t account, const char *type,
                   const char *device)
 {
     ks_event e;
@@ -39,7 +39,7 @@ static int device_type_ok(const char *t)
     return 0;
 }
 
-void ks_h_device_name(picl_http_request *req, picl_http_response *resp, void *ctx)
+void ks_h_device_name(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
     ks_token t;
@@ -89,7 +89,7 @@ static void find_device(void *ctx, const ks_token *t)
     }
 }
 
-void ks_h_device_destroy(picl_http_request *req, picl_http_response *resp, void *ctx)
+void ks_h_device_destroy(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
     ks_token t;
@@ -134,7 +134,7 @@ static void add_event(void *ctx, const ks_event *e)
                                          e->address));
 }
 
-void ks_h_events(picl_http_request *req, picl_http_response *resp, void *ctx)
+void ks_h_events(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
     ks_token t;
@@ -157,7 +157,7 @@ static int hex32_ok(const char *id)
     return id && strlen(id) == 32 && strspn(id, "0123456789abcdef") == 32;
 }
 
-void ks_h_recovery_key_post(picl_http_request *req, picl_http_response *resp, void *ctx)
+void ks_h_recovery_key_post(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
     ks_token t;
@@ -208,7 +208,7 @@ done:
     picl__zfree(a, sizeof *a);
 }
 
-void ks_h_recovery_key_delete(picl_http_request *req, picl_http_response *resp, void *ctx)
+void ks_h_recovery_key_delete(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
     ks_token t;
@@ -222,7 +222,7 @@ void ks_h_recovery_key_delete(picl_http_request *req, picl_http_response *resp, 
     picl__wipe(&t, sizeof t);
 }
 
-static void recovery_exists(ks_server *s, picl_http_request *req, picl_http_response *resp)
+static void recovery_exists(ks_server *s, srv_http_request *req, srv_http_response *resp)
 {
     ks_token t;
     char id[33];
@@ -238,7 +238,7 @@ static void recovery_exists(ks_server *s, picl_http_request *req, picl_http_resp
 
 /* GET /v1/recoveryKey/exists (sessionToken) or /v1/recoveryKey/{id}
  * (accountResetToken of the forgot-password flow). */
-void ks_h_recovery_key_get(picl_http_request *req, picl_http_response *resp, void *ctx)
+void ks_h_recovery_key_get(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
     const char *want = req->nparams == 1 ? req->params[0] : "";

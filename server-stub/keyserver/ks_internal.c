@@ -21,7 +21,7 @@
 
 /* ---- request bodies ---------------------------------------------------- */
 
-picl_status ks_body_account(ks_server *s, picl_http_request *req, picl_http_response *resp, json_t **body,
+picl_status ks_body_account(ks_server *s, srv_http_request *req, srv_http_response *resp, json_t **body,
                             ks_account *a)
 {
     *body = ks_body(req, resp);
@@ -45,7 +45,7 @@ picl_status ks_body_account(ks_server *s, picl_http_request *req, picl_http_resp
 /* The live token of `type` a Hawk id (64 hex characters) names, into *tok
  * (after the periodic sweep; *now the time it was looked up at); 0 with the
  * answer set when there is none. */
-static int hawk_token(ks_server *s, picl_http_response *resp, const picl_hawk_auth *auth, int type, int64_t *now,
+static int hawk_token(ks_server *s, srv_http_response *resp, const picl_hawk_auth *auth, int type, int64_t *now,
                       ks_token *tok)
 {
     uint8_t id[32];
@@ -73,10 +73,10 @@ static int hawk_token(ks_server *s, picl_http_response *resp, const picl_hawk_au
  * (in memory, then in the database: several keyservers on one PostgreSQL
  * database refuse a request replayed on a sibling too); *rc the outcome.
  * 0 with the answer set when the Host header is unusable. */
-static int hawk_verify_request(ks_server *s, picl_http_request *req, picl_http_response *resp,
+static int hawk_verify_request(ks_server *s, srv_http_request *req, srv_http_response *resp,
                                const picl_hawk_auth *auth, const ks_token *tok, int64_t now, picl_status *rc)
 {
-    const char *hosthdr = picl_http_header(req, "Host");
+    const char *hosthdr = srv_http_header(req, "Host");
     picl_hostport hp;
     if (!hosthdr || picl__hostport_parse(hosthdr, strlen(hosthdr), 80, 0, &hp) != PICL_OK) {
         ks_error(resp, 401, KS_ERR_SIGNATURE, "invalid Host header");
@@ -84,7 +84,7 @@ static int hawk_verify_request(ks_server *s, picl_http_request *req, picl_http_r
     }
     int has_body = !strcmp(req->method, "POST") || !strcmp(req->method, "PUT") ||
                    req->body_len > 0;
-    const char *ctype = picl_http_header(req, "Content-Type");
+    const char *ctype = srv_http_header(req, "Content-Type");
     picl_hawk_request hr = {
         .method = req->method,
         .resource = req->target,
@@ -114,7 +114,7 @@ static int hawk_verify_request(ks_server *s, picl_http_request *req, picl_http_r
 /* 1 for a verified request (a session's last access noted); else the
  * answer for why not (401 with serverTime for a stale timestamp, 401/115 a
  * replay, 503 a full nonce cache, 401/109 a bad signature) and 0. */
-static int hawk_answer(ks_server *s, picl_http_response *resp, picl_status rc, int type, const ks_token *tok,
+static int hawk_answer(ks_server *s, srv_http_response *resp, picl_status rc, int type, const ks_token *tok,
                        int64_t now)
 {
     switch (rc) {
@@ -126,7 +126,7 @@ static int hawk_answer(ks_server *s, picl_http_response *resp, picl_status rc, i
     case PICL_HAWK_ERROR_STALE: {
         json_t *j = ks_error_json(401, KS_ERR_SKEW, "timestamp outside the allowed skew");
         if (j && !json_object_set_new(j, "serverTime", json_integer(now)))
-            picl_http_respond_json(resp, 401, j);
+            srv_http_respond_json(resp, 401, j);
         else
             resp->failed = 1;
         json_decref(j);
@@ -149,7 +149,7 @@ static int hawk_answer(ks_server *s, picl_http_response *resp, picl_status rc, i
     return 0;
 }
 
-int ks_hawk_auth(ks_server *s, picl_http_request *req, picl_http_response *resp, int type,
+int ks_hawk_auth(ks_server *s, srv_http_request *req, srv_http_response *resp, int type,
                  ks_token *tok)
 {
     memset(tok, 0, sizeof *tok);
@@ -161,7 +161,7 @@ int ks_hawk_auth(ks_server *s, picl_http_request *req, picl_http_response *resp,
         ks_error_internal(resp);
         return 0;
     }
-    const char *hdr = picl_http_header(req, "Authorization");
+    const char *hdr = srv_http_header(req, "Authorization");
     if (!hdr) {
         ks_error(resp, 401, KS_ERR_SIGNATURE, "missing Hawk Authorization header");
         goto done;
@@ -224,7 +224,7 @@ picl_status ks_token_issue(ks_server *s, int type, int64_t account, uint8_t raw[
     return rc;
 }
 
-int ks_take(ks_server *s, picl_http_response *resp, ks_rate *limits, size_t n)
+int ks_take(ks_server *s, srv_http_response *resp, ks_rate *limits, size_t n)
 {
     int ok = 0;
     int64_t retry = 0;
@@ -253,7 +253,7 @@ void ks_sweep(ks_server *s)
 }
 
 /* Loads the token's account; answers 401/110 when it is gone. */
-int ks_token_account(ks_server *s, picl_http_response *resp, const ks_token *t,
+int ks_token_account(ks_server *s, srv_http_response *resp, const ks_token *t,
                          ks_account *a)
 {
     picl_status rc = ks_db_account_by_id(s->db, t->account, a);
@@ -267,7 +267,7 @@ int ks_token_account(ks_server *s, picl_http_response *resp, const ks_token *t,
 }
 
 /* Consumes a single-use token; answers 401/110 if someone else did first. */
-int ks_consume(ks_server *s, picl_http_response *resp, const ks_token *t)
+int ks_consume(ks_server *s, srv_http_response *resp, const ks_token *t)
 {
     picl_status rc = ks_db_token_consume(s->db, t->id);
     if (rc == PICL_OK)

@@ -44,8 +44,8 @@ struct ks_server {
     void *hook_ctx;
     ks_db *db;
     picl_hawk_nonce_cache *nonces;
-    picl_http_server *http; /* only when ks_server_start made it */
-    picl_http_hooks hooks;
+    srv_http_server *http; /* only when ks_server_start made it */
+    srv_http_hooks hooks;
     int nss;
 };
 
@@ -71,15 +71,15 @@ picl_status ks_random(const ks_server *s, const char *what, uint8_t *out, size_t
 /* The JSON error {code, errno, error, message} (NULL = out of memory). */
 json_t *ks_error_json(int code, int errnum, const char *message);
 /* Sets resp to the JSON error {code, errno, error, message}. */
-void ks_error(picl_http_response *resp, int code, int errnum, const char *message);
+void ks_error(srv_http_response *resp, int code, int errnum, const char *message);
 /* 429/114 (or 503/201) with Retry-After and retryAfter. */
-void ks_error_retry(picl_http_response *resp, int code, int errnum, int64_t retry_after);
+void ks_error_retry(srv_http_response *resp, int code, int errnum, int64_t retry_after);
 /* The errno answer for a parse result (107 / 108 / 106) or a status. */
-void ks_error_parse(picl_http_response *resp, picl_status rc);
+void ks_error_parse(srv_http_response *resp, picl_status rc);
 /* 500/999 for an unexpected status.  Where it happened (function, line)
  * is remembered for this thread and added to the request's log line, never
  * to the answer. */
-void ks_error_internal_(picl_http_response *resp, const char *func, int line);
+void ks_error_internal_(srv_http_response *resp, const char *func, int line);
 #define ks_error_internal(resp) ks_error_internal_((resp), __func__, __LINE__)
 /* Releases a JSON value that may hold secrets (request bodies, answers with
  * tokens or keys): when this is the last reference its strings are zeroed
@@ -90,28 +90,28 @@ void ks_json_free(json_t *j);
 void ks_json_wipe_on_free(void);
 /* Answers json (stolen reference, released with ks_json_free; NULL = out of
  * memory) with 200. */
-void ks_reply(picl_http_response *resp, json_t *json);
-/* The HTTP glue's hooks (picl_http_hooks, ctx = the ks_server): an error
+void ks_reply(srv_http_response *resp, json_t *json);
+/* The HTTP glue's hooks (srv_http_hooks, ctx = the ks_server): an error
  * the glue answers itself as a keyserver error, and after every answer the
  * Timestamp header, a storage fault's 503 + Retry-After and the log line of
  * an internal error. */
-void ks_hook_error(picl_http_request *req, picl_http_response *resp, int status, picl_http_error why,
+void ks_hook_error(srv_http_request *req, srv_http_response *resp, int status, srv_http_error why,
                    void *ctx);
-void ks_hook_finish(picl_http_request *req, picl_http_response *resp, void *ctx);
+void ks_hook_finish(srv_http_request *req, srv_http_response *resp, void *ctx);
 
 /* Authenticates a Hawk request with a live token of `type`: on success fills
  * *tok (caller wipes) and returns 1; else answers the error and returns 0. */
-int ks_hawk_auth(ks_server *s, picl_http_request *req, picl_http_response *resp, int type,
+int ks_hawk_auth(ks_server *s, srv_http_request *req, srv_http_response *resp, int type,
                  ks_token *tok);
 
 /* Parses the body as a JSON object, answering 400/106 when it is not. */
-json_t *ks_body(picl_http_request *req, picl_http_response *resp);
+json_t *ks_body(srv_http_request *req, srv_http_response *resp);
 
 /* A request that names an account by "email": its body (into *body, which
  * the caller decrefs, NULL when it did not parse) and that account (into a).
  * On failure the answer is set (413/106, 400/107-108, 400/102, 500/999) and
  * the status returned. */
-picl_status ks_body_account(ks_server *s, picl_http_request *req, picl_http_response *resp, json_t **body,
+picl_status ks_body_account(ks_server *s, srv_http_request *req, srv_http_response *resp, json_t **body,
                             ks_account *a);
 
 /* Makes, derives and stores a token of `type` for account; writes the raw
@@ -130,10 +130,10 @@ void ks_rate_set(ks_rate *l, int64_t max, int64_t window, int count, const char 
 /* Checks and counts the limits in one transaction (ks_db_rate_take): 1 when
  * the request may go on; else answers 429/114 with Retry-After (or 500) and
  * returns 0. */
-int ks_take(ks_server *s, picl_http_response *resp, ks_rate *limits, size_t n);
+int ks_take(ks_server *s, srv_http_response *resp, ks_rate *limits, size_t n);
 /* The client address into out; returns 1 when per-address limits apply to
  * it (not loopback, or limit_loopback). */
-int ks_client_addr(ks_server *s, picl_http_request *req, char *out, size_t cap);
+int ks_client_addr(ks_server *s, srv_http_request *req, char *out, size_t cap);
 /* The stretching range the server accepts: the spec's values up to 4x
  * them (in test builds, PICL_TEST_STRETCH_FLOOR=cheap lowers the floor). */
 void ks_stretch_bounds(picl_stretch_params *floor, picl_stretch_params *ceiling);
@@ -148,19 +148,19 @@ int ks_set_hex(json_t *obj, const char *key, const uint8_t *b, size_t n);
 
 /* Loads the token's account into *a; answers 401/110 (gone) or 500 and
  * returns 0 on failure. */
-int ks_token_account(ks_server *s, picl_http_response *resp, const ks_token *t, ks_account *a);
+int ks_token_account(ks_server *s, srv_http_response *resp, const ks_token *t, ks_account *a);
 
 /* Consumes a single-use token; answers 401/110 when someone else did
  * first (or 500) and returns 0. */
-int ks_consume(ks_server *s, picl_http_response *resp, const ks_token *t);
+int ks_consume(ks_server *s, srv_http_response *resp, const ks_token *t);
 
 /* Recovery email and forgotten password handlers (ks_recovery.c). */
-void ks_h_email_status(picl_http_request *req, picl_http_response *resp, void *ctx);
-void ks_h_email_resend(picl_http_request *req, picl_http_response *resp, void *ctx);
-void ks_h_email_verify(picl_http_request *req, picl_http_response *resp, void *ctx);
-void ks_h_forgot_send(picl_http_request *req, picl_http_response *resp, void *ctx);
-void ks_h_forgot_resend(picl_http_request *req, picl_http_response *resp, void *ctx);
-void ks_h_forgot_verify(picl_http_request *req, picl_http_response *resp, void *ctx);
+void ks_h_email_status(srv_http_request *req, srv_http_response *resp, void *ctx);
+void ks_h_email_resend(srv_http_request *req, srv_http_response *resp, void *ctx);
+void ks_h_email_verify(srv_http_request *req, srv_http_response *resp, void *ctx);
+void ks_h_forgot_send(srv_http_request *req, srv_http_response *resp, void *ctx);
+void ks_h_forgot_resend(srv_http_request *req, srv_http_response *resp, void *ctx);
+void ks_h_forgot_verify(srv_http_request *req, srv_http_response *resp, void *ctx);
 
 /* Storage nodes (ks_nodes.c).  The credentials /storage/token hands out
  * for the account: its node (the --storage-node, else its assignment), the
@@ -180,19 +180,19 @@ void ks_nodes_stop_purger(ks_server *s);
 /* Records an event of type for the account (device name may be NULL; the
  * address is req's client, none when req is NULL).  A failure is logged,
  * never answered. */
-void ks_event_log(ks_server *s, picl_http_request *req, int64_t account, const char *type,
+void ks_event_log(ks_server *s, srv_http_request *req, int64_t account, const char *type,
                   const char *device);
-void ks_h_device_name(picl_http_request *req, picl_http_response *resp, void *ctx);
-void ks_h_device_destroy(picl_http_request *req, picl_http_response *resp, void *ctx);
-void ks_h_events(picl_http_request *req, picl_http_response *resp, void *ctx);
-void ks_h_recovery_key_post(picl_http_request *req, picl_http_response *resp, void *ctx);
-void ks_h_recovery_key_get(picl_http_request *req, picl_http_response *resp, void *ctx);
-void ks_h_recovery_key_delete(picl_http_request *req, picl_http_response *resp, void *ctx);
+void ks_h_device_name(srv_http_request *req, srv_http_response *resp, void *ctx);
+void ks_h_device_destroy(srv_http_request *req, srv_http_response *resp, void *ctx);
+void ks_h_events(srv_http_request *req, srv_http_response *resp, void *ctx);
+void ks_h_recovery_key_post(srv_http_request *req, srv_http_response *resp, void *ctx);
+void ks_h_recovery_key_get(srv_http_request *req, srv_http_response *resp, void *ctx);
+void ks_h_recovery_key_delete(srv_http_request *req, srv_http_response *resp, void *ctx);
 /* PICL_OK when id (32 hex) is the account's recovery key, NOT_FOUND when
  * it is not (or there is none), else the database's status. */
 picl_status ks_recovery_key_used(ks_server *s, int64_t account, const char *id);
 
 /* Registers every route on http with the keyserver hooks. */
-picl_status ks_routes_mount(ks_server *s, picl_http_server *http, int skip_heartbeat);
+picl_status ks_routes_mount(ks_server *s, srv_http_server *http, int skip_heartbeat);
 
 #endif

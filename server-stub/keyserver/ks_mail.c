@@ -43,26 +43,26 @@ picl_status ks_mail_init(const char *maildir)
 /* Renders the message (CRLF line ends) into a malloc()ed string. */
 static char *render(const ks_mail_msg *m, size_t *len)
 {
-    picl_buf b;
-    picl_buf_init(&b, 64 * 1024);
+    srv_buf b;
+    srv_buf_init(&b, 64 * 1024);
     char date[64];
     time_t t = time(NULL);
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S +0000", &tm);
-    picl_buf_printf(&b, "From: %s\r\nTo: %s\r\nSubject: %s\r\nDate: %s\r\n", m->from, m->to,
+    srv_buf_printf(&b, "From: %s\r\nTo: %s\r\nSubject: %s\r\nDate: %s\r\n", m->from, m->to,
                     m->subject, date);
-    picl_buf_printf(&b, "Message-ID: <%s@picl-keyserver>\r\nMIME-Version: 1.0\r\n", m->unique);
-    picl_buf_puts(&b, "Content-Type: text/plain; charset=utf-8\r\n");
-    picl_buf_printf(&b, "X-Uid: %s\r\n%s: %s\r\n\r\n", m->uid_hex, m->code_header, m->code);
+    srv_buf_printf(&b, "Message-ID: <%s@picl-keyserver>\r\nMIME-Version: 1.0\r\n", m->unique);
+    srv_buf_puts(&b, "Content-Type: text/plain; charset=utf-8\r\n");
+    srv_buf_printf(&b, "X-Uid: %s\r\n%s: %s\r\n\r\n", m->uid_hex, m->code_header, m->code);
     for (const char *s = m->body; *s; s++) {
         if (*s == '\n')
-            picl_buf_puts(&b, "\r\n");
+            srv_buf_puts(&b, "\r\n");
         else
-            picl_buf_append(&b, s, 1);
+            srv_buf_append(&b, s, 1);
     }
-    picl_buf_puts(&b, "\r\n");
-    return picl_buf_take(&b, len);
+    srv_buf_puts(&b, "\r\n");
+    return srv_buf_take(&b, len);
 }
 
 static picl_status write_maildir(const char *maildir, const ks_mail_msg *m, const char *text,

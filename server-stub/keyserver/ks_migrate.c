@@ -31,7 +31,7 @@ typedef struct side {
 } side;
 
 typedef struct reply {
-    picl_buf body;
+    srv_buf body;
     char next[256]; /* X-Weave-Next-Offset, or "" */
 } reply;
 
@@ -75,8 +75,8 @@ static long call(const side *d, const char *method, const char *suffix, const ch
     CURLU *u = NULL;
     picl_hx_response rs;
     memset(&rs, 0, sizeof rs);
-    picl_buf_free(&r->body);
-    picl_buf_init(&r->body, BODY_MAX);
+    srv_buf_free(&r->body);
+    srv_buf_init(&r->body, BODY_MAX);
     r->next[0] = 0;
     if ((size_t)snprintf(url, sizeof url, "%s/1.5/%" PRId64 "%s", d->node, d->uid, suffix) >=
         sizeof url)
@@ -103,8 +103,8 @@ static long call(const side *d, const char *method, const char *suffix, const ch
     if (picl__hx_perform(c, &rq, &rs) != PICL_OK)
         goto done;
     if (rs.body)
-        picl_buf_append(&r->body, rs.body, rs.len);
-    picl_buf_puts(&r->body, ""); /* NUL-terminated, also when empty */
+        srv_buf_append(&r->body, rs.body, rs.len);
+    srv_buf_puts(&r->body, ""); /* NUL-terminated, also when empty */
     if (rs.next_offset && strlen(rs.next_offset) < sizeof r->next)
         memcpy(r->next, rs.next_offset, strlen(rs.next_offset) + 1);
     status = r->body.failed ? 0 : rs.status;
@@ -185,7 +185,7 @@ static int copy_user(const side *from, const side *to, int64_t *records)
 {
     reply r;
     memset(&r, 0, sizeof r);
-    picl_buf_init(&r.body, BODY_MAX);
+    srv_buf_init(&r.body, BODY_MAX);
     int rc = -1, has_meta = 0;
     json_t *cols = NULL;
     if (call(from, "GET", "/info/collections", NULL, &r) != 200)
@@ -206,7 +206,7 @@ static int copy_user(const side *from, const side *to, int64_t *records)
         rc = copy_coll(from, to, "meta", &r, records);
 done:
     json_decref(cols);
-    picl_buf_free(&r.body);
+    srv_buf_free(&r.body);
     return rc;
 }
 

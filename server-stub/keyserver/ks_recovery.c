@@ -17,7 +17,7 @@
 
 /* ---- recovery email ----------------------------------------------------- */
 
-void ks_h_email_status(picl_http_request *req, picl_http_response *resp, void *ctx)
+void ks_h_email_status(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
     ks_token t;
@@ -38,7 +38,7 @@ void ks_h_email_status(picl_http_request *req, picl_http_response *resp, void *c
         picl__zfree(a, sizeof *a);
 }
 
-void ks_h_email_resend(picl_http_request *req, picl_http_response *resp, void *ctx)
+void ks_h_email_resend(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
     ks_token t;
@@ -75,7 +75,7 @@ done:
         picl__zfree(a, sizeof *a);
 }
 
-void ks_h_email_verify(picl_http_request *req, picl_http_response *resp, void *ctx)
+void ks_h_email_verify(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
     ks_account *a = calloc(1, sizeof *a);
@@ -141,7 +141,7 @@ static json_t *forgot_json(const uint8_t *token, int64_t ttl, int tries)
     return j;
 }
 
-void ks_h_forgot_send(picl_http_request *req, picl_http_response *resp, void *ctx)
+void ks_h_forgot_send(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
     ks_account *a = calloc(1, sizeof *a);
@@ -183,7 +183,7 @@ done:
         picl__zfree(a, sizeof *a);
 }
 
-void ks_h_forgot_resend(picl_http_request *req, picl_http_response *resp, void *ctx)
+void ks_h_forgot_resend(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
     ks_token t;
@@ -225,7 +225,7 @@ done:
     picl__zfree(a, sizeof *a);
 }
 
-void ks_h_forgot_verify(picl_http_request *req, picl_http_response *resp, void *ctx)
+void ks_h_forgot_verify(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
     ks_token t;
@@ -258,7 +258,7 @@ void ks_h_forgot_verify(picl_http_request *req, picl_http_response *resp, void *
         if (!j) {
             resp->failed = 1;
         } else {
-            picl_http_respond_json(resp, 400, j);
+            srv_http_respond_json(resp, 400, j);
             json_decref(j);
         }
         goto done;

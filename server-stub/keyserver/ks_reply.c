@@ -114,28 +114,28 @@ void ks_json_wipe_on_free(void)
     pthread_once(&once, install_json_alloc);
 }
 
-void ks_reply(picl_http_response *resp, json_t *json)
+void ks_reply(srv_http_response *resp, json_t *json)
 {
     if (!json) {
         resp->failed = 1;
         return;
     }
-    picl_http_respond_json(resp, 200, json);
+    srv_http_respond_json(resp, 200, json);
     ks_json_free(json);
 }
 
-void ks_error(picl_http_response *resp, int code, int errnum, const char *message)
+void ks_error(srv_http_response *resp, int code, int errnum, const char *message)
 {
     json_t *j = ks_error_json(code, errnum, message);
     if (!j) {
         resp->failed = 1;
         return;
     }
-    picl_http_respond_json(resp, code, j);
+    srv_http_respond_json(resp, code, j);
     json_decref(j);
 }
 
-void ks_error_retry(picl_http_response *resp, int code, int errnum, int64_t retry_after)
+void ks_error_retry(srv_http_response *resp, int code, int errnum, int64_t retry_after)
 {
     if (retry_after < 1)
         retry_after = 1;
@@ -145,11 +145,11 @@ void ks_error_retry(picl_http_response *resp, int code, int errnum, int64_t retr
         resp->failed = 1;
         return;
     }
-    picl_http_respond_json(resp, code, j);
+    srv_http_respond_json(resp, code, j);
     json_decref(j);
     char v[32];
     snprintf(v, sizeof v, "%lld", (long long)retry_after);
-    picl_http_set_header(resp, "Retry-After", v);
+    srv_http_set_header(resp, "Retry-After", v);
 }
 
 /* The last internal error of this thread's request, for the log line. */
@@ -167,14 +167,14 @@ void ks_db_note_fault(int full, const char *msg)
     snprintf(storage_fault_msg, sizeof storage_fault_msg, "%s", msg ? msg : "");
 }
 
-void ks_error_internal_(picl_http_response *resp, const char *func, int line)
+void ks_error_internal_(srv_http_response *resp, const char *func, int line)
 {
     internal_func = func;
     internal_line = line;
     ks_error(resp, 500, KS_ERR_UNEXPECTED, "unexpected error");
 }
 
-void ks_error_parse(picl_http_response *resp, picl_status rc)
+void ks_error_parse(srv_http_response *resp, picl_status rc)
 {
     switch (rc) {
     case PICL_ERROR_NOT_FOUND:
@@ -192,7 +192,7 @@ void ks_error_parse(picl_http_response *resp, picl_status rc)
     }
 }
 
-json_t *ks_body(picl_http_request *req, picl_http_response *resp)
+json_t *ks_body(srv_http_request *req, srv_http_response *resp)
 {
     json_t *j = NULL;
     if (req->body_len > KS_MAX_BODY) {
@@ -216,9 +216,9 @@ void ks_rate_set(ks_rate *l, int64_t max, int64_t window, int count, const char 
     l->event = 0;
 }
 
-int ks_client_addr(ks_server *s, picl_http_request *req, char *out, size_t cap)
+int ks_client_addr(ks_server *s, srv_http_request *req, char *out, size_t cap)
 {
-    if (picl_http_client_addr(req, out, cap) != PICL_OK)
+    if (srv_http_client_addr(req, out, cap) != PICL_OK)
         snprintf(out, cap, "unknown");
     /* Loopback is a local proxy (every user at once) or a test: limiting it
      * would let anyone lock everybody out, so it is exempt unless asked. */
@@ -229,23 +229,23 @@ int ks_client_addr(ks_server *s, picl_http_request *req, char *out, size_t cap)
 
 /* ---- hooks ----------------------------------------------------------- */
 
-void ks_hook_error(picl_http_request *req, picl_http_response *resp, int status, picl_http_error why,
+void ks_hook_error(srv_http_request *req, srv_http_response *resp, int status, srv_http_error why,
                    void *ctx)
 {
     switch (why) {
-    case PICL_HTTP_ERR_LENGTH_REQUIRED:
+    case SRV_HTTP_ERR_LENGTH_REQUIRED:
         ks_error(resp, 411, KS_ERR_LENGTH, "Content-Length required");
         break;
-    case PICL_HTTP_ERR_TOO_LARGE:
+    case SRV_HTTP_ERR_TOO_LARGE:
         ks_error(resp, 413, KS_ERR_TOO_LARGE, "body too large");
         break;
-    case PICL_HTTP_ERR_BAD_REQUEST:
+    case SRV_HTTP_ERR_BAD_REQUEST:
         ks_error(resp, 400, KS_ERR_PARAM, "bad request");
         break;
-    case PICL_HTTP_ERR_NOT_FOUND:
+    case SRV_HTTP_ERR_NOT_FOUND:
         ks_error(resp, 404, KS_ERR_UNEXPECTED, "not found");
         break;
-    case PICL_HTTP_ERR_METHOD:
+    case SRV_HTTP_ERR_METHOD:
         ks_error(resp, 405, KS_ERR_UNEXPECTED, "method not allowed");
         break;
     default:
@@ -253,12 +253,12 @@ void ks_hook_error(picl_http_request *req, picl_http_response *resp, int status,
     }
 }
 
-void ks_hook_finish(picl_http_request *req, picl_http_response *resp, void *ctx)
+void ks_hook_finish(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
     char v[32];
     snprintf(v, sizeof v, "%lld", (long long)ks_now(s));
-    picl_http_set_header(resp, "Timestamp", v);
+    srv_http_set_header(resp, "Timestamp", v);
     char fault[400] = "";
     /* a statement of the request that failed for want of disk leaves its
      * errno (errno is cleared after every answer of this thread) */
@@ -282,7 +282,7 @@ void ks_hook_finish(picl_http_request *req, picl_http_response *resp, void *ctx)
          * and escaped, it cannot forge log lines. */
         char target[330], method[40];
         srvlog_redact_target(target, sizeof target, req->target);
-        picl_http_log_escape(method, sizeof method, req->method ? req->method : "-", 16);
+        srv_http_log_escape(method, sizeof method, req->method ? req->method : "-", 16);
         srvlog(s->log, s->hook_ctx, SRVLOG_ERROR, "keyserver: %s %s %d: internal error in %.60s:%d%s",
                method, target, resp->failed ? 500 : resp->status, internal_func, internal_line,
                fault);

@@ -15,7 +15,7 @@
 #include "protocol/tokens.h"
 
 /* Seals payload under key/context and answers {bundle} (plus extra). */
-static void reply_bundle(picl_http_response *resp, json_t *extra, const uint8_t key[32],
+static void reply_bundle(srv_http_response *resp, json_t *extra, const uint8_t key[32],
                          const char *context, const uint8_t *payload, size_t len)
 {
     char *hex = NULL;
@@ -49,7 +49,7 @@ static json_t *stretch_json(const ks_account *a)
 /* The login limits of an account and the client's address: failed proofs
  * (lim[0..1], counted at /auth/finish) and /auth/start calls (lim[2..3],
  * counted at /auth/start).  An address limit is "" when it does not apply. */
-static void login_limits(ks_server *s, picl_http_request *req, int64_t account, int at_start,
+static void login_limits(ks_server *s, srv_http_request *req, int64_t account, int at_start,
                          ks_rate lim[4])
 {
     char addr[64];
@@ -66,7 +66,7 @@ static void login_limits(ks_server *s, picl_http_request *req, int64_t account, 
 
 /* ---- POST /v1/account/create ------------------------------------------ */
 
-static void h_account_create(picl_http_request *req, picl_http_response *resp, void *ctx)
+static void h_account_create(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
     ks_account *a = calloc(1, sizeof *a);
@@ -136,7 +136,7 @@ done:
 
 /* ---- POST /v1/auth/start ------------------------------------------------ */
 
-static void h_auth_start(picl_http_request *req, picl_http_response *resp, void *ctx)
+static void h_auth_start(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
     ks_account *a = calloc(1, sizeof *a);
@@ -205,7 +205,7 @@ done:
 
 /* ---- POST /v1/auth/finish ----------------------------------------------- */
 
-static void h_auth_finish(picl_http_request *req, picl_http_response *resp, void *ctx)
+static void h_auth_finish(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
     ks_account *a = calloc(1, sizeof *a);
@@ -291,7 +291,7 @@ done:
 /* ---- POST /v1/session/create, /v1/password/change/start ----------------- */
 
 /* Both spend an authToken and answer a 64-byte bundle of two new tokens. */
-static void two_tokens(ks_server *s, picl_http_request *req, picl_http_response *resp,
+static void two_tokens(ks_server *s, srv_http_request *req, srv_http_response *resp,
                        int second_type, const char *context)
 {
     ks_token t;
@@ -350,19 +350,19 @@ done:
     picl__zfree(a, sizeof *a);
 }
 
-static void h_session_create(picl_http_request *req, picl_http_response *resp, void *ctx)
+static void h_session_create(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     two_tokens(ctx, req, resp, PICL_TOKEN_SESSION, PICL_BUNDLE_SESSION_CREATE);
 }
 
-static void h_password_change_start(picl_http_request *req, picl_http_response *resp, void *ctx)
+static void h_password_change_start(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     two_tokens(ctx, req, resp, PICL_TOKEN_ACCOUNT_RESET, PICL_BUNDLE_PASSWORD_CHANGE);
 }
 
 /* ---- POST /v1/session/destroy ------------------------------------------ */
 
-static void h_session_destroy(picl_http_request *req, picl_http_response *resp, void *ctx)
+static void h_session_destroy(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
     ks_token t;
@@ -376,7 +376,7 @@ static void h_session_destroy(picl_http_request *req, picl_http_response *resp, 
 
 /* ---- GET /v1/account/keys ----------------------------------------------- */
 
-static void h_account_keys(picl_http_request *req, picl_http_response *resp, void *ctx)
+static void h_account_keys(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
     ks_token t;
@@ -421,7 +421,7 @@ static void add_device(void *ctx, const ks_token *t)
                                     "current", picl__memeq_ct(t->id, d->caller, 32)));
 }
 
-static void h_account_devices(picl_http_request *req, picl_http_response *resp, void *ctx)
+static void h_account_devices(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
     ks_token t;
@@ -440,7 +440,7 @@ static void h_account_devices(picl_http_request *req, picl_http_response *resp, 
 
 /* ---- POST /v1/account/reset --------------------------------------------- */
 
-static void h_account_reset(picl_http_request *req, picl_http_response *resp, void *ctx)
+static void h_account_reset(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
     ks_token t;
@@ -540,7 +540,7 @@ done:
 
 /* ---- POST /v1/account/destroy ------------------------------------------- */
 
-static void h_account_destroy(picl_http_request *req, picl_http_response *resp, void *ctx)
+static void h_account_destroy(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
     ks_token t;
@@ -561,7 +561,7 @@ static void h_account_destroy(picl_http_request *req, picl_http_response *resp, 
 
 /* ---- misc ---------------------------------------------------------------- */
 
-static void h_random(picl_http_request *req, picl_http_response *resp, void *ctx)
+static void h_random(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
     uint8_t r[32];
@@ -574,7 +574,7 @@ static void h_random(picl_http_request *req, picl_http_response *resp, void *ctx
     }
 }
 
-static void h_heartbeat(picl_http_request *req, picl_http_response *resp, void *ctx)
+static void h_heartbeat(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
     if (ks_db_ping(s->db) == PICL_OK)
@@ -583,7 +583,7 @@ static void h_heartbeat(picl_http_request *req, picl_http_response *resp, void *
         ks_error_retry(resp, 503, KS_ERR_OVERLOADED, 30);
 }
 
-static void h_storage_token(picl_http_request *req, picl_http_response *resp, void *ctx)
+static void h_storage_token(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
     ks_token t;
@@ -620,7 +620,7 @@ static void h_storage_token(picl_http_request *req, picl_http_response *resp, vo
         ks_error_internal(resp);
         goto done;
     }
-    const char *kid = picl_http_header(req, "X-KeyID");
+    const char *kid = srv_http_header(req, "X-KeyID");
     if (kid) {
         size_t kl = strlen(kid);
         int ok = kl <= PICL_TOKENLIB_MAX_ID;
@@ -671,7 +671,7 @@ done:
 
 /* ---- GET/POST /v1/account/classmap (keyserver.md section 9) ------------ */
 
-static void h_classmap_get(picl_http_request *req, picl_http_response *resp, void *ctx)
+static void h_classmap_get(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
     ks_token t;
@@ -698,7 +698,7 @@ static void h_classmap_get(picl_http_request *req, picl_http_response *resp, voi
     picl__wipe(&t, sizeof t);
 }
 
-static void h_classmap_post(picl_http_request *req, picl_http_response *resp, void *ctx)
+static void h_classmap_post(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
     ks_token t;
@@ -753,11 +753,11 @@ done:
 
 /* ---- routing ----------------------------------------------------------- */
 
-picl_status ks_routes_mount(ks_server *s, picl_http_server *http, int skip_heartbeat)
+picl_status ks_routes_mount(ks_server *s, srv_http_server *http, int skip_heartbeat)
 {
     static const struct {
         const char *method, *path;
-        picl_http_handler fn;
+        srv_http_handler fn;
     } routes[] = {
         {"POST", "/v1/account/create", h_account_create},
         {"POST", "/v1/auth/start", h_auth_start},
@@ -788,8 +788,8 @@ picl_status ks_routes_mount(ks_server *s, picl_http_server *http, int skip_heart
     };
     picl_status rc = PICL_OK;
     for (size_t i = 0; rc == PICL_OK && i < sizeof routes / sizeof routes[0]; i++)
-        rc = picl_http_route(http, routes[i].method, routes[i].path, routes[i].fn, s, &s->hooks);
+        rc = srv_http_route(http, routes[i].method, routes[i].path, routes[i].fn, s, &s->hooks);
     if (rc == PICL_OK && !skip_heartbeat)
-        rc = picl_http_route(http, "GET", "/__heartbeat__", h_heartbeat, s, &s->hooks);
+        rc = srv_http_route(http, "GET", "/__heartbeat__", h_heartbeat, s, &s->hooks);
     return rc;
 }

@@ -221,8 +221,8 @@ static int serve(const ks_args *a, uint8_t *secret, size_t secret_len)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    picl_http_limits hl = {a->lim[0], a->lim[1], a->lim[2]};
-    picl_http_set_default_limits(&hl);
+    srv_http_limits hl = {a->lim[0], a->lim[1], a->lim[2]};
+    srv_http_set_default_limits(&hl);
     ks_config cfg = {
         .listen = a->listen,
         .data_dir = a->data,

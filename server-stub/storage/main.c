@@ -316,8 +316,8 @@ static int serve(const args *a, uint8_t *secret, size_t slen)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    picl_http_limits hl = {(unsigned)a->lim[0], (unsigned)a->lim[1], (unsigned)a->lim[2]};
-    picl_http_set_default_limits(&hl);
+    srv_http_limits hl = {(unsigned)a->lim[0], (unsigned)a->lim[1], (unsigned)a->lim[2]};
+    srv_http_set_default_limits(&hl);
     char why[600] = "";
     storage_config cfg;
     memset(&cfg, 0, sizeof cfg);

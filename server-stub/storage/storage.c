@@ -40,8 +40,8 @@ static int parse_uid(const char *s, int64_t *uid)
  * The preamble of every /1.5/<uid> request: availability, authentication,
  * conditional headers.  Returns 1 to go on; 0 when the answer is set.
  */
-static int begin_req(sreq *r, storage_server *s, picl_http_request *req,
-                     picl_http_response *resp, int64_t grace)
+static int begin_req(sreq *r, storage_server *s, srv_http_request *req,
+                     srv_http_response *resp, int64_t grace)
 {
     memset(r, 0, sizeof *r);
     r->s = s;
@@ -53,7 +53,7 @@ static int begin_req(sreq *r, storage_server *s, picl_http_request *req,
         char v[16];
         snprintf(v, sizeof v, "%d", down);
         storage__error(resp, 503, 0);
-        picl_http_set_header(resp, "Retry-After", v);
+        srv_http_set_header(resp, "Retry-After", v);
         return 0;
     }
     int64_t uid = -1;
@@ -63,19 +63,19 @@ static int begin_req(sreq *r, storage_server *s, picl_http_request *req,
                         : PICL_ERROR_TOKEN;
     if (st == PICL_ERROR_BACKOFF) {
         storage__error(resp, 503, 0);
-        picl_http_set_header(resp, "Retry-After", "10");
+        srv_http_set_header(resp, "Retry-After", "10");
         return 0;
     }
     if (st != PICL_OK) {
         char www[200];
         storage_auth_challenge(s->auth, req, r->now / 100, www, sizeof www);
         storage__error(resp, 401, 0);
-        picl_http_set_header(resp, "WWW-Authenticate", www);
+        srv_http_set_header(resp, "WWW-Authenticate", www);
         return 0;
     }
     r->uid = uid;
-    const char *ims = picl_http_header(req, "X-If-Modified-Since");
-    const char *ius = picl_http_header(req, "X-If-Unmodified-Since");
+    const char *ims = srv_http_header(req, "X-If-Modified-Since");
+    const char *ius = srv_http_header(req, "X-If-Unmodified-Since");
     if ((ims && ius) || (ims && picl__synctime_parse(ims, strlen(ims), &r->ims) != PICL_OK) ||
         (ius && picl__synctime_parse(ius, strlen(ius), &r->ius) != PICL_OK)) {
         storage__error(resp, 400, 1);
@@ -88,15 +88,15 @@ static int begin_req(sreq *r, storage_server *s, picl_http_request *req,
 
 /* ---- hooks ------------------------------------------------------------ */
 
-static void on_glue_error(picl_http_request *req, picl_http_response *resp, int status,
-                          picl_http_error why, void *ctx)
+static void on_glue_error(srv_http_request *req, srv_http_response *resp, int status,
+                          srv_http_error why, void *ctx)
 {
     storage__error(resp, status, status == 413 ? 17 : status == 400 ? 1 : 0);
 }
 
 /* A body is only read for a request whose headers authenticate: an
  * unknown client costs no buffer (at most the headers). */
-static void on_before_body(picl_http_request *req, picl_http_response *resp, void *ctx)
+static void on_before_body(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     storage_server *s = ctx;
     int64_t uid = -1;
@@ -106,25 +106,25 @@ static void on_before_body(picl_http_request *req, picl_http_response *resp, voi
                         : PICL_ERROR_TOKEN;
     if (st == PICL_ERROR_BACKOFF || st == PICL_ERROR_NO_MEMORY) {
         storage__error(resp, 503, 0);
-        picl_http_set_header(resp, "Retry-After", "10");
+        srv_http_set_header(resp, "Retry-After", "10");
     } else if (st != PICL_OK) {
         char www[200];
         storage_auth_challenge(s->auth, req, sdb_now() / 100, www, sizeof www);
         storage__error(resp, 401, 0);
-        picl_http_set_header(resp, "WWW-Authenticate", www);
+        srv_http_set_header(resp, "WWW-Authenticate", www);
     }
 }
 
-static void on_finish(picl_http_request *req, picl_http_response *resp, void *ctx)
+static void on_finish(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     storage_server *s = ctx;
-    if (!picl_http_response_header(resp, "X-Weave-Timestamp"))
+    if (!srv_http_response_header(resp, "X-Weave-Timestamp"))
         storage__set_ts(resp, "X-Weave-Timestamp", sdb_now());
     int b = atomic_load(&s->backoff);
     if (b > 0) {
         char v[16];
         snprintf(v, sizeof v, "%d", b);
-        picl_http_set_header(resp, "X-Weave-Backoff", v);
+        srv_http_set_header(resp, "X-Weave-Backoff", v);
     }
 }
 
@@ -132,7 +132,7 @@ static void on_finish(picl_http_request *req, picl_http_response *resp, void *ct
 
 typedef enum info_kind { INFO_COLLECTIONS, INFO_QUOTA, INFO_USAGE, INFO_COUNTS, INFO_CONFIG } info_kind;
 
-static void info(picl_http_request *req, picl_http_response *resp, storage_server *s,
+static void info(srv_http_request *req, srv_http_response *resp, storage_server *s,
                  info_kind kind)
 {
     sreq r;
@@ -140,8 +140,8 @@ static void info(picl_http_request *req, picl_http_response *resp, storage_serve
         return;
     sdb_conn *c = NULL;
     int64_t umod = 0;
-    picl_buf out;
-    picl_buf_init(&out, 0);
+    srv_buf out;
+    srv_buf_init(&out, 0);
     picl_status st = sdb_acquire(s->db, &c);
     if (st == PICL_OK)
         st = sdb_begin_read(c, r.uid, &umod);
@@ -152,7 +152,7 @@ static void info(picl_http_request *req, picl_http_response *resp, storage_serve
         goto done;
     switch (kind) {
     case INFO_CONFIG:
-        picl_buf_printf(&out,
+        srv_buf_printf(&out,
                         "{\"max_request_bytes\":%" PRId64 ",\"max_post_records\":%" PRId64
                         ",\"max_post_bytes\":%" PRId64 ",\"max_total_records\":%" PRId64
                         ",\"max_total_bytes\":%" PRId64 ",\"max_record_payload_bytes\":%" PRId64
@@ -168,35 +168,35 @@ static void info(picl_http_request *req, picl_http_response *resp, storage_serve
         int64_t bytes = 0;
         st = sdb_usage(c, r.uid, r.now, &bytes);
         if (s->quota_kb)
-            picl_buf_printf(&out, "[%.2f,%" PRId64 "]", (double)bytes / 1024.0, s->quota_kb);
+            srv_buf_printf(&out, "[%.2f,%" PRId64 "]", (double)bytes / 1024.0, s->quota_kb);
         else
-            picl_buf_printf(&out, "[%.2f,null]", (double)bytes / 1024.0);
+            srv_buf_printf(&out, "[%.2f,null]", (double)bytes / 1024.0);
     }
     }
     if (st != PICL_OK)
         goto done;
     size_t len;
-    char *body = picl_buf_take(&out, &len);
+    char *body = srv_buf_take(&out, &len);
     if (!body) {
         st = PICL_ERROR_NO_MEMORY;
         goto done;
     }
-    picl_http_respond_owned(resp, 200, "application/json", body, len);
+    srv_http_respond_owned(resp, 200, "application/json", body, len);
     storage__set_modified(&r, umod, wts);
 done:
     if (st != PICL_OK)
         storage__db_error(&r, st);
-    picl_buf_free(&out);
+    srv_buf_free(&out);
     sdb_release(s->db, c);
 }
 
-static void h_info_collections(picl_http_request *q, picl_http_response *p, void *s) { info(q, p, s, INFO_COLLECTIONS); }
-static void h_info_quota(picl_http_request *q, picl_http_response *p, void *s) { info(q, p, s, INFO_QUOTA); }
-static void h_info_usage(picl_http_request *q, picl_http_response *p, void *s) { info(q, p, s, INFO_USAGE); }
-static void h_info_counts(picl_http_request *q, picl_http_response *p, void *s) { info(q, p, s, INFO_COUNTS); }
-static void h_info_config(picl_http_request *q, picl_http_response *p, void *s) { info(q, p, s, INFO_CONFIG); }
+static void h_info_collections(srv_http_request *q, srv_http_response *p, void *s) { info(q, p, s, INFO_COLLECTIONS); }
+static void h_info_quota(srv_http_request *q, srv_http_response *p, void *s) { info(q, p, s, INFO_QUOTA); }
+static void h_info_usage(srv_http_request *q, srv_http_response *p, void *s) { info(q, p, s, INFO_USAGE); }
+static void h_info_counts(srv_http_request *q, srv_http_response *p, void *s) { info(q, p, s, INFO_COUNTS); }
+static void h_info_config(srv_http_request *q, srv_http_response *p, void *s) { info(q, p, s, INFO_CONFIG); }
 
-static void h_heartbeat(picl_http_request *req, picl_http_response *resp, void *ctx)
+static void h_heartbeat(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     storage_server *s = ctx;
     sdb_conn *c = NULL;
@@ -205,7 +205,7 @@ static void h_heartbeat(picl_http_request *req, picl_http_response *resp, void *
         st = sdb_ping(c);
     sdb_release(s->db, c);
     if (st == PICL_OK)
-        picl_http_respond(resp, 200, "application/json", "{}", 2);
+        srv_http_respond(resp, 200, "application/json", "{}", 2);
     else
         storage__error(resp, 503, 0);
 }
@@ -244,7 +244,7 @@ static void delete_(sreq *r, del_kind kind, const char *coll, const char *id)
         char ts[32], body[64];
         picl__synctime_format(ts, umod);
         int n = snprintf(body, sizeof body, "{\"modified\":%s}", ts);
-        picl_http_respond(r->resp, 200, "application/json", body, (size_t)n);
+        srv_http_respond(r->resp, 200, "application/json", body, (size_t)n);
         storage__set_modified(r, umod, storage__max64(r->now, umod));
         goto done;
     }
@@ -289,12 +289,12 @@ static void delete_(sreq *r, del_kind kind, const char *coll, const char *id)
     if (usage >= 0) {
         char q[32];
         snprintf(q, sizeof q, "%.2f", (double)(r->s->quota_kb * 1024 - usage) / 1024.0);
-        picl_http_set_header(r->resp, "X-Weave-Quota-Remaining", q);
+        srv_http_set_header(r->resp, "X-Weave-Quota-Remaining", q);
     }
     char ts[32], body[64];
     picl__synctime_format(ts, t);
     int n = snprintf(body, sizeof body, "{\"modified\":%s}", ts);
-    picl_http_respond(r->resp, 200, "application/json", body, (size_t)n);
+    srv_http_respond(r->resp, 200, "application/json", body, (size_t)n);
     storage__set_modified(r, t, t);
 done:
     if (st != PICL_OK)
@@ -321,7 +321,7 @@ static int id_ok(sreq *r, const char *id)
     return 0;
 }
 
-static void h_coll(picl_http_request *req, picl_http_response *resp, void *ctx)
+static void h_coll(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     sreq r;
     if (!begin_req(&r, ctx, req, resp, 0) || !coll_ok(&r, req->params[1]))
@@ -334,7 +334,7 @@ static void h_coll(picl_http_request *req, picl_http_response *resp, void *ctx)
         delete_(&r, DEL_COLL, req->params[1], NULL);
 }
 
-static void h_item(picl_http_request *req, picl_http_response *resp, void *ctx)
+static void h_item(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     sreq r;
     if (!begin_req(&r, ctx, req, resp, 0) || !coll_ok(&r, req->params[1]) ||
@@ -348,7 +348,7 @@ static void h_item(picl_http_request *req, picl_http_response *resp, void *ctx)
         delete_(&r, DEL_ITEM, req->params[1], req->params[2]);
 }
 
-static void h_delete_all(picl_http_request *req, picl_http_response *resp, void *ctx)
+static void h_delete_all(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     sreq r;
     if (begin_req(&r, ctx, req, resp, 0))
@@ -377,11 +377,11 @@ static void *pruner_main(void *arg)
     return NULL;
 }
 
-picl_status storage_server_mount(storage_server *s, picl_http_server *http, int skip_heartbeat)
+picl_status storage_server_mount(storage_server *s, srv_http_server *http, int skip_heartbeat)
 {
     static const struct {
         const char *method, *pattern;
-        picl_http_handler fn;
+        srv_http_handler fn;
     } routes[] = {
         {"GET", "/1.5/*/info/collections", h_info_collections},
         {"GET", "/1.5/*/info/quota", h_info_quota},
@@ -406,7 +406,7 @@ picl_status storage_server_mount(storage_server *s, picl_http_server *http, int 
     for (size_t i = 0; i < sizeof routes / sizeof routes[0] && st == PICL_OK; i++) {
         if (skip_heartbeat && routes[i].fn == h_heartbeat)
             continue;
-        st = picl_http_route(http, routes[i].method, routes[i].pattern, routes[i].fn, s,
+        st = srv_http_route(http, routes[i].method, routes[i].pattern, routes[i].fn, s,
                              &s->hooks);
     }
     /* TTL pruning runs for as long as the server object lives. */
@@ -548,7 +548,7 @@ picl_status storage_server_start(storage_server *s)
 {
     if (!s || s->http)
         return PICL_ERROR_INVALID_ARGUMENT;
-    picl_http_config hc = {
+    srv_http_config hc = {
         .listen = s->listen,
         .max_body = (size_t)s->lim.max_request_bytes,
         .require_content_length = 1,
@@ -557,9 +557,9 @@ picl_status storage_server_start(storage_server *s)
         .log = s->log,
         .log_ctx = s->log_ctx,
     };
-    picl_status st = picl_http_server_new(&s->http, &hc);
+    picl_status st = srv_http_server_new(&s->http, &hc);
     if (st == PICL_OK)
-        picl_http_server_set_error_buffer(s->http, s->error, s->error_cap);
+        srv_http_server_set_error_buffer(s->http, s->error, s->error_cap);
     /* The node may name the port only known once bound: until it is
      * published, requests are checked against "" (which no token matches). */
     int own_node = !atomic_load(&s->node);
@@ -568,12 +568,12 @@ picl_status storage_server_start(storage_server *s)
     if (st == PICL_OK)
         st = storage_server_mount(s, s->http, 0);
     if (st == PICL_OK)
-        st = picl_http_server_start(s->http);
+        st = srv_http_server_start(s->http);
     if (st != PICL_OK)
         goto fail;
     if (own_node) {
         /* "http://HOST:PORT" of what we listen on. */
-        picl_hostport hp; /* parsed before, by picl_http_server_start */
+        picl_hostport hp; /* parsed before, by srv_http_server_start */
         size_t n = strlen(s->listen) + 32;
         char *node = malloc(n);
         if (!node || picl__hostport_parse(s->listen, strlen(s->listen), 0, 1, &hp) != PICL_OK) {
@@ -581,12 +581,12 @@ picl_status storage_server_start(storage_server *s)
             free(node);
             goto fail;
         }
-        snprintf(node, n, "http://%s:%u", hp.host, picl_http_server_port(s->http));
+        snprintf(node, n, "http://%s:%u", hp.host, srv_http_server_port(s->http));
         atomic_store(&s->node, node);
     }
     return PICL_OK;
 fail:
-    picl_http_server_free(s->http);
+    srv_http_server_free(s->http);
     s->http = NULL;
     if (atomic_load(&s->node) == unbound)
         atomic_store(&s->node, NULL);
@@ -595,7 +595,7 @@ fail:
 
 unsigned storage_server_port(const storage_server *s)
 {
-    return s ? picl_http_server_port(s->http) : 0;
+    return s ? srv_http_server_port(s->http) : 0;
 }
 
 const char *storage_server_node(const storage_server *s)
@@ -643,7 +643,7 @@ void storage_server_free(storage_server *s)
         pthread_mutex_unlock(&s->mu);
         pthread_join(s->pruner, NULL);
     }
-    picl_http_server_free(s->http);
+    srv_http_server_free(s->http);
     sdb_close(s->db);
     storage_auth_free(s->auth);
     if (s->nss)

@@ -109,7 +109,7 @@ picl_status storage_server_new(storage_server **out, const storage_config *cfg);
  * to an HTTP server that the caller owns and starts (for `picl server`), and
  * starts the TTL pruning thread.  node must then be set in the config
  * (else PICL_ERROR_INVALID_ARGUMENT).  Free the HTTP server before this one. */
-picl_status storage_server_mount(storage_server *s, picl_http_server *http, int skip_heartbeat);
+picl_status storage_server_mount(storage_server *s, srv_http_server *http, int skip_heartbeat);
 
 /* Creates its own HTTP server on cfg->listen, mounts, starts serving.
  * PICL_ERROR_NETWORK when it cannot bind. */

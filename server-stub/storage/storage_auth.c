@@ -182,7 +182,7 @@ static picl_status take_shared(storage_auth *a, const picl_hawk_auth *auth)
 /* headers_only: the body has not been read: the MAC is checked over the
  * payload hash the client announced, the hash itself and the nonce are left
  * for the full check once the body is in. */
-static picl_status check(storage_auth *a, const picl_http_request *req, const char *node,
+static picl_status check(storage_auth *a, const srv_http_request *req, const char *node,
                          int64_t path_uid, int64_t grace_s, int64_t now_s, int headers_only)
 {
     picl_status st = PICL_ERROR_TOKEN;
@@ -191,8 +191,8 @@ static picl_status check(storage_auth *a, const picl_http_request *req, const ch
     char key[PICL_TOKENLIB_KEY_CHARS + 1];
     memset(key, 0, sizeof key);
 
-    const char *hdr = picl_http_header(req, "Authorization");
-    const char *hosthdr = picl_http_header(req, "Host");
+    const char *hdr = srv_http_header(req, "Authorization");
+    const char *hosthdr = srv_http_header(req, "Host");
     picl_hostport hp;
     if (!hdr || !hosthdr || picl__hostport_parse(hosthdr, strlen(hosthdr), 80, 0, &hp) != PICL_OK)
         goto done;
@@ -223,12 +223,12 @@ static picl_status check(storage_auth *a, const picl_http_request *req, const ch
         .resource = req->target,
         .host = hp.host,
         .port = hp.port,
-        .content_type = req->body_len ? picl_http_header(req, "Content-Type") : NULL,
+        .content_type = req->body_len ? srv_http_header(req, "Content-Type") : NULL,
         .body = req->body,
         .bodylen = req->body_len,
     };
     if (!hr.content_type && auth->has_hash)
-        hr.content_type = picl_http_header(req, "Content-Type");
+        hr.content_type = srv_http_header(req, "Content-Type");
     /* the nonce cache share is the user's, whatever token it uses (a user
      * can get any number of tokens) */
     char who[40];
@@ -259,20 +259,20 @@ done:
     return st;
 }
 
-picl_status storage_auth_check(storage_auth *a, const picl_http_request *req, const char *node,
+picl_status storage_auth_check(storage_auth *a, const srv_http_request *req, const char *node,
                                int64_t path_uid, int64_t grace_s, int64_t now_s)
 {
     return check(a, req, node, path_uid, grace_s, now_s, 0);
 }
 
-picl_status storage_auth_check_headers(storage_auth *a, const picl_http_request *req,
+picl_status storage_auth_check_headers(storage_auth *a, const srv_http_request *req,
                                        const char *node, int64_t path_uid, int64_t grace_s,
                                        int64_t now_s)
 {
     return check(a, req, node, path_uid, grace_s, now_s, 1);
 }
 
-void storage_auth_challenge(storage_auth *a, const picl_http_request *req, int64_t now_s, char *out,
+void storage_auth_challenge(storage_auth *a, const srv_http_request *req, int64_t now_s, char *out,
                             size_t cap)
 {
     picl_hawk_auth *auth = malloc(sizeof *auth);
@@ -280,7 +280,7 @@ void storage_auth_challenge(storage_auth *a, const picl_http_request *req, int64
     char key[PICL_TOKENLIB_KEY_CHARS + 1];
     memset(key, 0, sizeof key);
     int have_key = 0;
-    const char *hdr = picl_http_header(req, "Authorization");
+    const char *hdr = srv_http_header(req, "Authorization");
     snprintf(out, cap, "Hawk ts=\"%lld\"", (long long)now_s);
     if (!auth || !p || !hdr || picl__hawk_parse(auth, hdr, strlen(hdr)) != PICL_OK)
         goto done;

@@ -42,14 +42,14 @@ void storage_auth_share_nonces(storage_auth *a, storage_nonce_store fn, void *ct
  * The Hawk MAC covers req->target exactly as sent and the Host header's
  * host and port (80 when absent).  now_s: unix seconds.  Needs NSS.
  */
-picl_status storage_auth_check(storage_auth *a, const picl_http_request *req, const char *node,
+picl_status storage_auth_check(storage_auth *a, const srv_http_request *req, const char *node,
                                int64_t path_uid, int64_t grace_s, int64_t now_s);
 
 /* The same from the headers alone, before a body is read (http.h
  * before_body): token, node, uid, MAC over the announced payload hash, ts.
  * It neither checks the payload hash nor records the nonce, so a request
  * it lets through still goes through storage_auth_check with its body. */
-picl_status storage_auth_check_headers(storage_auth *a, const picl_http_request *req,
+picl_status storage_auth_check_headers(storage_auth *a, const srv_http_request *req,
                                        const char *node, int64_t path_uid, int64_t grace_s,
                                        int64_t now_s);
 
@@ -57,7 +57,7 @@ picl_status storage_auth_check_headers(storage_auth *a, const picl_http_request 
  * the request's token is genuine (expired or not) tsm="<HMAC-SHA256 of
  * 'hawk.1.ts\n<ts>\n' under its Hawk key, base64>", so that a client with a
  * wrong clock learns the server's time from an answer it can trust. */
-void storage_auth_challenge(storage_auth *a, const picl_http_request *req, int64_t now_s, char *out,
+void storage_auth_challenge(storage_auth *a, const srv_http_request *req, int64_t now_s, char *out,
                             size_t cap);
 
 /* The Host header is parsed by protocol/hostport.h (picl__hostport_parse). */

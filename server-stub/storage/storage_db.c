@@ -213,28 +213,28 @@ picl_status sdb_usage(sdb_conn *c, int64_t uid, int64_t now, int64_t *bytes)
     return c->ops->usage(c, uid, now, bytes);
 }
 
-picl_status sdb_info_collections(sdb_conn *c, int64_t uid, picl_buf *out)
+picl_status sdb_info_collections(sdb_conn *c, int64_t uid, srv_buf *out)
 {
     return c->ops->info_collections(c, uid, out);
 }
 
-picl_status sdb_info_counts(sdb_conn *c, int64_t uid, int64_t now, picl_buf *out)
+picl_status sdb_info_counts(sdb_conn *c, int64_t uid, int64_t now, srv_buf *out)
 {
     return c->ops->info_counts(c, uid, now, out);
 }
 
-picl_status sdb_info_usage(sdb_conn *c, int64_t uid, int64_t now, picl_buf *out)
+picl_status sdb_info_usage(sdb_conn *c, int64_t uid, int64_t now, srv_buf *out)
 {
     return c->ops->info_usage(c, uid, now, out);
 }
 
 picl_status sdb_get_item(sdb_conn *c, int64_t uid, const char *coll, const char *id, int64_t now,
-                         picl_buf *out, int64_t *modified)
+                         srv_buf *out, int64_t *modified)
 {
     return c->ops->get_item(c, uid, coll, id, now, out, modified);
 }
 
-picl_status sdb_list(sdb_conn *c, const sdb_query *q, picl_buf *out, int64_t *count, char **next)
+picl_status sdb_list(sdb_conn *c, const sdb_query *q, srv_buf *out, int64_t *count, char **next)
 {
     return c->ops->list(c, q, out, count, next);
 }
@@ -291,7 +291,7 @@ int64_t sdb_now(void)
     return (int64_t)ts.tv_sec * 100 + ts.tv_nsec / 10000000;
 }
 
-void sdb__render_bso(picl_buf *out, const sdb_row *row)
+void sdb__render_bso(srv_buf *out, const sdb_row *row)
 {
     /* the rows of one write share its timestamp: formatted once per run of
      * them on this thread */
@@ -303,30 +303,30 @@ void sdb__render_bso(picl_buf *out, const sdb_row *row)
         last = row->modified;
         have_last = 1;
     }
-    picl_buf_puts(out, "{\"id\":");
-    picl_buf_json_string(out, row->id, row->idlen);
-    picl_buf_puts(out, ",\"modified\":");
-    picl_buf_puts(out, ts);
-    picl_buf_puts(out, ",\"payload\":");
-    picl_buf_json_string(out, row->payload ? row->payload : "", row->payload_len);
+    srv_buf_puts(out, "{\"id\":");
+    srv_buf_json_string(out, row->id, row->idlen);
+    srv_buf_puts(out, ",\"modified\":");
+    srv_buf_puts(out, ts);
+    srv_buf_puts(out, ",\"payload\":");
+    srv_buf_json_string(out, row->payload ? row->payload : "", row->payload_len);
     if (row->has_sortindex)
-        picl_buf_printf(out, ",\"sortindex\":%" PRId64, row->sortindex);
-    picl_buf_puts(out, "}");
+        srv_buf_printf(out, ",\"sortindex\":%" PRId64, row->sortindex);
+    srv_buf_puts(out, "}");
 }
 
-void sdb__map_entry(picl_buf *out, int first, const char *name, size_t len, int64_t v, int kind)
+void sdb__map_entry(srv_buf *out, int first, const char *name, size_t len, int64_t v, int kind)
 {
     char ts[32];
     if (!first)
-        picl_buf_puts(out, ",");
-    picl_buf_json_string(out, name, len);
+        srv_buf_puts(out, ",");
+    srv_buf_json_string(out, name, len);
     if (kind == 0) {
         picl__synctime_format(ts, v);
-        picl_buf_printf(out, ":%s", ts);
+        srv_buf_printf(out, ":%s", ts);
     } else if (kind == 1) {
-        picl_buf_printf(out, ":%" PRId64, v);
+        srv_buf_printf(out, ":%" PRId64, v);
     } else {
-        picl_buf_printf(out, ":%.2f", (double)v / 1024.0);
+        srv_buf_printf(out, ":%.2f", (double)v / 1024.0);
     }
 }
 
@@ -383,19 +383,19 @@ static char *make_offset(sdb_sort sort, int64_t key, const char *id)
     return tok;
 }
 
-void sdb__pager_init(sdb_pager *p, const sdb_query *q, picl_buf *out)
+void sdb__pager_init(sdb_pager *p, const sdb_query *q, srv_buf *out)
 {
     memset(p, 0, sizeof *p);
     p->q = q;
     p->out = out;
     if (!q->newlines)
-        picl_buf_puts(out, "[");
+        srv_buf_puts(out, "[");
 }
 
 int sdb__pager_row(sdb_pager *p, const sdb_row *row)
 {
     const sdb_query *q = p->q;
-    picl_buf *out = p->out;
+    srv_buf *out = p->out;
     if (q->limit > 0 && p->n == q->limit) {
         p->next = p->lastid ? make_offset(q->sort, p->lastkey, p->lastid) : NULL;
         if (!p->next)
@@ -404,13 +404,13 @@ int sdb__pager_row(sdb_pager *p, const sdb_row *row)
     }
     size_t before = out->len;
     if (p->n && !q->newlines)
-        picl_buf_puts(out, ",");
+        srv_buf_puts(out, ",");
     if (q->full)
         sdb__render_bso(out, row);
     else
-        picl_buf_json_string(out, row->id, row->idlen);
+        srv_buf_json_string(out, row->id, row->idlen);
     if (q->newlines)
-        picl_buf_puts(out, "\n");
+        srv_buf_puts(out, "\n");
     if (p->n && q->max_bytes > 0 && !out->failed && (int64_t)out->len + 1 > q->max_bytes) {
         /* this item would take the page past max_bytes: it starts the next one */
         out->len = before;
@@ -438,7 +438,7 @@ picl_status sdb__pager_end(sdb_pager *p, picl_status st, int64_t *count, char **
     if (p->st != PICL_OK)
         st = p->st;
     if (!p->q->newlines)
-        picl_buf_puts(p->out, "]");
+        srv_buf_puts(p->out, "]");
     if (st == PICL_OK && p->out->failed)
         st = PICL_ERROR_TOO_LARGE;
     free(p->lastid);

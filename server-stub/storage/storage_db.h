@@ -149,13 +149,13 @@ picl_status sdb_delete_all(sdb_conn *c, int64_t uid);
 picl_status sdb_usage(sdb_conn *c, int64_t uid, int64_t now, int64_t *bytes);
 
 /* The /info documents, written as JSON into out. */
-picl_status sdb_info_collections(sdb_conn *c, int64_t uid, picl_buf *out);
-picl_status sdb_info_counts(sdb_conn *c, int64_t uid, int64_t now, picl_buf *out);
-picl_status sdb_info_usage(sdb_conn *c, int64_t uid, int64_t now, picl_buf *out);
+picl_status sdb_info_collections(sdb_conn *c, int64_t uid, srv_buf *out);
+picl_status sdb_info_counts(sdb_conn *c, int64_t uid, int64_t now, srv_buf *out);
+picl_status sdb_info_usage(sdb_conn *c, int64_t uid, int64_t now, srv_buf *out);
 
 /* One BSO as its JSON object; NOT_FOUND when absent or expired. */
 picl_status sdb_get_item(sdb_conn *c, int64_t uid, const char *coll, const char *id, int64_t now,
-                         picl_buf *out, int64_t *modified);
+                         srv_buf *out, int64_t *modified);
 
 typedef enum sdb_sort { SDB_SORT_NONE = 0, SDB_SORT_NEWEST, SDB_SORT_OLDEST, SDB_SORT_INDEX } sdb_sort;
 
@@ -181,7 +181,7 @@ typedef struct sdb_query {
  * *count receives the number of items and *next a malloc()ed offset token
  * when more remain (else NULL; the caller frees).  PICL_ERROR_INVALID_ARGUMENT
  * for an offset token that is malformed or of another sort order. */
-picl_status sdb_list(sdb_conn *c, const sdb_query *q, picl_buf *out, int64_t *count, char **next);
+picl_status sdb_list(sdb_conn *c, const sdb_query *q, srv_buf *out, int64_t *count, char **next);
 
 /* Batches.  Ids are 22 url-safe characters (16 random bytes). */
 #define SDB_BATCH_ID_LEN 22

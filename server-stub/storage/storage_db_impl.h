@@ -54,12 +54,12 @@ struct sdb_ops {
                                int64_t now, int *deleted);
     picl_status (*delete_all)(sdb_conn *c, int64_t uid);
     picl_status (*usage)(sdb_conn *c, int64_t uid, int64_t now, int64_t *bytes);
-    picl_status (*info_collections)(sdb_conn *c, int64_t uid, picl_buf *out);
-    picl_status (*info_counts)(sdb_conn *c, int64_t uid, int64_t now, picl_buf *out);
-    picl_status (*info_usage)(sdb_conn *c, int64_t uid, int64_t now, picl_buf *out);
+    picl_status (*info_collections)(sdb_conn *c, int64_t uid, srv_buf *out);
+    picl_status (*info_counts)(sdb_conn *c, int64_t uid, int64_t now, srv_buf *out);
+    picl_status (*info_usage)(sdb_conn *c, int64_t uid, int64_t now, srv_buf *out);
     picl_status (*get_item)(sdb_conn *c, int64_t uid, const char *coll, const char *id,
-                            int64_t now, picl_buf *out, int64_t *m);
-    picl_status (*list)(sdb_conn *c, const sdb_query *q, picl_buf *out, int64_t *count,
+                            int64_t now, srv_buf *out, int64_t *m);
+    picl_status (*list)(sdb_conn *c, const sdb_query *q, srv_buf *out, int64_t *count,
                         char **next);
     picl_status (*batch_create)(sdb_conn *c, int64_t uid, const char *coll, int64_t expires,
                                 const char *id);
@@ -92,11 +92,11 @@ typedef struct sdb_row {
 } sdb_row;
 
 /* Writes {"id":..,"modified":..,"payload":..[,"sortindex":..]}. */
-void sdb__render_bso(picl_buf *out, const sdb_row *row);
+void sdb__render_bso(srv_buf *out, const sdb_row *row);
 
 /* One "name":value of a {name: value} map (kind 0: timestamp, 1: integer,
  * 2: kilobytes from bytes); first says whether it opens the map. */
-void sdb__map_entry(picl_buf *out, int first, const char *name, size_t len, int64_t v, int kind);
+void sdb__map_entry(srv_buf *out, int first, const char *name, size_t len, int64_t v, int kind);
 
 /* Offset tokens: <mode char><sort key>_<hex of id>.  parse: *id malloc()ed
  * (caller frees), PICL_ERROR_INVALID_ARGUMENT when malformed or of another
@@ -109,12 +109,12 @@ picl_status sdb__offset_parse(const char *tok, sdb_sort sort, int64_t *key, char
  * *count and *next, frees what it held). */
 typedef struct sdb_pager {
     const sdb_query *q;
-    picl_buf *out;
+    srv_buf *out;
     int64_t n, lastkey;
     char *lastid, *next;
     picl_status st;
 } sdb_pager;
-void sdb__pager_init(sdb_pager *p, const sdb_query *q, picl_buf *out);
+void sdb__pager_init(sdb_pager *p, const sdb_query *q, srv_buf *out);
 int sdb__pager_row(sdb_pager *p, const sdb_row *row);
 picl_status sdb__pager_end(sdb_pager *p, picl_status st, int64_t *count, char **next);
 

@@ -971,7 +971,7 @@ static void row_of(const PGresult *r, int i, sdb_row *row)
 }
 
 static picl_status pg_get_item(sdb_conn *c, int64_t uid, const char *coll, const char *id,
-                               int64_t now, picl_buf *out, int64_t *m)
+                               int64_t now, srv_buf *out, int64_t *m)
 {
     pq_args a = {0};
     live_item_args(&a, uid, coll, id, now);
@@ -991,29 +991,29 @@ static picl_status pg_get_item(sdb_conn *c, int64_t uid, const char *coll, const
 }
 
 /* A {name: value} map from the rows (text name, integer value) of s. */
-static picl_status render_map(sdb_conn *c, int s, const pq_args *a, picl_buf *out, int kind)
+static picl_status render_map(sdb_conn *c, int s, const pq_args *a, srv_buf *out, int kind)
 {
     PGresult *r = NULL;
     picl_status rc = q(c, s, a, &r, NULL);
     if (rc != PICL_OK)
         return rc;
-    picl_buf_puts(out, "{");
+    srv_buf_puts(out, "{");
     for (int i = 0; i < PQntuples(r); i++)
         sdb__map_entry(out, i == 0, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0),
                        g_i64(r, i, 1), kind);
-    picl_buf_puts(out, "}");
+    srv_buf_puts(out, "}");
     PQclear(r);
     return out->failed ? PICL_ERROR_NO_MEMORY : PICL_OK;
 }
 
-static picl_status pg_info_collections(sdb_conn *c, int64_t uid, picl_buf *out)
+static picl_status pg_info_collections(sdb_conn *c, int64_t uid, srv_buf *out)
 {
     pq_args a = {0};
     a_i64(&a, uid);
     return render_map(c, S_INFO_COLLS, &a, out, 0);
 }
 
-static picl_status pg_info_counts(sdb_conn *c, int64_t uid, int64_t now, picl_buf *out)
+static picl_status pg_info_counts(sdb_conn *c, int64_t uid, int64_t now, srv_buf *out)
 {
     pq_args a = {0};
     a_i64(&a, uid);
@@ -1021,7 +1021,7 @@ static picl_status pg_info_counts(sdb_conn *c, int64_t uid, int64_t now, picl_bu
     return render_map(c, S_INFO_COUNTS, &a, out, 1);
 }
 
-static picl_status pg_info_usage(sdb_conn *c, int64_t uid, int64_t now, picl_buf *out)
+static picl_status pg_info_usage(sdb_conn *c, int64_t uid, int64_t now, srv_buf *out)
 {
     pq_args a = {0};
     a_i64(&a, uid);
@@ -1033,7 +1033,7 @@ static picl_status pg_info_usage(sdb_conn *c, int64_t uid, int64_t now, picl_buf
  * key; parameters $1 uid, $2 collection, $3 now, $4 newer, $5 older, $6 $7
  * the offset's key and id, $8 limit + 1, $9 as_of, $10... ids (every one
  * typed, so that those a query does not use may stay NULL). */
-static picl_status list_sql(const sdb_query *q, int has_offset, picl_buf *sqlb)
+static picl_status list_sql(const sdb_query *q, int has_offset, srv_buf *sqlb)
 {
     static const char *const keyexpr[] = {"0::bigint", "modified", "modified",
                                           "coalesce(sortindex, " SDB_NULL_SORTINDEX ")"};
@@ -1045,7 +1045,7 @@ static picl_status list_sql(const sdb_query *q, int has_offset, picl_buf *sqlb)
         " AND (modified > $6 OR (modified = $6 AND id > $7))",
         " AND (coalesce(sortindex, " SDB_NULL_SORTINDEX ") < $6 OR"
         " (coalesce(sortindex, " SDB_NULL_SORTINDEX ") = $6 AND id > $7))"};
-    picl_buf_printf(sqlb, "SELECT id, modified, %s, sortindex, %s FROM %s"
+    srv_buf_printf(sqlb, "SELECT id, modified, %s, sortindex, %s FROM %s"
                           " WHERE uid = $1 AND coll = $2 AND expiry > $3",
                     q->full ? "payload" : "''::bytea", keyexpr[q->sort],
                     q->has_as_of
@@ -1057,20 +1057,20 @@ static picl_status list_sql(const sdb_query *q, int has_offset, picl_buf *sqlb)
                           " AND expiry > $9) AS src"
                         : "bsos");
     if (q->has_newer)
-        picl_buf_puts(sqlb, " AND modified > $4");
+        srv_buf_puts(sqlb, " AND modified > $4");
     if (q->has_older)
-        picl_buf_puts(sqlb, " AND modified < $5");
+        srv_buf_puts(sqlb, " AND modified < $5");
     if (has_offset)
-        picl_buf_puts(sqlb, offset[q->sort]);
+        srv_buf_puts(sqlb, offset[q->sort]);
     if (q->nids) {
-        picl_buf_puts(sqlb, " AND id IN (");
+        srv_buf_puts(sqlb, " AND id IN (");
         for (size_t i = 0; i < q->nids; i++)
-            picl_buf_printf(sqlb, "%s$%zu", i ? "," : "", 10 + i);
-        picl_buf_puts(sqlb, ")");
+            srv_buf_printf(sqlb, "%s$%zu", i ? "," : "", 10 + i);
+        srv_buf_puts(sqlb, ")");
     }
-    picl_buf_puts(sqlb, order[q->sort]);
+    srv_buf_puts(sqlb, order[q->sort]);
     if (q->limit > 0)
-        picl_buf_puts(sqlb, " LIMIT $8");
+        srv_buf_puts(sqlb, " LIMIT $8");
     return sqlb->failed ? PICL_ERROR_NO_MEMORY : PICL_OK;
 }
 
@@ -1132,15 +1132,15 @@ static picl_status list_rows(sdb_conn *c, sdb_pager *pg)
     return rc;
 }
 
-static picl_status pg_list(sdb_conn *c, const sdb_query *q, picl_buf *out, int64_t *count,
+static picl_status pg_list(sdb_conn *c, const sdb_query *q, srv_buf *out, int64_t *count,
                            char **next)
 {
     *count = 0;
     *next = NULL;
     int64_t okey = 0;
     char *oid = NULL;
-    picl_buf text;
-    picl_buf_init(&text, 64 * 1024);
+    srv_buf text;
+    srv_buf_init(&text, 64 * 1024);
     picl_status st = PICL_OK;
     if (q->offset && (st = sdb__offset_parse(q->offset, q->sort, &okey, &oid)) != PICL_OK)
         goto done;
@@ -1151,7 +1151,7 @@ static picl_status pg_list(sdb_conn *c, const sdb_query *q, picl_buf *out, int64
     sdb__pager_init(&pg, q, out);
     st = sdb__pager_end(&pg, list_rows(c, &pg), count, next);
 done:
-    picl_buf_free(&text);
+    srv_buf_free(&text);
     free(oid);
     return st;
 }

@@ -775,7 +775,7 @@ static void row_of(sqlite3_stmt *q, sdb_row *row)
 }
 
 static picl_status sq_get_item(sdb_conn *conn, int64_t uid, const char *coll, const char *id, int64_t now,
-                         picl_buf *out, int64_t *modified)
+                         srv_buf *out, int64_t *modified)
 {
     sqlite3_stmt *q;
     picl_status st = prep_live_item(conn, "SELECT id, modified, payload, sortindex FROM bsos"
@@ -799,23 +799,23 @@ static picl_status sq_get_item(sdb_conn *conn, int64_t uid, const char *coll, co
 
 /* Renders a {name: value} object from rows (text name, value). kind 0:
  * timestamp, 1: integer, 2: kilobytes from bytes. */
-static picl_status render_map(sdb_conn *conn, sqlite3_stmt *q, picl_buf *out, int kind)
+static picl_status render_map(sdb_conn *conn, sqlite3_stmt *q, srv_buf *out, int kind)
 {
     int rc, first = 1;
-    picl_buf_puts(out, "{");
+    srv_buf_puts(out, "{");
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         sdb__map_entry(out, first, (const char *)sqlite3_column_text(q, 0),
                        (size_t)sqlite3_column_bytes(q, 0), sqlite3_column_int64(q, 1), kind);
         first = 0;
     }
-    picl_buf_puts(out, "}");
+    srv_buf_puts(out, "}");
     sq_put(conn, q);
     if (rc != SQLITE_DONE)
         return sdb__map_rc(rc);
     return out->failed ? PICL_ERROR_NO_MEMORY : PICL_OK;
 }
 
-static picl_status sq_info_collections(sdb_conn *conn, int64_t uid, picl_buf *out)
+static picl_status sq_info_collections(sdb_conn *conn, int64_t uid, srv_buf *out)
 {
     sqlite3_stmt *q;
     picl_status st = sq_stmt(conn, "SELECT name, modified FROM collections WHERE uid=?1 ORDER BY name",
@@ -827,7 +827,7 @@ static picl_status sq_info_collections(sdb_conn *conn, int64_t uid, picl_buf *ou
 }
 
 /* A {collection: aggregate} map over the user's live BSOs (mode as render_map). */
-static picl_status info_per_coll(sdb_conn *c, int64_t uid, int64_t now, const char *sql, int mode, picl_buf *out)
+static picl_status info_per_coll(sdb_conn *c, int64_t uid, int64_t now, const char *sql, int mode, srv_buf *out)
 {
     sqlite3_stmt *q;
     picl_status st = sq_stmt(c, sql, &q);
@@ -838,14 +838,14 @@ static picl_status info_per_coll(sdb_conn *c, int64_t uid, int64_t now, const ch
     return render_map(c, q, out, mode);
 }
 
-static picl_status sq_info_counts(sdb_conn *conn, int64_t uid, int64_t now, picl_buf *out)
+static picl_status sq_info_counts(sdb_conn *conn, int64_t uid, int64_t now, srv_buf *out)
 {
     return info_per_coll(conn, uid, now,
                          "SELECT coll, count(*) FROM bsos WHERE uid=?1 AND expiry>?2 GROUP BY coll ORDER BY coll", 1,
                          out);
 }
 
-static picl_status sq_info_usage(sdb_conn *conn, int64_t uid, int64_t now, picl_buf *out)
+static picl_status sq_info_usage(sdb_conn *conn, int64_t uid, int64_t now, srv_buf *out)
 {
     return info_per_coll(conn, uid, now,
                          "SELECT coll, SUM(payload_size) FROM bsos WHERE uid=?1 AND expiry>?2"
@@ -864,40 +864,40 @@ static picl_status list_prepare(sdb_conn *c, const sdb_query *q, int has_offset,
     static const char *const order[] = {
         " ORDER BY id", " ORDER BY modified DESC, id", " ORDER BY modified, id",
         " ORDER BY IFNULL(sortindex," NULL_SORTINDEX ") DESC, id"};
-    picl_buf sql;
-    picl_buf_init(&sql, 64 * 1024);
-    picl_buf_printf(&sql, "SELECT id, modified, %s, sortindex, %s FROM %s"
+    srv_buf sql;
+    srv_buf_init(&sql, 64 * 1024);
+    srv_buf_printf(&sql, "SELECT id, modified, %s, sortindex, %s FROM %s"
                           " WHERE uid=?1 AND coll=?2 AND expiry>?3",
                     q->full ? "payload" : "''", keyexpr[q->sort], sdb__history_source(q->has_as_of));
     if (q->has_newer)
-        picl_buf_puts(&sql, " AND modified>?4");
+        srv_buf_puts(&sql, " AND modified>?4");
     if (q->has_older)
-        picl_buf_puts(&sql, " AND modified<?5");
+        srv_buf_puts(&sql, " AND modified<?5");
     if (has_offset) {
         switch (q->sort) {
-        case SDB_SORT_NONE: picl_buf_puts(&sql, " AND id>?7"); break;
-        case SDB_SORT_OLDEST: picl_buf_puts(&sql, " AND (modified>?6 OR (modified=?6 AND id>?7))"); break;
-        case SDB_SORT_NEWEST: picl_buf_puts(&sql, " AND (modified<?6 OR (modified=?6 AND id>?7))"); break;
+        case SDB_SORT_NONE: srv_buf_puts(&sql, " AND id>?7"); break;
+        case SDB_SORT_OLDEST: srv_buf_puts(&sql, " AND (modified>?6 OR (modified=?6 AND id>?7))"); break;
+        case SDB_SORT_NEWEST: srv_buf_puts(&sql, " AND (modified<?6 OR (modified=?6 AND id>?7))"); break;
         case SDB_SORT_INDEX:
-            picl_buf_puts(&sql, " AND (IFNULL(sortindex," NULL_SORTINDEX ")<?6 OR"
+            srv_buf_puts(&sql, " AND (IFNULL(sortindex," NULL_SORTINDEX ")<?6 OR"
                                 " (IFNULL(sortindex," NULL_SORTINDEX ")=?6 AND id>?7))");
             break;
         }
     }
     if (q->nids) {
-        picl_buf_puts(&sql, " AND id IN (");
+        srv_buf_puts(&sql, " AND id IN (");
         for (size_t i = 0; i < q->nids; i++)
-            picl_buf_printf(&sql, "%s?%zu", i ? "," : "", 10 + i);
-        picl_buf_puts(&sql, ")");
+            srv_buf_printf(&sql, "%s?%zu", i ? "," : "", 10 + i);
+        srv_buf_puts(&sql, ")");
     }
-    picl_buf_puts(&sql, order[q->sort]);
+    srv_buf_puts(&sql, order[q->sort]);
     if (q->limit > 0)
-        picl_buf_puts(&sql, " LIMIT ?8");
+        srv_buf_puts(&sql, " LIMIT ?8");
     /* a listing by ids has a shape per count: not kept */
     picl_status st = sql.failed ? PICL_ERROR_NO_MEMORY
                      : q->nids  ? sdb__prep(sq_of(c), sql.data, s)
                                 : sq_stmt(c, sql.data, s);
-    picl_buf_free(&sql);
+    srv_buf_free(&sql);
     return st;
 }
 
@@ -922,7 +922,7 @@ static void list_bind(sqlite3_stmt *s, const sdb_query *q, int64_t okey, const c
         sqlite3_bind_text(s, (int)(10 + i), q->ids[i], -1, SQLITE_STATIC);
 }
 
-static picl_status sq_list(sdb_conn *conn, const sdb_query *q, picl_buf *out, int64_t *count,
+static picl_status sq_list(sdb_conn *conn, const sdb_query *q, srv_buf *out, int64_t *count,
                            char **next)
 {
     *count = 0;

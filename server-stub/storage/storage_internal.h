@@ -21,8 +21,8 @@ struct storage_server {
     unsigned threads;
     sdb *db;
     storage_auth *auth;
-    picl_http_server *http; /* our own, from storage_server_start */
-    picl_http_hooks hooks;
+    srv_http_server *http; /* our own, from storage_server_start */
+    srv_http_hooks hooks;
     int nss;
     atomic_int backoff, unavailable;
     pthread_t pruner;
@@ -38,17 +38,17 @@ struct storage_server {
 /* One authenticated request being served. */
 typedef struct sreq {
     storage_server *s;
-    picl_http_request *req;
-    picl_http_response *resp;
+    srv_http_request *req;
+    srv_http_response *resp;
     int64_t uid, now;
     int has_ims, has_ius;
     int64_t ims, ius; /* centis, floored */
 } sreq;
 
 /* Answers an error: status with the JSON integer body `code`. */
-void storage__error(picl_http_response *resp, int status, int code);
+void storage__error(srv_http_response *resp, int status, int code);
 /* Sets header `name` to a timestamp with 2 decimals. */
-void storage__set_ts(picl_http_response *resp, const char *name, int64_t centis);
+void storage__set_ts(srv_http_response *resp, const char *name, int64_t centis);
 /* Sets X-Last-Modified and X-Weave-Timestamp. */
 void storage__set_modified(sreq *r, int64_t last_modified, int64_t weave_ts);
 /* Maps a database status to an answer (409 + Retry-After for CONFLICT, 503 else). */

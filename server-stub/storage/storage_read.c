@@ -15,7 +15,7 @@ int storage__parse_ids(sreq *r, char ***ids, size_t *n)
     *ids = NULL;
     *n = 0;
     char *v = NULL;
-    picl_status st = picl_http_query(r->req, "ids", &v);
+    picl_status st = srv_http_query(r->req, "ids", &v);
     if (st == PICL_ERROR_NOT_FOUND)
         return 1;
     if (st != PICL_OK) {
@@ -76,7 +76,7 @@ void storage__free_ids(char **ids, size_t n)
 static int query_ts(sreq *r, const char *name, int *has, int64_t *v)
 {
     char *s = NULL;
-    picl_status st = picl_http_query(r->req, name, &s);
+    picl_status st = srv_http_query(r->req, name, &s);
     *has = 0;
     if (st == PICL_ERROR_NOT_FOUND)
         return 1;
@@ -94,7 +94,7 @@ static int query_ts(sreq *r, const char *name, int *has, int64_t *v)
 static int query_int(sreq *r, const char *name, int64_t *v)
 {
     char *s = NULL;
-    picl_status st = picl_http_query(r->req, name, &s);
+    picl_status st = srv_http_query(r->req, name, &s);
     if (st == PICL_ERROR_NOT_FOUND)
         return 1;
     int ok = st == PICL_OK && s[0] && strlen(s) <= 12 && strspn(s, "0123456789") == strlen(s);
@@ -125,8 +125,8 @@ static int listing_params(sreq *r, sdb_query *q, char **sort, char **offset)
         storage__error(r->resp, 400, 1);
         return 0;
     }
-    q->full = picl_http_query_has(r->req, "full");
-    picl_status sq = picl_http_query(r->req, "sort", sort);
+    q->full = srv_http_query_has(r->req, "full");
+    picl_status sq = srv_http_query(r->req, "sort", sort);
     if (sq != PICL_OK && sq != PICL_ERROR_NOT_FOUND) {
         storage__error(r->resp, 400, sq == PICL_ERROR_NO_MEMORY ? 0 : 1);
         return 0;
@@ -143,7 +143,7 @@ static int listing_params(sreq *r, sdb_query *q, char **sort, char **offset)
             return 0;
         }
     }
-    picl_status oq = picl_http_query(r->req, "offset", offset);
+    picl_status oq = srv_http_query(r->req, "offset", offset);
     if (oq != PICL_OK && oq != PICL_ERROR_NOT_FOUND) {
         /* a bad escape is an error, not "no offset" (that would restart the
          * listing from the top and loop a paging client) */
@@ -152,7 +152,7 @@ static int listing_params(sreq *r, sdb_query *q, char **sort, char **offset)
     }
     q->offset = *offset;
     q->max_bytes = r->s->lim.max_request_bytes;
-    const char *accept = picl_http_header(r->req, "Accept");
+    const char *accept = srv_http_header(r->req, "Accept");
     q->newlines = accept && strstr(accept, "application/newlines") != NULL;
     return 1;
 }
@@ -166,10 +166,10 @@ void storage__get_coll(sreq *r, const char *coll)
     q.now = r->now;
     char *sort = NULL, *offset = NULL, *full = NULL;
     sdb_conn *c = NULL;
-    picl_buf out;
+    srv_buf out;
     /* a page stops before max_request_bytes; one item alone may pass it by
      * its JSON escaping (at most 6 bytes per payload byte) */
-    picl_buf_init(&out, (size_t)r->s->lim.max_request_bytes +
+    srv_buf_init(&out, (size_t)r->s->lim.max_request_bytes +
                             (size_t)r->s->lim.max_record_payload_bytes * 6 + 4096);
     char *next = NULL;
     picl_status st = PICL_OK;
@@ -198,19 +198,19 @@ void storage__get_coll(sreq *r, const char *coll)
     if (st != PICL_OK)
         goto done;
     size_t len;
-    char *body = picl_buf_take(&out, &len);
+    char *body = srv_buf_take(&out, &len);
     if (!body) {
         st = PICL_ERROR_NO_MEMORY;
         goto done;
     }
-    picl_http_respond_owned(r->resp, 200, q.newlines ? "application/newlines" : "application/json",
+    srv_http_respond_owned(r->resp, 200, q.newlines ? "application/newlines" : "application/json",
                             body, len);
     storage__set_modified(r, cmod, wts);
     char n[24];
     snprintf(n, sizeof n, "%" PRId64, count);
-    picl_http_set_header(r->resp, "X-Weave-Records", n);
+    srv_http_set_header(r->resp, "X-Weave-Records", n);
     if (next)
-        picl_http_set_header(r->resp, "X-Weave-Next-Offset", next);
+        srv_http_set_header(r->resp, "X-Weave-Next-Offset", next);
 done:
     if (st != PICL_OK)
         storage__db_error(r, st);
@@ -219,15 +219,15 @@ done:
     free(offset);
     free(full);
     free(next);
-    picl_buf_free(&out);
+    srv_buf_free(&out);
     sdb_release(r->s->db, c);
 }
 
 void storage__get_item(sreq *r, const char *coll, const char *id)
 {
     sdb_conn *c = NULL;
-    picl_buf out;
-    picl_buf_init(&out, 0);
+    srv_buf out;
+    srv_buf_init(&out, 0);
     int64_t umod = 0, m = 0;
     picl_status st = sdb_acquire(r->s->db, &c);
     if (st == PICL_OK)
@@ -245,17 +245,17 @@ void storage__get_item(sreq *r, const char *coll, const char *id)
     if (st != PICL_OK || !storage__read_preconditions(r, m, wts))
         goto done;
     size_t len;
-    char *body = picl_buf_take(&out, &len);
+    char *body = srv_buf_take(&out, &len);
     if (!body) {
         st = PICL_ERROR_NO_MEMORY;
         goto done;
     }
-    picl_http_respond_owned(r->resp, 200, "application/json", body, len);
+    srv_http_respond_owned(r->resp, 200, "application/json", body, len);
     storage__set_modified(r, m, wts);
 done:
     if (st != PICL_OK)
         storage__db_error(r, st);
-    picl_buf_free(&out);
+    srv_buf_free(&out);
     sdb_release(r->s->db, c);
 }
 

@@ -7,18 +7,18 @@
 #include <stdio.h>
 #include <string.h>
 
-void storage__error(picl_http_response *resp, int status, int code)
+void storage__error(srv_http_response *resp, int status, int code)
 {
     char body[16];
     int n = snprintf(body, sizeof body, "%d", code);
-    picl_http_respond(resp, status, "application/json", body, (size_t)n);
+    srv_http_respond(resp, status, "application/json", body, (size_t)n);
 }
 
-void storage__set_ts(picl_http_response *resp, const char *name, int64_t centis)
+void storage__set_ts(srv_http_response *resp, const char *name, int64_t centis)
 {
     char ts[PICL_SYNCTIME_BUF];
     picl__synctime_format(ts, centis);
-    picl_http_set_header(resp, name, ts);
+    srv_http_set_header(resp, name, ts);
 }
 
 void storage__set_modified(sreq *r, int64_t last_modified, int64_t weave_ts)
@@ -40,12 +40,12 @@ void storage__db_error(sreq *r, picl_status st)
     }
     if (st == PICL_ERROR_CONFLICT) {
         storage__error(r->resp, 409, 0);
-        picl_http_set_header(r->resp, "Retry-After", "1");
+        srv_http_set_header(r->resp, "Retry-After", "1");
     } else if (st == PICL_ERROR_TOO_LARGE) {
         storage__error(r->resp, 400, 17);
     } else {
         storage__error(r->resp, 503, 0);
-        picl_http_set_header(r->resp, "Retry-After", "5");
+        srv_http_set_header(r->resp, "Retry-After", "5");
     }
 }
 
@@ -78,7 +78,7 @@ int storage__valid_id(const char *id, size_t len)
 int storage__read_preconditions(sreq *r, int64_t m, int64_t wts)
 {
     if (r->has_ims && m <= r->ims) {
-        picl_http_respond(r->resp, 304, NULL, "", 0);
+        srv_http_respond(r->resp, 304, NULL, "", 0);
         storage__set_modified(r, m, wts);
         return 0;
     }

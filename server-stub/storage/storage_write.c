@@ -545,9 +545,9 @@ picl_status storage__parse_bsos_json(const uint8_t *body, size_t len, int newlin
 /* ---- shared write steps ----------------------------------------------- */
 
 /* Content-Type of a BSO body: 0 JSON, 1 newlines, -1 unsupported. */
-static int body_kind(const picl_http_request *req, int allow_newlines)
+static int body_kind(const srv_http_request *req, int allow_newlines)
 {
-    const char *ct = picl_http_header(req, "Content-Type");
+    const char *ct = srv_http_header(req, "Content-Type");
     if (!ct)
         return 0;
     size_t n = strcspn(ct, ";");
@@ -583,7 +583,7 @@ static void set_quota_header(sreq *r, int64_t usage)
         return;
     char v[32];
     snprintf(v, sizeof v, "%.2f", (double)(r->s->quota_kb * 1024 - usage) / 1024.0);
-    picl_http_set_header(r->resp, "X-Weave-Quota-Remaining", v);
+    srv_http_set_header(r->resp, "X-Weave-Quota-Remaining", v);
 }
 
 /* ---- PUT -------------------------------------------------------------- */
@@ -664,7 +664,7 @@ void storage__put_item(sreq *r, const char *coll, const char *id)
         goto done;
     char ts[32];
     picl__synctime_format(ts, t);
-    picl_http_respond(r->resp, 200, "application/json", ts, strlen(ts));
+    srv_http_respond(r->resp, 200, "application/json", ts, strlen(ts));
     storage__set_modified(r, t, t);
     set_quota_header(r, usage);
 done:
@@ -677,9 +677,9 @@ done:
 /* ---- POST ------------------------------------------------------------- */
 
 /* Parses an X-Weave-* count header: -1 absent, -2 malformed, else the value. */
-static int64_t count_header(const picl_http_request *req, const char *name)
+static int64_t count_header(const srv_http_request *req, const char *name)
 {
-    const char *v = picl_http_header(req, name);
+    const char *v = srv_http_header(req, name);
     if (!v)
         return -1;
     size_t n = strlen(v);
@@ -692,31 +692,31 @@ static int64_t count_header(const picl_http_request *req, const char *name)
 static char *render_post(const char *batch, int64_t t, const sdb_bso *ok, size_t nok,
                          json_t *failed, size_t *len)
 {
-    picl_buf b;
-    picl_buf_init(&b, 0);
+    srv_buf b;
+    srv_buf_init(&b, 0);
     if (batch) {
-        picl_buf_puts(&b, "{\"batch\":");
-        picl_buf_json_string(&b, batch, strlen(batch));
+        srv_buf_puts(&b, "{\"batch\":");
+        srv_buf_json_string(&b, batch, strlen(batch));
     } else {
         char ts[32];
         picl__synctime_format(ts, t);
-        picl_buf_printf(&b, "{\"modified\":%s", ts);
+        srv_buf_printf(&b, "{\"modified\":%s", ts);
     }
-    picl_buf_puts(&b, ",\"success\":[");
+    srv_buf_puts(&b, ",\"success\":[");
     for (size_t i = 0; i < nok; i++) {
         if (i)
-            picl_buf_puts(&b, ",");
-        picl_buf_json_string(&b, ok[i].id, strlen(ok[i].id));
+            srv_buf_puts(&b, ",");
+        srv_buf_json_string(&b, ok[i].id, strlen(ok[i].id));
     }
-    picl_buf_puts(&b, "],\"failed\":");
+    srv_buf_puts(&b, "],\"failed\":");
     char *f = picl__json_dumps(failed, JSON_COMPACT | JSON_SORT_KEYS);
     if (!f)
         b.failed = 1;
     else
-        picl_buf_puts(&b, f);
+        srv_buf_puts(&b, f);
     free(f);
-    picl_buf_puts(&b, "}");
-    return picl_buf_take(&b, len);
+    srv_buf_puts(&b, "}");
+    return srv_buf_take(&b, len);
 }
 
 /* What one POST carries through its steps. */
@@ -739,8 +739,8 @@ static int post_params(post_ctx *p)
 {
     sreq *r = p->r;
     const storage_limits *lim = &r->s->lim;
-    picl_status bq = picl_http_query(r->req, "batch", &p->batch);
-    picl_status cq = picl_http_query(r->req, "commit", &p->commit);
+    picl_status bq = srv_http_query(r->req, "batch", &p->batch);
+    picl_status cq = srv_http_query(r->req, "commit", &p->commit);
     const char *batch = p->batch, *commit = p->commit;
     if ((bq != PICL_OK && bq != PICL_ERROR_NOT_FOUND) ||
         (cq != PICL_OK && cq != PICL_ERROR_NOT_FOUND) || (batch && !batch[0]) ||
@@ -890,7 +890,7 @@ static int post_batch(post_ctx *p, picl_status *st)
         storage__error(r->resp, 500, 0);
         return 0;
     }
-    picl_http_respond_owned(r->resp, 202, "application/json", body, len);
+    srv_http_respond_owned(r->resp, 202, "application/json", body, len);
     storage__set_modified(r, p->cmod, p->wts);
     set_quota_header(r, p->usage);
     return 0;
@@ -930,7 +930,7 @@ static void post_finish(post_ctx *p, picl_status *st)
         storage__error(r->resp, 500, 0);
         return;
     }
-    picl_http_respond_owned(r->resp, 200, "application/json", body, len);
+    srv_http_respond_owned(r->resp, 200, "application/json", body, len);
     storage__set_modified(r, p->t, p->t > p->wts ? p->t : p->wts);
     set_quota_header(r, p->usage);
 }

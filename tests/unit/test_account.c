@@ -311,20 +311,20 @@ END_TEST
 
 static const char *hostile_answer;
 
-static void hostile(picl_http_request *req, picl_http_response *resp, void *ctx)
+static void hostile(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
-    picl_http_respond(resp, 200, "application/json", hostile_answer, strlen(hostile_answer));
+    srv_http_respond(resp, 200, "application/json", hostile_answer, strlen(hostile_answer));
 }
 
 static void run_hostile(const char *answer, picl_status want)
 {
-    picl_http_server *h;
-    picl_http_config hc = {.listen = "127.0.0.1:0"};
-    ck_assert_int_eq(picl_http_server_new(&h, &hc), PICL_OK);
-    ck_assert_int_eq(picl_http_route(h, "POST", "/v1/auth/start", hostile, NULL, NULL), PICL_OK);
-    ck_assert_int_eq(picl_http_server_start(h), PICL_OK);
+    srv_http_server *h;
+    srv_http_config hc = {.listen = "127.0.0.1:0"};
+    ck_assert_int_eq(srv_http_server_new(&h, &hc), PICL_OK);
+    ck_assert_int_eq(srv_http_route(h, "POST", "/v1/auth/start", hostile, NULL, NULL), PICL_OK);
+    ck_assert_int_eq(srv_http_server_start(h), PICL_OK);
     char base[64];
-    snprintf(base, sizeof base, "http://127.0.0.1:%u", picl_http_server_port(h));
+    snprintf(base, sizeof base, "http://127.0.0.1:%u", srv_http_server_port(h));
     picl_ks_client *c;
     ck_assert_int_eq(picl__ksc_new(&c, base), PICL_OK);
     hostile_answer = answer;
@@ -334,7 +334,7 @@ static void run_hostile(const char *answer, picl_status want)
                      want);
     ck_assert(picl__iszero_ct(&a, sizeof a));
     picl__ksc_free(c);
-    picl_http_server_free(h);
+    srv_http_server_free(h);
 }
 
 START_TEST(hostile_server_refused)
@@ -380,23 +380,23 @@ END_TEST
 static int canned_status;
 static const char *canned_body;
 
-static void canned(picl_http_request *req, picl_http_response *resp, void *ctx)
+static void canned(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
-    picl_http_respond(resp, canned_status, "application/json", canned_body,
+    srv_http_respond(resp, canned_status, "application/json", canned_body,
                       strlen(canned_body));
     if (canned_status == 503)
-        picl_http_set_header(resp, "Retry-After", "7");
+        srv_http_set_header(resp, "Retry-After", "7");
 }
 
-static picl_http_server *canned_server(const char *method, const char *path, char *base,
+static srv_http_server *canned_server(const char *method, const char *path, char *base,
                                        size_t cap)
 {
-    picl_http_server *h;
-    picl_http_config hc = {.listen = "127.0.0.1:0", .max_body = 1 << 20};
-    ck_assert_int_eq(picl_http_server_new(&h, &hc), PICL_OK);
-    ck_assert_int_eq(picl_http_route(h, method, path, canned, NULL, NULL), PICL_OK);
-    ck_assert_int_eq(picl_http_server_start(h), PICL_OK);
-    snprintf(base, cap, "http://127.0.0.1:%u", picl_http_server_port(h));
+    srv_http_server *h;
+    srv_http_config hc = {.listen = "127.0.0.1:0", .max_body = 1 << 20};
+    ck_assert_int_eq(srv_http_server_new(&h, &hc), PICL_OK);
+    ck_assert_int_eq(srv_http_route(h, method, path, canned, NULL, NULL), PICL_OK);
+    ck_assert_int_eq(srv_http_server_start(h), PICL_OK);
+    snprintf(base, cap, "http://127.0.0.1:%u", srv_http_server_port(h));
     return h;
 }
 
@@ -408,7 +408,7 @@ START_TEST(client_rejects_bad_answers)
     memset(A, 2, sizeof A);
     memset(M, 3, sizeof M);
     memset(K, 4, sizeof K);
-    picl_http_server *h = canned_server("POST", "/v1/auth/finish", base, sizeof base);
+    srv_http_server *h = canned_server("POST", "/v1/auth/finish", base, sizeof base);
     picl_ks_client *c;
     ck_assert_int_eq(picl__ksc_new(&c, base), PICL_OK);
     /* a bundle with a wrong MAC: PROTOCOL, nothing released */
@@ -454,7 +454,7 @@ START_TEST(client_rejects_bad_answers)
     ck_assert_int_eq(picl__ksc_auth_finish(c, tok, A, M, K, out), PICL_ERROR_PROTOCOL);
     free(huge);
     picl__ksc_free(c);
-    picl_http_server_free(h);
+    srv_http_server_free(h);
 
     /* account/keys: a bundle under another key */
     h = canned_server("GET", "/v1/account/keys", base, sizeof base);
@@ -467,7 +467,7 @@ START_TEST(client_rejects_bad_answers)
     ck_assert_int_eq(picl__ksc_account_keys(c, tok, out, out2), PICL_ERROR_PROTOCOL);
     ck_assert(picl__iszero_ct(out, 32) && picl__iszero_ct(out2, 32));
     picl__ksc_free(c);
-    picl_http_server_free(h);
+    srv_http_server_free(h);
 }
 END_TEST
 

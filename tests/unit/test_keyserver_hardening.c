@@ -693,14 +693,14 @@ END_TEST
  * `picl server`) still refuses a 16 KiB+ body from the headers. */
 START_TEST(body_cap_from_headers_when_mounted)
 {
-    picl_http_server *http = NULL;
-    picl_http_config hc = {.listen = "127.0.0.1:0",
+    srv_http_server *http = NULL;
+    srv_http_config hc = {.listen = "127.0.0.1:0",
                            .max_body = 2u * 1024u * 1024u + 4096u,
                            .require_content_length = 1};
-    ck_assert_int_eq(picl_http_server_new(&http, &hc), PICL_OK);
+    ck_assert_int_eq(srv_http_server_new(&http, &hc), PICL_OK);
     ck_assert_int_eq(ks_server_mount(srv.ks, http, 1), PICL_OK);
-    ck_assert_int_eq(picl_http_server_start(http), PICL_OK);
-    unsigned port = picl_http_server_port(http);
+    ck_assert_int_eq(srv_http_server_start(http), PICL_OK);
+    unsigned port = srv_http_server_port(http);
     /* headers only: the body is never sent, so only a check made from the
      * headers can answer */
     const char *req = "POST /v1/account/create HTTP/1.1\r\nHost: a\r\n"
@@ -715,7 +715,7 @@ START_TEST(body_cap_from_headers_when_mounted)
     tuks_request(port, "POST", "/v1/account/create", h, big, 20000, &r);
     free(big);
     assert_err(&r, 413, 113);
-    picl_http_server_free(http);
+    srv_http_server_free(http);
 }
 END_TEST
 

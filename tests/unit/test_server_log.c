@@ -136,7 +136,7 @@ START_TEST(redaction_rules)
     /* a cut never leaves half an escape */
     ck_assert_uint_eq(srvlog_redact_target(out, 6, "/ab\x01"), 3);
     ck_assert_str_eq(out, "/ab");
-    /* the message escaper (picl_http_log_escape is it): space kept */
+    /* the message escaper (srv_http_log_escape is it): space kept */
     ck_assert_uint_eq(srvlog_escape(out, sizeof out, "GET a b\\\r\n\x7f\xff", 100), 27);
     ck_assert_str_eq(out, "GET a b\\x5c\\x0d\\x0a\\x7f\\xff");
     ck_assert_uint_eq(srvlog_escape(out, sizeof out, "abcdef", 3), 3);

@@ -725,19 +725,19 @@ START_TEST(test_mount_on_shared_server)
     storage_config c = {.data_dir = SF.dir, .secret = SF_SECRET, .secret_len = SF_SECRET_LEN,
                         .prune_interval_s = -1};
     ck_assert_int_eq(storage_server_new(&s, &c), PICL_OK);
-    picl_http_server *h;
-    picl_http_config hc = {.listen = "127.0.0.1:0", .max_body = 16384};
-    ck_assert_int_eq(picl_http_server_new(&h, &hc), PICL_OK);
+    srv_http_server *h;
+    srv_http_config hc = {.listen = "127.0.0.1:0", .max_body = 16384};
+    ck_assert_int_eq(srv_http_server_new(&h, &hc), PICL_OK);
     ck_assert_int_eq(storage_server_mount(s, h, 1), PICL_ERROR_INVALID_ARGUMENT); /* no node */
     storage_server_free(s);
     c.node = "http://127.0.0.1:1";
     ck_assert_int_eq(storage_server_new(&s, &c), PICL_OK);
     ck_assert_int_eq(storage_server_mount(s, h, 1), PICL_OK);
-    ck_assert_int_eq(picl_http_server_start(h), PICL_OK);
+    ck_assert_int_eq(srv_http_server_start(h), PICL_OK);
     tu_cred cr;
     tu_mint(&cr, SF_SECRET, SF_SECRET_LEN, "http://127.0.0.1:1", SF_UID, 3600);
     char base[64];
-    snprintf(base, sizeof base, "http://127.0.0.1:%u", picl_http_server_port(h));
+    snprintf(base, sizeof base, "http://127.0.0.1:%u", srv_http_server_port(h));
     /* a body over the server's 16 KiB but within max_request_bytes */
     size_t len = 100000;
     char *body = malloc(len + 64);
@@ -755,7 +755,7 @@ START_TEST(test_mount_on_shared_server)
     tu_resp_free(&r);
     free(body);
     tu_cred_free(&cr);
-    picl_http_server_free(h);
+    srv_http_server_free(h);
     storage_server_free(s);
 }
 END_TEST

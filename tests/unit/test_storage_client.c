@@ -381,40 +381,40 @@ END_TEST
 
 /* ---- a malformed server ------------------------------------------------ */
 
-static void bad_answer(picl_http_request *req, picl_http_response *resp, void *ctx)
+static void bad_answer(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     const char *what = ctx;
     if (!strcmp(what, "config1"))
-        picl_http_respond(resp, 200, "application/json", "{\"max_post_records\":\"x\"}", 25);
+        srv_http_respond(resp, 200, "application/json", "{\"max_post_records\":\"x\"}", 25);
     else if (!strcmp(what, "config2")) {
         static const char cfg[] =
             "{\"max_request_bytes\":1000,\"max_post_records\":10,\"max_post_bytes\":1000,"
             "\"max_total_records\":10,\"max_total_bytes\":1000,\"max_record_payload_bytes\":100}";
-        picl_http_respond(resp, 200, "application/json", cfg, sizeof cfg - 1);
+        srv_http_respond(resp, 200, "application/json", cfg, sizeof cfg - 1);
     }
     else if (!strcmp(what, "notjson"))
-        picl_http_respond(resp, 200, "application/json", "not json", 8);
+        srv_http_respond(resp, 200, "application/json", "not json", 8);
     else if (!strcmp(what, "object")) {
-        picl_http_respond(resp, 200, "application/json", "{\"a\":1}", 7);
-        picl_http_add_header(resp, "X-Last-Modified", "abc");
-        picl_http_add_header(resp, "X-Weave-Records", "-5");
+        srv_http_respond(resp, 200, "application/json", "{\"a\":1}", 7);
+        srv_http_add_header(resp, "X-Last-Modified", "abc");
+        srv_http_add_header(resp, "X-Weave-Records", "-5");
     } else if (!strcmp(what, "array"))
-        picl_http_respond(resp, 200, "application/json", "[1]", 3);
+        srv_http_respond(resp, 200, "application/json", "[1]", 3);
     else if (!strcmp(what, "nosuccess"))
-        picl_http_respond(resp, 200, "application/json", "{\"modified\":1}", 14);
+        srv_http_respond(resp, 200, "application/json", "{\"modified\":1}", 14);
     else if (!strcmp(what, "500"))
-        picl_http_respond(resp, 500, "text/plain", "oops", 4);
+        srv_http_respond(resp, 500, "text/plain", "oops", 4);
     else if (!strcmp(what, "418"))
-        picl_http_respond(resp, 418, "text/plain", "teapot", 6);
+        srv_http_respond(resp, 418, "text/plain", "teapot", 6);
     else
-        picl_http_respond(resp, 429, "text/plain", "slow down", 9);
+        srv_http_respond(resp, 429, "text/plain", "slow down", 9);
 }
 
 START_TEST(test_malformed_server)
 {
-    picl_http_server *h;
-    picl_http_config hc = {.listen = "127.0.0.1:0"};
-    ck_assert_int_eq(picl_http_server_new(&h, &hc), PICL_OK);
+    srv_http_server *h;
+    srv_http_config hc = {.listen = "127.0.0.1:0"};
+    ck_assert_int_eq(srv_http_server_new(&h, &hc), PICL_OK);
     struct {
         const char *m, *p, *what;
     } routes[] = {{"GET", "/1.5/1/info/configuration", "config1"},
@@ -427,11 +427,11 @@ START_TEST(test_malformed_server)
                   {"GET", "/1.5/2/info/configuration", "config2"},
                   {"POST", "/1.5/2/storage/c", "nosuccess"}};
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
-        ck_assert_int_eq(picl_http_route(h, routes[i].m, routes[i].p, bad_answer,
+        ck_assert_int_eq(srv_http_route(h, routes[i].m, routes[i].p, bad_answer,
                                          (void *)routes[i].what, NULL), PICL_OK);
-    ck_assert_int_eq(picl_http_server_start(h), PICL_OK);
+    ck_assert_int_eq(srv_http_server_start(h), PICL_OK);
     char ep[96];
-    snprintf(ep, sizeof ep, "http://127.0.0.1:%u/1.5/1", picl_http_server_port(h));
+    snprintf(ep, sizeof ep, "http://127.0.0.1:%u/1.5/1", srv_http_server_port(h));
     picl_stc *c;
     ck_assert_int_eq(picl__stc_new(&c, ep, "id", "key"), PICL_OK);
     picl_stc_limits lim;
@@ -450,7 +450,7 @@ START_TEST(test_malformed_server)
     ck_assert_int_eq(picl__stc_last(c)->backoff_s, 60); /* no Retry-After: a default */
     picl__stc_free(c);
 
-    snprintf(ep, sizeof ep, "http://127.0.0.1:%u/1.5/2", picl_http_server_port(h));
+    snprintf(ep, sizeof ep, "http://127.0.0.1:%u/1.5/2", srv_http_server_port(h));
     ck_assert_int_eq(picl__stc_new(&c, ep, "id", "key"), PICL_OK);
     json_t *list = json_array();
     json_array_append_new(list, bso("a", "x", 1));
@@ -467,7 +467,7 @@ START_TEST(test_malformed_server)
     ck_assert_int_eq(picl__stc_post(c, "c", list, -1, &pr), PICL_ERROR_TOO_LARGE);
     json_decref(list);
     picl__stc_free(c);
-    picl_http_server_free(h);
+    srv_http_server_free(h);
 }
 END_TEST
 

@@ -25,40 +25,40 @@ typedef enum mode {
 } mode;
 
 static struct {
-    picl_http_server *http;
+    srv_http_server *http;
     char base[64], endpoint[96];
     atomic_int mode;
     atomic_long gets, posts, requests;
 } F;
 
-static void fake(picl_http_request *req, picl_http_response *resp, void *ctx)
+static void fake(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     atomic_fetch_add(&F.requests, 1);
     int m = atomic_load(&F.mode);
     char v[64];
     snprintf(v, sizeof v, "%lld.00", (long long)time(NULL));
-    picl_http_set_header(resp, "X-Weave-Timestamp", v); /* no clock skew to correct */
+    srv_http_set_header(resp, "X-Weave-Timestamp", v); /* no clock skew to correct */
     if (m == M_UNAUTHORIZED) {
-        picl_http_respond(resp, 401, "application/json", "0", 1);
+        srv_http_respond(resp, 401, "application/json", "0", 1);
         return;
     }
     if (m == M_BIG_NUMBERS) {
-        picl_http_set_header(resp, "X-Weave-Timestamp", "99999999999999999999999.99");
-        picl_http_set_header(resp, "X-Last-Modified", "922337203685477580.70");
-        picl_http_set_header(resp, "X-Weave-Records", "99999999999999999999");
-        picl_http_set_header(resp, "X-Weave-Quota-Remaining", "184467440737095516160");
-        picl_http_set_header(resp, "X-Weave-Backoff", "9223372036854775807");
-        picl_http_respond(resp, 200, "application/json", "{}", 2);
+        srv_http_set_header(resp, "X-Weave-Timestamp", "99999999999999999999999.99");
+        srv_http_set_header(resp, "X-Last-Modified", "922337203685477580.70");
+        srv_http_set_header(resp, "X-Weave-Records", "99999999999999999999");
+        srv_http_set_header(resp, "X-Weave-Quota-Remaining", "184467440737095516160");
+        srv_http_set_header(resp, "X-Weave-Backoff", "9223372036854775807");
+        srv_http_respond(resp, 200, "application/json", "{}", 2);
         return;
     }
     if (m == M_LONG_BACKOFF) {
-        picl_http_set_header(resp, "X-Weave-Backoff", "315360000");
-        picl_http_respond(resp, 200, "application/json", "{}", 2);
+        srv_http_set_header(resp, "X-Weave-Backoff", "315360000");
+        srv_http_respond(resp, 200, "application/json", "{}", 2);
         return;
     }
     if (m == M_LONG_RETRY) {
-        picl_http_set_header(resp, "Retry-After", "99999999999");
-        picl_http_respond(resp, 503, "application/json", "0", 1);
+        srv_http_set_header(resp, "Retry-After", "99999999999");
+        srv_http_respond(resp, 503, "application/json", "0", 1);
         return;
     }
     if (strstr(req->path, "/info/configuration")) {
@@ -69,13 +69,13 @@ static void fake(picl_http_request *req, picl_http_response *resp, void *ctx)
                             : "{\"max_request_bytes\":1000000,\"max_post_records\":100,\"max_post_bytes\":1000000,"
                               "\"max_total_records\":10000,\"max_total_bytes\":1000000,"
                               "\"max_record_payload_bytes\":1000000}";
-        picl_http_respond(resp, 200, "application/json", c, strlen(c));
+        srv_http_respond(resp, 200, "application/json", c, strlen(c));
         return;
     }
     if (!strcmp(req->method, "POST")) {
         atomic_fetch_add(&F.posts, 1);
         const char *b = "{\"batch\":\"b\",\"success\":[],\"failed\":{}}";
-        picl_http_respond(resp, 202, "application/json", b, strlen(b));
+        srv_http_respond(resp, 202, "application/json", b, strlen(b));
         return;
     }
     long n = atomic_fetch_add(&F.gets, 1);
@@ -90,30 +90,30 @@ static void fake(picl_http_request *req, picl_http_response *resp, void *ctx)
         snprintf(v, sizeof v, "o%ld", n);
         snprintf(body, sizeof body, "[\"x%ld\"]", n);
     }
-    picl_http_set_header(resp, "X-Weave-Next-Offset", v);
-    picl_http_set_header(resp, "X-Last-Modified", "1700000000.00");
-    picl_http_respond(resp, 200, "application/json", body, strlen(body));
+    srv_http_set_header(resp, "X-Weave-Next-Offset", v);
+    srv_http_set_header(resp, "X-Last-Modified", "1700000000.00");
+    srv_http_respond(resp, 200, "application/json", body, strlen(body));
 }
 
 static void fake_start(void)
 {
     memset(&F, 0, sizeof F);
     ck_assert_int_eq(picl__nss_acquire(), PICL_OK);
-    picl_http_config cfg = {.listen = "127.0.0.1:0", .max_body = 1 << 20, .threads = 2};
-    ck_assert_int_eq(picl_http_server_new(&F.http, &cfg), PICL_OK);
+    srv_http_config cfg = {.listen = "127.0.0.1:0", .max_body = 1 << 20, .threads = 2};
+    ck_assert_int_eq(srv_http_server_new(&F.http, &cfg), PICL_OK);
     static const char *const pats[] = {"/1.5/*/info/*", "/1.5/*/storage/*", "/1.5/*/storage/*/*"};
     static const char *const methods[] = {"GET", "POST", "PUT", "DELETE"};
     for (size_t i = 0; i < 3; i++)
         for (size_t k = 0; k < 4; k++)
-            ck_assert_int_eq(picl_http_route(F.http, methods[k], pats[i], fake, NULL, NULL), PICL_OK);
-    ck_assert_int_eq(picl_http_server_start(F.http), PICL_OK);
-    snprintf(F.base, sizeof F.base, "http://127.0.0.1:%u", picl_http_server_port(F.http));
+            ck_assert_int_eq(srv_http_route(F.http, methods[k], pats[i], fake, NULL, NULL), PICL_OK);
+    ck_assert_int_eq(srv_http_server_start(F.http), PICL_OK);
+    snprintf(F.base, sizeof F.base, "http://127.0.0.1:%u", srv_http_server_port(F.http));
     snprintf(F.endpoint, sizeof F.endpoint, "%s/1.5/1", F.base);
 }
 
 static void fake_stop(void)
 {
-    picl_http_server_free(F.http);
+    srv_http_server_free(F.http);
     picl__nss_release();
 }
 

@@ -15,11 +15,11 @@
 
 /* ---- a small server with echo routes ---------------------------------- */
 
-static picl_http_server *H;
+static srv_http_server *H;
 static char base[64];
 static int finished;
 
-static void echo(picl_http_request *req, picl_http_response *resp, void *ctx)
+static void echo(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     json_t *j = json_object();
     json_object_set_new(j, "route", json_string(ctx));
@@ -33,62 +33,62 @@ static void echo(picl_http_request *req, picl_http_response *resp, void *ctx)
     json_object_set_new(j, "params", p);
     json_object_set_new(j, "body_len", json_integer((json_int_t)req->body_len));
     char *v = NULL;
-    if (picl_http_query(req, "q", &v) == PICL_OK)
+    if (srv_http_query(req, "q", &v) == PICL_OK)
         json_object_set_new(j, "q", json_string(v));
     free(v);
-    json_object_set_new(j, "has_flag", json_boolean(picl_http_query_has(req, "flag")));
+    json_object_set_new(j, "has_flag", json_boolean(srv_http_query_has(req, "flag")));
     char addr[64], tiny[4];
-    if (picl_http_client_addr(req, addr, sizeof addr) == PICL_OK)
+    if (srv_http_client_addr(req, addr, sizeof addr) == PICL_OK)
         json_object_set_new(j, "addr", json_string(addr));
-    json_object_set_new(j, "tiny", json_integer(picl_http_client_addr(req, tiny, sizeof tiny)));
-    const char *h = picl_http_header(req, "x-test");
+    json_object_set_new(j, "tiny", json_integer(srv_http_client_addr(req, tiny, sizeof tiny)));
+    const char *h = srv_http_header(req, "x-test");
     if (h)
         json_object_set_new(j, "x_test", json_string(h));
-    picl_http_respond_json(resp, 200, j);
-    picl_http_add_header(resp, "X-Echo", "1");
+    srv_http_respond_json(resp, 200, j);
+    srv_http_add_header(resp, "X-Echo", "1");
     json_decref(j);
 }
 
-static void on_error(picl_http_request *req, picl_http_response *resp, int status,
-                     picl_http_error why, void *ctx)
+static void on_error(srv_http_request *req, srv_http_response *resp, int status,
+                     srv_http_error why, void *ctx)
 {
     char b[64];
     int n = snprintf(b, sizeof b, "{\"status\":%d,\"why\":%d}", status, (int)why);
-    picl_http_respond(resp, status, "application/json", b, (size_t)n);
+    srv_http_respond(resp, status, "application/json", b, (size_t)n);
 }
 
-static void on_finish(picl_http_request *req, picl_http_response *resp, void *ctx)
+static void on_finish(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     __atomic_add_fetch(&finished, 1, __ATOMIC_SEQ_CST);
-    picl_http_set_header(resp, "X-Finished", "yes");
+    srv_http_set_header(resp, "X-Finished", "yes");
 }
 
 static void setup(void)
 {
-    static const picl_http_hooks hooks = {.error = on_error, .finish = on_finish};
-    picl_http_config cfg = {.listen = "127.0.0.1:0", .max_body = 1000,
+    static const srv_http_hooks hooks = {.error = on_error, .finish = on_finish};
+    srv_http_config cfg = {.listen = "127.0.0.1:0", .max_body = 1000,
                             .require_content_length = 1, .hooks = &hooks};
-    ck_assert_int_eq(picl_http_server_new(&H, &cfg), PICL_OK);
-    ck_assert_int_eq(picl_http_route(H, "GET", "/a/*/b/*", echo, "ab", NULL), PICL_OK);
-    ck_assert_int_eq(picl_http_route(H, "POST", "/a/*/b/*", echo, "ab-post", NULL), PICL_OK);
-    ck_assert_int_eq(picl_http_route(H, "GET", "/", echo, "root", NULL), PICL_OK);
-    ck_assert_int_eq(picl_http_route(H, "PUT", "/x", echo, "x", NULL), PICL_OK);
-    ck_assert_int_eq(picl_http_route(H, "DELETE", "/del", echo, "del", NULL), PICL_OK);
-    static const picl_http_hooks small = {.error = on_error, .finish = on_finish, .max_body = 10};
-    ck_assert_int_eq(picl_http_route(H, "POST", "/small", echo, "small", &small), PICL_OK);
-    ck_assert_int_eq(picl_http_route(H, "GET", "/*/*/*/*/*", echo, "five", NULL),
+    ck_assert_int_eq(srv_http_server_new(&H, &cfg), PICL_OK);
+    ck_assert_int_eq(srv_http_route(H, "GET", "/a/*/b/*", echo, "ab", NULL), PICL_OK);
+    ck_assert_int_eq(srv_http_route(H, "POST", "/a/*/b/*", echo, "ab-post", NULL), PICL_OK);
+    ck_assert_int_eq(srv_http_route(H, "GET", "/", echo, "root", NULL), PICL_OK);
+    ck_assert_int_eq(srv_http_route(H, "PUT", "/x", echo, "x", NULL), PICL_OK);
+    ck_assert_int_eq(srv_http_route(H, "DELETE", "/del", echo, "del", NULL), PICL_OK);
+    static const srv_http_hooks small = {.error = on_error, .finish = on_finish, .max_body = 10};
+    ck_assert_int_eq(srv_http_route(H, "POST", "/small", echo, "small", &small), PICL_OK);
+    ck_assert_int_eq(srv_http_route(H, "GET", "/*/*/*/*/*", echo, "five", NULL),
                      PICL_ERROR_INVALID_ARGUMENT);
-    ck_assert_int_eq(picl_http_server_start(H), PICL_OK);
-    ck_assert_int_gt(picl_http_server_port(H), 0);
-    ck_assert_int_eq(picl_http_route(H, "GET", "/late", echo, "late", NULL),
+    ck_assert_int_eq(srv_http_server_start(H), PICL_OK);
+    ck_assert_int_gt(srv_http_server_port(H), 0);
+    ck_assert_int_eq(srv_http_route(H, "GET", "/late", echo, "late", NULL),
                      PICL_ERROR_INVALID_ARGUMENT);
-    snprintf(base, sizeof base, "http://127.0.0.1:%u", picl_http_server_port(H));
+    snprintf(base, sizeof base, "http://127.0.0.1:%u", srv_http_server_port(H));
     finished = 0;
 }
 
 static void teardown(void)
 {
-    picl_http_server_free(H);
+    srv_http_server_free(H);
     H = NULL;
 }
 
@@ -137,14 +137,14 @@ END_TEST
 START_TEST(test_glue_errors)
 {
     json_t *j = get_json("GET", "/a/1/b", NULL, 404);
-    ck_assert_int_eq(json_integer_value(json_object_get(j, "why")), PICL_HTTP_ERR_NOT_FOUND);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "why")), SRV_HTTP_ERR_NOT_FOUND);
     json_decref(j);
     j = get_json("GET", "/a//b/1", NULL, 404); /* "*" needs a non-empty segment */
     json_decref(j);
     j = get_json("GET", "/a/1/b/2/", NULL, 404);
     json_decref(j);
     j = get_json("DELETE", "/a/1/b/2", NULL, 405);
-    ck_assert_int_eq(json_integer_value(json_object_get(j, "why")), PICL_HTTP_ERR_METHOD);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "why")), SRV_HTTP_ERR_METHOD);
     json_decref(j);
     tu_resp r;
     ck_assert_int_eq(tu_http(&r, "DELETE", base, "/a/1/b/2", NULL), 0);
@@ -154,7 +154,7 @@ START_TEST(test_glue_errors)
     tu_resp_free(&r);
     /* undecodable segments */
     j = get_json("GET", "/a/%zz/b/1", NULL, 400);
-    ck_assert_int_eq(json_integer_value(json_object_get(j, "why")), PICL_HTTP_ERR_BAD_REQUEST);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "why")), SRV_HTTP_ERR_BAD_REQUEST);
     json_decref(j);
     j = get_json("GET", "/a/%00/b/1", NULL, 400);
     json_decref(j);
@@ -163,7 +163,7 @@ START_TEST(test_glue_errors)
     memset(body, 'x', sizeof body);
     tu_req big = {.ctype = "text/plain", .body = body, .len = 1001};
     j = get_json("POST", "/a/1/b/2", &big, 413);
-    ck_assert_int_eq(json_integer_value(json_object_get(j, "why")), PICL_HTTP_ERR_TOO_LARGE);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "why")), SRV_HTTP_ERR_TOO_LARGE);
     json_decref(j);
     tu_req ok = {.ctype = "text/plain", .body = body, .len = 1000};
     j = get_json("POST", "/a/1/b/2", &ok, 200);
@@ -179,7 +179,7 @@ START_TEST(test_glue_errors)
     static const char *const chunked[] = {"Transfer-Encoding: chunked", NULL};
     tu_req ch = {.ctype = "text/plain", .body = "abc", .len = 3, .headers = chunked};
     j = get_json("PUT", "/x", &ch, 411);
-    ck_assert_int_eq(json_integer_value(json_object_get(j, "why")), PICL_HTTP_ERR_LENGTH_REQUIRED);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "why")), SRV_HTTP_ERR_LENGTH_REQUIRED);
     json_decref(j);
 }
 END_TEST
@@ -208,7 +208,7 @@ END_TEST
 START_TEST(test_refused_before_body)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)picl_http_server_port(H))};
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)srv_http_server_port(H))};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
     const char req[] = "POST /a/1/b/2 HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
@@ -229,7 +229,7 @@ END_TEST
 START_TEST(test_keepalive)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)picl_http_server_port(H))};
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)srv_http_server_port(H))};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
     struct timeval tv = {5, 0};
@@ -250,31 +250,31 @@ END_TEST
 
 START_TEST(test_server_config_errors)
 {
-    picl_http_server *s;
-    picl_http_config bad = {.listen = "nonsense"};
-    ck_assert_int_eq(picl_http_server_new(&s, &bad), PICL_OK);
-    ck_assert_int_eq(picl_http_server_start(s), PICL_ERROR_INVALID_ARGUMENT);
-    picl_http_server_free(s);
-    picl_http_config bad2 = {.listen = "127.0.0.1:99999"};
-    ck_assert_int_eq(picl_http_server_new(&s, &bad2), PICL_OK);
-    ck_assert_int_eq(picl_http_server_start(s), PICL_ERROR_INVALID_ARGUMENT);
-    picl_http_server_free(s);
-    picl_http_config none = {0};
-    ck_assert_int_eq(picl_http_server_new(&s, &none), PICL_ERROR_INVALID_ARGUMENT);
+    srv_http_server *s;
+    srv_http_config bad = {.listen = "nonsense"};
+    ck_assert_int_eq(srv_http_server_new(&s, &bad), PICL_OK);
+    ck_assert_int_eq(srv_http_server_start(s), PICL_ERROR_INVALID_ARGUMENT);
+    srv_http_server_free(s);
+    srv_http_config bad2 = {.listen = "127.0.0.1:99999"};
+    ck_assert_int_eq(srv_http_server_new(&s, &bad2), PICL_OK);
+    ck_assert_int_eq(srv_http_server_start(s), PICL_ERROR_INVALID_ARGUMENT);
+    srv_http_server_free(s);
+    srv_http_config none = {0};
+    ck_assert_int_eq(srv_http_server_new(&s, &none), PICL_ERROR_INVALID_ARGUMENT);
     /* the port already taken */
     char listen[64];
-    snprintf(listen, sizeof listen, "127.0.0.1:%u", picl_http_server_port(H));
-    picl_http_config busy = {.listen = listen};
-    ck_assert_int_eq(picl_http_server_new(&s, &busy), PICL_OK);
-    ck_assert_int_eq(picl_http_server_start(s), PICL_ERROR_NETWORK);
-    picl_http_server_free(s);
+    snprintf(listen, sizeof listen, "127.0.0.1:%u", srv_http_server_port(H));
+    srv_http_config busy = {.listen = listen};
+    ck_assert_int_eq(srv_http_server_new(&s, &busy), PICL_OK);
+    ck_assert_int_eq(srv_http_server_start(s), PICL_ERROR_NETWORK);
+    srv_http_server_free(s);
     /* IPv6 loopback, when the machine has it */
-    picl_http_config v6 = {.listen = "[::1]:0"};
-    ck_assert_int_eq(picl_http_server_new(&s, &v6), PICL_OK);
-    picl_status st = picl_http_server_start(s);
+    srv_http_config v6 = {.listen = "[::1]:0"};
+    ck_assert_int_eq(srv_http_server_new(&s, &v6), PICL_OK);
+    picl_status st = srv_http_server_start(s);
     ck_assert(st == PICL_OK || st == PICL_ERROR_NETWORK);
-    picl_http_server_free(s);
-    picl_http_server_free(NULL);
+    srv_http_server_free(s);
+    srv_http_server_free(NULL);
 }
 END_TEST
 
@@ -291,7 +291,7 @@ START_TEST(test_unescape)
              {"%00", 0, NULL}, {"ab%2", 1, NULL}, {"", 0, ""}};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         char *o = NULL;
-        picl_status st = picl_http_unescape(v[i].in, strlen(v[i].in), v[i].plus, &o);
+        picl_status st = srv_http_unescape(v[i].in, strlen(v[i].in), v[i].plus, &o);
         if (v[i].out) {
             ck_assert_int_eq(st, PICL_OK);
             ck_assert_str_eq(o, v[i].out);
@@ -306,19 +306,19 @@ END_TEST
 
 START_TEST(test_buf)
 {
-    picl_buf b;
-    picl_buf_init(&b, 16);
-    picl_buf_puts(&b, "0123456789");
-    picl_buf_printf(&b, "%d", 12345);
+    srv_buf b;
+    srv_buf_init(&b, 16);
+    srv_buf_puts(&b, "0123456789");
+    srv_buf_printf(&b, "%d", 12345);
     ck_assert_int_eq(b.failed, 0);
     ck_assert_str_eq(b.data, "012345678912345");
-    picl_buf_puts(&b, "x"); /* would reach the cap with the NUL */
+    srv_buf_puts(&b, "x"); /* would reach the cap with the NUL */
     ck_assert_int_eq(b.failed, 1);
     size_t len;
-    ck_assert_ptr_null(picl_buf_take(&b, &len));
-    picl_buf_init(&b, 0);
-    picl_buf_json_string(&b, "a\"b\\c\n\x01\xc3\xa9", 9);
-    char *s = picl_buf_take(&b, &len);
+    ck_assert_ptr_null(srv_buf_take(&b, &len));
+    srv_buf_init(&b, 0);
+    srv_buf_json_string(&b, "a\"b\\c\n\x01\xc3\xa9", 9);
+    char *s = srv_buf_take(&b, &len);
     ck_assert_str_eq(s, "\"a\\\"b\\\\c\\n\\u0001\xc3\xa9\"");
     ck_assert_uint_eq(len, strlen(s));
     json_error_t err;
@@ -326,8 +326,8 @@ START_TEST(test_buf)
     ck_assert_str_eq(json_string_value(j), "a\"b\\c\n\x01\xc3\xa9");
     json_decref(j);
     free(s);
-    picl_buf_init(&b, 0);
-    s = picl_buf_take(&b, &len);
+    srv_buf_init(&b, 0);
+    s = srv_buf_take(&b, &len);
     ck_assert_str_eq(s, "");
     free(s);
 }
@@ -465,13 +465,13 @@ START_TEST(test_json_string_runs)
                 if (pos + 9 < len)
                     in[pos + 9] = special[(k + 1) % sizeof special];
                 ref_json_string(want, in, len);
-                picl_buf b;
-                picl_buf_init(&b, 0);
-                picl_buf_json_string(&b, (const char *)in, len);
+                srv_buf b;
+                srv_buf_init(&b, 0);
+                srv_buf_json_string(&b, (const char *)in, len);
                 ck_assert_int_eq(b.failed, 0);
                 ck_assert_msg(!strcmp(b.data, want), "len %zu pos %zu byte %02x: %s vs %s", len, pos,
                               special[k], b.data, want);
-                picl_buf_free(&b);
+                srv_buf_free(&b);
             }
         }
     }
