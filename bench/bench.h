@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* bench.h -- shared helpers of picl-bench: timing and medians. */
 #ifndef PICL_BENCH_H
 #define PICL_BENCH_H

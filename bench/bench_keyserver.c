@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* bench_keyserver.c -- picl-bench keyserver: SRP logins per second an
  * in-process keyserver sustains (auth/start + auth/finish over HTTP on
  * loopback) with N concurrent clients whose work is precomputed. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* bench_loadtest.c -- picl-bench loadtest: devices of several users syncing
  * against a keyserver with two storage nodes, one node drained in the
  * middle (storage.md 6).  Bounded, loopback only; not part of make check.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* bench_pg.c -- picl-bench's throw-away PostgreSQL cluster (see bench_pg.h). */
 #include "bench_pg.h"
 

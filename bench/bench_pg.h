@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* bench_pg.h -- a throw-away PostgreSQL cluster for picl-bench storage and
  * loadtest (--backend postgresql without --database). */
 #ifndef PICL_BENCH_PG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* bench_profile.c -- picl-bench profile (issue 7): a browser-made Firefox
  * profile filled with 5 000 bookmarks, 1 000 logins and 100 000 visits through
  * our own stores, synced up to an empty loopback server, then down into a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* bench_srp.c -- picl-bench srp: one SRP login, constant time vs GMP's plain mpz_powm. */
 /*
  * Each sample is one complete 2048-bit login: the server creates b and B,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* bench_storage.c -- picl-bench storage: the storage server under wrk on
  * loopback (2 connections; POSTs also with 8), against nginx serving a
  * static file of the same size as each response (the ceiling); with

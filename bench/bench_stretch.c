@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* bench_stretch.c -- picl-bench stretch: one full PiCL password stretch
  * (PBKDF2 20000 + scrypt 64 MiB + PBKDF2 20000) against Python's hashlib
  * (OpenSSL) doing the same work in the same run; prints medians and ratio. */

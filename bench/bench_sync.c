@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* bench_sync.c -- picl-bench sync (issue 6): the sync engine with memory
  * stores against a loopback storage server: first sync of 10 000 bookmarks +
  * 50 000 history records up, then down to an empty device, then incremental

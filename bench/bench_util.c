@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* bench_util.c -- helpers shared by picl-bench sync and profile (see bench_util.h). */
 #include "bench_util.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* bench_util.h -- helpers shared by picl-bench sync and profile: a storage
  * server in a child process, Hawk credentials for it, per-phase peak memory,
  * one engine run, temporary directories. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* main.c -- picl-bench: the figures of the README's performance table, each
  * measured as a ratio against a reference run in the same process. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* PiCLService.sys.mjs -- nsIPiCLService in a release Firefox: libpicl through js-ctypes in a ChromeWorker, synced against the live profile stores. */
 
 /*

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* PiCLStores.sys.mjs -- the live profile stores of PiCL inside Firefox: one store per collection (modules in stores/), their change observers and listeners. */
 
 /*

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* PiCLWorker.js -- the ChromeWorker of PiCLService.sys.mjs: owns the libpicl service object and makes every long C call (stretching, SRP, network, sync) off the main thread. */
 /* eslint-env worker */
 /* global ctypes */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* picl.h -- the one public header of libpicl (PiCL: Profile in the Cloud). */
 #ifndef PICL_H
 #define PICL_H

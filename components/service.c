@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* service.c -- the object behind picl.h and nsIPiCLService: its life cycle,
  * configuration, classes, stores and sync (the account methods are in
  * service_account.c, the flat FFI forms in service_ffi.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* service_account.c -- the account methods of the service object (create,
  * verify, sign in/out, password change and reset, destroy, status) over the
  * account flows of client/account.h. */

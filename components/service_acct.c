@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* service_acct.c -- the service's account additions of client.md section 7: this device's name, the account's devices and sessions, security events, the recovery key. */
 #include "service_int.h"
 #include "client/recovery_key.h"

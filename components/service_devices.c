@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* service_devices.c -- the service's device methods: other devices' open
  * tabs (read from the server), sending a tab to a device, tabs received. */
 #include "picl.h"

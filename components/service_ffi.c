@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* service_ffi.c -- the flat functions of picl.h (one per method of the
  * service object) for FFI callers such as js-ctypes, and the allocators. */
 #include "picl.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* service_int.c -- what every file of the service object uses (service_int.h):
  * the outcome message, observers, the keyserver client, this device's name,
  * the keys fetched after verification, the storage connection and the engine

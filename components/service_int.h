@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* service_int.h -- what the files of the service object share.  The files:
  * service_int.c the helpers below, used by all and calling none of the others;
  * service.c the object, its vtable, configuration, classes, stores and sync;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* service_resend.c -- picl_service_resend_verification: mail the account's
  * verification code again (a keyserver that stopped between creating the
  * account and mailing it, a lost or deleted mail). */

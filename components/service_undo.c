@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* service_undo.c -- the undo methods of the service: the mass-deletion guard's switch and restoring a collection as it was (storage extension picl_restore_days). */
 #include "service_int.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* status.c -- picl_strerror(): the text of every picl_status (the messages of status.def). */
 #include "picl.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* api.js -- the parent side of the browser.picl Experiment: browser.picl.* on top of PiCLService.sys.mjs. */
 /* global ExtensionAPI, ExtensionCommon, ExtensionUtils, Services, ChromeUtils */
 "use strict";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* background.js -- PiCL's background script: shows sync progress on the toolbar button (badge and tooltip). */
 "use strict";
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MPL-2.0
 """build-xpi.py OUT.xpi -- packs the PiCL extension: this directory's
 manifest, schema, parent script, background, popup and icon, plus the binding
 modules from ../components (PiCLService.sys.mjs, PiCLStores.sys.mjs,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* popup.js -- the PiCL popup: sign in / create / verify, forgot and change password, status and last sync, class per collection (a move is confirmed first), sync now, devices, recovery key, security events and other devices' open tabs. */
 "use strict";
 

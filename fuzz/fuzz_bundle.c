@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* fuzz_bundle.c -- libFuzzer target: keyserver bundles as a client receives
  * them (picl__bundle_open_hex, picl__bundle_open) for each payload length of
  * the protocol; random input never opens, every failure is DECRYPT with the

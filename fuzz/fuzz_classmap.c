@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* fuzz_classmap.c -- libFuzzer target: a class map payload read without its
  * HMAC (picl__classmap_parse_trusted: the device's own copy from its state
  * file, or the server's map during the rebuild after a password reset),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* fuzz_client_responses.c -- libFuzzer target: what a storage server or a
  * keyserver answers, as the clients read it.  A loopback server in this
  * process gives every request the input's bytes (after byte 0) as the raw

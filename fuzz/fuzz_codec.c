@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* fuzz_codec.c -- libFuzzer target: the text codecs every parser leans on:
  * hex, base64 and base64url decoding (fixed-size, exact and allocating),
  * the SyncStorage timestamp parser, kid text ("A:3") and the storage

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* fuzz_device_stores.c -- libFuzzer target: incoming records (a JSON array
  * from the server) applied to the stores fuzz_store_records leaves out:
  * clients (this device's record coming back, with commands), tabs, forms

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* fuzz_hawk_header.c -- libFuzzer target: the Hawk Authorization header
  * parser (picl__hawk_parse), then verification of whatever it accepts. */
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* fuzz_hostport.c -- libFuzzer target: THE parser of "host[:port]" (the
  * Host header of both servers, every listen address).  A refusal is ENCODING
  * with the output zeroed; what is accepted has no byte outside the RFC 3986

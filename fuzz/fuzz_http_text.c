@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* fuzz_http_text.c -- libFuzzer target: the servers' HTTP text helpers
  * called directly: percent-decoding (srv_http_unescape, with and without
  * '+' as space), query parameter lookup and decoding (srv_http_query,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* fuzz_keyserver_authed.c -- libFuzzer target: the keyserver endpoints that
  * sit behind Hawk, with a valid signature by a fresh token of the type each
  * one takes, so the input reaches the handler's own reading of its JSON body

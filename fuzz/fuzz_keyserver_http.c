@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* fuzz_keyserver_http.c -- libFuzzer target: the keyserver as a client
  * reaches it, over loopback to an in-process server (HTTP glue + routes):
  *   byte 0 % 3 == 0  the rest is a raw request (request line, headers,

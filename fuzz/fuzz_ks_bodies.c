@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* fuzz_ks_bodies.c -- libFuzzer target: the keyserver's request body parsers
  * (ks_parse.h): the body as JSON, then every field parser the endpoints use
  * on it (hex fields of each endpoint's length, email, passwordStretching,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* fuzz_ks_client_calls.c -- libFuzzer target: the keyserver client's calls
  * that fuzz_client_responses leaves out, reading whatever a keyserver
  * answers.  A loopback server in this process gives every request the

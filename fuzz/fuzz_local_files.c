@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* fuzz_local_files.c -- libFuzzer target: the files picl reads from disk
  * that fuzz_logins_json leaves out.  Byte 0 picks what the rest is:
  *   0  the state file (STATE/state.json), loaded with kB persisted or not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* fuzz_logins_json.c -- libFuzzer target: a profile's logins.json (and the
  * store's own sync-state file) as the passwords store reads them.  A
  * scratch profile gets a key4.db and one real login at start-up; then each

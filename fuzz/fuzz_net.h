@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* fuzz_net.h -- loopback helpers of the fuzz targets that talk HTTP: send
  * raw bytes to an in-process server and read its answer; serve one canned
  * raw answer to an in-process client.  Header-only (static), so each target

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* fuzz_record_v2.c -- libFuzzer target: what a storage server hands the
  * client (records.md 3-4).  The first byte picks what the rest is:
  *   0  a BSO payload, refused or opened by picl__record_decrypt;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* fuzz_server_log.c -- libFuzzer target: the servers' log formatter
  * (server-stub/http/log.h) on a hostile request target, method and client
  * address.  Whatever comes in, a log line is one line of printable ASCII

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* fuzz_storage_bsos.c -- libFuzzer target: the storage server's BSO input
  * parsers called directly (no HTTP): storage__scan_json (the limit
  * pre-count) and storage__parse_bsos on a JSON list and on a newlines body,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* fuzz_storage_http.c -- libFuzzer target: the storage server as a client
  * reaches it, over loopback to an in-process server with a valid Hawk
  * signature on every framed request, so the input gets past the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* fuzz_store_records.c -- libFuzzer target: incoming records (a JSON array
  * from the server) applied to the bookmarks, history and passwords stores
  * of a scratch profile; every answer must be OK or a clean refusal, and the

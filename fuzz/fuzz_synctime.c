@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* fuzz_synctime.c -- libFuzzer target: THE SyncStorage timestamp parser
  * (picl__synctime_parse) and its formatter.  Whatever the parser accepts is
  * non-negative, bounded by the grammar, and formats to a text that parses

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* fuzz_tokenlib.c -- libFuzzer target: the tokenlib token parser
  * (picl__tokenlib_parse), fed the input both as token text and as a
  * correctly signed payload (to reach the JSON checks); whatever it accepts

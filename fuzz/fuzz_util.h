@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* fuzz_util.h -- shared bits of the fuzz targets: removal of a target's
  * scratch directory when the process exits (libFuzzer and the replay
  * driver both end with exit()).  Header-only (static). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* replay.c -- runs a libFuzzer target without libFuzzer: links with one
  * fuzz/fuzz_*.c (any C compiler) and feeds it every file named on the
  * command line (a directory = every regular file in it, sorted), the way

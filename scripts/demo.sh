@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MPL-2.0
 # demo.sh BUILD_DIR [--keep] -- the PiCL story on a scratch server, one line a step:
 # two Firefox profiles made by the browser itself sync through picl server,
 # a collection moves between classes, and a password reset keeps class A

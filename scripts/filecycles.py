@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MPL-2.0
 """filecycles.py BUILD_DIR [FOLDER...] -- the call cycles between the .c files
 of one folder: file A "calls" file B when A's object leaves undefined a symbol
 that B's object defines (nm).  Prints, per folder, each group of files that

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MPL-2.0
 """gen-status.py [--def FILE] [--out DIR] [--check] -- writes the status table
 of components/status.def into the files that cannot read it through the C
 preprocessor:
@@ -69,6 +70,13 @@ def js_name(name):
 
 def note(row):
     return row[4] or row[3]
+
+
+def spdx_line(rel):
+    """The licence line each generated file opens with."""
+    if rel.endswith((".js", ".mjs")):
+        return "// SPDX-License-Identifier: MPL-2.0\n"
+    return "/* SPDX-License-Identifier: MPL-2.0 */\n"
 
 
 def gen_header(rows):
@@ -189,7 +197,7 @@ def main(argv):
         return 2
     stale = 0
     for rel, gen in OUTPUTS:
-        text = gen(rows)
+        text = spdx_line(rel) + gen(rows)
         path = os.path.join(outdir, rel)
         if check:
             try:

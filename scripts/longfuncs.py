@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MPL-2.0
 """longfuncs.py [--max N] [PATH...] -- the C functions longer than N lines
 (default 100), longest first: "lines file:line name".  A function is counted
 from the line of its opening brace to the line of its closing brace, both

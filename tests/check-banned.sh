@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MPL-2.0
 # check-banned.sh SRCDIR RESULTFILE -- the banned-function check of STYLE.md:
 # unbounded or error-swallowing C library calls may not appear in our sources.
 # A line may opt out with a "banned-ok:" comment saying why.

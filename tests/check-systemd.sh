@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MPL-2.0
 # check-systemd.sh SRCDIR BUILDDIR RESULTFILE -- checks the systemd units of
 # systemd/*.service.in: each, with @bindir@ pointing at BUILDDIR's programs,
 # passes `systemd-analyze verify` without a warning; carries the hardening the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MPL-2.0
 """compare_profiles.py A.json B.json -- are two profile dumps (tests/make-profile.sh
 --dump, i.e. what Firefox itself reads through PlacesUtils and Services.logins)
 the same to a user?  Bookmarks: tree, order, titles, URLs, tags, keywords;

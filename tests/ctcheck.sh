@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MPL-2.0
 # ctcheck.sh [BUILDDIR] -- constant-time check of SRP (issue 3) under valgrind memcheck.
 #
 # Builds tests/ct/ctcheck_srp.c together with components/crypto/srp.c compiled

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MPL-2.0
 # fuzz-replay.sh RESULTFILE CORPUSDIR BIN... -- replays the seed corpus of each
 # fuzz target (CORPUSDIR/<target>/) through its replay binary (fuzz/replay.c
 # linked with fuzz/<target>.c by a plain C compiler; no libFuzzer needed),

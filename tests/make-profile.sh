@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MPL-2.0
 # make-profile.sh -- real Firefox profiles for the store tests, made and read
 # by the browser itself (firefox-esr -xpcshell, tests/xpcshell/*.js):
 #   make-profile.sh DIR [PRIMARY_PASSWORD]   create DIR with sample bookmarks,

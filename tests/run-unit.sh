@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MPL-2.0
 # run-unit.sh RESULTFILE TEST... -- runs Check test binaries, sums their
 # "Checks: N, Failures: F, Errors: E" lines, writes "P passed, F failed" to
 # RESULTFILE and prints it.  A binary that crashes or prints no Check summary

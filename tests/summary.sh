@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MPL-2.0
 # summary.sh DIR -- adds up every "P passed, F failed" file in DIR and prints
 # the one closing line of `make check`; fails when anything failed or nothing ran.
 pass=0; fail=0

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MPL-2.0
 """test_idl_consistency.py SRCDIR [RESULTFILE] -- idl/nsIPiCLService.idl against
 components/PiCLService.sys.mjs and components/picl.h.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MPL-2.0
 """test_mozbuild.py SRCDIR RESULTFILE -- checks moz.build against the tree.
 
 moz.build is Python syntax.  Every file it names (in SOURCES, XPIDL_SOURCES, EXPORTS,

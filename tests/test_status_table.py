@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MPL-2.0
 """test_status_table.py SRCDIR RESULTFILE [BUILD_DIR] -- the one status table
 (components/status.def) and everything made from it:
   * scripts/gen-status.py, run into an empty directory, writes exactly the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MPL-2.0
 """test_structure.py SRCDIR BUILD_DIR RESULTFILE -- the house's structure
 (issue 16), measured by scripts/filecycles.py and scripts/longfuncs.py:
   * no two .c files of one folder call each other, directly or round a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* account_ext.c -- picl device list|rename|remove, picl account events and picl recovery-key create|status|remove (client.md 7). */
 #include "cli.h"
 

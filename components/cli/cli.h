@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* cli.h -- shared pieces of the picl command: options, output, exit codes. */
 #ifndef PICL_CLI_H
 #define PICL_CLI_H

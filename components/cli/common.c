@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* common.c -- what the picl command's files share: exit codes (the EXIT
  * column of status.def), failure messages, reading a secret without echo,
  * and the progress bar the service's notifications draw.  It calls none of

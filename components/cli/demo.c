@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* demo.c -- `picl demo`: runs the demo script (the story on a scratch server,
  * see README) from the source tree this picl was built in, or from the copy
  * `make install` puts in <prefix>/share/picl/demo beside <prefix>/bin/picl. */

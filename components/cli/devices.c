@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* devices.c -- picl tabs and picl send-tab: other devices' open tabs, tabs
  * sent between devices, and what a sync received. */
 #include "cli.h"

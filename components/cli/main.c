@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* main.c -- the picl command (client.md section 6): accounts, classes, sync
  * of a Firefox profile or JSON files, and the servers, over the service object. */
 #include "cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* restore.c -- picl restore COLLECTION --as-of TIME [--yes]: bring a collection back to how it was (the storage server's picl_restore_days extension). */
 #include "cli.h"
 #include "protocol/synctime.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* server.c -- `picl server`: the keyserver and the storage server in one
  * process on one port (/v1/... and /1.5/...), SQLite in one data directory;
  * --restore-days N sets the storage server's undo window (picl_restore_days). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* account.c -- the client's account flows (see account.h). */
 #include "client/account.h"
 #include "client/recovery_key.h"

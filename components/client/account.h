@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* account.h -- the account flows of client.md section 2 on top of the
  * keyserver client: create, verify, sign in, keys, password change,
  * forgotten password, sign out, destroy. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* engine.c -- the sync algorithm with security classes (see engine.h). */
 #include "client/engine.h"
 #include "client/engine_int.h"

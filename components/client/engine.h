@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* engine.h -- the sync algorithm of client.md section 3 with the security
  * classes of records.md: meta/global, the signed class map, per-collection
  * download / reconcile / apply / upload, class moves, the class map anchor

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* engine_common.c -- what the sync (engine.c) and meta/global, the class
  * map and the rebuild after a reset (engine_meta.c) both use: timestamps,
  * errors and notifications, a collection's state, and runs of records --

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* engine_int.h -- what engine.c (the sync and the moves), engine_meta.c
  * (meta/global, the class map, the rebuild after a reset) and
  * engine_common.c (the helpers both use) share; not part of the engine's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* engine_meta.c -- meta/global and the signed class map of the sync engine:
  * read (one listing for both), verified, created, repaired after a password
  * reset elsewhere, written conditionally (see engine.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* http_exchange.c -- one HTTP exchange through libcurl (see http_exchange.h). */
 #include "client/http_exchange.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* http_exchange.h -- THE HTTP exchange of both clients (keyserver_client.c
  * and storage_client*.c), the way Gecko's Sync talks HTTP through one
  * Resource class: one request through libcurl with the same protocols,

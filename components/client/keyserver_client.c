@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* keyserver_client.c -- libcurl keyserver client (see keyserver_client.h). */
 #include "client/keyserver_client.h"
 #include "client/http_exchange.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* keyserver_client.h -- libcurl client for every keyserver endpoint
  * (keyserver.md section 6): Hawk signing, bundles, clock skew, backoff. */
 #ifndef PICL_CLIENT_KEYSERVER_CLIENT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* reconcile.c -- per-record reconciliation rules of client.md section 3 step 3
  * (see reconcile.h). */
 #include "client/reconcile.h"

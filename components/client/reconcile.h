@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* reconcile.h -- step 3 of the sync algorithm (client.md section 3): what to
  * do with one record id given its local change and its incoming version. */
 #ifndef PICL_CLIENT_RECONCILE_H

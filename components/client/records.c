@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* records.c -- collection keys, records with kid, the signed class map
  * (records.md sections 2-4; see records.h). */
 #include "client/records.h"

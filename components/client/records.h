@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* records.h -- collection keys, encrypted records with kid, and the signed
  * class map of records.md sections 2-4 (no network, no store). */
 #ifndef PICL_CLIENT_RECORDS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* recovery_key.c -- the account recovery key: base32 text, id, and kB sealed under it (recovery_key.h). */
 #include "client/recovery_key.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* recovery_key.h -- the account recovery key of keyserver.md section 9: its text form, its id, and the sealing of kB under it. */
 #ifndef PICL_CLIENT_RECOVERY_KEY_H
 #define PICL_CLIENT_RECOVERY_KEY_H

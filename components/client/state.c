@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* state.c -- local state file and its secrets (see state.h). */
 #include "client/state.h"
 #include "client/storage_client.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* state.h -- the component's local state (client.md section 4): endpoints,
  * account, tokens, per-collection sync cursors, the last accepted class map;
  * secrets through NSS SDR, the file written atomically. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* storage_client.c -- libcurl client of a SyncStorage 1.5 server (see storage_client.h). */
 #include "client/storage_client_internal.h"
 #include "client/http_exchange.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* storage_client.h -- libcurl client of a SyncStorage 1.5 storage server
  * (storage.md): Hawk signing, paging, batching within the advertised limits,
  * conditional headers, backoff and token refresh. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* storage_client_internal.h -- what storage_client.c and
  * storage_client_write.c share (not part of the client's API). */
 #ifndef PICL_CLIENT_STORAGE_CLIENT_INTERNAL_H

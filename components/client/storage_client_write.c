@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* storage_client_write.c -- the storage client's writes: PUT, POST with
  * batching within the server's limits, DELETE (see storage_client.h). */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* aes.c -- AES-256 ECB/CBC/CBC-PKCS#7/GCM through PK11_Encrypt/PK11_Decrypt (see aes.h). */
 #include "crypto/aes.h"
 #include "crypto/util.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* aes.h -- AES-256 in CBC (raw and PKCS#7) and GCM, through NSS PK11. */
 #ifndef PICL_CRYPTO_AES_H
 #define PICL_CRYPTO_AES_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* alloc.c -- picl__json_dumps, and allocation-failure injection for tests
  * (PICL_TEST_HOOKS only); see alloc.h. */
 #include "crypto/alloc.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* alloc.h -- allocations that fail cleanly: picl__json_dumps, and the
  * allocation-failure injection of the tests (PICL_TEST_HOOKS only). */
 #ifndef PICL_CRYPTO_ALLOC_H

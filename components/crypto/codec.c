@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* codec.c -- strict hex, base64 and base64url codecs (see codec.h). */
 #include "crypto/codec.h"
 

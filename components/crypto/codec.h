@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* codec.h -- strict hex, base64 and base64url codecs. */
 #ifndef PICL_CRYPTO_CODEC_H
 #define PICL_CRYPTO_CODEC_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* envelope.c -- the record cipher: AES-256-CBC + HMAC-SHA256 over the labelled
  * macInput (context, IV text, ciphertext text), MAC checked first, one error
  * for all (see envelope.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* envelope.h -- the sealed envelope of every record, the record cipher
  * (records.md section 3): AES-256-CBC, encrypt-then-MAC with HMAC-SHA256
  * over a labelled macInput that covers the context fields, the IV text and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* hash.c -- SHA-256, HMAC-SHA256 and random bytes through NSS PK11 (see hash.h). */
 #include "crypto/hash.h"
 #include "crypto/util.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* hash.h -- SHA-256, HMAC-SHA256 and random bytes, through NSS PK11. */
 #ifndef PICL_CRYPTO_HASH_H
 #define PICL_CRYPTO_HASH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* kdf.c -- PBKDF2 and HKDF over NSS PK11, scrypt over libscrypt (see kdf.h). */
 #include "crypto/kdf.h"
 #include "crypto/hash.h"

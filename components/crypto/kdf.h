@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* kdf.h -- PBKDF2-HMAC-SHA256, HKDF-SHA256 (NSS) and scrypt (libscrypt). */
 #ifndef PICL_CRYPTO_KDF_H
 #define PICL_CRYPTO_KDF_H

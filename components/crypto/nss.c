@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* nss.c -- NSS lifecycle: contexts of our own, never NSS_Init (see nss.h). */
 #include "crypto/nss.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* nss.h -- NSS lifecycle for a library that lives inside other processes. */
 #ifndef PICL_CRYPTO_NSS_H
 #define PICL_CRYPTO_NSS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* sdr.c -- secrets at rest with NSS SDR in the internal key slot (see sdr.h). */
 #include "crypto/sdr.h"
 #include "crypto/codec.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* sdr.h -- secrets at rest with NSS SDR (PK11SDR_*) in the internal key slot,
  * as Firefox keeps saved passwords (client.md section 4). */
 #ifndef PICL_CRYPTO_SDR_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* srp.c -- SRP-6a on GMP's side-channel-silent mpn_sec_* functions (see srp.h). */
 #include "crypto/srp.h"
 #include "crypto/hash.h"

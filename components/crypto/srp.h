@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* srp.h -- SRP-6a (keyserver.md section 3): verifier, client and server on GMP, constant time. */
 #ifndef PICL_CRYPTO_SRP_H
 #define PICL_CRYPTO_SRP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* util.c -- constant-time comparison, wiping and XOR (see util.h). */
 #include "crypto/util.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* util.h -- constant-time comparison, wiping and secret buffers. */
 #ifndef PICL_CRYPTO_UTIL_H
 #define PICL_CRYPTO_UTIL_H

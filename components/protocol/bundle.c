@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* bundle.c -- keyserver bundles seal/open: see bundle.h. */
 #include "protocol/bundle.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* bundle.h -- keyserver bundles: XOR-encrypted, HMAC-authenticated payloads
  * (keyserver.md section 5). */
 #ifndef PICL_PROTOCOL_BUNDLE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* hawk.c -- Hawk 1.1 SHA-256 header MAC, client header, strict server
  * parser, verification and nonce cache: see hawk.h. */
 #include "protocol/hawk.h"

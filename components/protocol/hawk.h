@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* hawk.h -- Hawk 1.1 (SHA-256) request authentication for the client and
  * both servers (keyserver.md section 8, storage.md section 2). */
 #ifndef PICL_PROTOCOL_HAWK_H

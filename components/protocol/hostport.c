@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* hostport.c -- "host[:port]" authorities (see hostport.h). */
 #include "protocol/hostport.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* hostport.h -- THE parser and formatter of "host[:port]" authorities: the
  * Host header both servers check Hawk against, and the HOST:PORT of every
  * listen address (picl-keyserver, picl-storage, picl server). */

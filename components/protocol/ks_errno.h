@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* ks_errno.h -- THE list of keyserver errnos, the "errno" of every keyserver
  * error answer {"code", "errno", "error", "message"} (keyserver.md section 7):
  * the keyserver sends them, the client maps them to a picl_status. */

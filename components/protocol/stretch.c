@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* stretch.c -- "PBKDF2/scrypt/PBKDF2/v1" password stretching and the main
  * KDF of keyserver.md section 2 (see stretch.h). */
 #include "protocol/stretch.h"

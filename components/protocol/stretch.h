@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* stretch.h -- client-side password stretching "PBKDF2/scrypt/PBKDF2/v1"
  * and the main KDF (keyserver.md section 2). */
 #ifndef PICL_PROTOCOL_STRETCH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* synctime.c -- SyncStorage timestamps (see synctime.h). */
 #include "protocol/synctime.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* synctime.h -- THE parser and formatter of SyncStorage timestamps
  * (seconds with two decimals on the wire, integer centiseconds inside). */
 #ifndef PICL_PROTOCOL_SYNCTIME_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* tokenlib.c -- Mozilla tokenlib token mint, parse and key derivation: see
  * tokenlib.h. */
 #include "protocol/tokenlib.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* tokenlib.h -- Mozilla tokenlib tokens: the storage credentials minted by
  * the keyserver and checked by the storage server (storage.md section 2). */
 #ifndef PICL_PROTOCOL_TOKENLIB_H

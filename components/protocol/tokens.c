@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* tokens.c -- keyserver token derivation: see tokens.h. */
 #include "protocol/tokens.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* tokens.h -- keyserver token derivation (keyserver.md section 5). */
 #ifndef PICL_PROTOCOL_TOKENS_H
 #define PICL_PROTOCOL_TOKENS_H

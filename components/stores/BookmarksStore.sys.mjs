@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* BookmarksStore.sys.mjs -- PiCL's live bookmarks store: Places bookmarks as Firefox Sync bookmark records, read from Places' read-only connection and written through PlacesUtils.bookmarks. */
 
 /*

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* FormsStore.sys.mjs -- PiCL's live form history store: FormHistory entries (formhistory.sqlite) as Firefox Sync forms records {id: guid, name: fieldname, value}. */
 
 /*

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* HistoryStore.sys.mjs -- PiCL's live history store: Places pages and visits as Firefox Sync history records, written through PlacesUtils.history. */
 
 /*

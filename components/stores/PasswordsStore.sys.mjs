@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* PasswordsStore.sys.mjs -- PiCL's live passwords store: saved logins as Firefox Sync passwords records, through Services.logins and the login storage Firefox's own password sync uses. */
 
 /*

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* PrefsStore.sys.mjs -- PiCL's live preferences store: one Firefox Sync prefs record of the preferences Firefox itself syncs, through Services.prefs. */
 
 /*

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* StoreTracker.sys.mjs -- the change tracker of PiCL's live stores: changed record ids per collection, kept in <profile>/picl/tracker.json. */
 
 /*

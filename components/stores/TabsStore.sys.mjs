@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* TabsStore.sys.mjs -- PiCL's live tabs store: this browser's open tabs, from its session store, as the Firefox Sync tabs record of this device. */
 
 /*

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* callback.c -- a store implemented by the caller through picl_store_callbacks
  * (the browser's live PlacesUtils / Services.logins hooks over js-ctypes). */
 #include "stores/store.h"

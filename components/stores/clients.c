@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* clients.c -- the device file and the clients store: this device's Firefox
  * Sync clients record and the commands other devices put in it (devices.h). */
 #include "stores/devices.h"

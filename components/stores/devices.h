@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* devices.h -- this device among the others: the clients store (its own
  * Firefox Sync clients record, commands sent to it), the tabs store (its open
  * tabs), and the checks both apply to records of other devices. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* filestore.c -- the JSON-file store: DIR/<collection>.json, a JSON array of
  * cleartext records edited by people and scripts (client.md section 5). */
 #include "stores/store.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* fileutil.c -- crash-safe file replacement and bounded reads (see fileutil.h). */
 #include "stores/fileutil.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* fileutil.h -- crash-safe file replacement and bounded whole-file reads. */
 #ifndef PICL_STORES_FILEUTIL_H
 #define PICL_STORES_FILEUTIL_H

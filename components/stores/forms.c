@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* forms.c -- the forms store: a profile's form history (formhistory.sqlite,
  * moz_formhistory) as Firefox Sync forms records {id, name, value} (forms.h). */
 #include "stores/forms.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* forms.h -- the form history and preferences of a Firefox profile as
  * Firefox Sync's forms and prefs collections. */
 #ifndef PICL_STORES_FORMS_H

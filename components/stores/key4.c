@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* key4.c -- reading key4.db's SDR keys under a Firefox 146+ primary password (see key4.h). */
 #include "stores/key4.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* key4.h -- the SDR keys of a key4.db whose primary password uses Firefox 146+'s SHA-384 scheme. */
 #ifndef PICL_STORES_KEY4_H
 #define PICL_STORES_KEY4_H

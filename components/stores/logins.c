@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* logins.c -- the passwords store: logins.json entries encrypted with the profile's key4.db (see logins.h). */
 #include "stores/logins_int.h"
 

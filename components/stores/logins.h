@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* logins.h -- the passwords store over a Firefox profile's logins.json and key4.db. */
 #ifndef PICL_STORES_LOGINS_H
 #define PICL_STORES_LOGINS_H

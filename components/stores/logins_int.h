@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* logins_int.h -- what logins.c (logins.json, the store) and logins_sdr.c (key4.db, SDR blobs) share. */
 #ifndef PICL_STORES_LOGINS_INT_H
 #define PICL_STORES_LOGINS_INT_H

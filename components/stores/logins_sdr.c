@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* logins_sdr.c -- SDR blobs of logins.json and the keys of key4.db, by CKA_ID and key type (see logins.h). */
 #include "stores/logins_int.h"
 

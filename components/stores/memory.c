@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* memory.c -- the in-memory store (tests) and the helpers every store shares. */
 #include "stores/store.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* mozlz4.c -- the mozLz4 container of Firefox's session store (mozlz4.h), on
  * Debian's liblz4. */
 #include "stores/mozlz4.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* mozlz4.h -- Firefox's mozLz4 files (session store, search.json.mozlz4):
  * the magic "mozLz40\0", the decompressed size as 4 bytes little-endian,
  * then one LZ4 block. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* places.c -- places.sqlite: opening the store (see places.h); closing it
  * and the SQL helpers are in places_db.c. */
 #include "stores/places_int.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* places.h -- the bookmarks and history stores over a Firefox profile's places.sqlite. */
 #ifndef PICL_STORES_PLACES_H
 #define PICL_STORES_PLACES_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* places_bookmarks.c -- the bookmarks store over moz_bookmarks, tags and keywords (see places.h). */
 #include "stores/places_int.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* places_db.c -- places.sqlite: closing the store, the SQLite helpers and the pages Firefox
  * expects, shared by the bookmarks, history and tag code (see places_int.h). */
 #include "stores/places_int.h"

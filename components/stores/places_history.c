@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* places_history.c -- the history store: pages and visits of places.sqlite (see places.h). */
 #include "stores/places_int.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* places_int.h -- what the places store's files share: places.c (open,
  * close), places_bookmarks.c, places_history.c and places_tags.c call the
  * helpers of places_db.c, which calls none of them back. */

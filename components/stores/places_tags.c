@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* places_tags.c -- tags and keywords, kept per URL the way Firefox keeps them (see places.h). */
 #include "stores/places_int.h"
 

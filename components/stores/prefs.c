@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* prefs.c -- the prefs store: the preferences Firefox syncs by default, read
  * from and written to a profile's prefs.js as one Firefox Sync prefs record
  * (forms.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* profile.c -- Firefox profile directories and their .parentlock (see profile.h). */
 #include "stores/profile.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* profile.h -- a Firefox profile directory: is it one, and is Firefox running on it. */
 #ifndef PICL_STORES_PROFILE_H
 #define PICL_STORES_PROFILE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* store.h -- the profile store interface of client.md section 5: what the
  * sync engine needs from bookmarks, history and passwords, whatever holds them. */
 #ifndef PICL_STORES_STORE_H

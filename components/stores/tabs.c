@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* tabs.c -- the tabs store: this device's open tabs read from the profile's
  * session store, as a Firefox Sync tabs record (devices.h). */
 #include "stores/devices.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* buf.c -- srv_buf, the capped growable text buffer of http.h (hand-written JSON). */
 #include <stdarg.h>
 #include <stdint.h>

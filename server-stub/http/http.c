@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* http.c -- libmicrohttpd glue: listener, router, body limits, responses (see http.h). */
 #include "http/http.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* http.h -- libmicrohttpd glue shared by the PiCL servers: listener, router,
  * request/response objects, body limits and per-service error rendering. */
 #ifndef PICL_SERVER_HTTP_H

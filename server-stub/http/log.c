@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* log.c -- the servers' log lines (see log.h). */
 #include "http/log.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* log.h -- THE log of both servers and `picl server`: one formatter for every
  * line (requests, start-up, errors), written through a sink callback. */
 #ifndef SRV_HTTP_LOG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* keyserver.c -- the keyserver's lifecycle: the server object from its
  * configuration, mounting the routes, starting, stopping, the shared secret
  * file.  What the routes share is in ks_internal.c (requests) and ks_reply.c

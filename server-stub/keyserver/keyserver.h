@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* keyserver.h -- the PiCL keyserver (keyserver.md): lifecycle, configuration
  * and the hooks used by tests, `picl-keyserver` and `picl server`. */
 #ifndef PICL_KEYSERVER_H

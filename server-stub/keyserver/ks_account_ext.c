@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* ks_account_ext.c -- the keyserver additions of keyserver.md section 9: devices and sessions, security events, recovery key. */
 #include "keyserver/ks_internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* ks_admin.c -- `picl-keyserver node ...` and `picl-keyserver purge`: the
  * storage-node admin commands (storage.md section 6) on the keyserver's
  * database, without starting the server. */

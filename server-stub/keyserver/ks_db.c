@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* ks_db.c -- picks the keyserver's database backend (SQLite for a path,
  * PostgreSQL for a postgresql:// URL) and dispatches the ks_db.h calls to
  * its table of functions (ks_db_impl.h). */

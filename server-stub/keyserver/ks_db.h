@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* ks_db.h -- the keyserver's persistence: accounts, derived tokens, SRP
  * sessions, rate-limit events, storage nodes and assignments; SQLite (the
  * embedded default) or PostgreSQL behind one table of functions. */

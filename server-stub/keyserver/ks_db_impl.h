@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* ks_db_impl.h -- the table of functions a keyserver database backend fills
  * (ks_db_sqlite.c, ks_db_pg.c); ks_db.c dispatches the ks_db.h calls. */
 #ifndef PICL_KS_DB_IMPL_H

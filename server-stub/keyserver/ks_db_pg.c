@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* ks_db_pg.c -- the keyserver's PostgreSQL backend (libpq): a pool of
  * connections with prepared statements, row locks where SQLite serialises
  * writers (see ks_db.h for the contract, ks_db_impl.h for the table). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* ks_db_sqlite.c -- the keyserver's SQLite backend (the embedded default;
  * see ks_db.h for the contract, ks_db_impl.h for the table). */
 #include "keyserver/ks_db_impl.h"

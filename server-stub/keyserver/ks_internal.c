@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* ks_internal.c -- the request machinery every keyserver route shares, above
  * the database and mail: a request body that names an account, Hawk
  * authentication, issuing tokens, the token's account, single-use tokens,

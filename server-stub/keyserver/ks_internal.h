@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* ks_internal.h -- what the keyserver's files share: the server object,
  * error answers, Hawk authentication, random draws and mail.  Who defines
  * what: ks_reply.c time, random, answers, JSON wiping, the HTTP hooks, rate

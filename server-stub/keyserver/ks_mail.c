@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* ks_mail.c -- the keyserver's mail: Maildir or SMTP delivery, and the
  * outbox of verification mails (see ks_mail.h). */
 #include "keyserver/ks_mail.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* ks_mail.h -- the keyserver's mail outbox: Maildir files or SMTP via libcurl. */
 #ifndef PICL_KS_MAIL_H
 #define PICL_KS_MAIL_H

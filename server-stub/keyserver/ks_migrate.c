@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* ks_migrate.c -- `picl-keyserver node migrate URL`: the users of a drained
  * node copied server-side to the nodes they are assigned next (storage.md
  * 6), so that their devices find their records there instead of

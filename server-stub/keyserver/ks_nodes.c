@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* ks_nodes.c -- storage nodes (storage.md section 6): the credentials a
  * token request gets, node secrets, drain, and the purge job. */
 #include <curl/curl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* ks_parse.c -- keyserver request parsers (see ks_parse.h). */
 #include "keyserver/ks_parse.h"
 

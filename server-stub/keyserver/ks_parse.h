@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* ks_parse.h -- THE parsers of keyserver request bodies and their fields. */
 #ifndef PICL_KS_PARSE_H
 #define PICL_KS_PARSE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* ks_recovery.c -- the keyserver's recovery-email and forgotten-password
  * endpoints (keyserver.md section 6): status, resend and verify of the
  * verification code; send, resend and verify of the reset code. */

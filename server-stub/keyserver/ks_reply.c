@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* ks_reply.c -- the keyserver's answers and what they need, calling no other
  * keyserver file: time and random draws (with the test hooks), JSON error
  * answers, wiping secrets in JSON, the storage faults the database notes and

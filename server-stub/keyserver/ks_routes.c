@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* ks_routes.c -- the keyserver endpoints of keyserver.md section 6. */
 #include "keyserver/ks_internal.h"
 

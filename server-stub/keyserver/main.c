@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* main.c -- the picl-keyserver program: keyserver.md on SQLite, one process. */
 #include <errno.h>
 #include <getopt.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* main.c -- picl-storage: the SyncStorage 1.5 storage server program. */
 #include <curl/curl.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* storage.c -- the storage server: lifecycle, routes, auth preamble, reads,
  * deletes and /info (writes are in storage_write.c, the answer helpers in
  * storage_resp.c). */

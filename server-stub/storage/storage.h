@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* storage.h -- the SyncStorage 1.5 storage server (storage.md): lifecycle,
  * configuration, and the hooks the tests and `picl server` use. */
 #ifndef PICL_STORAGE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* storage_auth.c -- tokenlib + Hawk authentication of storage requests (see storage_auth.h). */
 #include "storage/storage_auth.h"
 

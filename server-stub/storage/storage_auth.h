@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* storage_auth.h -- the one authentication check of the storage server:
  * tokenlib token (signature, expiry, node, uid) + Hawk (MAC, skew, nonce). */
 #ifndef PICL_STORAGE_AUTH_H

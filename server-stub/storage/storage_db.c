@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* storage_db.c -- picks the storage server's database backend (SQLite for a
  * directory, PostgreSQL for a postgresql:// URL), dispatches the
  * storage_db.h calls to its table of functions, and holds what the backends

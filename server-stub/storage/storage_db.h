@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* storage_db.h -- persistence of the storage server behind one interface:
  * a backend table of functions (storage_db_impl.h) filled by SQLite
  * (storage_db_sqlite*.c) and PostgreSQL (storage_db_pg*.c). */

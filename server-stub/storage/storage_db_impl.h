@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* storage_db_impl.h -- the table of functions a storage database backend
  * fills (storage_db_sqlite.c, storage_db_pg.c); storage_db.c dispatches the
  * storage_db.h calls, and holds what both backends share (offset tokens,

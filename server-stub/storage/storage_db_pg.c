@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* storage_db_pg.c -- the storage server's PostgreSQL backend (libpq): a pool
  * of connections with prepared statements, the user's row locked FOR UPDATE
  * where SQLite serialises every writer (see storage_db.h for the contract,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* storage_db_sqlite.c -- the storage server's SQLite backend: one file
  * <dir>/storage.db in WAL mode, a pool of connections, BEGIN IMMEDIATE for
  * writers (see storage_db.h for the contract, storage_db_impl.h for the

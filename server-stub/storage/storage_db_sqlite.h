@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* storage_db_sqlite.h -- what the SQLite backend's files share
  * (storage_db_sqlite.c, storage_db_sqlite_batch.c,
  * storage_db_sqlite_history.c); nothing else includes it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* storage_db_sqlite_batch.c -- SQLite persistence of batch uploads (see storage_db.h). */
 #include <stdlib.h>
 #include <string.h>

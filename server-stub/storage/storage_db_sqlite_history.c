@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* storage_db_sqlite_history.c -- the PiCL undo extension of the storage database: the previous ciphertext of every overwritten or deleted BSO, kept for picl_restore_days (SQLite). */
 #include "storage/storage_db_sqlite.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* storage_internal.h -- what storage.c and storage_write.c share: the server
  * object, the per-request context and the BSO input parser. */
 #ifndef PICL_STORAGE_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* storage_read.c -- the storage server's reads of collections and items:
  * query parameters, paging, conditional headers (see storage_internal.h). */
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* storage_resp.c -- the storage server's answer helpers (errors,
  * timestamps, read preconditions) and id checks shared by storage.c,
  * storage_read.c and storage_write.c (see storage_internal.h); a file of

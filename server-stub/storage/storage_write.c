@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* storage_write.c -- the storage server's writes: the BSO input parser, PUT,
  * POST and batches (see storage_internal.h). */
 #include "storage/storage_internal.h"

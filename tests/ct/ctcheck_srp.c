@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* ctcheck_srp.c -- runs SRP under valgrind memcheck with every secret marked undefined. */
 /*
  * Built and run by tests/ctcheck.sh (never by the unit-test build).  The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* eio_shim.c -- an LD_PRELOAD library for the I/O fault tests: write, pwrite,
  * writev, fsync and fdatasync fail with EIO or ENOSPC on chosen calls.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* storage_fixture.h -- the in-process storage server the test_storage_*
  * tests talk to (127.0.0.1, port 0, temporary data directory). */
 #ifndef PICL_STORAGE_FIXTURE_H

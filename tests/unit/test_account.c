@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_account.c -- the client's account flows end to end against an
  * in-process keyserver: create, verify from the Maildir, sign in on two
  * devices, keys, sign out, password change, forgot/reset, destroy, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_account_devices.c -- the account's devices and sessions over picl server (keyserver.md 9): each device names itself, picl device list/rename/remove, a removed device is refused and stops syncing, the security events in order, and the endpoints' refusals. */
 #include "testutil.h"
 #include "testutil_cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_aes.c -- AES-256 block, CBC (SP 800-38A), CBC-PKCS#7 and GCM against
  * the published vectors and every Wycheproof case. */
 #include "testutil.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_alloc_fail.c -- allocation-failure sweeps: for every N, the Nth
  * allocation (project malloc family via -Wl,--wrap, jansson, SQLite; see
  * crypto/alloc.h) fails, and the crypto, record, protocol, class-map and

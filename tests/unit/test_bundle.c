@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_bundle.c -- keyserver.md section 5 bundles: the five bundles of
  * picl_srp_era.txt section A byte for byte (and their key intermediates),
  * tampering, wrong key/context/length, hex transport and the caps. */

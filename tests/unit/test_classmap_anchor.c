@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_classmap_anchor.c -- the class map anchor rules and loud integrity
  * failures (records.md 3-4, client.md 7) through the picl command against a
  * real `picl server`, with the storage server's database edited behind its

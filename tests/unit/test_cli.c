@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_cli.c -- the picl command as a person uses it: picl server, account
  * life cycle from the Maildir, two state directories with the same key
  * fingerprints, a reset that changes kB_fp only, sync of JSON files, classes,

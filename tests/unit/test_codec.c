@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_codec.c -- strict hex / base64 / base64url codecs: round trips,
  * RFC 4648 section 10 vectors, and every malformed form rejected. */
 #include "testutil.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_crash_keyserver.c -- kill -9 of picl-keyserver at a random moment of
  * an account creation, a password change and a password reset driven by the
  * picl command: after each restart no account is half-made (it is either

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_crash_storage.c -- kill -9 of picl-storage at random points of a mixed
  * write stream (PUT of single records that overwrite each other, POSTs, and
  * batches of several parts with their commit): after each restart every

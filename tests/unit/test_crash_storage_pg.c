@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_crash_storage_pg.c -- the storage server's crash sweep
  * (test_crash_storage.c: kill -9 at random points of PUT/POST/batch
  * streams, 0 acknowledged writes lost, 0 half batches) on PostgreSQL, in

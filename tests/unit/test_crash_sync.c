@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_crash_sync.c -- kill -9 of `picl sync` after its download, after its
  * apply and after its upload (PICL_TEST_CRASH_AT=sync-*), for a store
  * directory and for a Firefox profile: the next sync converges, every record

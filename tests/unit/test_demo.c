@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_demo.c -- `picl demo` finds its script in a build directory of the source tree, or in the layout `make install` makes (<prefix>/share/picl/demo beside <prefix>/bin/picl, also under DESTDIR), and without either says so (exit 1) instead of failing obscurely. */
 #include "testutil.h"
 #include "testutil_cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_devices.c -- other devices through `picl`: the clients and tabs
  * collections between two Firefox profiles made by firefox-esr (the session
  * store written by the browser's own mozLz4 writer, and by a real headless

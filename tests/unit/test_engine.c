@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_engine.c -- the sync engine over HTTP against a real storage server:
  * devices converge, conflicts, tombstones, the class map under attack, class
  * moves (also after a crash), and a password reset seen from another device. */

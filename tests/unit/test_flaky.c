@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_flaky.c -- `picl sync` through a flaky proxy (testutil_proxy) in front
  * of picl server: a connection dropped mid-response or closed without an
  * answer, 500 and 503 with Retry-After, truncated JSON and a huge (16 MiB) body on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_forms_prefs.c -- form history and preferences between two Firefox
  * profiles made, edited and read back by firefox-esr (FormHistory, the
  * preference service): round trips both ways with deletions, preferences

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_hash.c -- SHA-256, HMAC-SHA256 (RFC 4231, Wycheproof), random bytes,
  * constant-time compare and wiping. */
 #include "testutil.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_hawk.c -- Hawk 1.1 (keyserver.md section 8): the published cases of
  * hawk_vectors.json (normalised string, MAC, payload hash, header), the
  * syncstorage-rs fixture MACs, the strict header parser's bad cases (each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_http_exchange.c -- the one HTTP exchange of both clients
  * (components/client/http_exchange.h) against a one-shot loopback server
  * that answers canned bytes: what is sent (path as signed, fixed headers),

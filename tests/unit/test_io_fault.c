@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_io_fault.c -- I/O failure: picl-storage, picl-keyserver and `picl sync`
  * with write/fsync failing (EIO, ENOSPC) through the LD_PRELOAD shim
  * (eio_shim.so, switched on and off while the process runs) and picl-storage

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_kdf.c -- PBKDF2-HMAC-SHA256, HKDF-SHA256 and scrypt against every
  * published vector file, plus the limits and out-of-memory behaviour. */
 #include "testutil.h"

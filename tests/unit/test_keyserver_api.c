@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_keyserver_api.c -- every keyserver endpoint over HTTP (keyserver.md
  * sections 6 and 7): success and its listed errors, exact errnos. */
 #include "testutil.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_keyserver_attacks.c -- the keyserver under attack: forged SRP values,
  * replayed and cross-typed tokens, Hawk replay/tampering/stale timestamps,
  * concurrent single-use tokens, brute force, malformed and oversized input,

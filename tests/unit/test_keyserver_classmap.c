@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_keyserver_classmap.c -- the key epoch and the class map anchor of
  * keyserver.md section 9 (GET/POST /v1/account/classmap) over HTTP, and the
  * schema migration that brings them to an existing database. */

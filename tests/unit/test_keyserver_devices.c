@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_keyserver_devices.c -- the keyserver endpoints of keyserver.md 9 for devices, security events and the recovery key, on the wire (SQLite, and PostgreSQL under PICL_TEST_BACKEND=postgresql): shapes, refusals with their errnos, one account never touching another's devices or key, the recent-login rule, the look-up limit, and a removed session refused. */
 #include "testutil.h"
 #include "testutil_ks.h"

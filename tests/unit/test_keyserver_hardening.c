@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_keyserver_hardening.c -- the keyserver attacks of keyserver.md
  * section 9 against a real keyserver over HTTP: account pre-hijacking,
  * token lifetimes, check-then-act limits, mail bombing, /auth/start

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_keyserver_mail.c -- the keyserver's outbox: RFC 5322 files delivered
  * into the Maildir (tmp/ then new/), the same message through SMTP
  * (libcurl) to a minimal SMTP server run by the test, and the outbox rows

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_keyserver_main.c -- the picl-keyserver program: command line, data
  * directory and secret file creation, request log, persistence across a
  * restart, clean stop on SIGTERM/SIGINT. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_keyserver_nodes.c -- storage nodes in the keyserver (storage.md 6):
  * least-loaded assignment, per-node secrets, a password reset keeps the
  * node, drain (new node, rotated secret: the old node answers 401), purge

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_keyserver_parse.c -- the keyserver's request parsers (ks_parse.h):
  * good values, and every bad case mapped to its errno class with the
  * outputs zeroed. */

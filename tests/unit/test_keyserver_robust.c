@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_keyserver_robust.c -- malformed requests never crash, hang or 500 the
  * keyserver: seeded random mutations of valid bodies, field types and Hawk
  * headers on every endpoint, each answered with a JSON 4xx error. */

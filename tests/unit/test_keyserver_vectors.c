@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_keyserver_vectors.c -- the keyserver reproduces the PiCL bundles of
  * picl_srp_era.txt section A byte for byte over HTTP (B, auth/finish,
  * session/create, account/keys, password/change, and accepts the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_mass_delete.c -- the mass-deletion guard over picl server: a sync that would delete more than half of a collection (and at least 20) changes nothing, exits 5 naming --allow-mass-delete and saves a restore point; with the flag it goes through, and picl restore to the restore point brings the records back on both devices; smaller deletions are never held. */
 #include "testutil.h"
 #include "testutil_cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_nss.c -- NSS lifecycle: our own context when alone, the host's NSS
  * when it is up, and we shut down only what we opened. */
 #include "testutil.h"

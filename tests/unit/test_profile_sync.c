@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_profile_sync.c -- real Firefox profiles (made, edited and read back by
  * firefox-esr itself) synced with `picl sync --profile` through picl server:
  * profile 1 -> server -> empty profile 2 equal as Firefox sees them, edits

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_quickstart.c -- the README's "Quick start from the shell", run as
  * written: its build/picl lines are read out of README (so a README that
  * drifts from the program fails here) and run in a scratch HOME without

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_reconcile.c -- the per-record rules of client.md section 3 step 3. */
 #include "testutil.h"
 #include "client/reconcile.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_record.c -- the record cipher (records.md section 3): the v2 MAC
  * against independently made vectors (tests/vectors/picl_record_v2.json),
  * the cipher primitives against the published Sync 1.5 records (whose MAC,

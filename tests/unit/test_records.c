@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_records.c -- collection keys, records with kid, and the signed class
  * map (records.md sections 2-4), including a hostile server's moves. */
 #include "testutil.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_recovery_key.c -- the account recovery key (keyserver.md 9): its text form and sealing of kB, the round trip over picl server (class B survives a reset, a wrong key is refused and changes nothing, the key is single-use), and the stretch upgrade keeping kB and every class-B record. */
 #include "testutil.h"
 #include "testutil_cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_reliability_cursor.c -- a device must never stop receiving records:
  * `picl sync` against a real `picl server` behind a proxy that hands over
  * incomplete but well-formed listings (200 [] without X-Last-Modified, a

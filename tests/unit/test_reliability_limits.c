@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_reliability_limits.c -- slowloris against both real server processes
  * (picl-storage, picl-keyserver): many connections that send a byte now and
  * then cannot stop an honest client from being answered within a bound

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_reliability_memory.c -- picl-storage's memory per request is
  * bounded: it authenticates from the headers before it reads a body (a POST
  * with a bad Hawk header is answered 401 before any body byte is sent; 100

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_reliability_resend.c -- an account whose verification mail never went
  * out (the keyserver stopped between committing the account and mailing the
  * code) can still be verified: `picl account verify --resend` mails the code

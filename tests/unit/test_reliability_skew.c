@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_reliability_skew.c -- clock skew against a real picl-storage: its 401
  * carries Hawk ts and a tsm under the token's key (like the keyserver's
  * serverTime), and a storage client with a clock an hour off learns the

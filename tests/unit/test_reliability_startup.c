@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_reliability_startup.c -- picl-storage refuses to start on a database
  * it cannot write (instead of answering every write 503 forever), and its
  * start-up failures name the path or address and the cause: a read-only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_restore.c -- the undo extension: the storage server keeps previous versions (as_of listings, counted in the quota and given way when over it, pruned, gone with the user's data, off with --restore-days 0: nothing kept, as_of refused), `picl server --restore-days N` (0 = off and refused, 7 advertised and honoured, bad values a usage error), and over picl server `picl restore bookmarks --as-of T` brings 1 000 bookmarks deleted by a sync back on both devices (a preview answered "no" changes nothing; a time before the server's window or a server without history is refused). */
 #include "testutil.h"
 #include "testutil_cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_server_log.c -- the one log of both servers (server-stub/http/log.h):
  * the exact shape of request lines from a running keyserver and a running
  * storage server (control characters escaped, secret-looking query values

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_service.c -- the service object of picl.h end to end: a keyserver and
  * a storage server in process, two devices with JSON-file stores, account
  * life cycle, sync, class moves, a password reset, and its error messages. */

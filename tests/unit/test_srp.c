@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_srp.c -- SRP-6a: RFC 5054, srptools and PiCL vectors on both sides, and the attacks. */
 #include "testutil.h"
 #include "crypto/srp.h"

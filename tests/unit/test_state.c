@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_state.c -- local state: round trip, secrets only as SDR blobs,
  * strict mode keeps kB out of the file, the sign-up's pending keyFetchToken
  * kept like kB, a corrupt file refused. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_storage_api.c -- the storage server's endpoints, parameters, headers
  * and statuses (storage.md section 3) over HTTP against an in-process server. */
 #include <pthread.h>

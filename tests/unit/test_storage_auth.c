@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_storage_auth.c -- the storage server's authentication over HTTP:
  * tokenlib tokens (uid, node, expiry, grace, tampering) and Hawk (MAC over
  * the raw target, payload hash, skew, replay); refusals change nothing. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_storage_batch.c -- batch uploads of the storage server: open, append,
  * commit at one timestamp, refusals, size announcements and limits. */
 #include <time.h>

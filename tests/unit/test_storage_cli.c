@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_storage_cli.c -- the picl-storage program: its command line, start-up
  * errors, the --mint-token / --hawk development helpers, a clean stop. */
 #include <libgen.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_storage_client.c -- the libcurl storage client against the in-process
  * storage server: every call, paging, batching, conditions, backoff, refresh. */
 #include <sqlite3.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_storage_durability.c -- kill -9 of picl-storage during a stream of
  * acknowledged POSTs and during a batch commit: after a restart every
  * acknowledged write is there and no batch is half-applied (20 rounds each). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_storage_hostile.c -- the storage client against a hostile or broken
  * server (client.md 7): every loop bounded (endless X-Weave-Next-Offset,
  * limits below one record), header numbers that would overflow, backoffs of

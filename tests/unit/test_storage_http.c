@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_storage_http.c -- the libmicrohttpd glue (server-stub/http) and the
  * storage server's input parsers, bad cases first. */
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_storage_limits.c -- the storage server's limits against hostile
  * requests (storage.md 5): memory bounded before parsing (measured on a real
  * picl-storage process), listings paged by size, bad offsets refused, open

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_storage_nodes.c -- the service against more than one storage node
  * (storage.md 6, client.md 7): a user moved to another node mid-life (the
  * old node answers 401, the keyserver's token names the new one) syncs

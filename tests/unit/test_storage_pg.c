@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_storage_pg.c -- the storage server on PostgreSQL: two picl-storage
  * processes on one database (a request captured at one is refused at the
  * other; timestamps strictly increase under writers at both), the schema

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_store_devices.c -- the parsers behind the clients, tabs and prefs
  * stores, in process: mozLz4 (round trip, every kind of damage), session
  * store to tabs (order, filtering, trimming to the record limit), tabs

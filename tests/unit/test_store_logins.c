@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_store_logins.c -- the passwords store on logins.json + key4.db of
  * profiles made by the real Firefox (AES-256 key), by old NSS (3DES key),
  * both at once, none, and with a primary password; read back by Firefox. */

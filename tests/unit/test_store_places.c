@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_store_places.c -- the bookmarks and history stores on places.sqlite of
  * profiles made by the real Firefox, checked back through Firefox itself. */
 #include "testutil.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_store_profile.c -- profile directories: missing, not a profile,
  * locked by a running Firefox (the fcntl lock, not the stale symlink). */
 #include "testutil.h"

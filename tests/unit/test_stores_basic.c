@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_stores_basic.c -- the memory and JSON-file stores: change tracking,
  * apply, tombstones both ways, atomic rewrite, malformed files refused. */
 #include "testutil.h"

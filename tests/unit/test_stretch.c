@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_stretch.c -- keyserver.md section 2: the PiCL stretch vectors
  * (K1, K2, stretchedPW, srpPW, unwrapBKey), the parameter floor, and
  * out-of-memory reported as an error. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_tokenlib.c -- storage.md section 2 tokenlib tokens: the
  * syncstorage-rs fixture (token, derived key, Hawk MAC), a fixed-input token
  * computed independently with Python, round trip, tampering, wrong secret,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_tokens.c -- keyserver.md section 5: tokenID / reqHMACkey / requestKey
  * of every token type, against picl_srp_era.txt section A. */
 #include "testutil.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* test_wire_formats.c -- the one parser and formatter of each small wire
  * format of components/protocol/: SyncStorage timestamps (synctime.h), Host
  * headers and HOST:PORT listen addresses (hostport.h), exact values in and

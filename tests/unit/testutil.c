@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* testutil.c -- shared helpers for the Check unit tests. */
 #include "testutil.h"
 #include "crypto/nss.h"

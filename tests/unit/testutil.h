@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* testutil.h -- shared helpers for the Check unit tests: vector files, hex. */
 #ifndef PICL_TESTUTIL_H
 #define PICL_TESTUTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* testutil_cli.c -- driving the picl command in tests (see testutil_cli.h). */
 #include "testutil_cli.h"
 #include "testutil.h"

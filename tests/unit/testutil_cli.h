@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* testutil_cli.h -- driving the picl command as a person does: a scratch
  * directory with `picl server` running in it, and shell command lines. */
 #ifndef PICL_TESTUTIL_CLI_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* testutil_http.c -- test helpers for the HTTP servers (see testutil_http.h). */
 #include "testutil_http.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* testutil_http.h -- test helpers for the HTTP servers: tokenlib tokens,
  * Hawk-signed requests over libcurl, response headers. */
 #ifndef PICL_TESTUTIL_HTTP_H

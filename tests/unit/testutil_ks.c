@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* testutil_ks.c -- keyserver test helpers (see testutil_ks.h). */
 #include "testutil_ks.h"
 #include "testutil_pg.h"

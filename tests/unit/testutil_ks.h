@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* testutil_ks.h -- keyserver test helpers: an in-process server on a free
  * loopback port with a temporary data directory, raw and Hawk-signed HTTP
  * requests, and the Maildir outbox reader. */

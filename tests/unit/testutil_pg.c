@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* testutil_pg.c -- the tests' throw-away PostgreSQL cluster (see testutil_pg.h). */
 #include "testutil_pg.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* testutil_pg.h -- a throw-away PostgreSQL cluster for the tests: the
  * servers' suites run a second time on PostgreSQL with
  * PICL_TEST_BACKEND=postgresql. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* testutil_profile.c -- real Firefox profiles and lock holders for the store tests. */
 #include "testutil_profile.h"
 #include "testutil.h"

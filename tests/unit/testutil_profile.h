@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* testutil_profile.h -- test helpers for the profile stores: real Firefox
  * profiles made and read back by the browser (tests/make-profile.sh),
  * directory fingerprints, and a child process that holds the profile lock. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* testutil_proxy.c -- the flaky HTTP proxy of the tests (see testutil_proxy.h). */
 #include "testutil_proxy.h"
 

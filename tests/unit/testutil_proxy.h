@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* testutil_proxy.h -- a flaky HTTP proxy for the tests: listens on
  * 127.0.0.1, forwards each request to one upstream server (with
  * Connection: close) and, on the requests a test picks, drops the connection

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* testutil_srv.c -- one server process per test (see testutil_srv.h). */
 #include "testutil_srv.h"
 

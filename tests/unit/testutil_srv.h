@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MPL-2.0 */
 /* testutil_srv.h -- one picl-storage or picl-keyserver process per test, on
  * a free loopback port, with its own data directory and descriptor limit. */
 #ifndef PICL_TESTUTIL_SRV_H

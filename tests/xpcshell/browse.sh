@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MPL-2.0
 # browse.sh PROFILE WWWDIR PAGE... -- a real headless firefox-esr on PROFILE
 # opens each PAGE of WWWDIR, served over HTTP on a free loopback port, and
 # runs until the browser's own session store has written them all, with

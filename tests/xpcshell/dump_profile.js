@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* dump_profile.js -- writes what Firefox itself reads from a profile (the
  * bookmark tree with tags and keywords, history with visits, the decrypted
  * logins) as one JSON file, through PlacesUtils and Services.logins.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* edit_profile.js -- what a user does in the browser between two syncs, made
  * through the browser's own APIs: a new bookmark, a renamed one, a moved one,
  * a deleted one, a changed password, new visits.  ROUND (1 or 2) picks one of

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MPL-2.0
 # extension_test.sh WORKDIR -- the PiCL extension (a WebExtension Experiment,
 # extension/) in a fresh profile of a headless firefox-esr.  Builds the
 # shipped XPI and checks it holds no test hook; installs the test build

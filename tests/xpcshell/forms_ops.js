@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* forms_ops.js -- picl_ops for form history (FormHistory) and preferences, loaded by
  * test_forms.js, test_prefs.js and their peers. */
 "use strict";

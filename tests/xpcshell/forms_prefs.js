@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* forms_prefs.js -- form history and preferences of a profile through the
  * browser's own code: FormHistory (formhistory.sqlite) and the preference
  * service (prefs.js).

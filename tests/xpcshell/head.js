@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* head.js -- our own xpcshell harness (release Firefox ships no Assert.sys.mjs
  * and no testing-common): add_task, registerCleanupFunction, Assert,
  * do_get_profile, a clean shutdown, and a "P passed, F failed" line.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* logins_ops.js -- picl_ops for the login deletion tests (test_logins_deleted.js
  * and its peer): delete a saved login as the user does, and read logins.json
  * the way Firefox's own password sync reads it, tombstones included. */

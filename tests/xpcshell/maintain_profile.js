@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* maintain_profile.js -- runs Firefox's own Places maintenance
  * (PlacesDBUtils.checkAndFixDatabase: integrity, coherence fixes, expiration)
  * on a profile, so a test can check that it had nothing to fix in what we

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* make_profile.js -- creates a Firefox profile with sample bookmarks, visits
  * and logins through the browser's own APIs (PlacesUtils, Services.logins).
  * Run: firefox-esr --xpcshell -g GRE -a GRE/browser make_profile.js DIR [PRIMARY_PASSWORD]

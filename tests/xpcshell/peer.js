@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* peer.js -- a second device for the two-profile tests: runs the ops in
  * $PICL_PEER_OPS (see picl_ops in head.js) on the profile $PICL_XPC_PROFILE,
  * prints "PEER-RESULT <json array of results>" and shuts down cleanly.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* profile_env.js -- shared by make_profile.js and dump_profile.js: points
  * xpcshell at a profile directory and shuts Firefox's services down cleanly
  * (see tests/xpcshell/README, "xpcshell mode"). */

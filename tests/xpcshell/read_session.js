@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* read_session.js -- prints the open tabs of a session store file as Firefox
  * reads it (IOUtils.readJSON with decompress: true, the browser's own mozLz4
  * reader): one "URL|TITLE" line per tab, of its current history entry.

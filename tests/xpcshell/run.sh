@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MPL-2.0
 # run.sh RESULTFILE -- the xpcshell suite: starts the servers when they are
 # built, runs tests/test_idl_consistency.py, then every test file listed in
 # xpcshell.toml with the real browser engine, each in a fresh profile and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* test_account.js -- the account life cycle through PiCLService against
  * the live keyserver and storage server (run.sh starts them): create,
  * verify, sign out/in, change password, destroy, the observer, and every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* test_binding.js -- PiCLService.sys.mjs without servers: the IDL's shape,
  * the library found and loaded through js-ctypes in the ChromeWorker,
  * argument checks that reject before any C call. */

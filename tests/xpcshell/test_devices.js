@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* test_devices.js -- PiCLService's devices, security events and recovery key (client.md 7): the browser names itself, renameDevice, getDevices, signOutDevice refusing an unknown id, getSecurityEvents newest first, a removed device refused at its next request (a second browser), createRecoveryKey (wrong password refused), getRecoveryKeyExists, removeRecoveryKey, and a password reset with the recovery key that keeps kB and a class-B login (read on a new device after the reset; a wrong key refused, nothing changed). */
 "use strict";
 

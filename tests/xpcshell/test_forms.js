@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* test_forms.js -- form history between two browsers through the live
  * FormHistory store (sync(["forms"])): entries made on either side reach
  * the other with the same GUIDs, a deletion travels, and what a sync writes

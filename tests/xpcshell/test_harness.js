@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* test_harness.js -- the harness itself: Assert catches what it must, the
  * profile is a fresh directory registered as ProfD, and timers run. */
 "use strict";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* test_integrity.js -- a record the storage server tampered with is loud in
  * the browser (client.md 7): PiCLService.sync rejects with INTEGRITY, names
  * the record (e.failed, the observer topic "picl:sync:failed-records", the

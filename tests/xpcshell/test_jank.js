@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* test_jank.js -- the main thread is never blocked for more than 50 ms
  * during a sync of 2 000 bookmarks: upload from this profile, download and
  * apply on a second one (a peer process). Needs the servers run.sh starts.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* test_logins_deleted.js -- a saved login deleted in the browser
  * (Services.logins.removeLoginAsync) is deleted on the other device, both
  * ways, through PiCLService and the live passwords store: Firefox keeps the

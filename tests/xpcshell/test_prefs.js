@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* test_prefs.js -- preferences between two browsers through the live
  * Services.prefs store (sync(["prefs"])): the allow-listed preferences set
  * on one reach the other, a reset to the default travels, and a preference

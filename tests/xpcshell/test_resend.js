@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* test_resend.js -- PiCLService.resendVerification: an account whose
  * verification mail was lost (the keyserver stopped between creating the
  * account and mailing it) is mailed the code again and can be verified;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* test_restore.js -- the undo through PiCLService: deleting every saved
  * login is held by the mass-deletion guard (CONFLICT, observer topic
  * "picl:sync:mass-delete", nothing uploaded), let through with

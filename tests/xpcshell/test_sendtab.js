@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* test_sendtab.js -- other devices through the browser binding: this
  * process (device A) and a peer process on a second profile (device B) sync
  * their clients records; B lists A, sends A a tab, A's next sync receives it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* test_signup.js -- signing up signs the device in (client.md 7), through
  * PiCLService and across restarts: createAccount -> restart -> the account is
  * still signed in -> verifyEmail -> the keys are on the device without the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* test_stores.js -- the live store hooks (PiCLStores.sys.mjs) on a real
  * profile: records in the records.md formats, change tracking, apply through
  * PlacesUtils / Services.logins, markSynced, reset, wipe, bad records. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* test_stretch_upgrade.js -- the stretch upgrade through PiCLService
  * (keyserver.md 9): an account registered with weaker stretching (the spec's
  * own values, the weakest a browser accepts: xpcshell has no test floor) is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* test_sync.js -- two profiles (this xpcshell process and peer processes on
  * a second profile) syncing bookmarks, history and logins both ways through
  * the live stores; class moves; a password reset (class A survives, class B

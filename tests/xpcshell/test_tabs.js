@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* test_tabs.js -- this browser's open tabs through the live TabsStore: the
  * session the browser wrote (IOUtils' mozLz4 writer, as SessionWriter does)
  * is uploaded as this device's tabs record and listed by another browser

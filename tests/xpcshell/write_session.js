@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* write_session.js -- writes a profile's session store the way Firefox's
  * SessionWriter does (IOUtils.writeJSON with compress: true, i.e. mozLz4),
  * with one window holding the given tabs.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MPL-2.0
 """build_test_xpi.py SHIPPED.xpi OUT.xpi -- the test build of the PiCL
 extension: the shipped XPI (extension/build-xpi.py) plus this directory's
 test-only files under test/ (the picltest Experiment and selftest.js, a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* picltest_api.js -- test-only Experiment of the headless extension test: config and report through files, prefs, mailed codes, the toolbar button's placement and icon. */
 /* global ExtensionAPI, ExtensionCommon, Services, ChromeUtils, IOUtils, PathUtils */
 "use strict";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MPL-2.0
 /* selftest.js -- test-only background script of the headless extension test: drives browser.picl and the real popup page (in a tab) and reports what it saw as JSON. */
 "use strict";
 
