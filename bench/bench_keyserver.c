@@ -115,15 +115,14 @@ static void *run(void *p)
     char body[1024];
     double c0 = thread_cpu();
     while (bench_now() < sh->until) {
-        if (post(c, sh->url_start, "{\"email\":\"62656e6368406578616d706c652e6f7267\"}", &m) !=
-            200) {
+        if (post(c, sh->url_start, "{\"email\":\"62656e6368406578616d706c652e6f7267\"}", &m) != 200) {
             w->failures++;
             continue;
         }
         json_t *j = json_loads(m.data, 0, NULL);
         const char *tok = json_string_value(json_object_get(j, "srpToken"));
-        snprintf(body, sizeof body, "{\"srpToken\":\"%s\",\"A\":\"%s\",\"M\":\"%s\"}",
-                 tok ? tok : "", sh->A_hex, sh->M_hex);
+        snprintf(body, sizeof body, "{\"srpToken\":\"%s\",\"A\":\"%s\",\"M\":\"%s\"}", tok ? tok : "",
+                 sh->A_hex, sh->M_hex);
         json_decref(j);
         if (post(c, sh->url_finish, body, &m) == 200 && strstr(m.data, "\"bundle\""))
             w->logins++;
@@ -154,7 +153,8 @@ static double srp_reference(const picl_srp_group *g, const uint8_t v[256], const
         picl_srp_server *s = NULL;
         double c0 = thread_cpu();
         int ok = picl__srp_server_new_with_b(g, v, 256, forced_b, 32, &s) == PICL_OK &&
-                 picl__srp_server_B(s, B, 256) == PICL_OK && picl__srp_server_verify(s, A, 256, M, 32, K, 32) == PICL_OK;
+                 picl__srp_server_B(s, B, 256) == PICL_OK &&
+                 picl__srp_server_verify(s, A, 256, M, 32, K, 32) == PICL_OK;
         t[i] = thread_cpu() - c0;
         picl__srp_server_free(s);
         picl__wipe(K, sizeof K);
@@ -176,10 +176,7 @@ static double cpu_now(void)
            ru.ru_stime.tv_usec / 1e6;
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    return remove(path);
-}
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) { return remove(path); }
 
 int bench_keyserver(int argc, char **argv)
 {
@@ -216,13 +213,12 @@ int bench_keyserver(int argc, char **argv)
     memset(srp_pw, 0x5a, sizeof srp_pw);
     memset(salt, 0x17, sizeof salt);
     if (picl__random_bytes(forced_b, sizeof forced_b) != PICL_OK ||
-        picl__srp_verifier(g, (const uint8_t *)EMAIL, strlen(EMAIL), srp_pw, 32, salt, 32, v,
-                           256) != PICL_OK)
+        picl__srp_verifier(g, (const uint8_t *)EMAIL, strlen(EMAIL), srp_pw, 32, salt, 32, v, 256) != PICL_OK)
         goto done;
     forced_b[0] |= 0x80; /* a full 256-bit b, like NSS's */
 
-    ks_config cfg = {.listen = "127.0.0.1:0", .data_dir = dir, .random = hook,
-                     .login_max = 1000000, .database = database};
+    ks_config cfg = {
+        .listen = "127.0.0.1:0", .data_dir = dir, .random = hook, .login_max = 1000000, .database = database};
     if (ks_server_new(&ks, &cfg) != PICL_OK || ks_server_start(ks) != PICL_OK) {
         fprintf(stderr, "keyserver: cannot start a server\n");
         goto done;
@@ -258,12 +254,11 @@ int bench_keyserver(int argc, char **argv)
     json_t *j = st2 == 200 ? json_loads(m.data, 0, NULL) : NULL;
     const char *bh = json_string_value(json_object_get(json_object_get(j, "srp"), "B"));
     size_t got = 0;
-    int okB = st1 == 200 && bh && picl__hex_decode(B, 256, &got, bh, strlen(bh)) == PICL_OK &&
-              got == 256;
+    int okB = st1 == 200 && bh && picl__hex_decode(B, 256, &got, bh, strlen(bh)) == PICL_OK && got == 256;
     json_decref(j);
     if (!okB || picl__srp_client_new(g, &sc) != PICL_OK || picl__srp_client_A(sc, A, 256) ||
-        picl__srp_client_process(sc, (const uint8_t *)EMAIL, strlen(EMAIL), srp_pw, 32, salt, 32,
-                                 B, 256, M, 32) != PICL_OK) {
+        picl__srp_client_process(sc, (const uint8_t *)EMAIL, strlen(EMAIL), srp_pw, 32, salt, 32, B, 256, M,
+                                 32) != PICL_OK) {
         fprintf(stderr, "keyserver: setup failed (%ld, %ld)\n", st1, st2);
         goto done;
     }
@@ -296,8 +291,7 @@ int bench_keyserver(int argc, char **argv)
                    logins ? 1000.0 * el * clients / logins : 0.0);
             printf("keyserver: %.2f ms CPU per login (server and the clients' HTTP together), "
                    "%.0f%% of one core used: %.0f logins per CPU-second\n",
-                   logins ? 1000.0 * cpu / logins : 0.0, 100.0 * cpu / el,
-                   cpu > 0 ? logins / cpu : 0.0);
+                   logins ? 1000.0 * cpu / logins : 0.0, 100.0 * cpu / el, cpu > 0 ? logins / cpu : 0.0);
             rc = failures == 0 && logins > 0 ? 0 : 1;
             /* the server's CPU: the process's minus the client threads' own */
             double client_cpu = 0;

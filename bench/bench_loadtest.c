@@ -54,7 +54,7 @@ typedef struct lbal {
 typedef struct lnode {
     storage_server *srv, *srv2; /* srv2: the second process (PostgreSQL) */
     char dir[128], listen[64], listen2[64], url[96];
-    char db[256];               /* PostgreSQL: the node's database URL */
+    char db[256]; /* PostgreSQL: the node's database URL */
     lbal lb;
 } lnode;
 
@@ -203,8 +203,7 @@ static void lb_stop(lbal *b)
 }
 
 /* One storage process of a PostgreSQL node on *listen (kept for restarts). */
-static int pg_proc_run(lnode *n, storage_server **srv, char *listen, size_t cap,
-                       const char *secret)
+static int pg_proc_run(lnode *n, storage_server **srv, char *listen, size_t cap, const char *secret)
 {
     storage_server_free(*srv);
     *srv = NULL;
@@ -330,9 +329,8 @@ static int write_store(device *v)
     for (int i = 0; i < v->nids; i++) {
         char uri[64];
         snprintf(uri, sizeof uri, "https://example.org/%s", v->ids[i]);
-        json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", v->ids[i], "type",
-                                             "bookmark", "parentid", "toolbar", "title", v->ids[i],
-                                             "bmkUri", uri));
+        json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", v->ids[i], "type", "bookmark",
+                                             "parentid", "toolbar", "title", v->ids[i], "bmkUri", uri));
     }
     char *text = json_dumps(arr, JSON_COMPACT);
     json_decref(arr);
@@ -352,8 +350,7 @@ static int read_ids(const device *v, char (*out)[16], int cap)
     int n = 0;
     size_t i;
     json_t *r;
-    json_array_foreach(j, i, r)
-    {
+    json_array_foreach (j, i, r) {
         const char *id = json_string_value(json_object_get(r, "id"));
         if (id && n < cap)
             snprintf(out[n++], 16, "%s", id);
@@ -371,7 +368,7 @@ static void *dev_loop(void *arg)
     int counter = 0;
     while (!L.stop && bench_now() < L.stop_at) {
         /* the file holds what the last sync merged: keep it, add one */
-        char (*have)[16] = malloc(sizeof(char[16]) * MAX_IDS);
+        char(*have)[16] = malloc(sizeof(char[16]) * MAX_IDS);
         int nh = have ? read_ids(v, have, MAX_IDS) : 0;
         char id[16];
         snprintf(id, sizeof id, "L%02d%09d", v->index, counter++);
@@ -382,15 +379,14 @@ static void *dev_loop(void *arg)
         for (int i = 0; i < nh; i++) {
             char uri[64];
             snprintf(uri, sizeof uri, "https://example.org/%s", have[i]);
-            json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", have[i],
-                                                 "type", "bookmark", "parentid", "toolbar",
-                                                 "title", have[i], "bmkUri", uri));
+            json_array_append_new(arr,
+                                  json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", have[i], "type", "bookmark",
+                                            "parentid", "toolbar", "title", have[i], "bmkUri", uri));
         }
         char newuri[64];
         snprintf(newuri, sizeof newuri, "https://example.org/%s", id);
-        json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", id, "type",
-                                             "bookmark", "parentid", "toolbar", "title", id,
-                                             "bmkUri", newuri));
+        json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", id, "type", "bookmark",
+                                             "parentid", "toolbar", "title", id, "bmkUri", newuri));
         free(have);
         char *text = json_dumps(arr, JSON_COMPACT);
         json_decref(arr);
@@ -511,8 +507,8 @@ int bench_loadtest(int argc, char **argv)
     }
     printf("loadtest: keyserver on %s, 2 storage nodes (%s), %d users x %d devices, %d s\n",
            database ? "PostgreSQL" : "SQLite",
-           pg ? "PostgreSQL, 2 storage processes each behind a balancer" : "SQLite, one process each",
-           users, per_user, seconds);
+           pg ? "PostgreSQL, 2 storage processes each behind a balancer" : "SQLite, one process each", users,
+           per_user, seconds);
     /* sign-ups: the first device creates and verifies, the second signs in */
     L.users = users;
     L.ndev = users * per_user;
@@ -541,8 +537,7 @@ int bench_loadtest(int argc, char **argv)
             if (st == PICL_OK && write_store(v) == 0)
                 st = picl_service_sync(v->svc, "bookmarks", NULL);
             if (st != PICL_OK) {
-                fprintf(stderr, "loadtest: %s device %d: %s\n", v->email, k,
-                        picl_service_last_error(v->svc));
+                fprintf(stderr, "loadtest: %s device %d: %s\n", v->email, k, picl_service_last_error(v->svc));
                 goto done;
             }
         }
@@ -599,8 +594,8 @@ int bench_loadtest(int argc, char **argv)
     for (int i = 0; i < 2 && L.nodes[0].db[0]; i++)
         printf("  node %d: %lu + %lu connections to its two storage processes\n", i + 1,
                L.nodes[i].lb.conns[0], L.nodes[i].lb.conns[1]);
-    printf("  reassigned after the drain: %d users, the last %.2f s after the drain\n",
-           L.assigned_after, L.assigned_after ? L.t_last_assign - L.t_drain : 0.0);
+    printf("  reassigned after the drain: %d users, the last %.2f s after the drain\n", L.assigned_after,
+           L.assigned_after ? L.t_last_assign - L.t_drain : 0.0);
 
     /* convergence: three rounds of every device syncing in turn */
     for (int round = 0; round < 3; round++)

@@ -35,8 +35,7 @@ static int run(char *const argv[], const char *log)
     if (pid == 0) {
         if (geteuid() == 0) {
             struct passwd *pw = getpwnam("nobody");
-            if (!pw || setgroups(0, NULL) != 0 || setgid(pw->pw_gid) != 0 ||
-                setuid(pw->pw_uid) != 0)
+            if (!pw || setgroups(0, NULL) != 0 || setgid(pw->pw_gid) != 0 || setuid(pw->pw_uid) != 0)
                 _exit(126);
         }
         int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
@@ -120,17 +119,18 @@ int bench_pg_start(char *url, size_t cap)
         fprintf(stderr, "bench: %s not found: install postgresql or set PICL_PG_BIN\n", initdb);
         return -1;
     }
-    char *const init_argv[] = {initdb, "-D", data, "-U", "picl", "-A", "trust", "-E", "UTF8",
-                               "--locale=C", NULL};
+    char *const init_argv[] = {initdb,  "-D", data,   "-U",         "picl", "-A",
+                               "trust", "-E", "UTF8", "--locale=C", NULL};
     if (run(init_argv, log) != 0) {
         fprintf(stderr, "bench: initdb failed (see %s)\n", log);
         return -1;
     }
     cluster_port = free_port();
-    snprintf(opts, sizeof opts, "-p %u -h 127.0.0.1 -k %s -c max_connections=300"
-                                " -c shared_buffers=128MB", cluster_port, cluster);
-    char *const start_argv[] = {pg_ctl, "-D", data, "-l", log, "-o", opts, "-t", "30", "-w",
-                                "start", NULL};
+    snprintf(opts, sizeof opts,
+             "-p %u -h 127.0.0.1 -k %s -c max_connections=300"
+             " -c shared_buffers=128MB",
+             cluster_port, cluster);
+    char *const start_argv[] = {pg_ctl, "-D", data, "-l", log, "-o", opts, "-t", "30", "-w", "start", NULL};
     if (run(start_argv, log) != 0) {
         fprintf(stderr, "bench: pg_ctl start failed (see %s)\n", log);
         cluster_port = 0;

@@ -139,13 +139,15 @@ static void count_profile(const char *dir, counts *c)
     sqlite3 *db = NULL;
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) == SQLITE_OK) {
         /* bookmarks and folders, not the roots, the tags folder or tag entries */
-        c->bookmarks = sql_count(db, "SELECT count(*) FROM moz_bookmarks b JOIN moz_bookmarks p ON b.parent = p.id "
-                                     "WHERE b.type = 1 AND p.parent <> "
-                                     "(SELECT id FROM moz_bookmarks WHERE guid = 'tags________')");
-        c->folders = sql_count(db, "SELECT count(*) FROM moz_bookmarks WHERE type = 2 AND parent > 1 AND guid NOT IN "
-                                   "('menu________', 'toolbar_____', 'unfiled_____', 'mobile______', "
-                                   "'tags________') AND parent <> "
-                                   "(SELECT id FROM moz_bookmarks WHERE guid = 'tags________')");
+        c->bookmarks =
+            sql_count(db, "SELECT count(*) FROM moz_bookmarks b JOIN moz_bookmarks p ON b.parent = p.id "
+                          "WHERE b.type = 1 AND p.parent <> "
+                          "(SELECT id FROM moz_bookmarks WHERE guid = 'tags________')");
+        c->folders =
+            sql_count(db, "SELECT count(*) FROM moz_bookmarks WHERE type = 2 AND parent > 1 AND guid NOT IN "
+                          "('menu________', 'toolbar_____', 'unfiled_____', 'mobile______', "
+                          "'tags________') AND parent <> "
+                          "(SELECT id FROM moz_bookmarks WHERE guid = 'tags________')");
         c->visits = sql_count(db, "SELECT count(*) FROM moz_historyvisits");
         c->pages = sql_count(db, "SELECT count(DISTINCT place_id) FROM moz_historyvisits");
     }
@@ -200,7 +202,7 @@ static int firefox_check(const char *script, const char *dir, const char *tmp, c
         return -1;
     size_t i, k;
     json_t *v;
-    json_array_foreach(json_object_get(j, "bookmarks"), i, v) {
+    json_array_foreach (json_object_get(j, "bookmarks"), i, v) {
         const char *t = json_string_value(json_object_get(v, "type"));
         const char *g = json_string_value(json_object_get(v, "guid"));
         if (t && !strcmp(t, "bookmark"))
@@ -208,16 +210,16 @@ static int firefox_check(const char *script, const char *dir, const char *tmp, c
         else if (t && g && !strcmp(t, "folder") && strlen(g) == 12 && strstr(g, "____") == NULL)
             c->folders++;
     }
-    json_array_foreach(json_object_get(j, "history"), i, v) {
+    json_array_foreach (json_object_get(j, "history"), i, v) {
         size_t nv = json_array_size(json_object_get(v, "visits"));
         c->pages += nv > 0;
         c->visits += (long)nv;
     }
     json_t *lg = json_object_get(j, "logins");
     c->logins = (long)json_array_size(lg);
-    json_array_foreach(lg, i, v) {
+    json_array_foreach (lg, i, v) {
         json_t *want;
-        json_array_foreach(logins, k, want) {
+        json_array_foreach (logins, k, want) {
             if (json_equal(json_object_get(want, "id"), json_object_get(v, "guid"))) {
                 *pw_ok += json_equal(json_object_get(want, "password"), json_object_get(v, "password"));
                 break;
@@ -229,8 +231,8 @@ static int firefox_check(const char *script, const char *dir, const char *tmp, c
 }
 
 /* One measured engine run over a profile's three stores. */
-static int measured_sync(const char *name, const char *dir, const bu_server *srv, bu_phase *p, char state_dir[64],
-                         double store_s[3])
+static int measured_sync(const char *name, const char *dir, const bu_server *srv, bu_phase *p,
+                         char state_dir[64], double store_s[3])
 {
     picl_state *st = NULL;
     picl_stc *stc = NULL;
@@ -262,7 +264,8 @@ static int measured_sync(const char *name, const char *dir, const bu_server *srv
     bu_phase_end(p, srv, stc);
     p->records = moved;
     if (s != PICL_OK || failed) {
-        fprintf(stderr, "profile: %s failed: %s (%s), %zu records failed\n", name, picl_strerror(s), err, failed);
+        fprintf(stderr, "profile: %s failed: %s (%s), %zu records failed\n", name, picl_strerror(s), err,
+                failed);
         goto done;
     }
     rc = 0;
@@ -300,7 +303,8 @@ int bench_profile(int argc, char **argv)
     size_t nbm = quick ? 500 : 5000, nlg = quick ? 100 : 1000, nvis = quick ? 10000 : 100000;
     char script[4096];
     if (find_script(script, sizeof script, argc, argv) != 0) {
-        fprintf(stderr, "profile: tests/make-profile.sh not found (give --make-profile PATH or PICL_SRCDIR)\n");
+        fprintf(stderr,
+                "profile: tests/make-profile.sh not found (give --make-profile PATH or PICL_SRCDIR)\n");
         return 1;
     }
     printf("profile: Firefox profiles (made by firefox-esr) through the places/logins stores, storage\n"
@@ -378,13 +382,15 @@ int bench_profile(int argc, char **argv)
         goto done;
     bu_rmtree(sd1);
     sd1[0] = 0;
-    printf("  profile 1 filled through our stores in %.2f s: %zu bookmark records (%zu folders), %zu logins,\n"
-           "  %zu pages with %zu visits (apply: bookmarks %.2f s, logins %.2f s, history %.2f s);\n"
-           "  then marked unsynced (bookmarks store reset, visits source 0, no login sync state)\n",
-           bench_now() - t0, json_array_size(bm), nbm / 100, json_array_size(lg), json_array_size(hi), nvisits,
-           tf[0], tf[1], tf[2]);
-    counts c1, c2, want = {(long)(nbm - nbm / 100), (long)(nbm / 100), (long)json_array_size(hi), (long)nvisits,
-                           (long)nlg};
+    printf(
+        "  profile 1 filled through our stores in %.2f s: %zu bookmark records (%zu folders), %zu logins,\n"
+        "  %zu pages with %zu visits (apply: bookmarks %.2f s, logins %.2f s, history %.2f s);\n"
+        "  then marked unsynced (bookmarks store reset, visits source 0, no login sync state)\n",
+        bench_now() - t0, json_array_size(bm), nbm / 100, json_array_size(lg), json_array_size(hi), nvisits,
+        tf[0], tf[1], tf[2]);
+    counts c1, c2,
+        want = {(long)(nbm - nbm / 100), (long)(nbm / 100), (long)json_array_size(hi), (long)nvisits,
+                (long)nlg};
     /* the generated records are in profile 1 now: freed, so that the
      * phases' peak memory is the client's (stores, engine, HTTP) */
     json_decref(bm);

@@ -47,8 +47,8 @@ static void pad(uint8_t *out, mpz_srcptr z)
     memcpy(out + LEN - n, tmp, n);
 }
 
-static void h3(uint8_t *out, const uint8_t *p1, size_t n1, const uint8_t *p2, size_t n2,
-               const uint8_t *p3, size_t n3)
+static void h3(uint8_t *out, const uint8_t *p1, size_t n1, const uint8_t *p2, size_t n2, const uint8_t *p3,
+               size_t n3)
 {
     picl_sha256_ctx *h;
     if (picl__sha256_init(&h) != PICL_OK)
@@ -66,8 +66,7 @@ static void ref_init(struct ref *r, powm_fn powm)
     const picl_srp_group *g = picl__srp_group_picl();
     uint8_t k[32];
     r->powm = powm;
-    mpz_inits(r->N, r->g, r->k, r->v, r->a, r->b, r->A, r->B, r->u, r->x, r->S, r->t, r->e,
-              NULL);
+    mpz_inits(r->N, r->g, r->k, r->v, r->a, r->b, r->A, r->B, r->u, r->x, r->S, r->t, r->e, NULL);
     mpz_import(r->N, g->len, 1, 1, 1, 0, g->N);
     mpz_set_ui(r->g, 2);
     picl__srp_k(g, k, 32);
@@ -77,8 +76,7 @@ static void ref_init(struct ref *r, powm_fn powm)
 
 static void ref_clear(struct ref *r)
 {
-    mpz_clears(r->N, r->g, r->k, r->v, r->a, r->b, r->A, r->B, r->u, r->x, r->S, r->t, r->e,
-               NULL);
+    mpz_clears(r->N, r->g, r->k, r->v, r->a, r->b, r->A, r->B, r->u, r->x, r->S, r->t, r->e, NULL);
 }
 
 /* secret: 32 bytes, or NULL for random */
@@ -155,8 +153,7 @@ static int picl_login(const uint8_t *a, const uint8_t *b, double *tc, double *ts
     double t1 = bench_now();
     if ((a ? picl__srp_client_new_with_a(g, a, 32, &c) : picl__srp_client_new(g, &c)) ||
         picl__srp_client_A(c, A, LEN) ||
-        picl__srp_client_process(c, I, sizeof I - 1, P, sizeof P, salt, sizeof salt, B, LEN, M1,
-                                 32) ||
+        picl__srp_client_process(c, I, sizeof I - 1, P, sizeof P, salt, sizeof salt, B, LEN, M1, 32) ||
         picl__srp_client_key(c, K, 32))
         goto done;
     double t2 = bench_now();
@@ -187,10 +184,7 @@ static int ref_login(struct ref *r, const uint8_t *a, const uint8_t *b, double *
 }
 
 static void wrap_powm(mpz_ptr r, mpz_srcptr b, mpz_srcptr e, mpz_srcptr m) { mpz_powm(r, b, e, m); }
-static void wrap_powm_sec(mpz_ptr r, mpz_srcptr b, mpz_srcptr e, mpz_srcptr m)
-{
-    mpz_powm_sec(r, b, e, m);
-}
+static void wrap_powm_sec(mpz_ptr r, mpz_srcptr b, mpz_srcptr e, mpz_srcptr m) { mpz_powm_sec(r, b, e, m); }
 
 int bench_srp(int argc, char **argv)
 {
@@ -211,8 +205,8 @@ int bench_srp(int argc, char **argv)
     struct ref plain, sec;
     ref_init(&plain, wrap_powm);
     ref_init(&sec, wrap_powm_sec);
-    if (!s || picl__srp_verifier(picl__srp_group_picl(), I, sizeof I - 1, P, sizeof P, salt,
-                                 sizeof salt, v, LEN) != PICL_OK)
+    if (!s || picl__srp_verifier(picl__srp_group_picl(), I, sizeof I - 1, P, sizeof P, salt, sizeof salt, v,
+                                 LEN) != PICL_OK)
         goto done;
     mpz_import(plain.v, LEN, 1, 1, 1, 0, v);
     mpz_import(sec.v, LEN, 1, 1, 1, 0, v);
@@ -228,11 +222,9 @@ int bench_srp(int argc, char **argv)
         goto done;
     }
 
-    double *pc = s, *ps = s + n, *rc_ = s + 2 * n, *rs = s + 3 * n, *qc = s + 4 * n,
-           *qs = s + 5 * n;
+    double *pc = s, *ps = s + n, *rc_ = s + 2 * n, *rs = s + 3 * n, *qc = s + 4 * n, *qs = s + 5 * n;
     for (int i = 0; i < n; i++) {
-        if (picl_login(NULL, NULL, &pc[i], &ps[i], K) ||
-            ref_login(&plain, NULL, NULL, &rc_[i], &rs[i]) ||
+        if (picl_login(NULL, NULL, &pc[i], &ps[i], K) || ref_login(&plain, NULL, NULL, &rc_[i], &rs[i]) ||
             ref_login(&sec, NULL, NULL, &qc[i], &qs[i])) {
             fprintf(stderr, "srp: a login failed\n");
             goto done;

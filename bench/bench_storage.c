@@ -39,14 +39,14 @@ static const uint8_t SECRET[] = "picl-bench-secret-0123456789abcdef-0123456789";
 typedef struct scenario {
     const char *name;
     const char *method;
-    const char *path;      /* below /1.5/UID */
-    char *body;            /* request body or NULL */
-    size_t count;          /* precomputed Hawk headers */
+    const char *path; /* below /1.5/UID */
+    char *body;       /* request body or NULL */
+    size_t count;     /* precomputed Hawk headers */
     int duration_s;
-    int conns;             /* wrk connections */
-    int users;             /* > 1: request i is user uid + i % users (writers that
+    int conns; /* wrk connections */
+    int users; /* > 1: request i is user uid + i % users (writers that
                               no backend need serialise) */
-    int uid;               /* the scenario's (first) user: no two scenarios share
+    int uid;   /* the scenario's (first) user: no two scenarios share
                               one, so none uses up another's share of the
                               server's nonce cache */
 } scenario;
@@ -132,8 +132,7 @@ static int write_script(const scenario *sc, const char *lua, int64_t ts)
         return -1;
     char tstext[32];
     snprintf(tstext, sizeof tstext, "%" PRId64, ts);
-    picl_hawk_request hr = {.method = sc->method, .resource = target, .host = "127.0.0.1",
-                            .port = port};
+    picl_hawk_request hr = {.method = sc->method, .resource = target, .host = "127.0.0.1", .port = port};
     for (size_t i = 0; i < sc->count; i++) {
         char nonce[NONCE_LEN + 1], mac[PICL_HAWK_B64_BYTES + 1];
         snprintf(nonce, sizeof nonce, "%c%011u", sc->name[0], (unsigned)(i % 1000000000u));
@@ -216,15 +215,13 @@ static int write_script_users(const scenario *sc, const char *lua, int64_t ts)
         char nonce[NONCE_LEN + 1], mac[PICL_HAWK_B64_BYTES + 1];
         snprintf(target, sizeof target, "/1.5/%d%s", uid, sc->path);
         snprintf(nonce, sizeof nonce, "%c%011u", sc->name[0], (unsigned)(i % 1000000000u));
-        picl_hawk_request hr = {.method = sc->method, .resource = target, .host = "127.0.0.1",
-                                .port = port};
-        if (picl__hawk_mac(mac, ukey[uid], strlen(ukey[uid]), tstext, nonce, &hr, NULL, NULL) !=
-            PICL_OK) {
+        picl_hawk_request hr = {.method = sc->method, .resource = target, .host = "127.0.0.1", .port = port};
+        if (picl__hawk_mac(mac, ukey[uid], strlen(ukey[uid]), tstext, nonce, &hr, NULL, NULL) != PICL_OK) {
             fclose(f);
             return -1;
         }
-        fprintf(f, "%s\tHawk id=\"%s\", ts=\"%s\", nonce=\"%s\", mac=\"%s\"\n", target,
-                utoken[uid], tstext, nonce, mac);
+        fprintf(f, "%s\tHawk id=\"%s\", ts=\"%s\", nonce=\"%s\", mac=\"%s\"\n", target, utoken[uid], tstext,
+                nonce, mac);
     }
     fclose(f);
     f = fopen(bodyfile, "w");
@@ -260,8 +257,8 @@ static int run_wrk(const char *url, const char *lua, int duration, int conns, wr
 {
     char cmd[1024], out[8192];
     /* one thread: each wrk thread runs the script from its first nonce */
-    snprintf(cmd, sizeof cmd, "wrk -t1 -c%d -d%ds --latency %s%s %s 2>&1", conns, duration,
-             lua ? "-s " : "", lua ? lua : "", url);
+    snprintf(cmd, sizeof cmd, "wrk -t1 -c%d -d%ds --latency %s%s %s 2>&1", conns, duration, lua ? "-s " : "",
+             lua ? lua : "", url);
     run_cmd_out(cmd, out, sizeof out);
     if (parse_wrk(out, r) != 0) {
         fprintf(stderr, "storage: wrk failed:\n%s\n", out);
@@ -278,11 +275,9 @@ static long signed_request(int uid, const char *method, const char *path, const 
     snprintf(target, sizeof target, "/1.5/%d%s", uid, path);
     const char *tok = utoken[uid], *k = ukey[uid];
     snprintf(url, sizeof url, "http://127.0.0.1:%u%s", port, target);
-    picl_hawk_request hr = {.method = method, .resource = target, .host = "127.0.0.1",
-                            .port = port};
+    picl_hawk_request hr = {.method = method, .resource = target, .host = "127.0.0.1", .port = port};
     char *hdr = NULL;
-    if (picl__hawk_client_header(&hdr, tok, k, strlen(k), &hr, (int64_t)time(NULL), NULL,
-                                 NULL) != PICL_OK)
+    if (picl__hawk_client_header(&hdr, tok, k, strlen(k), &hr, (int64_t)time(NULL), NULL, NULL) != PICL_OK)
         return -1;
     char auth[4096];
     snprintf(auth, sizeof auth, "Authorization: %s", hdr);
@@ -316,8 +311,7 @@ static unsigned free_port(void)
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t l = sizeof sa;
     unsigned p = 0;
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-        getsockname(fd, (struct sockaddr *)&sa, &l) == 0)
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 && getsockname(fd, (struct sockaddr *)&sa, &l) == 0)
         p = ntohs(sa.sin_port);
     close(fd);
     return p;
@@ -372,8 +366,8 @@ static char *records_body(int n, int first, size_t payload)
         return NULL;
     size_t o = (size_t)snprintf(b, cap, "[");
     for (int i = 0; i < n; i++) {
-        o += (size_t)snprintf(b + o, cap - o, "%s{\"id\":\"rec%06d\",\"payload\":\"", i ? "," : "",
-                              first + i);
+        o +=
+            (size_t)snprintf(b + o, cap - o, "%s{\"id\":\"rec%06d\",\"payload\":\"", i ? "," : "", first + i);
         memset(b + o, 'p', payload);
         o += payload;
         o += (size_t)snprintf(b + o, cap - o, "\"}");
@@ -446,11 +440,13 @@ static void *ref_write(void *arg)
                            " payload=excluded.payload, payload_size=excluded.payload_size,"
                            " modified=excluded.modified",
                            -1, &ins, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(c, "INSERT INTO users(uid,modified) VALUES(?1,?2)"
-                              " ON CONFLICT(uid) DO UPDATE SET modified=excluded.modified",
+        sqlite3_prepare_v2(c,
+                           "INSERT INTO users(uid,modified) VALUES(?1,?2)"
+                           " ON CONFLICT(uid) DO UPDATE SET modified=excluded.modified",
                            -1, &usr, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(c, "INSERT INTO collections(uid,name,modified) VALUES(?1,?2,?3)"
-                              " ON CONFLICT(uid,name) DO UPDATE SET modified=excluded.modified",
+        sqlite3_prepare_v2(c,
+                           "INSERT INTO collections(uid,name,modified) VALUES(?1,?2,?3)"
+                           " ON CONFLICT(uid,name) DO UPDATE SET modified=excluded.modified",
                            -1, &col, NULL) != SQLITE_OK)
         goto done;
     while (bench_now() < w->until) {
@@ -508,10 +504,11 @@ static double ref_records_per_s(int conns, int secs)
     char path[128];
     snprintf(path, sizeof path, "%s/direct-%d.sqlite", dir, conns);
     sqlite3 *c = NULL;
-    int ok = sqlite3_open(path, &c) == SQLITE_OK &&
-             sqlite3_exec(c, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", NULL, NULL, NULL) == SQLITE_OK &&
-             (sqlite3_exec(c, REF_SCHEMA, NULL, NULL, NULL) == SQLITE_OK ||
-              sqlite3_exec(c, "DELETE FROM bsos; DELETE FROM bso_history;", NULL, NULL, NULL) == SQLITE_OK);
+    int ok =
+        sqlite3_open(path, &c) == SQLITE_OK &&
+        sqlite3_exec(c, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", NULL, NULL, NULL) == SQLITE_OK &&
+        (sqlite3_exec(c, REF_SCHEMA, NULL, NULL, NULL) == SQLITE_OK ||
+         sqlite3_exec(c, "DELETE FROM bsos; DELETE FROM bso_history;", NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(c);
     ref_writer w[8];
     if (!ok || conns < 1 || conns > 8)
@@ -622,7 +619,8 @@ static double server_records_per_s(const char *path, const char *body, int conns
 static int write_targets(void)
 {
     int rc = 0;
-    printf("storage: POST 100 x 1 KiB against the same writes straight into SQLite (medians of 3 rounds of 2 s):\n");
+    printf("storage: POST 100 x 1 KiB against the same writes straight into SQLite (medians of 3 rounds of 2 "
+           "s):\n");
     for (int k = 0; k < 2; k++) {
         int conns = k ? 8 : 1;
         char path[32];
@@ -642,8 +640,8 @@ static int write_targets(void)
             continue;
         }
         double mo = bench_median(ours, 3), mr = bench_median(ref, 3);
-        printf("  %d connection%s: server %.0f records/s, direct SQLite %.0f records/s\n", conns, conns > 1 ? "s" : " ",
-               mo, mr);
+        printf("  %d connection%s: server %.0f records/s, direct SQLite %.0f records/s\n", conns,
+               conns > 1 ? "s" : " ", mo, mr);
         char tname[64];
         snprintf(tname, sizeof tname, "storage.POST c%d / direct SQLite", conns);
         bench_target(tname, mo / mr, "x", ">=", 0.5, "same BSOs, schema, durability, transaction size");
@@ -655,7 +653,8 @@ static int write_targets(void)
 static void read_target(const char *scenario_name, double ratio)
 {
     if (!strcmp(scenario_name, "info"))
-        bench_target("storage.GET /info/collections / nginx", ratio, "x", ">=", 0.8, "nginx, static file, same run");
+        bench_target("storage.GET /info/collections / nginx", ratio, "x", ">=", 0.8,
+                     "nginx, static file, same run");
     else if (!strcmp(scenario_name, "get1000"))
         bench_target("storage.GET 1000 full / nginx", ratio, "x", ">=", 0.9, "nginx, static file, same run");
 }
@@ -666,8 +665,11 @@ static int run_node(const char *label, const char *database, int short_run, unsi
 {
     int rc = 1;
     storage_server *srv = NULL;
-    storage_config cfg = {.listen = "127.0.0.1:0", .data_dir = dir, .database = database,
-                          .secret = SECRET, .secret_len = sizeof SECRET - 1,
+    storage_config cfg = {.listen = "127.0.0.1:0",
+                          .data_dir = dir,
+                          .database = database,
+                          .secret = SECRET,
+                          .secret_len = sizeof SECRET - 1,
                           .prune_interval_s = -1};
     token = key = NULL;
     if (storage_server_new(&srv, &cfg) != PICL_OK || storage_server_start(srv) != PICL_OK) {
@@ -728,15 +730,16 @@ static int run_node(const char *label, const char *database, int short_run, unsi
         }
         char label2[64];
         snprintf(label2, sizeof label2, "%s %s c%d%s (%ld B)", sc[i].method,
-                 i == 0 ? "/info/collections" : i < 3 ? "100 x 1 KiB" : "1000 full", sc[i].conns,
-                 sc[i].users > 1 ? " 8 users" : "", size);
-        printf("  %-32s %10.0f %9.3f %9.3f | %10.0f %9.3f %9.3f | %6.3f\n", label2, ours.rps,
-               ours.p50_ms, ours.p99_ms, ceil.rps, ceil.p50_ms, ceil.p99_ms,
-               ceil.rps > 0 ? ours.rps / ceil.rps : 0);
+                 i == 0  ? "/info/collections"
+                 : i < 3 ? "100 x 1 KiB"
+                         : "1000 full",
+                 sc[i].conns, sc[i].users > 1 ? " 8 users" : "", size);
+        printf("  %-32s %10.0f %9.3f %9.3f | %10.0f %9.3f %9.3f | %6.3f\n", label2, ours.rps, ours.p50_ms,
+               ours.p99_ms, ceil.rps, ceil.p50_ms, ceil.p99_ms, ceil.rps > 0 ? ours.rps / ceil.rps : 0);
         read_target(sc[i].name, ceil.rps > 0 ? ours.rps / ceil.rps : 0);
         if (ours.non2xx) {
-            printf("  !! %ld of %ld requests were not 2xx (nonce pool of %zu exhausted?)\n",
-                   ours.non2xx, ours.requests, sc[i].count);
+            printf("  !! %ld of %ld requests were not 2xx (nonce pool of %zu exhausted?)\n", ours.non2xx,
+                   ours.requests, sc[i].count);
             rc = 1;
         }
     }
@@ -798,8 +801,8 @@ int bench_storage(int argc, char **argv)
         goto done;
     printf("storage: wrk on loopback; ceiling = nginx serving a static file of the "
            "response's size\n");
-    printf("  %-32s %10s %9s %9s | %10s %9s %9s | %6s\n", "request", "req/s", "p50 ms", "p99 ms",
-           "nginx r/s", "p50 ms", "p99 ms", "ratio");
+    printf("  %-32s %10s %9s %9s | %10s %9s %9s | %6s\n", "request", "req/s", "p50 ms", "p99 ms", "nginx r/s",
+           "p50 ms", "p99 ms", "ratio");
     rc = run_node("SQLite (<dir>/storage.db)", NULL, short_run, nport);
     if (pg)
         rc |= run_node("PostgreSQL", database, short_run, nport);

@@ -62,7 +62,7 @@ static int put_all(picl_store *s, json_t *records)
 {
     size_t i;
     json_t *r;
-    json_array_foreach(records, i, r) {
+    json_array_foreach (records, i, r) {
         if (picl__memstore_put(s, r) != PICL_OK)
             return -1;
     }
@@ -79,7 +79,8 @@ static int measured_sync(dev *d, bu_phase *p, const char *name, const bu_server 
     bu_phase_end(p, s, d->stc);
     p->records = moved;
     if (st != PICL_OK || failed) {
-        fprintf(stderr, "sync: %s failed: %s (%s), %zu records failed\n", name, picl_strerror(st), err, failed);
+        fprintf(stderr, "sync: %s failed: %s (%s), %zu records failed\n", name, picl_strerror(st), err,
+                failed);
         return -1;
     }
     return 0;
@@ -171,7 +172,8 @@ int bench_sync(int argc, char **argv)
                   measured_sync(&d2, &idown[r], "incremental, 1 change down", &srv) != 0;
         }
         json_t *seen = NULL;
-        if (!bad && picl__store_get(d2.stores[0], json_string_value(json_object_get(one, "id")), &seen) == PICL_OK)
+        if (!bad &&
+            picl__store_get(d2.stores[0], json_string_value(json_object_get(one, "id")), &seen) == PICL_OK)
             bad = !seen || strcmp(json_string_value(json_object_get(seen, "title")), title) != 0;
         json_decref(seen);
         json_decref(one);
@@ -216,8 +218,8 @@ int bench_sync(int argc, char **argv)
     /* issue 15's targets (first sync: one run each; its CPU split by process) */
     if (!quick) {
         bench_target("engine.first_upload wall", up.secs, "s", "<=", TARGET_UP_S, "one run");
-        bench_target("engine.first_upload server CPU/record", up.srv_cpu_s * 1e6 / (double)up.records, "us", "<=",
-                     TARGET_CPU_US, "storage child's user+sys CPU / records");
+        bench_target("engine.first_upload server CPU/record", up.srv_cpu_s * 1e6 / (double)up.records, "us",
+                     "<=", TARGET_CPU_US, "storage child's user+sys CPU / records");
         bench_target("engine.second_device wall", down.secs, "s", "<=", TARGET_DOWN_S, "one run");
         bench_target("engine.second_device client CPU/record", down.cpu_s * 1e6 / (double)down.records, "us",
                      "<=", TARGET_CPU_US, "client's user+sys CPU / records");
@@ -227,8 +229,8 @@ int bench_sync(int argc, char **argv)
     for (int w = 0; w < 2; w++) {
         bench_target(w ? "engine.incremental_down requests" : "engine.incremental_up requests",
                      (double)med[w].requests, "", "<=", TARGET_REQUESTS, "largest of 9 runs");
-        bench_target(w ? "engine.incremental_down wall" : "engine.incremental_up wall", med[w].secs * 1000.0, "ms",
-                     "<", TARGET_MS, "median of 9 runs");
+        bench_target(w ? "engine.incremental_down wall" : "engine.incremental_up wall", med[w].secs * 1000.0,
+                     "ms", "<", TARGET_MS, "median of 9 runs");
     }
     rc = 0;
 done:

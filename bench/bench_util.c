@@ -53,10 +53,7 @@ void bu_rmtree(const char *dir)
 
 /* ---- the server child ------------------------------------------------- */
 
-int bu_nss_is_up(void)
-{
-    return NSS_IsInitialized() ? 1 : 0;
-}
+int bu_nss_is_up(void) { return NSS_IsInitialized() ? 1 : 0; }
 
 int bu_rerun_fresh(const char *name, int argc, char **argv)
 {
@@ -342,10 +339,7 @@ static double cpu_secs(pid_t pid)
     return hz > 0 ? (double)(ut + st) / (double)hz : -1;
 }
 
-static uint64_t reqs(const picl_stc *stc)
-{
-    return stc ? picl__stc_request_count(stc) : 0;
-}
+static uint64_t reqs(const picl_stc *stc) { return stc ? picl__stc_request_count(stc) : 0; }
 
 void bu_phase_begin(bu_phase *p, const char *name, const bu_server *s, const picl_stc *stc)
 {
@@ -387,7 +381,8 @@ void bu_phase_print(const bu_phase *p, int print_header)
 {
     if (print_header)
         printf("  %-28s %7s %8s %9s %8s %8s %8s %10s %8s %10s %8s\n", "phase", "records", "wall s",
-               "records/s", "requests", "cli CPU", "srv CPU", "client MiB", "(+delta)", "server MiB", "(+delta)");
+               "records/s", "requests", "cli CPU", "srv CPU", "client MiB", "(+delta)", "server MiB",
+               "(+delta)");
     char cp[16], cd[16], sp[16], sd[16];
     mib(cp, sizeof cp, p->peak_kb);
     mib(cd, sizeof cd, p->peak_kb >= 0 ? p->peak_kb - p->rss_before_kb : -1);
@@ -406,7 +401,7 @@ static size_t sum_field(json_t *summary, const char *field)
     const char *k;
     json_t *v;
     size_t total = 0;
-    json_object_foreach(summary, k, v) {
+    json_object_foreach (summary, k, v) {
         json_t *x = json_object_get(v, field);
         if (json_is_integer(x) && json_integer_value(x) > 0)
             total += (size_t)json_integer_value(x);
@@ -430,7 +425,8 @@ static picl_status bench_anchor_get(void *ctx, picl_anchor *out)
 static picl_status bench_anchor_post(void *ctx, uint64_t version, const char *hmac)
 {
     (void)ctx;
-    if (version < bench_anchor.version || (version == bench_anchor.version && strcmp(hmac, bench_anchor.hmac)))
+    if (version < bench_anchor.version ||
+        (version == bench_anchor.version && strcmp(hmac, bench_anchor.hmac)))
         return PICL_ERROR_CONFLICT;
     bench_anchor.version = version;
     snprintf(bench_anchor.hmac, sizeof bench_anchor.hmac, "%s", hmac);
@@ -438,8 +434,8 @@ static picl_status bench_anchor_post(void *ctx, uint64_t version, const char *hm
     return PICL_OK;
 }
 
-picl_status bu_sync(picl_stc *stc, picl_state *st, picl_store *const *stores, size_t n,
-                    size_t *moved, size_t *failed, char *err, size_t errlen)
+picl_status bu_sync(picl_stc *stc, picl_state *st, picl_store *const *stores, size_t n, size_t *moved,
+                    size_t *failed, char *err, size_t errlen)
 {
     picl_engine e;
     picl__engine_init(&e, stc, st);
@@ -462,8 +458,8 @@ picl_status bu_sync(picl_stc *stc, picl_state *st, picl_store *const *stores, si
 
 /* ---- generated records -------------------------------------------------- */
 
-#define BU_MS_BASE 1700000000000LL        /* 2023-11, milliseconds */
-#define BU_US_BASE 1790000000000000LL     /* 2026-09, microseconds */
+#define BU_MS_BASE 1700000000000LL    /* 2023-11, milliseconds */
+#define BU_US_BASE 1790000000000000LL /* 2026-09, microseconds */
 
 static json_t *folder(const char *id, const char *parent, const char *title, json_t *children)
 {
@@ -553,8 +549,9 @@ json_t *bu_gen_history(size_t max_pages, size_t max_visits, size_t *visits)
             json_int_t date = BU_US_BASE - (json_int_t)i * 600000000LL - (json_int_t)j * 86400000000LL;
             json_array_append_new(vs, json_pack("{s:I, s:i}", "date", date, "type", types[(i + j) % 3]));
         }
-        json_t *r = vs ? json_pack("{s:s, s:s, s:s, s:o}", "id", id, "histUri", uri, "title", title, "visits", vs)
-                       : NULL;
+        json_t *r =
+            vs ? json_pack("{s:s, s:s, s:s, s:o}", "id", id, "histUri", uri, "title", title, "visits", vs)
+               : NULL;
         if (!r || json_array_append_new(out, r) != 0) {
             json_decref(out);
             return NULL;
@@ -664,10 +661,7 @@ picl_status bu_timed_store(picl_store *inner, picl_store **out)
     return PICL_OK;
 }
 
-double bu_timed_secs(const picl_store *s)
-{
-    return s && s->ops == &timed_ops ? ((const timed *)s)->secs : 0;
-}
+double bu_timed_secs(const picl_store *s) { return s && s->ops == &timed_ops ? ((const timed *)s)->secs : 0; }
 
 void bu_timed_reset(picl_store *s)
 {

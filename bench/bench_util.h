@@ -26,10 +26,10 @@
  */
 typedef struct bu_server {
     pid_t pid;
-    int to_child;          /* write end of the child's stdin */
+    int to_child; /* write end of the child's stdin */
     unsigned port;
-    char dir[64];          /* the server's data directory (removed by stop) */
-    char node[128];        /* "http://127.0.0.1:PORT" */
+    char dir[64];   /* the server's data directory (removed by stop) */
+    char node[128]; /* "http://127.0.0.1:PORT" */
     int64_t max_total_records;
 } bu_server;
 
@@ -69,12 +69,12 @@ int bu_peak_reset(pid_t pid);
 /* One measured phase. */
 typedef struct bu_phase {
     const char *name;
-    size_t records;        /* records moved (uploaded + downloaded) */
+    size_t records; /* records moved (uploaded + downloaded) */
     double secs;
-    long rss_before_kb, peak_kb;              /* client */
-    long srv_rss_before_kb, srv_peak_kb;      /* server (-1 unknown) */
+    long rss_before_kb, peak_kb;         /* client */
+    long srv_rss_before_kb, srv_peak_kb; /* server (-1 unknown) */
     uint64_t requests;
-    double cpu_s, srv_cpu_s;                  /* user + system CPU (-1 unknown) */
+    double cpu_s, srv_cpu_s; /* user + system CPU (-1 unknown) */
 } bu_phase;
 
 /* Starts a phase: resets peaks, notes RSS and the request count of stc
@@ -90,8 +90,8 @@ void bu_phase_print(const bu_phase *p, int print_header);
  * the sum of "uploaded" + "applied" over the summary, *failed the sum of
  * "failed".  On failure err receives the engine's message.
  */
-picl_status bu_sync(picl_stc *stc, picl_state *st, picl_store *const *stores, size_t n,
-                    size_t *moved, size_t *failed, char *err, size_t errlen);
+picl_status bu_sync(picl_stc *stc, picl_state *st, picl_store *const *stores, size_t n, size_t *moved,
+                    size_t *failed, char *err, size_t errlen);
 
 /*
  * A store that forwards every operation to inner and adds up the wall time

@@ -63,7 +63,8 @@ int main(int argc, char **argv)
         {"storage", bench_storage, "storage server under wrk vs nginx static files (ceiling)"},
         {"sync", bench_sync, "engine: first sync 10k bookmarks + 50k history, 2nd device, incremental"},
         {"profile", bench_profile, "Firefox profile (5k bookmarks, 1k logins, 100k visits) up and down"},
-        {"loadtest", bench_loadtest, "devices of 10 users over 2 storage nodes, one drained (5 min; not in all)"},
+        {"loadtest", bench_loadtest,
+         "devices of 10 users over 2 storage nodes, one drained (5 min; not in all)"},
     };
     size_t n = sizeof all / sizeof all[0];
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {

@@ -23,7 +23,6 @@ extern "C" {
 /* A short English description of a status; never NULL, static storage. */
 PICL_EXPORT const char *picl_strerror(picl_status status);
 
-
 /* Frees a string or buffer returned by libpicl (NULL is fine). */
 PICL_EXPORT void picl_free(void *p);
 
@@ -52,16 +51,22 @@ typedef struct picl_iid {
     uint8_t m3[8];
 } picl_iid;
 /* nsISupports {00000000-0000-0000-c000-000000000046} */
-#define PICL_ISUPPORTS_IID {0x00000000, 0x0000, 0x0000, {0xc0, 0, 0, 0, 0, 0, 0, 0x46}}
+#define PICL_ISUPPORTS_IID                                                                                   \
+    {                                                                                                        \
+        0x00000000, 0x0000, 0x0000, { 0xc0, 0, 0, 0, 0, 0, 0, 0x46 }                                         \
+    }
 /* nsIPiCLService {5a2b9c1e-3f4d-4e8a-9b6c-2d1f0e7a8c44} (idl/nsIPiCLService.idl) */
-#define PICL_ISERVICE_IID {0x5a2b9c1e, 0x3f4d, 0x4e8a, {0x9b, 0x6c, 0x2d, 0x1f, 0x0e, 0x7a, 0x8c, 0x44}}
+#define PICL_ISERVICE_IID                                                                                    \
+    {                                                                                                        \
+        0x5a2b9c1e, 0x3f4d, 0x4e8a, { 0x9b, 0x6c, 0x2d, 0x1f, 0x0e, 0x7a, 0x8c, 0x44 }                       \
+    }
 
 /* Progress and status notifications.  phase: "download", "apply", "upload",
  * "status", "account", "integrity" (a record refused: message "<id>:
  * <reason> (not applied)"); collection may be ""; done/total count records
  * (total -1 when unknown); message is a short human sentence or "". */
-typedef void (*picl_observer_fn)(void *ctx, const char *phase, const char *collection,
-                                 int64_t done, int64_t total, const char *message);
+typedef void (*picl_observer_fn)(void *ctx, const char *phase, const char *collection, int64_t done,
+                                 int64_t total, const char *message);
 
 /* A store implemented by the caller (the browser's live PlacesUtils /
  * Services.logins hooks).  Records cross as JSON text in the Sync formats of
@@ -91,7 +96,7 @@ typedef struct picl_service_vtbl {
     picl_status (*SetKeyserverURL)(picl_service *self, const char *url);
     picl_status (*GetKeyserverURL)(picl_service *self, char **url);
     picl_status (*SetStorageURL)(picl_service *self, const char *url); /* override; "" = from token */
-    picl_status (*SetPersistKeys)(picl_service *self, int persist);     /* default 1 */
+    picl_status (*SetPersistKeys)(picl_service *self, int persist);    /* default 1 */
     picl_status (*SetStretchingFloor)(picl_service *self, uint32_t pbkdf2_rounds_1, uint64_t scrypt_n,
                                       uint32_t scrypt_r, uint32_t scrypt_p, uint32_t pbkdf2_rounds_2);
 
@@ -117,8 +122,8 @@ typedef struct picl_service_vtbl {
     picl_status (*GetCollectionsJSON)(picl_service *self, char **json);
 
     /* stores: where each collection's local data lives */
-    picl_status (*UseProfile)(picl_service *self, const char *profile_dir);  /* places.sqlite, logins.json */
-    picl_status (*UseStoreDir)(picl_service *self, const char *dir);         /* JSON files */
+    picl_status (*UseProfile)(picl_service *self, const char *profile_dir); /* places.sqlite, logins.json */
+    picl_status (*UseStoreDir)(picl_service *self, const char *dir);        /* JSON files */
     picl_status (*SetStore)(picl_service *self, const char *collection, const picl_store_callbacks *cb,
                             void *ctx);
 
@@ -206,7 +211,7 @@ PICL_EXPORT picl_status picl_service_use_profile(picl_service *s, const char *pr
 PICL_EXPORT picl_status picl_service_use_store_dir(picl_service *s, const char *dir);
 PICL_EXPORT picl_status picl_service_set_primary_password(picl_service *s, const char *password);
 PICL_EXPORT picl_status picl_service_set_store(picl_service *s, const char *collection,
-                                              const picl_store_callbacks *cb, void *ctx);
+                                               const picl_store_callbacks *cb, void *ctx);
 /* collections_csv: "bookmarks,passwords" or "" for all (easier over FFI) */
 PICL_EXPORT picl_status picl_service_sync(picl_service *s, const char *collections_csv, char **summary);
 PICL_EXPORT picl_status picl_service_wipe_server(picl_service *s, const char *collection);
@@ -214,7 +219,7 @@ PICL_EXPORT picl_status picl_service_reset_local_state(picl_service *s);
 PICL_EXPORT picl_status picl_service_add_observer(picl_service *s, picl_observer_fn fn, void *ctx);
 PICL_EXPORT picl_status picl_service_remove_observer(picl_service *s, picl_observer_fn fn, void *ctx);
 PICL_EXPORT picl_status picl_service_send_tab(picl_service *s, const char *device, const char *url,
-                                             const char *title);
+                                              const char *title);
 PICL_EXPORT picl_status picl_service_get_remote_tabs_json(picl_service *s, char **json);
 PICL_EXPORT picl_status picl_service_get_received_tabs_json(picl_service *s, char **json);
 
@@ -233,7 +238,7 @@ PICL_EXPORT picl_status picl_service_get_received_tabs_json(picl_service *s, cha
  * versions or not that far back. */
 PICL_EXPORT picl_status picl_service_set_allow_mass_delete(picl_service *s, int allow);
 PICL_EXPORT picl_status picl_service_restore_collection(picl_service *s, const char *collection, double as_of,
-                                                       int apply, char **plan_json);
+                                                        int apply, char **plan_json);
 
 /* ---- devices, security events, recovery key, stretching (client.md 7) ----
  * Each needs a signed-in device unless said otherwise; a device signed out
@@ -265,9 +270,10 @@ PICL_EXPORT picl_status picl_service_get_security_events_json(picl_service *s, c
 PICL_EXPORT picl_status picl_service_create_recovery_key(picl_service *s, const char *password, char **key);
 PICL_EXPORT picl_status picl_service_get_recovery_key_exists(picl_service *s, int *exists);
 PICL_EXPORT picl_status picl_service_remove_recovery_key(picl_service *s);
-PICL_EXPORT picl_status picl_service_complete_password_reset_with_recovery_key(picl_service *s, const char *code,
-                                                                              const char *new_pw,
-                                                                              const char *recovery_key);
+PICL_EXPORT picl_status picl_service_complete_password_reset_with_recovery_key(picl_service *s,
+                                                                               const char *code,
+                                                                               const char *new_pw,
+                                                                               const char *recovery_key);
 PICL_EXPORT picl_status picl_service_set_stretching(picl_service *s, uint32_t r1, uint64_t n, uint32_t r,
                                                     uint32_t p, uint32_t r2);
 

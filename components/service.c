@@ -24,7 +24,6 @@
 #include <string.h>
 #include <time.h>
 
-
 /* ---- nsISupports ---------------------------------------------------------- */
 
 static int iid_eq(const picl_iid *a, const picl_iid *b)
@@ -32,10 +31,7 @@ static int iid_eq(const picl_iid *a, const picl_iid *b)
     return a->m0 == b->m0 && a->m1 == b->m1 && a->m2 == b->m2 && !memcmp(a->m3, b->m3, 8);
 }
 
-static uint32_t svc_addref(picl_service *self)
-{
-    return ++SVC(self)->refs;
-}
+static uint32_t svc_addref(picl_service *self) { return ++SVC(self)->refs; }
 
 static uint32_t svc_release(picl_service *self)
 {
@@ -73,7 +69,8 @@ static picl_status svc_set_keyserver(picl_service *self, const char *url)
 {
     service *s = SVC(self);
     if (!url || (*url && strncmp(url, "http://", 7) && strncmp(url, "https://", 8)))
-        return picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT, "the keyserver URL must start with http:// or https://");
+        return picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT,
+                              "the keyserver URL must start with http:// or https://");
     /* the base URL, as picl server prints it; ".../v1" and a trailing / too */
     char base[1024];
     size_t n = strlen(url);
@@ -119,7 +116,8 @@ static picl_status svc_set_persist(picl_service *self, int persist)
     return picl__svc_done(s, rc, rc ? "cannot save the local state" : NULL);
 }
 
-static picl_status svc_set_floor(picl_service *self, uint32_t r1, uint64_t n, uint32_t r, uint32_t p, uint32_t r2)
+static picl_status svc_set_floor(picl_service *self, uint32_t r1, uint64_t n, uint32_t r, uint32_t p,
+                                 uint32_t r2)
 {
     service *s = SVC(self);
     if (!r1 || !r2 || n < 2 || (n & (n - 1)) || !r || !p)
@@ -155,7 +153,8 @@ static picl_status svc_get_class(picl_service *self, const char *coll, char **cl
     }
     if (st == PICL_ERROR_NETWORK || st == PICL_ERROR_BACKOFF || st == PICL_ERROR_STATE) {
         picl_classmap m;
-        if (*s->st->classmap_payload && picl__classmap_parse_trusted(&m, s->st->classmap_payload) == PICL_OK) {
+        if (*s->st->classmap_payload &&
+            picl__classmap_parse_trusted(&m, s->st->classmap_payload) == PICL_OK) {
             const picl_class_entry *x = picl__classmap_get(&m, coll);
             ce.cls = x ? x->cls : 'B';
             st = PICL_OK;
@@ -171,7 +170,8 @@ static picl_status svc_set_class(picl_service *self, const char *coll, const cha
 {
     service *s = SVC(self);
     if (!picl__collection_name_ok(coll) || !cls || (strcmp(cls, "A") && strcmp(cls, "B")))
-        return picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT, "usage: a collection name and class \"A\" or \"B\"");
+        return picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT,
+                              "usage: a collection name and class \"A\" or \"B\"");
     svc_conn c;
     picl_status st = picl__svc_conn_open(s, &c);
     if (st != PICL_OK)
@@ -244,7 +244,8 @@ static picl_status svc_use_store_dir(picl_service *self, const char *dir)
     return picl__svc_done(s, PICL_OK, NULL);
 }
 
-static picl_status svc_set_store(picl_service *self, const char *coll, const picl_store_callbacks *cb, void *ctx)
+static picl_status svc_set_store(picl_service *self, const char *coll, const picl_store_callbacks *cb,
+                                 void *ctx)
 {
     service *s = SVC(self);
     if (!picl__collection_name_ok(coll))
@@ -258,7 +259,8 @@ static picl_status svc_set_store(picl_service *self, const char *coll, const pic
         return picl__svc_done(s, PICL_OK, NULL);
     }
     if (!cb->changes || !cb->all || !cb->apply || !cb->mark_synced)
-        return picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT, "a store needs changes, all, apply and mark_synced");
+        return picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT,
+                              "a store needs changes, all, apply and mark_synced");
     if (i == s->ncustom) {
         if (s->ncustom == MAX_CUSTOM)
             return picl__svc_done(s, PICL_ERROR_TOO_LARGE, "too many stores");
@@ -301,7 +303,8 @@ static picl_status open_store(service *s, const char *coll, picl_store **out)
         picl_status st = picl__filestore_open(out, s->store_dir, coll);
         return st == PICL_OK ? st
                              : picl__svc_done(s, st, "%s/%s.json: %s", s->store_dir, coll,
-                                    st == PICL_ERROR_ENCODING ? "not a JSON array of records" : picl_strerror(st));
+                                              st == PICL_ERROR_ENCODING ? "not a JSON array of records"
+                                                                        : picl_strerror(st));
     }
     return picl__svc_done(s, PICL_ERROR_STATE, "no store for %s: use a profile or a store directory", coll);
 }
@@ -312,8 +315,8 @@ static picl_status open_store(service *s, const char *coll, picl_store **out)
  * the default list (named == 0) a forms store whose file the profile does
  * not have yet is left out and told in skipped ({collection, reason});
  * *count becomes the number opened, stores[0..*count) in the list's order. */
-static picl_status open_stores(service *s, const char *const *list, size_t *count, size_t named, picl_store **stores,
-                               json_t *skipped)
+static picl_status open_stores(service *s, const char *const *list, size_t *count, size_t named,
+                               picl_store **stores, json_t *skipped)
 {
     picl_status st = PICL_OK;
     for (int pass = 0; pass < 2 && st == PICL_OK; pass++)
@@ -321,7 +324,8 @@ static picl_status open_stores(service *s, const char *const *list, size_t *coun
             if ((pass == 0) == !strcmp(list[i], "passwords")) {
                 st = open_store(s, list[i], &stores[i]);
                 if (st == PICL_ERROR_NOT_FOUND && !named && !strcmp(list[i], "forms")) {
-                    json_array_append_new(skipped, json_pack("{s:s, s:s}", "collection", list[i], "reason", s->error));
+                    json_array_append_new(skipped,
+                                          json_pack("{s:s, s:s}", "collection", list[i], "reason", s->error));
                     st = PICL_OK;
                 }
             }
@@ -359,8 +363,8 @@ static picl_status sync_clients_again(picl_engine *e, picl_store **stores, size_
 
 /* One sync of the stores over a fresh connection.  *ran: the connection
  * opened; *moved: the storage client saw the account move to another node. */
-static picl_status sync_once(service *s, picl_store **stores, size_t count, json_t *sum, json_t *failed, int *ran,
-                             int *moved)
+static picl_status sync_once(service *s, picl_store **stores, size_t count, json_t *sum, json_t *failed,
+                             int *ran, int *moved)
 {
     svc_conn c;
     picl_status st = picl__svc_conn_open(s, &c);
@@ -394,7 +398,7 @@ static void restart_after_move(service *s, json_t *sum, json_t *failed)
 {
     const char *k;
     json_t *v;
-    json_object_foreach(s->st->collections, k, v) {
+    json_object_foreach (s->st->collections, k, v) {
         json_object_set_new(v, "lastSync", json_string("0"));
         json_object_set_new(v, "reset", json_true());
     }
@@ -464,8 +468,9 @@ static picl_status do_sync(service *s, const char *const *colls, size_t n, char 
         *summary = NULL;
     const char *const *list = n ? colls : s->profile_dir ? PROFILE_DEFAULT_COLLECTIONS : DEFAULT_COLLECTIONS;
     size_t count = n ? n
-               : s->profile_dir ? sizeof PROFILE_DEFAULT_COLLECTIONS / sizeof PROFILE_DEFAULT_COLLECTIONS[0]
-                                : sizeof DEFAULT_COLLECTIONS / sizeof DEFAULT_COLLECTIONS[0];
+                   : s->profile_dir
+                       ? sizeof PROFILE_DEFAULT_COLLECTIONS / sizeof PROFILE_DEFAULT_COLLECTIONS[0]
+                       : sizeof DEFAULT_COLLECTIONS / sizeof DEFAULT_COLLECTIONS[0];
     picl_store **stores = calloc(count, sizeof *stores);
     if (!stores)
         return PICL_ERROR_NO_MEMORY;
@@ -487,8 +492,9 @@ static picl_status do_sync(service *s, const char *const *colls, size_t n, char 
         int ran, moved;
         st = sync_once(s, stores, count, sum, failed, &ran, &moved);
         if (attempt == 1 && ran && (moved || st == PICL_ERROR_TOKEN)) {
-            st = picl__svc_done(s, PICL_ERROR_BACKOFF, "the storage server refused the new token right after "
-                                                       "moving this account to another node: try again later");
+            st = picl__svc_done(s, PICL_ERROR_BACKOFF,
+                                "the storage server refused the new token right after "
+                                "moving this account to another node: try again later");
             break;
         }
         if (!moved)
@@ -529,7 +535,7 @@ static picl_status svc_reset_local(picl_service *self)
     service *s = SVC(self);
     const char *k;
     json_t *v;
-    json_object_foreach(s->st->collections, k, v) {
+    json_object_foreach (s->st->collections, k, v) {
         json_object_set_new(v, "lastSync", json_string("0"));
         json_object_set_new(v, "reset", json_true());
     }
@@ -560,10 +566,7 @@ static picl_status svc_remove_obs(picl_service *self, picl_observer_fn fn, void 
     return picl__svc_done(s, PICL_ERROR_NOT_FOUND, "no such observer");
 }
 
-static const char *svc_last_error(picl_service *self)
-{
-    return SVC(self)->error;
-}
+static const char *svc_last_error(picl_service *self) { return SVC(self)->error; }
 
 static const picl_service_vtbl vtbl = {
     .QueryInterface = svc_qi,

@@ -63,8 +63,8 @@ static const picl_stretch_params *stretch_target(service *s, picl_stretch_params
 
 static int weaker(const picl_stretch_params *a, const picl_stretch_params *b)
 {
-    return a->pbkdf2_rounds_1 < b->pbkdf2_rounds_1 || a->scrypt_n < b->scrypt_n || a->scrypt_r < b->scrypt_r ||
-           a->scrypt_p < b->scrypt_p || a->pbkdf2_rounds_2 < b->pbkdf2_rounds_2;
+    return a->pbkdf2_rounds_1 < b->pbkdf2_rounds_1 || a->scrypt_n < b->scrypt_n ||
+           a->scrypt_r < b->scrypt_r || a->scrypt_p < b->scrypt_p || a->pbkdf2_rounds_2 < b->pbkdf2_rounds_2;
 }
 
 /* ---- account ------------------------------------------------------------------ */
@@ -80,10 +80,12 @@ picl_status picl__svc_create(picl_service *self, const char *email, const char *
         return st;
     char uid[33];
     picl__svc_fanout(s, "account", "", 0, -1, "stretching the password");
-    st = picl__account_create(c, email, strlen(email), password, strlen(password), picl__svc_floor_of(s), uid);
+    st =
+        picl__account_create(c, email, strlen(email), password, strlen(password), picl__svc_floor_of(s), uid);
     if (st == PICL_OK) {
         picl_account a;
-        st = picl__account_login(c, email, strlen(email), password, strlen(password), picl__svc_floor_of(s), &a);
+        st = picl__account_login(c, email, strlen(email), password, strlen(password), picl__svc_floor_of(s),
+                                 &a);
         if (st == PICL_OK)
             st = adopt(s, &a);
         else
@@ -103,7 +105,8 @@ picl_status picl__svc_verify(picl_service *self, const char *code)
     if (!code || !*code)
         return picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT, "the verification code is missing");
     if (strlen(code) != 64 || strspn(code, "0123456789abcdefABCDEF") != 64)
-        return picl__svc_done(s, PICL_ERROR_INVALID_CODE, "verifying the email failed: the code is wrong (64 hex characters)");
+        return picl__svc_done(s, PICL_ERROR_INVALID_CODE,
+                              "verifying the email failed: the code is wrong (64 hex characters)");
     picl_ks_client *c;
     picl_status st = picl__svc_ks_open(s, &c);
     if (st != PICL_OK)
@@ -197,8 +200,8 @@ picl_status picl__svc_change_password(picl_service *self, const char *old_pw, co
         return st;
     picl_account a;
     const char *email = s->st->email;
-    st = picl__account_change_password(c, email, strlen(email), old_pw, strlen(old_pw), new_pw, strlen(new_pw), picl__svc_floor_of(s),
-                                       picl__svc_floor_of(s), &a);
+    st = picl__account_change_password(c, email, strlen(email), old_pw, strlen(old_pw), new_pw,
+                                       strlen(new_pw), picl__svc_floor_of(s), picl__svc_floor_of(s), &a);
     picl__ksc_free(c);
     if (st != PICL_OK)
         return picl__svc_flow_fail(s, st, "changing the password failed");
@@ -233,7 +236,8 @@ picl_status picl__svc_reset(picl_service *self, const char *code, const char *ne
     if (!code || !*code || !new_pw || !*new_pw)
         return picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT, "the code and a new password are needed");
     if (strlen(code) != 8 || strspn(code, "0123456789") != 8)
-        return picl__svc_done(s, PICL_ERROR_INVALID_CODE, "resetting the password failed: the code is wrong (8 digits)");
+        return picl__svc_done(s, PICL_ERROR_INVALID_CODE,
+                              "resetting the password failed: the code is wrong (8 digits)");
     picl_ks_client *c;
     picl_status st = picl__svc_ks_open(s, &c);
     if (st != PICL_OK)
@@ -250,8 +254,9 @@ picl_status picl__svc_reset(picl_service *self, const char *code, const char *ne
         if (st == PICL_OK) {
             /* kB is new: everything class B must be re-keyed at the next sync */
             st = adopt(s, &a);
-            picl__svc_fanout(s, "account", "", 0, -1,
-                   "password reset: class-A data is kept; class-B data on the server is lost by design");
+            picl__svc_fanout(
+                s, "account", "", 0, -1,
+                "password reset: class-A data is kept; class-B data on the server is lost by design");
         } else {
             picl__svc_flow_fail(s, st, "the password was reset, but signing in failed");
         }
@@ -262,12 +267,14 @@ picl_status picl__svc_reset(picl_service *self, const char *code, const char *ne
     return st == PICL_OK ? picl__svc_done(s, st, NULL) : st;
 }
 
-picl_status picl__svc_reset_rk(picl_service *self, const char *code, const char *new_pw, const char *recovery_key)
+picl_status picl__svc_reset_rk(picl_service *self, const char *code, const char *new_pw,
+                               const char *recovery_key)
 {
     service *s = SVC(self);
     uint8_t rk[32];
     if (!code || !*code || !new_pw || !*new_pw || !recovery_key)
-        return picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT, "the code, a new password and the recovery key are needed");
+        return picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT,
+                              "the code, a new password and the recovery key are needed");
     if (picl__rk_parse(rk, recovery_key) != PICL_OK)
         return picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT,
                               "this is not a recovery key: 52 characters A-Z and 2-7 in groups of 4");
@@ -277,7 +284,8 @@ picl_status picl__svc_reset_rk(picl_service *self, const char *code, const char 
     }
     if (strlen(code) != 8 || strspn(code, "0123456789") != 8) {
         picl__wipe(rk, sizeof rk);
-        return picl__svc_done(s, PICL_ERROR_INVALID_CODE, "resetting the password failed: the code is wrong (8 digits)");
+        return picl__svc_done(s, PICL_ERROR_INVALID_CODE,
+                              "resetting the password failed: the code is wrong (8 digits)");
     }
     picl_ks_client *c;
     picl_status st = picl__svc_ks_open(s, &c);
@@ -292,7 +300,8 @@ picl_status picl__svc_reset_rk(picl_service *self, const char *code, const char 
                                         stretch_target(s, &def), rk);
     picl__wipe(rk, sizeof rk);
     /* the code is spent whatever followed it */
-    if (st == PICL_OK || st == PICL_ERROR_DECRYPT || (st == PICL_ERROR_INVALID_CODE && picl__ksc_last(c)->errnum == KS_ERR_RECOVERY_KEY)) {
+    if (st == PICL_OK || st == PICL_ERROR_DECRYPT ||
+        (st == PICL_ERROR_INVALID_CODE && picl__ksc_last(c)->errnum == KS_ERR_RECOVERY_KEY)) {
         picl__wipe(s->st->forgot, 32);
         s->st->has_forgot = 0;
         picl__state_save(s->st);
@@ -308,7 +317,8 @@ picl_status picl__svc_reset_rk(picl_service *self, const char *code, const char 
         } else {
             picl__svc_flow_fail(s, st, "the password was reset, but signing in failed");
         }
-    } else if (st == PICL_ERROR_DECRYPT || (st == PICL_ERROR_INVALID_CODE && picl__ksc_last(c)->errnum == KS_ERR_RECOVERY_KEY)) {
+    } else if (st == PICL_ERROR_DECRYPT ||
+               (st == PICL_ERROR_INVALID_CODE && picl__ksc_last(c)->errnum == KS_ERR_RECOVERY_KEY)) {
         st = picl__svc_done(s, PICL_ERROR_INVALID_CODE,
                             "resetting the password failed: the recovery key is wrong (nothing was changed; "
                             "ask for a new code with 'picl password forgot')");
@@ -371,12 +381,13 @@ picl_status picl__svc_status(picl_service *self, char **out)
         picl__key_fingerprint(fa, st->ka);
     if (st->has_kb)
         picl__key_fingerprint(fb, st->kb);
-    const char *storage = *st->storage_override ? st->storage_override
-                                                : json_string_value(json_object_get(st->storage_token, "api_endpoint"));
-    json_t *o = json_pack("{s:b, s:s, s:s, s:b, s:s, s:s, s:s, s:s, s:b, s:b}", "signedIn", *st->uid != 0, "email",
-                          st->email, "uid", st->uid, "verified", st->verified, "kA_fp", fa, "kB_fp", fb, "keyserver",
-                          st->keyserver, "storage", storage ? storage : "", "persistKeys", st->persist_keys,
-                          "hasKeys", st->has_ka && st->has_kb);
+    const char *storage = *st->storage_override
+                              ? st->storage_override
+                              : json_string_value(json_object_get(st->storage_token, "api_endpoint"));
+    json_t *o = json_pack("{s:b, s:s, s:s, s:b, s:s, s:s, s:s, s:s, s:b, s:b}", "signedIn", *st->uid != 0,
+                          "email", st->email, "uid", st->uid, "verified", st->verified, "kA_fp", fa, "kB_fp",
+                          fb, "keyserver", st->keyserver, "storage", storage ? storage : "", "persistKeys",
+                          st->persist_keys, "hasKeys", st->has_ka && st->has_kb);
     *out = o ? picl__json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(o);
     return *out ? PICL_OK : PICL_ERROR_NO_MEMORY;

@@ -29,8 +29,10 @@ static picl_status open_session(service *s, picl_ks_client **c)
 static picl_status session_fail(service *s, picl_status st, const char *what)
 {
     if (st == PICL_ERROR_TOKEN)
-        return picl__svc_done(s, st, "%s: this device is signed out (removed from the account, or the password "
-                                     "changed): sign in again", what);
+        return picl__svc_done(s, st,
+                              "%s: this device is signed out (removed from the account, or the password "
+                              "changed): sign in again",
+                              what);
     return picl__svc_flow_fail(s, st, what);
 }
 
@@ -62,9 +64,11 @@ PICL_EXPORT picl_status picl_service_set_device(picl_service *self, const char *
 {
     service *s = SVC(self);
     if (name && (strlen(name) > 64 || strchr(name, '\n')))
-        return picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT, "a device name has 1 to 64 characters on one line");
+        return picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT,
+                              "a device name has 1 to 64 characters on one line");
     if (type && *type && !device_type_ok(type))
-        return picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT, "a device type is cli, browser, desktop or mobile");
+        return picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT,
+                              "a device type is cli, browser, desktop or mobile");
     snprintf(s->device_name, sizeof s->device_name, "%s", name ? name : "");
     snprintf(s->device_type, sizeof s->device_type, "%s", type ? type : "");
     return picl__svc_done(s, PICL_OK, NULL);
@@ -84,7 +88,8 @@ PICL_EXPORT picl_status picl_service_rename_device(picl_service *self, const cha
 {
     service *s = SVC(self);
     if (!name || !*name || strlen(name) > 64 || strchr(name, '\n'))
-        return picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT, "a device name has 1 to 64 characters on one line");
+        return picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT,
+                              "a device name has 1 to 64 characters on one line");
     picl_ks_client *c;
     picl_status st = open_session(s, &c);
     if (st != PICL_OK)
@@ -103,18 +108,21 @@ PICL_EXPORT picl_status picl_service_sign_out_device(picl_service *self, const c
 {
     service *s = SVC(self);
     if (!id || strlen(id) != 32 || strspn(id, "0123456789abcdef") != 32)
-        return picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT, "a device id is 32 hex characters (picl device list)");
+        return picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT,
+                              "a device id is 32 hex characters (picl device list)");
     picl_ks_client *c;
     picl_status st = open_session(s, &c);
     if (st != PICL_OK)
         return st;
     json_t *body = json_pack("{s:s}", "id", id);
-    st = body ? picl__ksc_call(c, "POST", "/v1/account/device/destroy", s->st->session, PICL_TOKEN_SESSION, body, NULL)
+    st = body ? picl__ksc_call(c, "POST", "/v1/account/device/destroy", s->st->session, PICL_TOKEN_SESSION,
+                               body, NULL)
               : PICL_ERROR_NO_MEMORY;
     json_decref(body);
     picl__ksc_free(c);
     if (st == PICL_ERROR_NOT_FOUND)
-        return picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT, "no device %s on this account (picl device list)", id);
+        return picl__svc_done(s, PICL_ERROR_INVALID_ARGUMENT,
+                              "no device %s on this account (picl device list)", id);
     if (st != PICL_OK)
         return session_fail(s, st, "signing the device out failed");
     return picl__svc_done(s, PICL_OK, NULL);
@@ -137,7 +145,8 @@ PICL_EXPORT picl_status picl_service_get_recovery_key_exists(picl_service *self,
     if (st == PICL_OK)
         *exists = json_is_true(v);
     json_decref(ans);
-    return st == PICL_OK ? picl__svc_done(s, st, NULL) : session_fail(s, st, "asking for the recovery key failed");
+    return st == PICL_OK ? picl__svc_done(s, st, NULL)
+                         : session_fail(s, st, "asking for the recovery key failed");
 }
 
 PICL_EXPORT picl_status picl_service_remove_recovery_key(picl_service *self)
@@ -149,7 +158,8 @@ PICL_EXPORT picl_status picl_service_remove_recovery_key(picl_service *self)
         return st;
     st = picl__ksc_call(c, "DELETE", "/v1/recoveryKey", s->st->session, PICL_TOKEN_SESSION, NULL, NULL);
     picl__ksc_free(c);
-    return st == PICL_OK ? picl__svc_done(s, st, NULL) : session_fail(s, st, "removing the recovery key failed");
+    return st == PICL_OK ? picl__svc_done(s, st, NULL)
+                         : session_fail(s, st, "removing the recovery key failed");
 }
 
 /* Signs in again with password (the keyserver makes a recovery key only
@@ -161,7 +171,8 @@ static picl_status fresh_session(service *s, picl_ks_client *c, const char *pass
     picl_account a;
     const char *email = s->st->email;
     picl__svc_fanout(s, "account", "", 0, -1, "stretching the password");
-    picl_status st = picl__account_login(c, email, strlen(email), password, strlen(password), picl__svc_floor_of(s), &a);
+    picl_status st =
+        picl__account_login(c, email, strlen(email), password, strlen(password), picl__svc_floor_of(s), &a);
     if (st != PICL_OK)
         return picl__svc_flow_fail(s, st, "checking the password failed");
     if (!a.have_keys || !picl__memeq_ct(a.kb, s->st->kb, 32)) {
@@ -204,7 +215,8 @@ PICL_EXPORT picl_status picl_service_create_recovery_key(picl_service *self, con
         goto done;
     }
     if (!s->st->has_kb) {
-        st = picl__svc_done(s, PICL_ERROR_STATE, "this device has no keys yet: verify the email and sign in first");
+        st = picl__svc_done(s, PICL_ERROR_STATE,
+                            "this device has no keys yet: verify the email and sign in first");
         goto done;
     }
     if ((st = open_session(s, &c)) != PICL_OK)
@@ -218,7 +230,8 @@ PICL_EXPORT picl_status picl_service_create_recovery_key(picl_service *self, con
         st = picl__rk_seal(&data, rk, s->st->kb);
     if (st == PICL_OK) {
         body = json_pack("{s:s, s:s}", "recoveryKeyId", id, "recoveryData", data);
-        st = body ? picl__ksc_call(c, "POST", "/v1/recoveryKey", s->st->session, PICL_TOKEN_SESSION, body, NULL)
+        st = body ? picl__ksc_call(c, "POST", "/v1/recoveryKey", s->st->session, PICL_TOKEN_SESSION, body,
+                                   NULL)
                   : PICL_ERROR_NO_MEMORY;
     }
     if (st != PICL_OK) {
@@ -237,9 +250,10 @@ done:
     return st;
 }
 
-PICL_EXPORT picl_status picl_service_complete_password_reset_with_recovery_key(picl_service *self, const char *code,
-                                                                              const char *new_pw,
-                                                                              const char *recovery_key)
+PICL_EXPORT picl_status picl_service_complete_password_reset_with_recovery_key(picl_service *self,
+                                                                               const char *code,
+                                                                               const char *new_pw,
+                                                                               const char *recovery_key)
 {
     return picl__svc_reset_rk(self, code, new_pw, recovery_key);
 }

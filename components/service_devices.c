@@ -54,7 +54,8 @@ static picl_status fetch_all(picl_engine *e, const char *coll, json_t **out, jso
     picl_status st = coll_keys(e, coll, &entry, &keys);
     if (st != PICL_OK)
         goto done;
-    picl_stc_query q = {.newer = -1, .older = -1, .full = 1, .if_modified_since = -1, .if_unmodified_since = -1};
+    picl_stc_query q = {
+        .newer = -1, .older = -1, .full = 1, .if_modified_since = -1, .if_unmodified_since = -1};
     st = picl__stc_get_all(e->stc, coll, &q, 10000, &bsos);
     if (st == PICL_ERROR_NOT_FOUND) {
         st = PICL_OK;
@@ -67,7 +68,7 @@ static picl_status fetch_all(picl_engine *e, const char *coll, json_t **out, jso
     *out = json_object();
     size_t i;
     json_t *b;
-    json_array_foreach(bsos, i, b) {
+    json_array_foreach (bsos, i, b) {
         const char *id = json_string_value(json_object_get(b, "id"));
         const char *payload = json_string_value(json_object_get(b, "payload"));
         json_t *clear = NULL;
@@ -76,12 +77,12 @@ static picl_status fetch_all(picl_engine *e, const char *coll, json_t **out, jso
             continue;
         if (!payload || picl__record_decrypt(&clear, coll, id, payload, &keys, &entry, 0, &why) != PICL_OK) {
             const char *r = picl__record_fault_text(why);
-            json_array_append_new(skipped, json_pack("{s:s, s:s, s:s}", "collection", coll, "id", id, "reason",
-                                                     *r ? r : "hmac mismatch"));
+            json_array_append_new(skipped, json_pack("{s:s, s:s, s:s}", "collection", coll, "id", id,
+                                                     "reason", *r ? r : "hmac mismatch"));
             continue;
         }
-        json_object_set_new(*out, id, json_pack("{s:o, s:I}", "record", clear, "modified",
-                                                (json_int_t)bso_modified(b)));
+        json_object_set_new(
+            *out, id, json_pack("{s:o, s:I}", "record", clear, "modified", (json_int_t)bso_modified(b)));
     }
 done:
     picl__wipe(&keys, sizeof keys);
@@ -118,7 +119,7 @@ static picl_status list_tabs(service *s, picl_engine *e, void *arg)
     int64_t now = (int64_t)time(NULL) * 100 + picl__stc_clock_offset(e->stc);
     const char *id;
     json_t *c;
-    json_object_foreach(clients, id, c) {
+    json_object_foreach (clients, id, c) {
         json_t *rec = json_object_get(c, "record");
         int64_t seen = json_integer_value(json_object_get(c, "modified"));
         if (!strcmp(id, a->own) || json_is_true(json_object_get(rec, "deleted")))
@@ -129,28 +130,30 @@ static picl_status list_tabs(service *s, picl_engine *e, void *arg)
         json_t *t = json_object_get(json_object_get(tabs, id), "record");
         char why[128] = "";
         if (t && picl__tabs_check_record(t, why, sizeof why) != PICL_OK) {
-            json_array_append_new(skipped, json_pack("{s:s, s:s, s:s}", "collection", "tabs", "id", id, "reason", why));
+            json_array_append_new(
+                skipped, json_pack("{s:s, s:s, s:s}", "collection", "tabs", "id", id, "reason", why));
             t = NULL;
         }
         size_t i;
         json_t *tab;
-        json_array_foreach(json_object_get(t, "tabs"), i, tab) {
+        json_array_foreach (json_object_get(t, "tabs"), i, tab) {
             const char *url = json_string_value(json_array_get(json_object_get(tab, "urlHistory"), 0));
             if (!picl__url_ok(url))
                 continue;
             const char *title = json_string_value(json_object_get(tab, "title"));
             const char *icon = json_string_value(json_object_get(tab, "icon"));
-            json_array_append_new(list, json_pack("{s:s, s:s, s:O, s:s, s:I}", "title", title ? title : "", "url", url,
-                                                  "urlHistory", json_object_get(tab, "urlHistory"), "icon",
-                                                  icon ? icon : "",
-                                                  "lastUsed", json_integer_value(json_object_get(tab, "lastUsed"))));
+            json_array_append_new(
+                list, json_pack("{s:s, s:s, s:O, s:s, s:I}", "title", title ? title : "", "url", url,
+                                "urlHistory", json_object_get(tab, "urlHistory"), "icon", icon ? icon : "",
+                                "lastUsed", json_integer_value(json_object_get(tab, "lastUsed"))));
         }
         const char *name = json_string_value(json_object_get(rec, "name"));
         const char *type = json_string_value(json_object_get(rec, "type"));
         char ts[24];
         picl__ts_format(ts, seen);
-        json_array_append_new(devices, json_pack("{s:s, s:s, s:s, s:s, s:o}", "id", id, "name", name ? name : "",
-                                                 "type", type ? type : "", "lastSeen", ts, "tabs", list));
+        json_array_append_new(devices,
+                              json_pack("{s:s, s:s, s:s, s:s, s:o}", "id", id, "name", name ? name : "",
+                                        "type", type ? type : "", "lastSeen", ts, "tabs", list));
     }
     a->result = json_pack("{s:O, s:O}", "devices", devices, "skipped", skipped);
     if (!a->result)
@@ -212,10 +215,12 @@ static picl_status resolve(picl_engine *e, send_args *a)
         st = picl__eng_fail(e, st, "no device %s: no device has synced yet", a->device);
     size_t i;
     json_t *f;
-    json_array_foreach(skipped, i, f) {
+    json_array_foreach (skipped, i, f) {
         if (st == PICL_OK && !strcmp(json_string_value(json_object_get(f, "id")), a->device))
-            st = picl__eng_fail(e, PICL_ERROR_INTEGRITY, "the clients record of %s failed its integrity check (%s): "
-                                "nothing sent", a->device, json_string_value(json_object_get(f, "reason")));
+            st = picl__eng_fail(e, PICL_ERROR_INTEGRITY,
+                                "the clients record of %s failed its integrity check (%s): "
+                                "nothing sent",
+                                a->device, json_string_value(json_object_get(f, "reason")));
     }
     json_decref(skipped);
     if (st != PICL_OK) {
@@ -226,7 +231,7 @@ static picl_status resolve(picl_engine *e, send_args *a)
     int found = 0;
     const char *id;
     json_t *c;
-    json_object_foreach(clients, id, c) {
+    json_object_foreach (clients, id, c) {
         json_t *rec = json_object_get(c, "record");
         const char *name = json_string_value(json_object_get(rec, "name"));
         if (json_is_true(json_object_get(rec, "deleted")) ||
@@ -245,7 +250,8 @@ static picl_status resolve(picl_engine *e, send_args *a)
     }
     picl__json_zdecref(clients);
     if (!found)
-        return picl__eng_fail(e, PICL_ERROR_NOT_FOUND, "no device \"%s\" (seen in the last 21 days)", a->device);
+        return picl__eng_fail(e, PICL_ERROR_NOT_FOUND, "no device \"%s\" (seen in the last 21 days)",
+                              a->device);
     if (!strcmp(a->target, a->own))
         return picl__eng_fail(e, PICL_ERROR_INVALID_ARGUMENT, "\"%s\" is this device", a->device);
     return PICL_OK;
@@ -279,8 +285,10 @@ static picl_status send_tab(service *s, picl_engine *e, void *arg)
         const char *p = json_string_value(json_object_get(bso, "payload"));
         if (!p || picl__record_decrypt(&rec, "clients", a->target, p, &keys, &entry, 0, &why) != PICL_OK) {
             json_decref(bso);
-            st = picl__eng_fail(e, PICL_ERROR_INTEGRITY, "the clients record of %s failed its integrity check (%s): "
-                                "nothing sent", a->target, picl__record_fault_text(why));
+            st = picl__eng_fail(e, PICL_ERROR_INTEGRITY,
+                                "the clients record of %s failed its integrity check (%s): "
+                                "nothing sent",
+                                a->target, picl__record_fault_text(why));
             goto done;
         }
         json_t *cmds = json_object_get(rec, "commands");
@@ -307,7 +315,8 @@ static picl_status send_tab(service *s, picl_engine *e, void *arg)
         json_t *put = json_pack("{s:s}", "payload", payload);
         free(payload);
         /* only over the version we read: a command added or handled meanwhile is not lost */
-        st = put ? picl__stc_put(e->stc, "clients", a->target, put, bso_modified(bso), NULL) : PICL_ERROR_NO_MEMORY;
+        st = put ? picl__stc_put(e->stc, "clients", a->target, put, bso_modified(bso), NULL)
+                 : PICL_ERROR_NO_MEMORY;
         json_decref(put);
         json_decref(bso);
         if (st != PICL_ERROR_CONFLICT)

@@ -38,10 +38,7 @@ picl_status picl__svc_done(service *s, picl_status st, const char *fmt, ...)
     return st;
 }
 
-char *picl__svc_dup_out(const char *v)
-{
-    return strdup(v ? v : "");
-}
+char *picl__svc_dup_out(const char *v) { return strdup(v ? v : ""); }
 
 void picl__svc_fanout(void *ctx, const char *phase, const char *coll, int64_t d, int64_t t, const char *msg)
 {
@@ -55,15 +52,13 @@ void picl__svc_fanout(void *ctx, const char *phase, const char *coll, int64_t d,
 /* The stretching floor the client accepts (NULL = the spec's), which is
  * also what new passwords are registered with: the spec's parameters, or the
  * floor when a test lowered it (a floor above the defaults raises them). */
-const picl_stretch_params *picl__svc_floor_of(service *s)
-{
-    return s->floor_set ? &s->floor : NULL;
-}
+const picl_stretch_params *picl__svc_floor_of(service *s) { return s->floor_set ? &s->floor : NULL; }
 
 picl_status picl__svc_ks_open(service *s, picl_ks_client **c)
 {
     if (!*s->st->keyserver)
-        return picl__svc_done(s, PICL_ERROR_STATE, "no keyserver configured: set keyserverURL (picl --server URL)");
+        return picl__svc_done(s, PICL_ERROR_STATE,
+                              "no keyserver configured: set keyserverURL (picl --server URL)");
     picl_status st = picl__ksc_new(c, s->st->keyserver);
     if (st == PICL_OK) {
         char name[65], type[16];
@@ -121,8 +116,9 @@ void picl__svc_device_of(service *s, char name[65], char type[16])
 picl_status picl__svc_post_device(service *s, picl_ks_client *c, const char *name, const char *type)
 {
     json_t *body = json_pack("{s:s, s:s}", "name", name, "type", type);
-    picl_status st = body ? picl__ksc_call(c, "POST", "/v1/account/device", s->st->session, PICL_TOKEN_SESSION, body, NULL)
-                          : PICL_ERROR_NO_MEMORY;
+    picl_status st =
+        body ? picl__ksc_call(c, "POST", "/v1/account/device", s->st->session, PICL_TOKEN_SESSION, body, NULL)
+             : PICL_ERROR_NO_MEMORY;
     json_decref(body);
     return st;
 }
@@ -180,8 +176,9 @@ picl_status picl__svc_ensure_keys(service *s, picl_ks_client *c)
     if (rc != PICL_OK)
         return picl__svc_flow_fail(s, rc, "asking whether the email is verified failed");
     if (!verified)
-        return picl__svc_done(s, PICL_ERROR_UNVERIFIED,
-                              "verify the email address first (picl account verify --code CODE, the code was mailed)");
+        return picl__svc_done(
+            s, PICL_ERROR_UNVERIFIED,
+            "verify the email address first (picl account verify --code CODE, the code was mailed)");
     st->verified = 1;
     uint8_t ka[32], kb[32];
     picl__svc_fanout(s, "account", "", 0, -1, "fetching the keys");
@@ -198,8 +195,9 @@ picl_status picl__svc_ensure_keys(service *s, picl_ks_client *c)
         picl__state_drop_kft(st); /* used: the server consumed it either way */
     picl_status sv = picl__state_save(st);
     if (rc == PICL_ERROR_TOKEN || rc == PICL_ERROR_UNVERIFIED)
-        return picl__svc_done(s, PICL_ERROR_STATE, "the key fetch token from signing up expired (after 24 hours): "
-                                                   "enter the password once (picl login)");
+        return picl__svc_done(s, PICL_ERROR_STATE,
+                              "the key fetch token from signing up expired (after 24 hours): "
+                              "enter the password once (picl login)");
     if (rc != PICL_OK)
         return picl__svc_flow_fail(s, rc, "fetching the keys failed");
     return sv == PICL_OK ? PICL_OK : picl__svc_done(s, sv, "cannot save the local state in %s", st->dir);
@@ -226,7 +224,8 @@ static picl_status fetch_token(svc_conn *c, int force)
     if (rc != PICL_OK)
         return picl__svc_flow_fail(c->s, rc, "getting a storage token failed");
     json_int_t duration = json_integer_value(json_object_get(creds, "duration"));
-    json_object_set_new(creds, "expires", json_integer((json_int_t)time(NULL) + (duration > 0 ? duration : 300)));
+    json_object_set_new(creds, "expires",
+                        json_integer((json_int_t)time(NULL) + (duration > 0 ? duration : 300)));
     picl__json_zdecref(st->storage_token);
     st->storage_token = creds;
     picl__state_save(st);
@@ -243,8 +242,10 @@ static picl_status refresh_cb(void *ctx, char **ep, char **id, char **key)
     const char *api = *c->s->st->storage_override ? c->s->st->storage_override
                                                   : json_string_value(json_object_get(t, "api_endpoint"));
     *ep = strdup(api ? api : "");
-    *id = strdup(json_string_value(json_object_get(t, "id")) ? json_string_value(json_object_get(t, "id")) : "");
-    *key = strdup(json_string_value(json_object_get(t, "key")) ? json_string_value(json_object_get(t, "key")) : "");
+    *id = strdup(json_string_value(json_object_get(t, "id")) ? json_string_value(json_object_get(t, "id"))
+                                                             : "");
+    *key = strdup(json_string_value(json_object_get(t, "key")) ? json_string_value(json_object_get(t, "key"))
+                                                               : "");
     return (*ep && *id && *key) ? PICL_OK : PICL_ERROR_NO_MEMORY;
 }
 
@@ -305,8 +306,10 @@ picl_status picl__svc_delete_storage(void *ctx)
     if (st == PICL_ERROR_UNVERIFIED)
         return picl__svc_done(s, PICL_OK, NULL); /* never verified: no token, no data */
     if (st != PICL_OK)
-        return picl__svc_done(s, st, "cannot reach the storage server to delete the data there (%s): "
-                                     "the account was not destroyed", *s->error ? s->error : picl_strerror(st));
+        return picl__svc_done(s, st,
+                              "cannot reach the storage server to delete the data there (%s): "
+                              "the account was not destroyed",
+                              *s->error ? s->error : picl_strerror(st));
     st = picl__stc_delete_user(c.stc, NULL);
     int moved = st != PICL_OK && picl__stc_node_changed(c.stc);
     picl__svc_conn_close(&c);
@@ -316,8 +319,9 @@ picl_status picl__svc_delete_storage(void *ctx)
         picl__svc_conn_close(&c);
     }
     if (st != PICL_OK)
-        return picl__svc_done(s, st, "deleting the data on the storage server failed (%s): the account was not destroyed",
-                              picl_strerror(st));
+        return picl__svc_done(
+            s, st, "deleting the data on the storage server failed (%s): the account was not destroyed",
+            picl_strerror(st));
     picl__json_zdecref(s->st->storage_token);
     s->st->storage_token = NULL;
     return picl__svc_done(s, PICL_OK, NULL);
@@ -360,7 +364,8 @@ void picl__svc_engine_setup(service *s, svc_conn *c, picl_engine *e)
     e->allow_mass_delete = s->allow_mass_delete;
 }
 
-picl_status picl__svc_with_engine(service *s, picl_status (*fn)(service *s, picl_engine *e, void *arg), void *arg)
+picl_status picl__svc_with_engine(service *s, picl_status (*fn)(service *s, picl_engine *e, void *arg),
+                                  void *arg)
 {
     svc_conn c;
     picl_status st = picl__svc_conn_open(s, &c);

@@ -52,10 +52,10 @@ typedef struct service {
     char *store_dir;
     custom_store custom[MAX_CUSTOM];
     size_t ncustom;
-    char *primary; /* the profile's primary password, wiped on release */
-    int allow_mass_delete; /* the next syncs may delete more than half a collection */
-    char device_name[65];  /* this device's name at sign-in ("" = the host name) */
-    char device_type[16];  /* cli, browser, desktop, mobile ("" = cli) */
+    char *primary;               /* the profile's primary password, wiped on release */
+    int allow_mass_delete;       /* the next syncs may delete more than half a collection */
+    char device_name[65];        /* this device's name at sign-in ("" = the host name) */
+    char device_type[16];        /* cli, browser, desktop, mobile ("" = cli) */
     picl_stretch_params stretch; /* what passwords are stretched with when stretch_set */
     int stretch_set;
 } service;
@@ -66,7 +66,8 @@ typedef struct service {
 
 /* Records the outcome: "" after a success, else the message (printf-style;
  * NULL/"" = picl_strerror(st)).  Returns st. */
-picl_status picl__svc_done(service *s, picl_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+picl_status picl__svc_done(service *s, picl_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* A malloc()ed copy of v ("" for NULL). */
 char *picl__svc_dup_out(const char *v);
 /* Passes a notification to every observer (a picl_observer_fn). */
@@ -105,7 +106,8 @@ void picl__svc_conn_close(svc_conn *c);
 void picl__svc_engine_setup(service *s, svc_conn *c, picl_engine *e);
 /* Runs fn with an authenticated storage connection and an engine set up for
  * one call; returns fn's result or the connection's failure. */
-picl_status picl__svc_with_engine(service *s, picl_status (*fn)(service *s, picl_engine *e, void *arg), void *arg);
+picl_status picl__svc_with_engine(service *s, picl_status (*fn)(service *s, picl_engine *e, void *arg),
+                                  void *arg);
 
 /* Names this device's session on the keyserver (best effort, c NULL = a
  * client of its own). */
@@ -119,7 +121,8 @@ void picl__svc_device_of(service *s, char name[65], char type[16]);
 /* ---- the method files ---- */
 
 /* Completes a password reset keeping kB with a recovery key (service_account.c). */
-picl_status picl__svc_reset_rk(picl_service *self, const char *code, const char *new_pw, const char *recovery_key);
+picl_status picl__svc_reset_rk(picl_service *self, const char *code, const char *new_pw,
+                               const char *recovery_key);
 
 /* the device methods of the vtable (service_devices.c) */
 picl_status picl__svc_send_tab(picl_service *self, const char *device, const char *url, const char *title);

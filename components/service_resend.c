@@ -12,8 +12,9 @@ picl_status picl_service_resend_verification(picl_service *self)
         return PICL_ERROR_INVALID_ARGUMENT;
     service *s = SVC(self);
     if (!*s->st->uid || !s->st->has_session)
-        return picl__svc_done(s, PICL_ERROR_STATE, "not signed in: run picl login (an unverified account "
-                                                    "can sign in) and resend then");
+        return picl__svc_done(s, PICL_ERROR_STATE,
+                              "not signed in: run picl login (an unverified account "
+                              "can sign in) and resend then");
     if (s->st->verified)
         return picl__svc_done(s, PICL_ERROR_STATE, "the email is already verified");
     picl_ks_client *c;

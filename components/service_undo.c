@@ -30,8 +30,8 @@ static picl_status run_restore(service *s, picl_engine *e, void *arg)
     return picl__engine_restore(e, a->collection, a->as_of, a->apply, a->plan);
 }
 
-PICL_EXPORT picl_status picl_service_restore_collection(picl_service *self, const char *collection, double as_of,
-                                                       int apply, char **plan_json)
+PICL_EXPORT picl_status picl_service_restore_collection(picl_service *self, const char *collection,
+                                                        double as_of, int apply, char **plan_json)
 {
     service *s = SVC(self);
     picl_status st = PICL_OK;

@@ -57,7 +57,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* 1. the input as hex and as raw bytes: never opens */
     memset(out, 0xEE, sizeof out);
-    if (picl__bundle_open_hex(out, KINDS[k].len, key, KINDS[k].ctx, (const char *)rest, n) != PICL_ERROR_DECRYPT ||
+    if (picl__bundle_open_hex(out, KINDS[k].len, key, KINDS[k].ctx, (const char *)rest, n) !=
+            PICL_ERROR_DECRYPT ||
         !all_zero(out, KINDS[k].len))
         __builtin_trap();
     memset(out, 0xEE, sizeof out);

@@ -54,8 +54,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (m[0].version < 1 || m[0].epoch < 1 || m[0].n > 64)
             __builtin_trap();
         for (size_t i = 0; i < m[0].n; i++) {
-            if ((m[0].items[i].e.cls != 'A' && m[0].items[i].e.cls != 'B') || m[0].items[i].e.generation < 1 ||
-                !picl__collection_name_ok(m[0].items[i].name))
+            if ((m[0].items[i].e.cls != 'A' && m[0].items[i].e.cls != 'B') ||
+                m[0].items[i].e.generation < 1 || !picl__collection_name_ok(m[0].items[i].name))
                 __builtin_trap();
             for (size_t j = 0; j < i; j++)
                 if (!strcmp(m[0].items[i].name, m[0].items[j].name))

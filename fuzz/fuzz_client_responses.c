@@ -114,7 +114,11 @@ static void storage_call(unsigned which)
         break;
     }
     case 2: {
-        picl_stc_query q = {.newer = -1, .older = -1, .full = 1, .limit = 10, .if_modified_since = -1,
+        picl_stc_query q = {.newer = -1,
+                            .older = -1,
+                            .full = 1,
+                            .limit = 10,
+                            .if_modified_since = -1,
                             .if_unmodified_since = -1};
         char *next = (char *)1;
         st = picl__stc_get(c, "bookmarks", &q, &out, &next);
@@ -127,7 +131,11 @@ static void storage_call(unsigned which)
         break;
     }
     case 3: {
-        picl_stc_query q = {.newer = -1, .older = -1, .full = 1, .limit = 5, .if_modified_since = -1,
+        picl_stc_query q = {.newer = -1,
+                            .older = -1,
+                            .full = 1,
+                            .limit = 5,
+                            .if_modified_since = -1,
                             .if_unmodified_since = -1};
         st = picl__stc_get_all(c, "bookmarks", &q, 100, &out);
         if (st != PICL_OK && out)
@@ -160,7 +168,8 @@ static void storage_call(unsigned which)
         break;
     }
     case 7: {
-        json_t *bsos = json_pack("[{s:s, s:s}, {s:s, s:s}]", "id", "a", "payload", "x", "id", "b", "payload", "y");
+        json_t *bsos =
+            json_pack("[{s:s, s:s}, {s:s, s:s}]", "id", "a", "payload", "x", "id", "b", "payload", "y");
         picl_stc_post_result r;
         memset(&r, 0, sizeof r);
         st = picl__stc_post(c, "bookmarks", bsos, -1, &r);

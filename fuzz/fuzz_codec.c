@@ -70,7 +70,8 @@ static void b64(const char *s, size_t n, int url)
 {
     uint8_t *out = NULL, *again = NULL;
     size_t len = 0, len2 = 0;
-    picl_status st = url ? picl__base64url_decode_alloc(&out, &len, s, n) : picl__base64_decode_alloc(&out, &len, s, n);
+    picl_status st =
+        url ? picl__base64url_decode_alloc(&out, &len, s, n) : picl__base64_decode_alloc(&out, &len, s, n);
     if (st != PICL_OK) {
         if (st != PICL_ERROR_ENCODING && st != PICL_ERROR_NO_MEMORY)
             __builtin_trap();
@@ -90,7 +91,8 @@ static void b64(const char *s, size_t n, int url)
     if (len > 0) {
         uint8_t *tight = malloc(len - 1 ? len - 1 : 1);
         size_t got = 0;
-        st = url ? picl__base64url_decode(tight, len - 1, &got, s, n) : picl__base64_decode(tight, len - 1, &got, s, n);
+        st = url ? picl__base64url_decode(tight, len - 1, &got, s, n)
+                 : picl__base64_decode(tight, len - 1, &got, s, n);
         if (st == PICL_OK)
             __builtin_trap();
         free(tight);

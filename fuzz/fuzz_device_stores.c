@@ -39,11 +39,10 @@ static const char FORMS_SCHEMA[] =
     " VALUES ('q', 'picl', 1, 1, 1, 'AAAAAAAAAAAA');"
     "PRAGMA user_version = 5;";
 
-static const char PREFS_JS[] =
-    "// Mozilla User Preferences\n"
-    "user_pref(\"browser.tabs.warnOnClose\", true);\n"
-    "user_pref(\"browser.download.dir\", \"/home/x/Downloads\");\n"
-    "user_pref(\"layout.spellcheckDefault\", 2);\n";
+static const char PREFS_JS[] = "// Mozilla User Preferences\n"
+                               "user_pref(\"browser.tabs.warnOnClose\", true);\n"
+                               "user_pref(\"browser.download.dir\", \"/home/x/Downloads\");\n"
+                               "user_pref(\"layout.spellcheckDefault\", 2);\n";
 
 enum { S_CLIENTS, S_TABS, S_FORMS, S_PREFS, S_FILE, S_COUNT };
 static picl_store *stores[S_COUNT];
@@ -102,7 +101,7 @@ static void check_elements(unsigned which, const json_t *records)
     size_t i;
     json_t *r;
     char why[256];
-    json_array_foreach(records, i, r) {
+    json_array_foreach (records, i, r) {
         if (which == S_TABS) {
             picl_status st = picl__tabs_check_record(r, why, sizeof why);
             if (st != PICL_OK && st != PICL_ERROR_TOO_LARGE && st != PICL_ERROR_INVALID_ARGUMENT)
@@ -112,10 +111,11 @@ static void check_elements(unsigned which, const json_t *records)
         size_t j;
         json_t *cmd;
         json_t *cmds = json_object_get(r, "commands");
-        json_array_foreach(cmds, j, cmd) {
+        json_array_foreach (cmds, j, cmd) {
             why[0] = 0;
             picl_status st = picl__clients_check_command(cmd, why, sizeof why);
-            if (st != PICL_OK && ((st != PICL_ERROR_UNSUPPORTED && st != PICL_ERROR_INVALID_ARGUMENT) || !why[0]))
+            if (st != PICL_OK &&
+                ((st != PICL_ERROR_UNSUPPORTED && st != PICL_ERROR_INVALID_ARGUMENT) || !why[0]))
                 __builtin_trap();
         }
     }

@@ -40,8 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         __builtin_trap();
     if (!nonces && picl__hawk_nonce_cache_new(&nonces, 1024) != PICL_OK)
         __builtin_trap();
-    picl_hawk_request req = {"POST", "/v1/account/keys?x=1", "example.com", 443,
-                             "application/json", "{}", 2};
+    picl_hawk_request req = {"POST", "/v1/account/keys?x=1", "example.com", 443, "application/json", "{}", 2};
     picl_hawk_verify_opts o = {.now = a.ts, .skew = 60, .require_hash = 1, .nonces = nonces};
     st = picl__hawk_verify(&a, "key", 3, &req, &o);
     /* random input cannot carry a valid MAC */

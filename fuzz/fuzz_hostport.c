@@ -35,8 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char text[PICL_HOSTPORT_MAX_HOST + 16];
     if (picl__hostport_format(text, sizeof text, hp.host, hp.port) != PICL_OK ||
         picl__hostport_parse(text, strlen(text), 0, 1, &again) != PICL_OK ||
-        strcmp(again.host, hp.host) != 0 || strcmp(again.name, hp.name) != 0 ||
-        again.port != hp.port)
+        strcmp(again.host, hp.host) != 0 || strcmp(again.name, hp.name) != 0 || again.port != hp.port)
         __builtin_trap();
     return 0;
 }

@@ -24,8 +24,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-static const char *const NAMES[] = {"newer", "older", "sort", "limit", "offset", "ids", "full",
-                                    "batch", "commit", "keys", "x", ""};
+static const char *const NAMES[] = {"newer", "older", "sort",   "limit", "offset", "ids",
+                                    "full",  "batch", "commit", "keys",  "x",      ""};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

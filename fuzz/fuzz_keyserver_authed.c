@@ -82,8 +82,7 @@ static int64_t make_account(int verified)
     a.params.scrypt_p = 1;
     a.params.pbkdf2_rounds_2 = 1000;
     a.created = (int64_t)time(NULL);
-    if (ks_db_account_create(ks->db, &a) != PICL_OK ||
-        ks_db_outbox_done(ks->db, a.id) != PICL_OK ||
+    if (ks_db_account_create(ks->db, &a) != PICL_OK || ks_db_outbox_done(ks->db, a.id) != PICL_OK ||
         (verified && ks_db_account_set_verified(ks->db, a.id) != PICL_OK))
         __builtin_trap();
     return a.id;
@@ -158,8 +157,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t raw[32];
     int forgot = EP[e].type == PICL_TOKEN_FORGOT_PASSWORD;
     int64_t now = (int64_t)time(NULL);
-    if (ks_token_issue(ks, EP[e].type, account[v], raw, NULL, NULL, forgot ? "12345678" : NULL, forgot ? 3 : 0, 0,
-                       EP[e].type == PICL_TOKEN_SESSION ? 0 : now + 600, NULL) != PICL_OK)
+    if (ks_token_issue(ks, EP[e].type, account[v], raw, NULL, NULL, forgot ? "12345678" : NULL,
+                       forgot ? 3 : 0, 0, EP[e].type == PICL_TOKEN_SESSION ? 0 : now + 600, NULL) != PICL_OK)
         __builtin_trap();
     picl_token_keys k;
     char id[PICL_TOKEN_ID_HEX_BYTES + 1];
@@ -177,8 +176,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (EP[e].tail) {
         for (size_t i = 0; i < blen; i++) {
             uint8_t ch = body[i];
-            if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' ||
-                ch == '_') {
+            if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                ch == '-' || ch == '_') {
                 target[t++] = (char)ch;
             } else {
                 target[t++] = '%';
@@ -190,8 +189,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     target[t] = 0;
     int has_body = !EP[e].tail && strcmp(EP[e].method, "DELETE");
-    picl_hawk_request hr = {EP[e].method, target, "127.0.0.1", port, has_body ? "application/json" : NULL,
-                            has_body ? (const char *)body : NULL, has_body ? blen : 0};
+    picl_hawk_request hr = {EP[e].method,
+                            target,
+                            "127.0.0.1",
+                            port,
+                            has_body ? "application/json" : NULL,
+                            has_body ? (const char *)body : NULL,
+                            has_body ? blen : 0};
     char *auth = NULL;
     if (picl__hawk_client_header(&auth, id, k.hmac_key, 32, &hr, now, NULL, NULL) != PICL_OK)
         __builtin_trap();
@@ -200,10 +204,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *req = malloc(cap);
     if (!req)
         __builtin_trap();
-    int n = snprintf(req, cap, "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nConnection: close\r\nAuthorization: %s\r\n",
+    int n = snprintf(req, cap,
+                     "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nConnection: close\r\nAuthorization: %s\r\n",
                      EP[e].method, target, port, auth);
     if (has_body)
-        n += snprintf(req + n, cap - (size_t)n, "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n", blen);
+        n += snprintf(req + n, cap - (size_t)n,
+                      "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n", blen);
     else
         n += snprintf(req + n, cap - (size_t)n, "Content-Length: 0\r\n\r\n");
     if (has_body) {

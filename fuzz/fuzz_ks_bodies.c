@@ -46,8 +46,8 @@ static void field_status(picl_status st)
 static const struct {
     const char *key;
     size_t n;
-} HEX[] = {{"A", 256}, {"M", 32}, {"srpToken", 32}, {"wrapKb", 32}, {"kA", 32}, {"wrapKB", 32},
-           {"authPW", 32}, {"uid", 16}, {"code", 16}, {"publicKey", 65}, {"hmac", 32}, {"bundle", 64}};
+} HEX[] = {{"A", 256},     {"M", 32},   {"srpToken", 32}, {"wrapKb", 32},    {"kA", 32},   {"wrapKB", 32},
+           {"authPW", 32}, {"uid", 16}, {"code", 16},     {"publicKey", 65}, {"hmac", 32}, {"bundle", 64}};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

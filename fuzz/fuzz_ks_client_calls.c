@@ -126,7 +126,8 @@ static void call(picl_ks_client *c, unsigned which)
                                         "0123456789abcdef0123456789abcdef");
         break;
     case 7:
-        st = picl__ksc_classmap_post(c, tok, 3, "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff");
+        st = picl__ksc_classmap_post(c, tok, 3,
+                                     "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff");
         break;
     case 8:
         st = picl__ksc_email_verify(c, "00112233445566778899aabbccddeeff",

@@ -41,7 +41,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc;
     (void)argv;
     static char dir[64];
-    snprintf(dir, sizeof dir, "%s/picl-fuzz-files-XXXXXX", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
+    snprintf(dir, sizeof dir, "%s/picl-fuzz-files-XXXXXX",
+             access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
     if (!mkdtemp(dir))
         __builtin_trap();
     fz_remove_at_exit(dir);
@@ -171,7 +172,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t outlen = 0;
         picl_status rc = picl__mozlz4_decode(d, n, &out, &outlen);
         if (rc != PICL_OK) {
-            if (out || (rc != PICL_ERROR_ENCODING && rc != PICL_ERROR_TOO_LARGE && rc != PICL_ERROR_NO_MEMORY))
+            if (out ||
+                (rc != PICL_ERROR_ENCODING && rc != PICL_ERROR_TOO_LARGE && rc != PICL_ERROR_NO_MEMORY))
                 __builtin_trap();
             break;
         }

@@ -32,7 +32,8 @@ static size_t good_len;
 
 static const char RECORD[] =
     "[{\"id\":\"{11111111-2222-4333-8444-555555555555}\",\"hostname\":\"https://new.example.net\","
-    "\"formSubmitURL\":\"https://new.example.net\",\"httpRealm\":null,\"username\":\"carol\",\"password\":\"pw\","
+    "\"formSubmitURL\":\"https://"
+    "new.example.net\",\"httpRealm\":null,\"username\":\"carol\",\"password\":\"pw\","
     "\"usernameField\":\"u\",\"passwordField\":\"p\",\"timesUsed\":3}]";
 
 static void put(const char *path, const void *p, size_t n)

@@ -99,10 +99,10 @@ static inline int fz_exchange(unsigned port, const void *req, size_t len, int ha
 /* ---- a one-answer server for the clients' response parsers ------------- */
 
 typedef struct fz_canned {
-    int lfd;                 /* listening socket */
+    int lfd; /* listening socket */
     unsigned port;
-    uint8_t *answer;         /* what every request gets, then the connection closes */
-    size_t answer_len;       /* (a copy: a client may give up before it is sent) */
+    uint8_t *answer;   /* what every request gets, then the connection closes */
+    size_t answer_len; /* (a copy: a client may give up before it is sent) */
     pthread_mutex_t mu;
     pthread_t thread;
     int stop;

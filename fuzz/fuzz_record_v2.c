@@ -48,7 +48,8 @@ static void open_payload(const char *payload)
     picl_status st = picl__record_decrypt(&clear, "passwords", "{fuzz-id}", payload, &keys, &b1, 1, &why);
     if (st == PICL_OK) {
         /* a record is only ever accepted under its own id */
-        if (!json_is_object(clear) || strcmp(json_string_value(json_object_get(clear, "id")), "{fuzz-id}") != 0 ||
+        if (!json_is_object(clear) ||
+            strcmp(json_string_value(json_object_get(clear, "id")), "{fuzz-id}") != 0 ||
             why != PICL_RECORD_FAULT_NONE)
             __builtin_trap();
         json_decref(clear);
@@ -64,8 +65,8 @@ static void seal_and_open(const uint8_t *data, size_t size)
     picl_sealed s;
     if (picl__record_seal(&s, &keys, &ctx, NULL, data, size) != PICL_OK)
         return;
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "ciphertext", s.ciphertext, "IV", s.iv, "hmac", s.hmac, "kid",
-                          "B:1");
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "ciphertext", s.ciphertext, "IV", s.iv, "hmac", s.hmac,
+                          "kid", "B:1");
     char *payload = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     picl__sealed_free(&s);

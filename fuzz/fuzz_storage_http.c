@@ -137,16 +137,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     picl_hawk_request hr = {OPS[op].method, target, "127.0.0.1", port, OPS[op].ctype, body, blen};
     char *auth = NULL;
-    if (picl__hawk_client_header(&auth, token, key, strlen(key), &hr, (int64_t)time(NULL), NULL, NULL) != PICL_OK)
+    if (picl__hawk_client_header(&auth, token, key, strlen(key), &hr, (int64_t)time(NULL), NULL, NULL) !=
+        PICL_OK)
         __builtin_trap();
     size_t cap = strlen(target) + strlen(auth) + 512 + blen;
     char *req = malloc(cap);
     if (!req)
         __builtin_trap();
-    int n = snprintf(req, cap, "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nConnection: close\r\nAuthorization: %s\r\n",
+    int n = snprintf(req, cap,
+                     "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nConnection: close\r\nAuthorization: %s\r\n",
                      OPS[op].method, target, port, auth);
     if (OPS[op].ctype)
-        n += snprintf(req + n, cap - (size_t)n, "Content-Type: %s\r\nContent-Length: %zu\r\n", OPS[op].ctype, blen);
+        n += snprintf(req + n, cap - (size_t)n, "Content-Type: %s\r\nContent-Length: %zu\r\n", OPS[op].ctype,
+                      blen);
     n += snprintf(req + n, cap - (size_t)n, "\r\n");
     if (OPS[op].ctype) {
         memcpy(req + n, body, blen);

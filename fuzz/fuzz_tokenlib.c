@@ -25,8 +25,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc;
     (void)argv;
     if (picl__nss_acquire() != PICL_OK ||
-        picl__hkdf_sha256(signing_key, 32, SECRET, strlen(SECRET), NULL, 0,
-                          PICL_TOKENLIB_SIGNING_INFO, strlen(PICL_TOKENLIB_SIGNING_INFO)) != PICL_OK)
+        picl__hkdf_sha256(signing_key, 32, SECRET, strlen(SECRET), NULL, 0, PICL_TOKENLIB_SIGNING_INFO,
+                          strlen(PICL_TOKENLIB_SIGNING_INFO)) != PICL_OK)
         __builtin_trap();
     return 0;
 }
@@ -37,8 +37,8 @@ static void check_accepted(const picl_tokenlib_payload *p)
     char *token = NULL, *key = NULL;
     if (picl__tokenlib_mint(&token, &key, (const uint8_t *)SECRET, strlen(SECRET), p) != PICL_OK)
         __builtin_trap();
-    if (picl__tokenlib_parse(&q, (const uint8_t *)SECRET, strlen(SECRET), token, strlen(token), 0,
-                             0) != PICL_OK ||
+    if (picl__tokenlib_parse(&q, (const uint8_t *)SECRET, strlen(SECRET), token, strlen(token), 0, 0) !=
+            PICL_OK ||
         memcmp(p, &q, sizeof q) != 0)
         __builtin_trap();
     free(token);
@@ -52,8 +52,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *token;
 
     /* 1. the input as a token */
-    if (picl__tokenlib_parse(&p, (const uint8_t *)SECRET, strlen(SECRET), (const char *)data, size,
-                             0, 0) == PICL_OK)
+    if (picl__tokenlib_parse(&p, (const uint8_t *)SECRET, strlen(SECRET), (const char *)data, size, 0, 0) ==
+        PICL_OK)
         check_accepted(&p);
 
     /* 2. the input as a signed payload */
@@ -69,8 +69,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(raw);
     if (!token)
         return 0;
-    picl_status st = picl__tokenlib_parse(&p, (const uint8_t *)SECRET, strlen(SECRET), token,
-                                          strlen(token), 0, 0);
+    picl_status st =
+        picl__tokenlib_parse(&p, (const uint8_t *)SECRET, strlen(SECRET), token, strlen(token), 0, 0);
     if (st == PICL_OK)
         check_accepted(&p);
     else if (st == PICL_ERROR_DECRYPT && size > 0)

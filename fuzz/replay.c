@@ -73,10 +73,7 @@ static void run_file(const char *path)
     passed++;
 }
 
-static int by_name(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static void run_dir(const char *dir)
 {

@@ -17,7 +17,8 @@ static void when(char *out, size_t cap, json_int_t t)
         snprintf(out, cap, "never");
 }
 
-static int print_list(const cli_opts *o, char *text, int (*line)(json_t *item), const char *key, const char *none)
+static int print_list(const cli_opts *o, char *text, int (*line)(json_t *item), const char *key,
+                      const char *none)
 {
     if (o->json) {
         printf("%s\n", text);
@@ -28,7 +29,7 @@ static int print_list(const cli_opts *o, char *text, int (*line)(json_t *item), 
     picl_free(text);
     size_t i;
     json_t *item;
-    json_array_foreach(json_object_get(j, key), i, item)
+    json_array_foreach (json_object_get(j, key), i, item)
         line(item);
     if (!json_array_size(json_object_get(j, key)))
         printf("%s\n", none);
@@ -54,7 +55,8 @@ int cli_device(const cli_opts *o, picl_service *svc, const char *sub)
     char *text = NULL;
     if (!strcmp(sub, "list")) {
         if (o->nargs) {
-            fprintf(stderr, "picl: unexpected argument '%s' (usage: picl device list [--json])\n", o->args[0]);
+            fprintf(stderr, "picl: unexpected argument '%s' (usage: picl device list [--json])\n",
+                    o->args[0]);
             return CLI_USAGE;
         }
         if ((st = picl_service_get_devices_json(svc, &text)) != PICL_OK)
@@ -67,13 +69,15 @@ int cli_device(const cli_opts *o, picl_service *svc, const char *sub)
             fprintf(stderr, "picl: usage: picl device %s\n", rename ? "rename NAME" : "remove ID");
             return CLI_USAGE;
         }
-        st = rename ? picl_service_rename_device(svc, o->args[0]) : picl_service_sign_out_device(svc, o->args[0]);
+        st = rename ? picl_service_rename_device(svc, o->args[0])
+                    : picl_service_sign_out_device(svc, o->args[0]);
         if (st != PICL_OK)
             return cli_fail(o, svc, st);
         if (o->json)
             printf("{\"status\":\"ok\"}\n");
         else if (!o->quiet)
-            printf(rename ? "this device is now called %s\n" : "device %s signed out: it stops syncing at its next request\n",
+            printf(rename ? "this device is now called %s\n"
+                          : "device %s signed out: it stops syncing at its next request\n",
                    o->args[0]);
         return CLI_OK;
     }
@@ -87,8 +91,9 @@ static int event_line(json_t *e)
     when(t, sizeof t, json_integer_value(json_object_get(e, "time")));
     const char *dev = json_string_value(json_object_get(e, "device"));
     const char *addr = json_string_value(json_object_get(e, "address"));
-    printf("%s  %-20s%s%s%s%s\n", t, json_string_value(json_object_get(e, "type")), dev && *dev ? "  device " : "",
-           dev && *dev ? dev : "", addr && *addr ? "  from " : "", addr && *addr ? addr : "");
+    printf("%s  %-20s%s%s%s%s\n", t, json_string_value(json_object_get(e, "type")),
+           dev && *dev ? "  device " : "", dev && *dev ? dev : "", addr && *addr ? "  from " : "",
+           addr && *addr ? addr : "");
     return 0;
 }
 
@@ -109,7 +114,8 @@ int cli_recovery_key(const cli_opts *o, picl_service *svc, const char *sub)
 {
     picl_status st;
     if (o->nargs) {
-        fprintf(stderr, "picl: unexpected argument '%s' (usage: picl recovery-key create|status|remove)\n", o->args[0]);
+        fprintf(stderr, "picl: unexpected argument '%s' (usage: picl recovery-key create|status|remove)\n",
+                o->args[0]);
         return CLI_USAGE;
     }
     if (!strcmp(sub, "create")) {

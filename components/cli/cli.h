@@ -25,23 +25,23 @@ typedef struct cli_opts {
     const char *password_file; /* --password-file F */
     const char *new_password_file;
     const char *primary_password_file; /* --primary-password-file F */
-    const char *profile;       /* --profile DIR */
-    const char *store_dir;     /* --store-dir DIR */
-    const char *collections;   /* --collections a,b */
-    const char *data;          /* --data DIR (server) */
-    const char *listen;        /* --listen HOST:PORT (server) */
-    const char *restore_days;  /* --restore-days N (server): earlier versions kept N days, 0 = off */
-    const char *title;         /* --title T (send-tab) */
-    int received;              /* --received (tabs) */
-    int resend;                /* --resend (account verify): mail the code again */
-    int json;                  /* --json */
-    int strict;                /* --strict: keep kB in memory only */
+    const char *profile;               /* --profile DIR */
+    const char *store_dir;             /* --store-dir DIR */
+    const char *collections;           /* --collections a,b */
+    const char *data;                  /* --data DIR (server) */
+    const char *listen;                /* --listen HOST:PORT (server) */
+    const char *restore_days;          /* --restore-days N (server): earlier versions kept N days, 0 = off */
+    const char *title;                 /* --title T (send-tab) */
+    int received;                      /* --received (tabs) */
+    int resend;                        /* --resend (account verify): mail the code again */
+    int json;                          /* --json */
+    int strict;                        /* --strict: keep kB in memory only */
     int quiet;
-    const char *as_of;         /* --as-of TIME (restore) */
-    int yes;                   /* --yes: answer the question (restore) */
-    int allow_mass_delete;     /* --allow-mass-delete (sync) */
+    const char *as_of;             /* --as-of TIME (restore) */
+    int yes;                       /* --yes: answer the question (restore) */
+    int allow_mass_delete;         /* --allow-mass-delete (sync) */
     const char *recovery_key_file; /* --recovery-key-file F (password reset) */
-    char *args[8];             /* positional arguments after the command words */
+    char *args[8];                 /* positional arguments after the command words */
     int nargs;
 } cli_opts;
 
@@ -61,7 +61,8 @@ int cli_read_secret(const char *file, const char *env, const char *prompt, char 
 /* The progress of a long call (common.c): cli_on_progress is the service's
  * observer (ctx = the cli_opts); between cli_progress_start and
  * cli_progress_stop a terminal shows one bar, redrawn in place. */
-void cli_on_progress(void *ctx, const char *phase, const char *coll, int64_t done, int64_t total, const char *msg);
+void cli_on_progress(void *ctx, const char *phase, const char *coll, int64_t done, int64_t total,
+                     const char *msg);
 void cli_progress_start(const cli_opts *o);
 void cli_progress_stop(void);
 

@@ -24,10 +24,7 @@ static const unsigned char exit_codes[PICL_STATUS_COUNT_] = {
 #undef PICL_STATUS_ROW
 };
 
-int cli_exit_code(picl_status st)
-{
-    return (unsigned)st < PICL_STATUS_COUNT_ ? exit_codes[st] : CLI_FAILURE;
-}
+int cli_exit_code(picl_status st) { return (unsigned)st < PICL_STATUS_COUNT_ ? exit_codes[st] : CLI_FAILURE; }
 
 /* The last "status" line the observer printed: a failure the service also
  * announced that way is not printed twice. */
@@ -134,10 +131,10 @@ int cli_read_secret(const char *file, const char *env, const char *prompt, char 
  * the seconds spent, so the bar never looks stuck. */
 static pthread_mutex_t bar_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
-    int shown;       /* a bar is on the current line */
+    int shown; /* a bar is on the current line */
     char coll[40], phase[16];
     long long done, total;
-    time_t since;    /* when done last changed */
+    time_t since; /* when done last changed */
     int stop;
 } bar;
 
@@ -201,7 +198,8 @@ void cli_progress_stop(void)
     ticker_running = 0;
 }
 
-void cli_on_progress(void *ctx, const char *phase, const char *coll, int64_t done, int64_t total, const char *msg)
+void cli_on_progress(void *ctx, const char *phase, const char *coll, int64_t done, int64_t total,
+                     const char *msg)
 {
     const cli_opts *o = ctx;
     if (o->json || o->quiet)

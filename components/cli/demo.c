@@ -48,12 +48,13 @@ int cli_demo(const cli_opts *o, const char *self)
     } else if (access(installed, R_OK) == 0) {
         script = installed;
     } else {
-        fprintf(stderr,
-                "picl demo: the demo script is not here: this picl (%s) is neither in a build directory of the "
-                "source tree (%s) nor installed with it by make install (%s).\n"
-                "Run `make demo` in the source tree, or `make install` from it; the demo also needs firefox-esr "
-                "and python3.\n",
-                exe, tree, installed);
+        fprintf(
+            stderr,
+            "picl demo: the demo script is not here: this picl (%s) is neither in a build directory of the "
+            "source tree (%s) nor installed with it by make install (%s).\n"
+            "Run `make demo` in the source tree, or `make install` from it; the demo also needs firefox-esr "
+            "and python3.\n",
+            exe, tree, installed);
         return CLI_FAILURE;
     }
     execl("/bin/sh", "sh", script, bdir, (char *)NULL);

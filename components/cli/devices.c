@@ -12,18 +12,19 @@ void cli_print_received(json_t *j)
 {
     size_t i;
     json_t *r;
-    json_array_foreach(json_object_get(j, "received"), i, r) {
+    json_array_foreach (json_object_get(j, "received"), i, r) {
         const char *title = json_string_value(json_object_get(r, "title"));
         printf("received tab: %s%s%s%s (from %s)\n", json_string_value(json_object_get(r, "uri")),
                title && *title ? " \"" : "", title ? title : "", title && *title ? "\"" : "",
                json_string_value(json_object_get(r, "from")));
     }
-    json_array_foreach(json_object_get(j, "rejected"), i, r)
+    json_array_foreach (json_object_get(j, "rejected"), i, r)
         printf("refused command: %s\n", json_string_value(json_object_get(r, "reason")));
-    json_array_foreach(json_object_get(j, "refused"), i, r)
+    json_array_foreach (json_object_get(j, "refused"), i, r)
         printf("refused pref: %s: %s\n", json_string_value(json_object_get(r, "name")),
                json_string_value(json_object_get(r, "reason")));
-    json_array_foreach(json_object_get(j, "skipped"), i, r) /* default collections the profile has nothing for */
+    json_array_foreach (json_object_get(j, "skipped"), i,
+                        r) /* default collections the profile has nothing for */
         printf("skipped %s: %s\n", json_string_value(json_object_get(r, "collection")),
                json_string_value(json_object_get(r, "reason")));
 }
@@ -49,26 +50,28 @@ int cli_tabs(const cli_opts *o, picl_service *svc)
     size_t i, k;
     json_t *d, *t;
     if (o->received) {
-        json_array_foreach(j, i, t) {
+        json_array_foreach (j, i, t) {
             const char *title = json_string_value(json_object_get(t, "title"));
-            printf("%s%s%s%s (from %s)\n", json_string_value(json_object_get(t, "uri")), title && *title ? " \"" : "",
-                   title ? title : "", title && *title ? "\"" : "", json_string_value(json_object_get(t, "from")));
+            printf("%s%s%s%s (from %s)\n", json_string_value(json_object_get(t, "uri")),
+                   title && *title ? " \"" : "", title ? title : "", title && *title ? "\"" : "",
+                   json_string_value(json_object_get(t, "from")));
         }
         if (!json_array_size(j))
             printf("no tabs received\n");
         json_decref(j);
         return CLI_OK;
     }
-    json_array_foreach(json_object_get(j, "devices"), i, d) {
+    json_array_foreach (json_object_get(j, "devices"), i, d) {
         printf("%s (%s, last seen %s)\n", json_string_value(json_object_get(d, "name")),
-               json_string_value(json_object_get(d, "id")), json_string_value(json_object_get(d, "lastSeen")));
-        json_array_foreach(json_object_get(d, "tabs"), k, t)
+               json_string_value(json_object_get(d, "id")),
+               json_string_value(json_object_get(d, "lastSeen")));
+        json_array_foreach (json_object_get(d, "tabs"), k, t)
             printf("  %s\n    %s\n", json_string_value(json_object_get(t, "title")),
                    json_string_value(json_object_get(t, "url")));
     }
     if (!json_array_size(json_object_get(j, "devices")))
         printf("no other devices\n");
-    json_array_foreach(json_object_get(j, "skipped"), i, d)
+    json_array_foreach (json_object_get(j, "skipped"), i, d)
         fprintf(stderr, "picl: skipped %s/%s: %s\n", json_string_value(json_object_get(d, "collection")),
                 json_string_value(json_object_get(d, "id")), json_string_value(json_object_get(d, "reason")));
     json_decref(j);

@@ -231,7 +231,8 @@ static int use_server(const cli_opts *o, picl_service *svc, const char *state_di
     char url[1024], *cur = NULL;
     server_url(o->server, url, sizeof url);
     if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8)) {
-        fprintf(stderr, "picl: --server wants the URL picl server prints, e.g. http://127.0.0.1:8000 (got %s)\n",
+        fprintf(stderr,
+                "picl: --server wants the URL picl server prints, e.g. http://127.0.0.1:8000 (got %s)\n",
                 o->server);
         return CLI_USAGE;
     }
@@ -252,7 +253,8 @@ static int use_server(const cli_opts *o, picl_service *svc, const char *state_di
     if (picl_service_get_keyserver_url(svc, &cur) == PICL_OK && strcmp(cur, url)) {
         snprintf(saved_state.path, sizeof saved_state.path, "%s/state.json", state_dir);
         saved_state.text = NULL;
-        picl_status rs = picl__read_file(saved_state.path, 16u * 1024u * 1024u, &saved_state.text, &saved_state.len);
+        picl_status rs =
+            picl__read_file(saved_state.path, 16u * 1024u * 1024u, &saved_state.text, &saved_state.len);
         saved_state.armed = rs == PICL_OK || rs == PICL_ERROR_NOT_FOUND;
     }
     picl_free(cur);
@@ -311,8 +313,9 @@ static int cmd_account(const cli_opts *o, picl_service *svc, const char *sub, co
             return CLI_USAGE;
         }
         st = picl_service_resend_verification(svc);
-        return st == PICL_OK ? ok_line(o, "the verification code was mailed again: run picl account verify --code CODE")
-                             : cli_fail(o, svc, st);
+        return st == PICL_OK
+                   ? ok_line(o, "the verification code was mailed again: run picl account verify --code CODE")
+                   : cli_fail(o, svc, st);
     }
     if (!strcmp(sub, "verify")) {
         if (too_many(o, 0, "account verify --code C"))
@@ -369,8 +372,9 @@ static int cmd_login(const cli_opts *o, picl_service *svc, const char *state_dir
         return cmd_status(o, svc);
     int verified = 0;
     picl_service_get_verified(svc, &verified);
-    return ok_line(o, verified ? "signed in; kA and kB are on this device"
-                               : "signed in, but the email is not verified: keys come after picl account verify");
+    return ok_line(o, verified
+                          ? "signed in; kA and kB are on this device"
+                          : "signed in, but the email is not verified: keys come after picl account verify");
 }
 
 static int cmd_password(const cli_opts *o, picl_service *svc, const char *sub, const char *state_dir)
@@ -412,21 +416,24 @@ static int cmd_password(const cli_opts *o, picl_service *svc, const char *sub, c
             return CLI_USAGE;
         if (o->recovery_key_file) {
             char rk[256];
-            if (cli_read_secret(o->recovery_key_file, "PICL_RECOVERY_KEY", "Recovery key: ", rk, sizeof rk) != 0) {
+            if (cli_read_secret(o->recovery_key_file, "PICL_RECOVERY_KEY", "Recovery key: ", rk, sizeof rk) !=
+                0) {
                 explicit_bzero(npw, sizeof npw);
                 return CLI_USAGE;
             }
             st = picl_service_complete_password_reset_with_recovery_key(svc, o->code, npw, rk);
             explicit_bzero(rk, sizeof rk);
             explicit_bzero(npw, sizeof npw);
-            return st == PICL_OK ? ok_line(o, "password reset with the recovery key: class-A and class-B data are "
-                                              "kept.  The key is used up: make a new one with picl recovery-key create")
-                                 : cli_fail(o, svc, st);
+            return st == PICL_OK
+                       ? ok_line(o, "password reset with the recovery key: class-A and class-B data are "
+                                    "kept.  The key is used up: make a new one with picl recovery-key create")
+                       : cli_fail(o, svc, st);
         }
         st = picl_service_complete_password_reset(svc, o->code, npw);
         explicit_bzero(npw, sizeof npw);
-        return st == PICL_OK ? ok_line(o, "password reset: class-A data is kept, class-B data is lost by design")
-                             : cli_fail(o, svc, st);
+        return st == PICL_OK
+                   ? ok_line(o, "password reset: class-A data is kept, class-B data is lost by design")
+                   : cli_fail(o, svc, st);
     }
     fprintf(stderr, "picl: unknown password command '%s' (change, forgot, reset)\n", sub);
     return CLI_USAGE;
@@ -486,7 +493,8 @@ static picl_status same_target(const cli_opts *o, picl_service *svc, const char 
     if (same)
         return PICL_OK;
     if (st == PICL_OK)
-        fprintf(stderr, "picl: %s was not synced with this state before: a full merge with the server\n", dir);
+        fprintf(stderr, "picl: %s was not synced with this state before: a full merge with the server\n",
+                dir);
     if ((st = picl_service_reset_local_state(svc)) != PICL_OK)
         return st;
     return picl__write_file_atomic(path, real, strlen(real), 0600);
@@ -537,7 +545,7 @@ static int cmd_sync(const cli_opts *o, picl_service *svc, const char *state_dir)
         json_t *j = json_loads(summary, 0, NULL);
         const char *c;
         json_t *v;
-        json_object_foreach(json_object_get(j, "collections"), c, v) {
+        json_object_foreach (json_object_get(j, "collections"), c, v) {
             if (!json_is_object(v))
                 continue;
             printf("%-10s %-9s downloaded %lld, applied %lld, uploaded %lld%s\n", c,
@@ -547,19 +555,25 @@ static int cmd_sync(const cli_opts *o, picl_service *svc, const char *state_dir)
                    (long long)json_integer_value(json_object_get(v, "uploaded")),
                    json_integer_value(json_object_get(v, "failed")) ? " (some records failed)" : "");
             if (json_integer_value(json_object_get(v, "unreadable")) > 0)
-                printf("%-10s %lld saved login(s) cannot be decrypted with this profile's key4.db: kept as they "
-                       "are, not synced\n", c, (long long)json_integer_value(json_object_get(v, "unreadable")));
+                printf(
+                    "%-10s %lld saved login(s) cannot be decrypted with this profile's key4.db: kept as they "
+                    "are, not synced\n",
+                    c, (long long)json_integer_value(json_object_get(v, "unreadable")));
         }
         size_t fi;
         json_t *fr;
-        json_array_foreach(json_object_get(j, "failed"), fi, fr) /* client.md 7: each one named */
-            printf("integrity: %s/%s: %s (not applied)\n", json_string_value(json_object_get(fr, "collection")),
-                   json_string_value(json_object_get(fr, "id")), json_string_value(json_object_get(fr, "reason")));
+        json_array_foreach (json_object_get(j, "failed"), fi, fr) /* client.md 7: each one named */
+            printf("integrity: %s/%s: %s (not applied)\n",
+                   json_string_value(json_object_get(fr, "collection")),
+                   json_string_value(json_object_get(fr, "id")),
+                   json_string_value(json_object_get(fr, "reason")));
         cli_print_received(j); /* tabs sent to this device, commands refused */
         if (json_is_true(json_object_get(json_object_get(j, "collections"), "keys_changed"))) {
             char *b = json_dumps(json_object_get(json_object_get(j, "collections"), "class_b"), JSON_COMPACT);
-            printf("The password was reset: class-A data is kept; class-B data made under the old password is "
-                   "lost by design, this device's copy was uploaded again. Class B: %s\n", b ? b : "[]");
+            printf(
+                "The password was reset: class-A data is kept; class-B data made under the old password is "
+                "lost by design, this device's copy was uploaded again. Class B: %s\n",
+                b ? b : "[]");
             free(b);
         }
         json_decref(j);
@@ -572,18 +586,38 @@ static int cmd_sync(const cli_opts *o, picl_service *svc, const char *state_dir)
 
 /* ---- options -------------------------------------------------------------------- */
 
-enum { OPT_JSON = 256, OPT_YES, OPT_ALLOW_MASS_DELETE, OPT_STRICT, OPT_QUIET, OPT_HELP, OPT_VERSION, OPT_PASSWORD, OPT_RECEIVED, OPT_RESEND, OPT_VALUED };
+enum {
+    OPT_JSON = 256,
+    OPT_YES,
+    OPT_ALLOW_MASS_DELETE,
+    OPT_STRICT,
+    OPT_QUIET,
+    OPT_HELP,
+    OPT_VERSION,
+    OPT_PASSWORD,
+    OPT_RECEIVED,
+    OPT_RESEND,
+    OPT_VALUED
+};
 
 /* Options that take a value, in the order of the table below. */
 static const size_t valued_off[] = {
-    offsetof(cli_opts, state),         offsetof(cli_opts, server),
-    offsetof(cli_opts, email),         offsetof(cli_opts, code),
-    offsetof(cli_opts, password_file), offsetof(cli_opts, new_password_file),
-    offsetof(cli_opts, primary_password_file), offsetof(cli_opts, profile),
-    offsetof(cli_opts, store_dir),     offsetof(cli_opts, collections),
-    offsetof(cli_opts, data),          offsetof(cli_opts, listen),
-    offsetof(cli_opts, title),         offsetof(cli_opts, as_of),
-    offsetof(cli_opts, recovery_key_file), offsetof(cli_opts, restore_days),
+    offsetof(cli_opts, state),
+    offsetof(cli_opts, server),
+    offsetof(cli_opts, email),
+    offsetof(cli_opts, code),
+    offsetof(cli_opts, password_file),
+    offsetof(cli_opts, new_password_file),
+    offsetof(cli_opts, primary_password_file),
+    offsetof(cli_opts, profile),
+    offsetof(cli_opts, store_dir),
+    offsetof(cli_opts, collections),
+    offsetof(cli_opts, data),
+    offsetof(cli_opts, listen),
+    offsetof(cli_opts, title),
+    offsetof(cli_opts, as_of),
+    offsetof(cli_opts, recovery_key_file),
+    offsetof(cli_opts, restore_days),
 };
 
 static const struct option long_opts[] = {
@@ -639,17 +673,35 @@ static int parse(int argc, char **argv, cli_opts *o, const char **words, int *nw
             continue;
         }
         switch (ch) {
-        case OPT_JSON: o->json = 1; break;
-        case OPT_YES: o->yes = 1; break;
-        case OPT_ALLOW_MASS_DELETE: o->allow_mass_delete = 1; break;
-        case OPT_STRICT: o->strict = 1; break;
-        case OPT_RECEIVED: o->received = 1; break;
-        case OPT_RESEND: o->resend = 1; break;
+        case OPT_JSON:
+            o->json = 1;
+            break;
+        case OPT_YES:
+            o->yes = 1;
+            break;
+        case OPT_ALLOW_MASS_DELETE:
+            o->allow_mass_delete = 1;
+            break;
+        case OPT_STRICT:
+            o->strict = 1;
+            break;
+        case OPT_RECEIVED:
+            o->received = 1;
+            break;
+        case OPT_RESEND:
+            o->resend = 1;
+            break;
         case 'q':
-        case OPT_QUIET: o->quiet = 1; break;
+        case OPT_QUIET:
+            o->quiet = 1;
+            break;
         case 'h':
-        case OPT_HELP: *help = 1; break;
-        case OPT_VERSION: *version = 1; break;
+        case OPT_HELP:
+            *help = 1;
+            break;
+        case OPT_VERSION:
+            *version = 1;
+            break;
         case OPT_PASSWORD:
             fprintf(stderr, "picl: passwords are never taken from the command line: use PICL_PASSWORD, "
                             "--password-file or the prompt\n");
@@ -906,8 +958,10 @@ static const char *prepare_state(const cli_opts *o, char *buf, size_t cap)
         char old[4200];
         snprintf(old, sizeof old, "%s/picl/state.json", o->profile);
         if (stat(old, &sb) == 0)
-            fprintf(stderr, "picl: note: %s is the state of an older picl; the state is now in %s "
-                            "(--state %s/picl keeps using the old one)\n", old, state, o->profile);
+            fprintf(stderr,
+                    "picl: note: %s is the state of an older picl; the state is now in %s "
+                    "(--state %s/picl keeps using the old one)\n",
+                    old, state, o->profile);
     }
     return state;
 }

@@ -53,16 +53,20 @@ int cli_restore(const cli_opts *o, picl_service *svc)
     }
     double t = parse_time(o->as_of);
     if (t < 0) {
-        fprintf(stderr, "picl: --as-of wants a time in ISO 8601 UTC (2026-12-03T18:00:00Z) or Unix seconds, not %s\n",
+        fprintf(stderr,
+                "picl: --as-of wants a time in ISO 8601 UTC (2026-12-03T18:00:00Z) or Unix seconds, not %s\n",
                 o->as_of);
         return CLI_USAGE;
     }
     if (!o->profile == !o->store_dir) {
-        fprintf(stderr, "picl: say where this device keeps the data: --profile FIREFOX_PROFILE_DIR or --store-dir DIR\n");
+        fprintf(
+            stderr,
+            "picl: say where this device keeps the data: --profile FIREFOX_PROFILE_DIR or --store-dir DIR\n");
         return CLI_USAGE;
     }
     const char *coll = o->args[0];
-    picl_status st = o->profile ? picl_service_use_profile(svc, o->profile) : picl_service_use_store_dir(svc, o->store_dir);
+    picl_status st = o->profile ? picl_service_use_profile(svc, o->profile)
+                                : picl_service_use_store_dir(svc, o->store_dir);
     char *plan = NULL;
     if (st == PICL_OK)
         st = picl_service_restore_collection(svc, coll, t, 0, &plan);
@@ -76,11 +80,12 @@ int cli_restore(const cli_opts *o, picl_service *svc)
     json_t *j = json_loads(plan, 0, NULL);
     picl_free(plan);
     plan = NULL;
-    size_t nr = json_array_size(json_object_get(j, "restore")), nd = json_array_size(json_object_get(j, "delete"));
+    size_t nr = json_array_size(json_object_get(j, "restore")),
+           nd = json_array_size(json_object_get(j, "delete"));
     json_int_t unreadable = json_integer_value(json_object_get(j, "unreadable"));
     if (!o->json) {
-        printf("%s as of %s: %zu record(s) to bring back, %zu record(s) made since to delete\n", coll, o->as_of, nr,
-               nd);
+        printf("%s as of %s: %zu record(s) to bring back, %zu record(s) made since to delete\n", coll,
+               o->as_of, nr, nd);
         if (unreadable)
             printf("%lld record(s) could not be read and are left as they are\n", (long long)unreadable);
     }
@@ -112,7 +117,8 @@ int cli_restore(const cli_opts *o, picl_service *svc)
     if (o->json)
         printf("%s\n", plan);
     else
-        printf("%s restored: %zu brought back, %zu deleted; other devices follow at their next sync\n", coll, nr, nd);
+        printf("%s restored: %zu brought back, %zu deleted; other devices follow at their next sync\n", coll,
+               nr, nd);
 out:
     picl_free(plan);
     json_decref(j);

@@ -25,8 +25,7 @@
 static int resolve_port(const char *listen, char *host, size_t hcap, unsigned *port)
 {
     picl_hostport hp;
-    if (picl__hostport_parse(listen, strlen(listen), 0, 1, &hp) != PICL_OK ||
-        strlen(hp.host) >= hcap)
+    if (picl__hostport_parse(listen, strlen(listen), 0, 1, &hp) != PICL_OK || strlen(hp.host) >= hcap)
         return -1;
     memcpy(host, hp.host, strlen(hp.host) + 1); /* an IPv6 literal keeps its brackets */
     if (hp.port > 0) {
@@ -74,7 +73,9 @@ int cli_server(const cli_opts *o)
     char host[128], addr[160], node[200], secret_path[4096];
     unsigned port;
     if (resolve_port(listen, host, sizeof host, &port) != 0) {
-        fprintf(stderr, "picl server: --listen wants HOST:PORT with an IP address (IPv6 in brackets), got %s\n", listen);
+        fprintf(stderr,
+                "picl server: --listen wants HOST:PORT with an IP address (IPv6 in brackets), got %s\n",
+                listen);
         return CLI_USAGE;
     }
     long days = parse_days(o->restore_days);
@@ -142,7 +143,8 @@ int cli_server(const cli_opts *o)
     } else {
         /* one line a script can wait for */
         printf("picl server: listening on %s (clients: --server %s; keyserver API under /v1, storage under "
-               "/1.5; data in %s)\n", node, node, data);
+               "/1.5; data in %s)\n",
+               node, node, data);
         if (days > 0)
             srvlog(srvlog_stderr, NULL, SRVLOG_INFO,
                    "picl server: earlier versions of synced records are kept %ld days (picl restore)", days);

@@ -33,9 +33,9 @@ typedef struct pwkeys {
     uint8_t unwrap[32];
 } pwkeys;
 
-static picl_status derive(pwkeys *k, const char *email, size_t emaillen, const char *pw,
-                          size_t pwlen, const picl_stretch_params *params,
-                          const picl_stretch_params *floor, const uint8_t main_salt[32])
+static picl_status derive(pwkeys *k, const char *email, size_t emaillen, const char *pw, size_t pwlen,
+                          const picl_stretch_params *params, const picl_stretch_params *floor,
+                          const uint8_t main_salt[32])
 {
     uint8_t stretched[32];
     picl_status rc = picl__stretch(stretched, params, floor, email, emaillen, pw, pwlen, NULL);
@@ -55,8 +55,8 @@ typedef struct newpw {
     pwkeys k;
 } newpw;
 
-static picl_status make_newpw(newpw *n, const char *email, size_t emaillen, const char *pw,
-                              size_t pwlen, const picl_stretch_params *params)
+static picl_status make_newpw(newpw *n, const char *email, size_t emaillen, const char *pw, size_t pwlen,
+                              const picl_stretch_params *params)
 {
     picl_status rc = picl__random_bytes(n->main_salt, 32);
     if (rc == PICL_OK)
@@ -64,15 +64,14 @@ static picl_status make_newpw(newpw *n, const char *email, size_t emaillen, cons
     if (rc == PICL_OK)
         rc = derive(&n->k, email, emaillen, pw, pwlen, params, params, n->main_salt);
     if (rc == PICL_OK)
-        rc = picl__srp_verifier(picl__srp_group_picl(), (const uint8_t *)email, emaillen,
-                                n->k.srp_pw, 32, n->srp_salt, 32, n->verifier, 256);
+        rc = picl__srp_verifier(picl__srp_group_picl(), (const uint8_t *)email, emaillen, n->k.srp_pw, 32,
+                                n->srp_salt, 32, n->verifier, 256);
     if (rc != PICL_OK)
         picl__wipe(n, sizeof *n);
     return rc;
 }
 
-static const picl_stretch_params *params_or_default(const picl_stretch_params *p,
-                                                    picl_stretch_params *def)
+static const picl_stretch_params *params_or_default(const picl_stretch_params *p, picl_stretch_params *def)
 {
     if (p)
         return p;
@@ -80,9 +79,8 @@ static const picl_stretch_params *params_or_default(const picl_stretch_params *p
     return def;
 }
 
-picl_status picl__account_create(picl_ks_client *c, const char *email, size_t emaillen,
-                                 const char *password, size_t pwlen,
-                                 const picl_stretch_params *params, char uid[33])
+picl_status picl__account_create(picl_ks_client *c, const char *email, size_t emaillen, const char *password,
+                                 size_t pwlen, const picl_stretch_params *params, char uid[33])
 {
     picl_stretch_params def;
     newpw n;
@@ -92,8 +90,7 @@ picl_status picl__account_create(picl_ks_client *c, const char *email, size_t em
     params = params_or_default(params, &def);
     picl_status rc = make_newpw(&n, email, emaillen, password, pwlen, params);
     if (rc == PICL_OK)
-        rc = picl__ksc_account_create(c, email, emaillen, n.verifier, n.srp_salt, params,
-                                      n.main_salt, uid);
+        rc = picl__ksc_account_create(c, email, emaillen, n.verifier, n.srp_salt, params, n.main_salt, uid);
     picl__wipe(&n, sizeof n);
     return rc;
 }
@@ -106,23 +103,21 @@ picl_status picl__account_verify(picl_ks_client *c, const char *uid, const char 
 }
 
 /* auth/start .. auth/finish: authToken and the password's unwrapBKey. */
-static picl_status srp_auth_ex(picl_ks_client *c, const char *email, size_t emaillen,
-                               const char *pw, size_t pwlen, const picl_stretch_params *floor,
-                               uint8_t auth_token[32], uint8_t unwrap[32],
-                               picl_stretch_params *used);
+static picl_status srp_auth_ex(picl_ks_client *c, const char *email, size_t emaillen, const char *pw,
+                               size_t pwlen, const picl_stretch_params *floor, uint8_t auth_token[32],
+                               uint8_t unwrap[32], picl_stretch_params *used);
 
-static picl_status srp_auth(picl_ks_client *c, const char *email, size_t emaillen,
-                            const char *pw, size_t pwlen, const picl_stretch_params *floor,
-                            uint8_t auth_token[32], uint8_t unwrap[32])
+static picl_status srp_auth(picl_ks_client *c, const char *email, size_t emaillen, const char *pw,
+                            size_t pwlen, const picl_stretch_params *floor, uint8_t auth_token[32],
+                            uint8_t unwrap[32])
 {
     return srp_auth_ex(c, email, emaillen, pw, pwlen, floor, auth_token, unwrap, NULL);
 }
 
 /* srp_auth, also telling the account's stretching parameters (used may be NULL). */
-static picl_status srp_auth_ex(picl_ks_client *c, const char *email, size_t emaillen,
-                               const char *pw, size_t pwlen, const picl_stretch_params *floor,
-                               uint8_t auth_token[32], uint8_t unwrap[32],
-                               picl_stretch_params *used)
+static picl_status srp_auth_ex(picl_ks_client *c, const char *email, size_t emaillen, const char *pw,
+                               size_t pwlen, const picl_stretch_params *floor, uint8_t auth_token[32],
+                               uint8_t unwrap[32], picl_stretch_params *used)
 {
     picl_ksc_auth_start st;
     pwkeys k;
@@ -133,15 +128,14 @@ static picl_status srp_auth_ex(picl_ks_client *c, const char *email, size_t emai
     memset(K, 0, sizeof K);
     picl_status rc = picl__ksc_auth_start(c, email, emaillen, &st);
     if (rc == PICL_OK)
-        rc = derive(&k, email, emaillen, pw, pwlen, &st.params, params_or_default(floor, &def),
-                    st.main_salt);
+        rc = derive(&k, email, emaillen, pw, pwlen, &st.params, params_or_default(floor, &def), st.main_salt);
     if (rc == PICL_OK)
         rc = picl__srp_client_new(picl__srp_group_picl(), &srp);
     if (rc == PICL_OK)
         rc = picl__srp_client_A(srp, A, sizeof A);
     if (rc == PICL_OK)
-        rc = picl__srp_client_process(srp, (const uint8_t *)email, emaillen, k.srp_pw, 32,
-                                      st.srp_salt, 32, st.B, 256, M, sizeof M);
+        rc = picl__srp_client_process(srp, (const uint8_t *)email, emaillen, k.srp_pw, 32, st.srp_salt, 32,
+                                      st.B, 256, M, sizeof M);
     if (rc == PICL_ERROR_SRP_BAD_B || rc == PICL_ERROR_SRP_BAD_U)
         rc = PICL_ERROR_PROTOCOL; /* a hostile or broken server */
     if (rc == PICL_OK)
@@ -163,9 +157,8 @@ static picl_status srp_auth_ex(picl_ks_client *c, const char *email, size_t emai
     return rc;
 }
 
-picl_status picl__account_login(picl_ks_client *c, const char *email, size_t emaillen,
-                                const char *password, size_t pwlen,
-                                const picl_stretch_params *floor, picl_account *out)
+picl_status picl__account_login(picl_ks_client *c, const char *email, size_t emaillen, const char *password,
+                                size_t pwlen, const picl_stretch_params *floor, picl_account *out)
 {
     uint8_t auth[32], unwrap[32], kft[32], wrap[32];
     memset(out, 0, sizeof *out);
@@ -173,8 +166,7 @@ picl_status picl__account_login(picl_ks_client *c, const char *email, size_t ema
         return PICL_ERROR_INVALID_ARGUMENT;
     memset(kft, 0, sizeof kft);
     memset(wrap, 0, sizeof wrap);
-    picl_status rc = srp_auth_ex(c, email, emaillen, password, pwlen, floor, auth, unwrap,
-                                 &out->params);
+    picl_status rc = srp_auth_ex(c, email, emaillen, password, pwlen, floor, auth, unwrap, &out->params);
     if (rc == PICL_OK)
         rc = picl__ksc_session_create(c, auth, kft, out->session_token, out->uid, &out->verified);
     if (rc == PICL_OK) {
@@ -203,8 +195,8 @@ picl_status picl__account_login(picl_ks_client *c, const char *email, size_t ema
     return rc;
 }
 
-picl_status picl__account_keys_from_token(picl_ks_client *c, const uint8_t kft[32],
-                                          const uint8_t unwrap[32], uint8_t ka[32], uint8_t kb[32])
+picl_status picl__account_keys_from_token(picl_ks_client *c, const uint8_t kft[32], const uint8_t unwrap[32],
+                                          uint8_t ka[32], uint8_t kb[32])
 {
     uint8_t wrap[32];
     memset(ka, 0, 32);
@@ -288,9 +280,8 @@ picl_status picl__account_forgot_start(picl_ks_client *c, const char *email, siz
     return picl__ksc_forgot_send(c, email, emaillen, forgot_token);
 }
 
-picl_status picl__account_forgot_finish(picl_ks_client *c, const uint8_t forgot_token[32],
-                                        const char *code, const char *email, size_t emaillen,
-                                        const char *new_pw, size_t newlen,
+picl_status picl__account_forgot_finish(picl_ks_client *c, const uint8_t forgot_token[32], const char *code,
+                                        const char *email, size_t emaillen, const char *new_pw, size_t newlen,
                                         const picl_stretch_params *params)
 {
     uint8_t reset[32], zero[32];
@@ -315,8 +306,7 @@ picl_status picl__account_forgot_finish(picl_ks_client *c, const uint8_t forgot_
 picl_status picl__account_forgot_finish_rk(picl_ks_client *c, const uint8_t forgot_token[32],
                                            const char *code, const char *email, size_t emaillen,
                                            const char *new_pw, size_t newlen,
-                                           const picl_stretch_params *params,
-                                           const uint8_t recovery_key[32])
+                                           const picl_stretch_params *params, const uint8_t recovery_key[32])
 {
     uint8_t reset[32], kb[32], wrap[32];
     char id[33];
@@ -342,8 +332,7 @@ picl_status picl__account_forgot_finish_rk(picl_ks_client *c, const uint8_t forg
     /* newWrapKb = kB xor newUnwrapBKey: the recovered kB survives the reset */
     if (rc == PICL_OK) {
         picl__xor(wrap, kb, n.k.unwrap, 32);
-        rc = picl__ksc_account_reset_rk(c, reset, wrap, n.verifier, n.srp_salt, params,
-                                        n.main_salt, id);
+        rc = picl__ksc_account_reset_rk(c, reset, wrap, n.verifier, n.srp_salt, params, n.main_salt, id);
     }
     free(data);
     picl__wipe(reset, sizeof reset);
@@ -353,16 +342,14 @@ picl_status picl__account_forgot_finish_rk(picl_ks_client *c, const uint8_t forg
     return rc;
 }
 
-picl_status picl__account_destroy(picl_ks_client *c, const char *email, size_t emaillen,
-                                  const char *password, size_t pwlen,
-                                  const picl_stretch_params *floor)
+picl_status picl__account_destroy(picl_ks_client *c, const char *email, size_t emaillen, const char *password,
+                                  size_t pwlen, const picl_stretch_params *floor)
 {
     return picl__account_destroy_with(c, email, emaillen, password, pwlen, floor, NULL, NULL);
 }
 
 picl_status picl__account_destroy_with(picl_ks_client *c, const char *email, size_t emaillen,
-                                       const char *password, size_t pwlen,
-                                       const picl_stretch_params *floor,
+                                       const char *password, size_t pwlen, const picl_stretch_params *floor,
                                        picl_status (*before)(void *ctx), void *ctx)
 {
     uint8_t auth[32], unwrap[32];

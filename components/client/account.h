@@ -23,13 +23,13 @@
  * sessionToken, kA and kB): the caller wipes it with picl__account_wipe().
  */
 typedef struct picl_account {
-    char uid[33];                 /* hex */
+    char uid[33]; /* hex */
     char email[256];
     size_t email_len;
     int verified;
     int have_session;
     uint8_t session_token[32];
-    int have_keys;                /* kA and kB fetched (needs a verified email) */
+    int have_keys; /* kA and kB fetched (needs a verified email) */
     uint8_t ka[32];
     uint8_t kb[32];
     /* An unverified sign-in keeps what fetches the keys later without the
@@ -38,7 +38,7 @@ typedef struct picl_account {
     int have_kft;
     uint8_t kft[32];
     uint8_t unwrap[32];
-    picl_stretch_params params;   /* the account's stretching at this sign-in */
+    picl_stretch_params params; /* the account's stretching at this sign-in */
 } picl_account;
 
 void picl__account_wipe(picl_account *a);
@@ -49,9 +49,8 @@ picl_status picl__account_fingerprint(char out[33], const uint8_t key[32]);
 
 /* Creates the account: random salts, stretch, verifier; the server mails a
  * verification code.  uid receives the hex uid. */
-picl_status picl__account_create(picl_ks_client *c, const char *email, size_t emaillen,
-                                 const char *password, size_t pwlen,
-                                 const picl_stretch_params *params, char uid[33]);
+picl_status picl__account_create(picl_ks_client *c, const char *email, size_t emaillen, const char *password,
+                                 size_t pwlen, const picl_stretch_params *params, char uid[33]);
 
 /* Verifies the email with the code from the mail (hex). */
 picl_status picl__account_verify(picl_ks_client *c, const char *uid, const char *code);
@@ -65,17 +64,16 @@ picl_status picl__account_verify(picl_ks_client *c, const char *uid, const char 
  * picl__account_keys_from_token()).  *out is filled on PICL_OK, zeroed
  * otherwise.
  */
-picl_status picl__account_login(picl_ks_client *c, const char *email, size_t emaillen,
-                                const char *password, size_t pwlen,
-                                const picl_stretch_params *floor, picl_account *out);
+picl_status picl__account_login(picl_ks_client *c, const char *email, size_t emaillen, const char *password,
+                                size_t pwlen, const picl_stretch_params *floor, picl_account *out);
 
 /* Fetches kA and kB with a keyFetchToken kept from an unverified sign-in:
  * account/keys, kB = wrapKb xor unwrap.  The server consumes the token even
  * when it fails, so call it only once the email is known to be verified.
  * PICL_ERROR_TOKEN: the token expired or was used (the password is needed);
  * PICL_ERROR_UNVERIFIED: still unverified.  ka/kb are zeroed on failure. */
-picl_status picl__account_keys_from_token(picl_ks_client *c, const uint8_t kft[32],
-                                          const uint8_t unwrap[32], uint8_t ka[32], uint8_t kb[32]);
+picl_status picl__account_keys_from_token(picl_ks_client *c, const uint8_t kft[32], const uint8_t unwrap[32],
+                                          uint8_t ka[32], uint8_t kb[32]);
 
 /* session/destroy, then wipes the session from *a. */
 picl_status picl__account_logout(picl_ks_client *c, picl_account *a);
@@ -96,9 +94,8 @@ picl_status picl__account_forgot_start(picl_ks_client *c, const char *email, siz
 
 /* Step 2: verifies the 8-digit code, then account/reset with a zero wrapKb
  * so the server makes a fresh one: kB changes, kA stays. */
-picl_status picl__account_forgot_finish(picl_ks_client *c, const uint8_t forgot_token[32],
-                                        const char *code, const char *email, size_t emaillen,
-                                        const char *new_pw, size_t newlen,
+picl_status picl__account_forgot_finish(picl_ks_client *c, const uint8_t forgot_token[32], const char *code,
+                                        const char *email, size_t emaillen, const char *new_pw, size_t newlen,
                                         const picl_stretch_params *params);
 
 /* Step 2 with a recovery key (keyserver.md section 9): verifies the code,
@@ -110,19 +107,16 @@ picl_status picl__account_forgot_finish(picl_ks_client *c, const uint8_t forgot_
 picl_status picl__account_forgot_finish_rk(picl_ks_client *c, const uint8_t forgot_token[32],
                                            const char *code, const char *email, size_t emaillen,
                                            const char *new_pw, size_t newlen,
-                                           const picl_stretch_params *params,
-                                           const uint8_t recovery_key[32]);
+                                           const picl_stretch_params *params, const uint8_t recovery_key[32]);
 
 /* Signs in (proving the password) and destroys the account. */
-picl_status picl__account_destroy(picl_ks_client *c, const char *email, size_t emaillen,
-                                  const char *password, size_t pwlen,
-                                  const picl_stretch_params *floor);
+picl_status picl__account_destroy(picl_ks_client *c, const char *email, size_t emaillen, const char *password,
+                                  size_t pwlen, const picl_stretch_params *floor);
 /* The same, calling before(ctx) once the password is proven and before the
  * account is destroyed (the storage data goes first, client.md 7); when
  * before fails the account is left as it was and its status returned. */
 picl_status picl__account_destroy_with(picl_ks_client *c, const char *email, size_t emaillen,
-                                       const char *password, size_t pwlen,
-                                       const picl_stretch_params *floor,
+                                       const char *password, size_t pwlen, const picl_stretch_params *floor,
                                        picl_status (*before)(void *ctx), void *ctx);
 
 #endif

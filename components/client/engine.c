@@ -60,10 +60,11 @@ static void fix_orphans(picl_store *s, json_t *apply, json_t *upload, json_t *in
     size_t i;
     json_t *r;
     json_t *moved = json_array();
-    json_array_foreach(apply, i, r) {
+    json_array_foreach (apply, i, r) {
         const char *id = json_string_value(json_object_get(r, "id"));
         const char *parent = json_string_value(json_object_get(r, "parentid"));
-        if (picl__is_tombstone(r) || !parent || picl__bookmark_is_root(id) || folder_known(s, incoming, parent))
+        if (picl__is_tombstone(r) || !parent || picl__bookmark_is_root(id) ||
+            folder_known(s, incoming, parent))
             continue;
         json_object_set_new(r, "parentid", json_string("unfiled"));
         json_object_set_new(r, "parentName", json_string("Other Bookmarks"));
@@ -73,9 +74,9 @@ static void fix_orphans(picl_store *s, json_t *apply, json_t *upload, json_t *in
     if (json_array_size(moved)) {
         json_t *unfiled = NULL;
         picl__store_get(s, "unfiled", &unfiled);
-        json_t *u = unfiled ? json_deep_copy(unfiled) : json_pack("{s:s, s:s, s:s, s:s, s:[]}", "id", "unfiled",
-                                                                   "type", "folder", "parentid", "places",
-                                                                   "title", "Other Bookmarks", "children");
+        json_t *u = unfiled ? json_deep_copy(unfiled)
+                            : json_pack("{s:s, s:s, s:s, s:s, s:[]}", "id", "unfiled", "type", "folder",
+                                        "parentid", "places", "title", "Other Bookmarks", "children");
         picl__json_zdecref(unfiled);
         json_t *kids = json_object_get(u, "children");
         if (!json_is_array(kids)) {
@@ -103,7 +104,7 @@ static json_t *synced_subset(json_t *changes, const picl_stc_post_result *pr)
     json_t *out = json_array();
     size_t i;
     json_t *r;
-    json_array_foreach(changes, i, r) {
+    json_array_foreach (changes, i, r) {
         json_t *id = json_object_get(r, "id");
         if (!pr || !json_object_get(pr->failed, json_string_value(id)))
             json_array_append(out, r);
@@ -132,7 +133,8 @@ static picl_status mass_delete_guard(picl_engine *e, picl_store *s, json_t *uplo
     size_t i;
     json_t *r;
     int64_t deletions = 0, records = 0;
-    json_array_foreach(upload, i, r) deletions += picl__is_tombstone(r) ? 1 : 0;
+    json_array_foreach (upload, i, r)
+        deletions += picl__is_tombstone(r) ? 1 : 0;
     if (deletions < PICL_MASS_DELETE_MIN)
         return PICL_OK;
     json_t *all = NULL;
@@ -140,7 +142,8 @@ static picl_status mass_delete_guard(picl_engine *e, picl_store *s, json_t *uplo
     if (st != PICL_OK)
         return picl__eng_fail(e, st, "%s: cannot count the records before deleting %lld of them: %s", c,
                               (long long)deletions, picl__store_error(s));
-    json_array_foreach(all, i, r) records += picl__is_tombstone(r) ? 0 : 1;
+    json_array_foreach (all, i, r)
+        records += picl__is_tombstone(r) ? 0 : 1;
     picl__json_zdecref(all);
     records += deletions;
     if (deletions * 2 <= records)
@@ -152,8 +155,8 @@ static picl_status mass_delete_guard(picl_engine *e, picl_store *s, json_t *uplo
         return picl__eng_fail(e, st, "cannot save the local state");
     if (e->allow_mass_delete) {
         char msg[200];
-        snprintf(msg, sizeof msg, "deleting %lld of %lld records (allowed); restore point %s", (long long)deletions,
-                 (long long)records, ts);
+        snprintf(msg, sizeof msg, "deleting %lld of %lld records (allowed); restore point %s",
+                 (long long)deletions, (long long)records, ts);
         picl__eng_notify(e, "mass-delete", c, deletions, records, msg);
         return PICL_OK;
     }
@@ -164,9 +167,11 @@ static picl_status mass_delete_guard(picl_engine *e, picl_store *s, json_t *uplo
                                                 (json_int_t)deletions, "records", (json_int_t)records,
                                                 "restorePoint", ts));
     char msg[256];
-    snprintf(msg, sizeof msg,
-             "this sync would delete %lld of the %lld records: nothing was changed; if that is meant, sync again "
-             "with --allow-mass-delete (restore point %s)", (long long)deletions, (long long)records, ts);
+    snprintf(
+        msg, sizeof msg,
+        "this sync would delete %lld of the %lld records: nothing was changed; if that is meant, sync again "
+        "with --allow-mass-delete (restore point %s)",
+        (long long)deletions, (long long)records, ts);
     picl__eng_notify(e, "mass-delete", c, deletions, records, msg);
     if (!*e->error)
         snprintf(e->error, sizeof e->error, "%.32s: %.200s", c, msg);
@@ -188,8 +193,8 @@ typedef struct coll_run {
  * the listing proved it handed over (its X-Last-Modified, counts,
  * completeness), never /info/collections: an incomplete answer is an error.
  * PICL_ERROR_CONFLICT: the collection changed meanwhile (try again). */
-static picl_status download_step(coll_run *r, int64_t last, int64_t srv, json_t **incoming, int64_t *coll_modified,
-                                 int64_t *undecryptable, int *hold_cursor)
+static picl_status download_step(coll_run *r, int64_t last, int64_t srv, json_t **incoming,
+                                 int64_t *coll_modified, int64_t *undecryptable, int *hold_cursor)
 {
     picl_engine *e = r->e;
     *incoming = json_object();
@@ -229,9 +234,11 @@ static void reconcile_step(coll_run *r, json_t *pending, json_t *changes, json_t
     size_t i;
     json_t *rec;
     const char *id;
-    json_object_foreach(pending, id, rec) json_object_set(local, id, rec);
-    json_array_foreach(changes, i, rec) json_object_set(local, json_string_value(json_object_get(rec, "id")), rec);
-    json_object_foreach(incoming, id, rec) {
+    json_object_foreach (pending, id, rec)
+        json_object_set(local, id, rec);
+    json_array_foreach (changes, i, rec)
+        json_object_set(local, json_string_value(json_object_get(rec, "id")), rec);
+    json_object_foreach (incoming, id, rec) {
         json_t *a = NULL, *u = NULL;
         if (picl__reconcile(r->c, json_object_get(local, id), rec, &a, &u) == PICL_OK) {
             if (a)
@@ -242,7 +249,7 @@ static void reconcile_step(coll_run *r, json_t *pending, json_t *changes, json_t
             r->failed++;
         }
     }
-    json_object_foreach(local, id, rec) {
+    json_object_foreach (local, id, rec) {
         if (!json_object_get(incoming, id))
             json_array_append(upload, rec);
     }
@@ -263,7 +270,8 @@ static picl_status apply_step(coll_run *r, json_t *apply)
     picl_status st = picl__store_apply(s, apply);
     s->progress = NULL;
     if (st != PICL_OK)
-        return picl__eng_fail(r->e, st, "%s: applying incoming records failed: %s", r->c, picl__store_error(s));
+        return picl__eng_fail(r->e, st, "%s: applying incoming records failed: %s", r->c,
+                              picl__store_error(s));
     r->applied += (int64_t)json_array_size(apply);
     picl__eng_notify(r->e, "apply", r->c, r->applied, r->applied, NULL);
     crash_point("sync-applied");
@@ -281,7 +289,8 @@ static picl_status upload_step(coll_run *r, json_t *upload, int64_t coll_modifie
     if (!json_array_size(upload))
         return PICL_OK;
     picl__eng_notify(e, "upload", r->c, 0, (int64_t)json_array_size(upload), NULL);
-    picl_status st = picl__eng_encrypt_post(e, r->c, &r->entry, upload, coll_modified > 0 ? coll_modified : 0, pr);
+    picl_status st =
+        picl__eng_encrypt_post(e, r->c, &r->entry, upload, coll_modified > 0 ? coll_modified : 0, pr);
     if (st == PICL_ERROR_CONFLICT)
         return st;
     if (st != PICL_OK)
@@ -313,7 +322,8 @@ static picl_status commit_step(coll_run *r, json_t *changes, const picl_stc_post
 
 /* Steps 2-6 once.  *again when the server changed meanwhile: what must
  * still go up is in pending for the next attempt. */
-static picl_status sync_attempt(coll_run *r, json_t *pending, json_t *changes, int64_t last, int64_t srv, int *again)
+static picl_status sync_attempt(coll_run *r, json_t *pending, json_t *changes, int64_t last, int64_t srv,
+                                int *again)
 {
     json_t *incoming = NULL, *apply = json_array(), *upload = json_array();
     picl_stc_post_result pr = {0};
@@ -339,7 +349,8 @@ static picl_status sync_attempt(coll_run *r, json_t *pending, json_t *changes, i
         /* keep what must go up, download again */
         size_t i;
         json_t *rec;
-        json_array_foreach(upload, i, rec) json_object_set(pending, json_string_value(json_object_get(rec, "id")), rec);
+        json_array_foreach (upload, i, rec)
+            json_object_set(pending, json_string_value(json_object_get(rec, "id")), rec);
         *again = 1;
         goto done;
     }
@@ -370,8 +381,9 @@ static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summar
         return st;
     json_t *cs = picl__eng_coll_state(e, c);
     if (r.entry.cls == 'B' && !e->st->has_kb) {
-        json_object_set_new(summary, c, json_pack("{s:i, s:i, s:i, s:i, s:s}", "downloaded", 0, "applied", 0,
-                                                  "uploaded", 0, "failed", 0, "status", "locked"));
+        json_object_set_new(summary, c,
+                            json_pack("{s:i, s:i, s:i, s:i, s:s}", "downloaded", 0, "applied", 0, "uploaded",
+                                      0, "failed", 0, "status", "locked"));
         picl__eng_notify(e, "status", c, 0, -1, "class B: enter the password to sync this collection");
         return PICL_OK;
     }
@@ -384,7 +396,8 @@ static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summar
     json_t *changes = NULL;
     for (int attempt = 0;; attempt++) {
         if (attempt == MAX_ATTEMPTS) {
-            st = picl__eng_fail(e, PICL_ERROR_CONFLICT, "%s: the server kept changing during the sync; try again", c);
+            st = picl__eng_fail(e, PICL_ERROR_CONFLICT,
+                                "%s: the server kept changing during the sync; try again", c);
             break;
         }
         picl__json_zdecref(changes);
@@ -418,10 +431,11 @@ static picl_status sync_collection(picl_engine *e, picl_store *s, json_t *summar
     picl__json_zdecref(pending);
     if (r.failed && st == PICL_OK)
         r.status = "partial";
-    json_object_set_new(summary, c, json_pack("{s:I, s:I, s:I, s:I, s:s}", "downloaded", (json_int_t)r.downloaded,
-                                              "applied", (json_int_t)r.applied, "uploaded", (json_int_t)r.uploaded,
-                                              "failed", (json_int_t)r.failed,
-                                              "status", st == PICL_OK ? r.status : "error"));
+    json_object_set_new(summary, c,
+                        json_pack("{s:I, s:I, s:I, s:I, s:s}", "downloaded", (json_int_t)r.downloaded,
+                                  "applied", (json_int_t)r.applied, "uploaded", (json_int_t)r.uploaded,
+                                  "failed", (json_int_t)r.failed, "status",
+                                  st == PICL_OK ? r.status : "error"));
     return st;
 }
 
@@ -477,7 +491,8 @@ static picl_status finish_move(picl_engine *e, const char *c, const picl_class_e
         json_t *records = json_array();
         const char *id;
         json_t *r;
-        json_object_foreach(clear, id, r) json_array_append(records, r);
+        json_object_foreach (clear, id, r)
+            json_array_append(records, r);
         picl__json_zdecref(clear);
         json_t *out = NULL;
         st = picl__eng_encrypt_bsos(e, c, to, records, &out);
@@ -486,7 +501,8 @@ static picl_status finish_move(picl_engine *e, const char *c, const picl_class_e
             return picl__eng_fail(e, st, "%s: cannot re-encrypt", c);
         picl_stc_post_result pr = {0};
         if (json_array_size(out)) {
-            picl__eng_notify(e, "upload", c, 0, (int64_t)json_array_size(out), "re-encrypting for the new class");
+            picl__eng_notify(e, "upload", c, 0, (int64_t)json_array_size(out),
+                             "re-encrypting for the new class");
             st = picl__eng_post_all(e, c, out, coll_modified > 0 ? coll_modified : 0, &pr);
         }
         json_decref(out);
@@ -525,7 +541,7 @@ static picl_status finish_pending_moves(picl_engine *e)
 {
     const char *c;
     json_t *cs;
-    json_object_foreach(e->st->collections, c, cs) {
+    json_object_foreach (e->st->collections, c, cs) {
         json_t *mv = json_object_get(cs, "move");
         if (!json_is_object(mv))
             continue;
@@ -628,14 +644,15 @@ picl_status picl__engine_sync(picl_engine *e, picl_store *const *stores, size_t 
     if (quiet) {
         for (size_t i = 0; i < n; i++)
             json_object_set_new(summary, stores[i]->collection,
-                                json_pack("{s:i, s:i, s:i, s:i, s:s}", "downloaded", 0, "applied", 0, "uploaded", 0,
-                                          "failed", 0, "status", "unchanged"));
+                                json_pack("{s:i, s:i, s:i, s:i, s:s}", "downloaded", 0, "applied", 0,
+                                          "uploaded", 0, "failed", 0, "status", "unchanged"));
         return PICL_OK;
     }
     /* the class map first: a device whose map is refused, or whose keys
      * are from before a password reset, writes nothing at all (not even
      * meta/global) */
-    if ((st = picl__eng_ensure_map(e)) != PICL_OK || (st = picl__eng_ensure_global(e, stores, n)) != PICL_OK ||
+    if ((st = picl__eng_ensure_map(e)) != PICL_OK ||
+        (st = picl__eng_ensure_global(e, stores, n)) != PICL_OK ||
         (st = picl__eng_add_missing(e, stores, n)) != PICL_OK)
         return st;
     if (e->st->has_kb && (st = finish_pending_moves(e)) != PICL_OK)
@@ -714,13 +731,16 @@ picl_status picl__engine_restore(picl_engine *e, const char *c, int64_t as_of, i
     }
     json_t *days = json_object_get(cfg, "picl_restore_days");
     if (!json_is_integer(days) || json_integer_value(days) <= 0) {
-        st = picl__eng_fail(e, PICL_ERROR_UNSUPPORTED, "this storage server keeps no earlier versions "
-                                                       "(picl_restore_days is %s)", json_is_integer(days) ? "0" : "absent");
+        st = picl__eng_fail(e, PICL_ERROR_UNSUPPORTED,
+                            "this storage server keeps no earlier versions "
+                            "(picl_restore_days is %s)",
+                            json_is_integer(days) ? "0" : "absent");
         goto done;
     }
     int64_t oldest = (int64_t)time(NULL) * 100 - (int64_t)json_integer_value(days) * 86400 * 100;
     if (as_of < oldest) {
-        st = picl__eng_fail(e, PICL_ERROR_UNSUPPORTED, "the storage server keeps earlier versions for %lld days only",
+        st = picl__eng_fail(e, PICL_ERROR_UNSUPPORTED,
+                            "the storage server keeps earlier versions for %lld days only",
                             (long long)json_integer_value(days));
         goto done;
     }
@@ -739,7 +759,7 @@ picl_status picl__engine_restore(picl_engine *e, const char *c, int64_t as_of, i
         goto done;
     const char *id;
     json_t *r;
-    json_object_foreach(then, id, r) {
+    json_object_foreach (then, id, r) {
         json_t *cur = json_object_get(now, id);
         if (picl__is_tombstone(r)) {
             if (cur && !picl__is_tombstone(cur)) {
@@ -751,7 +771,7 @@ picl_status picl__engine_restore(picl_engine *e, const char *c, int64_t as_of, i
             json_array_append(upload, r);
         }
     }
-    json_object_foreach(now, id, r) {
+    json_object_foreach (now, id, r) {
         if (!json_object_get(then, id) && !picl__is_tombstone(r)) {
             json_array_append_new(delete_ids, json_string(id));
             json_array_append_new(upload, json_pack("{s:s, s:b}", "id", id, "deleted", 1));
@@ -778,7 +798,8 @@ picl_status picl__engine_restore(picl_engine *e, const char *c, int64_t as_of, i
         st = PICL_ERROR_PROTOCOL;
     picl__stc_post_result_clear(&pr);
     if (st == PICL_ERROR_CONFLICT)
-        st = picl__eng_fail(e, st, "%s changed on the server during the restore: nothing was restored, try again", c);
+        st = picl__eng_fail(
+            e, st, "%s changed on the server during the restore: nothing was restored, try again", c);
     else if (st != PICL_OK)
         st = picl__eng_fail(e, st, "%s: uploading the restored records failed", c);
     else

@@ -22,9 +22,9 @@ typedef struct picl_anchor {
 } picl_anchor;
 
 typedef struct picl_engine {
-    picl_stc *stc;            /* borrowed: an authenticated storage client */
-    picl_state *st;           /* borrowed: kA (and kB unless strict mode) inside */
-    picl_observer_fn notify;  /* may be NULL */
+    picl_stc *stc;           /* borrowed: an authenticated storage client */
+    picl_state *st;          /* borrowed: kA (and kB unless strict mode) inside */
+    picl_observer_fn notify; /* may be NULL */
     void *notify_ctx;
     /* The keyserver's anchor: get reads it (GET /account/classmap), post
      * registers a map (POST; PICL_ERROR_CONFLICT for 409/123 "stale").
@@ -33,18 +33,18 @@ typedef struct picl_engine {
     picl_status (*anchor_get)(void *ctx, picl_anchor *out);
     picl_status (*anchor_post)(void *ctx, uint64_t version, const char *hmac);
     void *anchor_ctx;
-    char error[256];          /* the last failure, for the user */
+    char error[256]; /* the last failure, for the user */
     /* per run */
     picl_classmap map;
     int have_map;
-    int64_t map_modified;     /* meta/classes last-modified, -1 unknown */
-    int keys_changed;         /* this device rebuilt the map after a password reset */
-    picl_anchor anchor;       /* as read this run (have_anchor) */
+    int64_t map_modified; /* meta/classes last-modified, -1 unknown */
+    int keys_changed;     /* this device rebuilt the map after a password reset */
+    picl_anchor anchor;   /* as read this run (have_anchor) */
     int have_anchor;
-    json_t *info;             /* /info/collections of this run */
-    json_t *meta_cache;       /* meta's BSOs as last listed, id -> BSO */
-    int64_t meta_written;     /* last-modified of our last meta write, 0 none */
-    json_t *failures;         /* [{collection, id, reason}]: records refused by an
+    json_t *info;         /* /info/collections of this run */
+    json_t *meta_cache;   /* meta's BSOs as last listed, id -> BSO */
+    int64_t meta_written; /* last-modified of our last meta write, 0 none */
+    json_t *failures;     /* [{collection, id, reason}]: records refused by an
                                  integrity check this run (NULL = none) */
     /* mass-deletion guard: a sync that would delete more than half of a
      * collection's records (and at least PICL_MASS_DELETE_MIN) applies and
@@ -52,7 +52,7 @@ typedef struct picl_engine {
      * either way the collection's restore point (its server timestamp
      * before the deletion) is saved first as "restorePoint" in its state */
     int allow_mass_delete;
-    json_t *guarded;          /* [{collection, deletions, records, restorePoint}]
+    json_t *guarded; /* [{collection, deletions, records, restorePoint}]
                                  held back this run (NULL = none) */
 } picl_engine;
 
@@ -105,7 +105,8 @@ picl_status picl__engine_get_class(picl_engine *e, const char *collection, picl_
  * without the extension, or an as_of older than it keeps, is
  * PICL_ERROR_UNSUPPORTED with e->error saying which.
  */
-picl_status picl__engine_restore(picl_engine *e, const char *collection, int64_t as_of, int apply, json_t *plan);
+picl_status picl__engine_restore(picl_engine *e, const char *collection, int64_t as_of, int apply,
+                                 json_t *plan);
 
 /* Deletes a collection on the server and forgets its cursor. */
 picl_status picl__engine_wipe_server(picl_engine *e, const char *collection);

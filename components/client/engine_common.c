@@ -21,10 +21,7 @@ int64_t picl__ts_parse(const char *t)
     return t && picl__synctime_parse(t, strlen(t), &c) == PICL_OK ? c : -1;
 }
 
-void picl__ts_format(char out[24], int64_t c)
-{
-    picl__synctime_format(out, c);
-}
+void picl__ts_format(char out[24], int64_t c) { picl__synctime_format(out, c); }
 
 picl_status picl__eng_fail(picl_engine *e, picl_status st, const char *fmt, ...)
 {
@@ -36,7 +33,7 @@ picl_status picl__eng_fail(picl_engine *e, picl_status st, const char *fmt, ...)
 }
 
 void picl__eng_notify(picl_engine *e, const char *phase, const char *coll, int64_t done, int64_t total,
-                   const char *msg)
+                      const char *msg)
 {
     if (e->notify)
         e->notify(e->notify_ctx, phase, coll ? coll : "", done, total, msg ? msg : "");
@@ -63,7 +60,8 @@ void picl__eng_mark_reset(picl_engine *e, const char *c)
 
 /* ---- runs of records -------------------------------------------------------- */
 
-picl_status picl__eng_keys_for(picl_engine *e, const char *coll, const picl_class_entry *kid, picl_keypair *out)
+picl_status picl__eng_keys_for(picl_engine *e, const char *coll, const picl_class_entry *kid,
+                               picl_keypair *out)
 {
     if (kid->cls == 'B' && !e->st->has_kb)
         return PICL_ERROR_STATE;
@@ -81,13 +79,13 @@ void picl__eng_record_failure(picl_engine *e, const char *c, const char *id, pic
         e->failures = json_array();
     size_t i;
     json_t *f;
-    json_array_foreach(e->failures, i, f) {
+    json_array_foreach (e->failures, i, f) {
         if (!strcmp(json_string_value(json_object_get(f, "collection")), c) &&
             !strcmp(json_string_value(json_object_get(f, "id")), id ? id : ""))
             return; /* seen already (a retry of the same download) */
     }
     json_array_append_new(e->failures, json_pack("{s:s, s:s, s:s}", "collection", c, "id", id ? id : "",
-                                                  "reason", *reason ? reason : "hmac mismatch"));
+                                                 "reason", *reason ? reason : "hmac mismatch"));
     char msg[160];
     snprintf(msg, sizeof msg, "%.64s: %s (not applied)", id ? id : "", *reason ? reason : "hmac mismatch");
     picl__eng_notify(e, "integrity", c, 0, -1, msg);
@@ -150,13 +148,13 @@ static picl_status ring_get(picl_engine *e, const char *c, keyring *r, const pic
  * this device does not hold in memory (class B in strict mode) is held, not
  * a failure.  Each payload is parsed once, each key imported once. */
 picl_status picl__eng_decrypt_all(picl_engine *e, const char *c, const picl_class_entry *entry, json_t *bsos,
-                               json_t *out, int64_t *held)
+                                  json_t *out, int64_t *held)
 {
     keyring ring = {0};
     picl_status st = PICL_OK;
     size_t i;
     json_t *b;
-    json_array_foreach(bsos, i, b) {
+    json_array_foreach (bsos, i, b) {
         const char *id = json_string_value(json_object_get(b, "id"));
         const char *payload = json_string_value(json_object_get(b, "payload"));
         picl_class_entry kid;
@@ -204,8 +202,8 @@ picl_status picl__eng_decrypt_all(picl_engine *e, const char *c, const picl_clas
     return st;
 }
 
-picl_status picl__eng_encrypt_bsos(picl_engine *e, const char *c, const picl_class_entry *entry, json_t *records,
-                                json_t **bsos)
+picl_status picl__eng_encrypt_bsos(picl_engine *e, const char *c, const picl_class_entry *entry,
+                                   json_t *records, json_t **bsos)
 {
     picl_keypair keys;
     picl_sealer *k = NULL;
@@ -218,7 +216,7 @@ picl_status picl__eng_encrypt_bsos(picl_engine *e, const char *c, const picl_cla
     json_t *out = json_array();
     size_t i;
     json_t *r;
-    json_array_foreach(records, i, r) {
+    json_array_foreach (records, i, r) {
         char *payload;
         st = picl__record_encrypt_with(&payload, c, r, k, entry);
         if (st != PICL_OK)
@@ -251,14 +249,16 @@ picl_status picl__eng_encrypt_bsos(picl_engine *e, const char *c, const picl_cla
  * in as few batches as they allow, each conditional on the one before, so a
  * concurrent writer still makes the whole upload fail with a conflict.  The
  * results are merged into *out (modified = the last commit's timestamp). */
-picl_status picl__eng_post_all(picl_engine *e, const char *c, json_t *bsos, int64_t ius, picl_stc_post_result *out)
+picl_status picl__eng_post_all(picl_engine *e, const char *c, json_t *bsos, int64_t ius,
+                               picl_stc_post_result *out)
 {
     memset(out, 0, sizeof *out);
     picl_stc_limits lim;
     picl_status st = picl__stc_limits(e->stc, &lim);
     if (st != PICL_OK)
         return st;
-    size_t n = json_array_size(bsos), per = (size_t)(lim.max_total_records > 0 ? lim.max_total_records : 10000);
+    size_t n = json_array_size(bsos),
+           per = (size_t)(lim.max_total_records > 0 ? lim.max_total_records : 10000);
     int64_t byte_cap = lim.max_total_bytes > 0 ? lim.max_total_bytes * 9 / 10 : INT64_MAX;
     out->success = json_array();
     out->failed = json_object();
@@ -296,15 +296,16 @@ picl_status picl__eng_post_all(picl_engine *e, const char *c, json_t *bsos, int6
     return st;
 }
 
-picl_status picl__eng_encrypt_post(picl_engine *e, const char *c, const picl_class_entry *entry, json_t *records,
-                                   int64_t ius, picl_stc_post_result *out)
+picl_status picl__eng_encrypt_post(picl_engine *e, const char *c, const picl_class_entry *entry,
+                                   json_t *records, int64_t ius, picl_stc_post_result *out)
 {
     memset(out, 0, sizeof *out);
     picl_stc_limits lim;
     picl_status st = picl__stc_limits(e->stc, &lim);
     if (st != PICL_OK)
         return st;
-    size_t n = json_array_size(records), per = (size_t)(lim.max_total_records > 0 ? lim.max_total_records : 10000);
+    size_t n = json_array_size(records),
+           per = (size_t)(lim.max_total_records > 0 ? lim.max_total_records : 10000);
     out->success = json_array();
     out->failed = json_object();
     if (!out->success || !out->failed) {
@@ -316,7 +317,8 @@ picl_status picl__eng_encrypt_post(picl_engine *e, const char *c, const picl_cla
         for (size_t i = from; part && i < n && i < from + per; i++)
             if (json_array_append(part, json_array_get(records, i)))
                 break;
-        st = part && json_array_size(part) == (n - from < per ? n - from : per) ? PICL_OK : PICL_ERROR_NO_MEMORY;
+        st = part && json_array_size(part) == (n - from < per ? n - from : per) ? PICL_OK
+                                                                                : PICL_ERROR_NO_MEMORY;
         if (st == PICL_OK)
             st = picl__eng_encrypt_bsos(e, c, entry, part, &bsos);
         json_decref(part);
@@ -324,11 +326,12 @@ picl_status picl__eng_encrypt_post(picl_engine *e, const char *c, const picl_cla
         if (st == PICL_OK)
             st = picl__eng_post_all(e, c, bsos, ius, &pr);
         json_decref(bsos);
-        if (st == PICL_OK && (json_array_extend(out->success, pr.success) || json_object_update(out->failed, pr.failed)))
+        if (st == PICL_OK &&
+            (json_array_extend(out->success, pr.success) || json_object_update(out->failed, pr.failed)))
             st = PICL_ERROR_NO_MEMORY;
         if (st == PICL_OK) {
             out->modified = pr.modified;
-            ius = pr.modified; /* the next part only if nobody wrote in between */
+            ius = pr.modified;  /* the next part only if nobody wrote in between */
             if (from + per < n) /* progress between the parts of a large upload */
                 picl__eng_notify(e, "upload", c, (int64_t)(from + per), (int64_t)n, NULL);
         }

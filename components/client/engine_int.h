@@ -25,7 +25,8 @@ void picl__eng_mark_reset(picl_engine *e, const char *c);
 
 /* The keys of collection c under kid: PICL_ERROR_STATE when this device
  * does not hold that class's key in memory.  The caller wipes *out. */
-picl_status picl__eng_keys_for(picl_engine *e, const char *coll, const picl_class_entry *kid, picl_keypair *out);
+picl_status picl__eng_keys_for(picl_engine *e, const char *coll, const picl_class_entry *kid,
+                               picl_keypair *out);
 /* Lists a record refused by an integrity check in e->failures (once) and
  * tells the observer; the reason names the check only. */
 void picl__eng_record_failure(picl_engine *e, const char *c, const char *id, picl_record_fault why);
@@ -39,18 +40,19 @@ picl_status picl__eng_decrypt_all(picl_engine *e, const char *c, const picl_clas
                                   json_t *out, int64_t *held);
 /* Encrypts cleartext records under entry into new BSOs {id, payload[, ttl]}
  * (*bsos, the caller's). */
-picl_status picl__eng_encrypt_bsos(picl_engine *e, const char *c, const picl_class_entry *entry, json_t *records,
-                                   json_t **bsos);
+picl_status picl__eng_encrypt_bsos(picl_engine *e, const char *c, const picl_class_entry *entry,
+                                   json_t *records, json_t **bsos);
 /* Uploads bsos in as few batches as the server's limits allow, each
  * conditional on the one before (ius first); results merged into *out
  * (the caller clears it). */
-picl_status picl__eng_post_all(picl_engine *e, const char *c, json_t *bsos, int64_t ius, picl_stc_post_result *out);
+picl_status picl__eng_post_all(picl_engine *e, const char *c, json_t *bsos, int64_t ius,
+                               picl_stc_post_result *out);
 /* Encrypts and uploads cleartext records as picl__eng_encrypt_bsos +
  * picl__eng_post_all do, one server batch's worth (max_total_records) at a
  * time: a large upload never holds all its ciphertexts at once.  Each part
  * is conditional on the one before; *out as for picl__eng_post_all. */
-picl_status picl__eng_encrypt_post(picl_engine *e, const char *c, const picl_class_entry *entry, json_t *records,
-                                   int64_t ius, picl_stc_post_result *out);
+picl_status picl__eng_encrypt_post(picl_engine *e, const char *c, const picl_class_entry *entry,
+                                   json_t *records, int64_t ius, picl_stc_post_result *out);
 
 /* meta/global: created, or read; a changed syncID resets the collections'
  * cursors; collections not yet listed are added.  No request when meta did

@@ -29,7 +29,8 @@ static picl_status random_id(char out[13])
 /* Keys of a kid; class B needs kB in memory. */
 static void meta_forget(picl_engine *e);
 
-static picl_status put_meta(picl_engine *e, const char *id, const char *payload, int64_t ius, int64_t *modified)
+static picl_status put_meta(picl_engine *e, const char *id, const char *payload, int64_t ius,
+                            int64_t *modified)
 {
     json_t *bso = json_pack("{s:s, s:s}", "id", id, "payload", payload);
     if (!bso)
@@ -65,7 +66,7 @@ static picl_status meta_get(picl_engine *e, const char *id, json_t **bso)
         e->meta_cache = json_object();
         size_t i;
         json_t *b;
-        json_array_foreach(items, i, b) {
+        json_array_foreach (items, i, b) {
             const char *bid = json_string_value(json_object_get(b, "id"));
             if (bid)
                 json_object_set(e->meta_cache, bid, b);
@@ -101,7 +102,8 @@ picl_status picl__eng_ensure_global(picl_engine *e, picl_store *const *stores, s
     if (meta_unchanged(e) && *e->st->global_sync_id) {
         size_t known = 0;
         for (size_t i = 0; i < n; i++)
-            known += json_object_get(json_object_get(e->st->collections, stores[i]->collection), "syncID") != NULL;
+            known +=
+                json_object_get(json_object_get(e->st->collections, stores[i]->collection), "syncID") != NULL;
         if (known == n)
             return PICL_OK; /* nothing to read: our copy is current */
     }
@@ -113,8 +115,8 @@ picl_status picl__eng_ensure_global(picl_engine *e, picl_store *const *stores, s
             char sid[13];
             if ((st = random_id(sid)) != PICL_OK)
                 return st;
-            g = json_pack("{s:s, s:i, s:{}, s:[]}", "syncID", sid, "storageVersion", STORAGE_VERSION, "engines",
-                          "declined");
+            g = json_pack("{s:s, s:i, s:{}, s:[]}", "syncID", sid, "storageVersion", STORAGE_VERSION,
+                          "engines", "declined");
         } else if (st != PICL_OK) {
             return picl__eng_fail(e, st, "cannot read meta/global");
         } else {
@@ -129,7 +131,8 @@ picl_status picl__eng_ensure_global(picl_engine *e, picl_store *const *stores, s
             }
             if (json_integer_value(json_object_get(g, "storageVersion")) != STORAGE_VERSION) {
                 json_decref(g);
-                return picl__eng_fail(e, PICL_ERROR_UNSUPPORTED, "the server holds data of another storage version");
+                return picl__eng_fail(e, PICL_ERROR_UNSUPPORTED,
+                                      "the server holds data of another storage version");
             }
         }
         /* a new syncID: the server was wiped or reset; merge everything again */
@@ -137,7 +140,8 @@ picl_status picl__eng_ensure_global(picl_engine *e, picl_store *const *stores, s
         if (*e->st->global_sync_id && strcmp(sid, e->st->global_sync_id)) {
             const char *c;
             json_t *v;
-            json_object_foreach(e->st->collections, c, v) picl__eng_mark_reset(e, c);
+            json_object_foreach (e->st->collections, c, v)
+                picl__eng_mark_reset(e, c);
         }
         picl__state_set_str(&e->st->global_sync_id, sid);
         json_t *engines = json_object_get(g, "engines");
@@ -194,10 +198,7 @@ static int64_t bso_modified(json_t *bso)
     return picl__synctime_from_json(mod, -1);
 }
 
-static uint64_t max_u64(uint64_t a, uint64_t b)
-{
-    return a > b ? a : b;
-}
+static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 /* The map is exactly the anchored one (version and hmac: public values). */
 static int is_anchored(const picl_anchor *a, const picl_classmap *m)
@@ -307,10 +308,12 @@ static picl_status check_epoch(picl_engine *e, int *legacy)
         return PICL_OK;
     }
     if (e->anchor.current_epoch > e->st->key_epoch)
-        return picl__eng_fail(e, PICL_ERROR_KEYS_CHANGED,
-                              "the password was reset on another device: sign in again (nothing was uploaded)");
+        return picl__eng_fail(
+            e, PICL_ERROR_KEYS_CHANGED,
+            "the password was reset on another device: sign in again (nothing was uploaded)");
     if (e->anchor.current_epoch < e->st->key_epoch)
-        return picl__eng_fail(e, PICL_ERROR_PROTOCOL, "the keyserver's key epoch went backwards: refusing to sync");
+        return picl__eng_fail(e, PICL_ERROR_PROTOCOL,
+                              "the keyserver's key epoch went backwards: refusing to sync");
     return PICL_OK;
 }
 
@@ -318,7 +321,8 @@ static picl_status refuse(picl_engine *e, const char *what)
 {
     picl__eng_notify(e, "status", "", 0, -1, "class map refused: nothing is uploaded until it is repaired");
     return picl__eng_fail(e, PICL_ERROR_CLASSMAP,
-                          "the class map on the storage server %s: refusing to sync, nothing was uploaded", what);
+                          "the class map on the storage server %s: refusing to sync, nothing was uploaded",
+                          what);
 }
 
 /* Merges one source into the rebuilt map: the stronger class wins, and the
@@ -382,9 +386,11 @@ static picl_status rebuild(picl_engine *e, const char *server_payload, int64_t i
         return picl__eng_fail(e, st, "cannot write the class map rebuilt after the password reset");
     e->keys_changed = 1;
     char msg[640];
-    snprintf(msg, sizeof msg,
-             "The password was reset: class-A data is kept; class-B data on the server was made under the old "
-             "password and is replaced by this device's copy. Class B: %s.", *names ? names : "(none)");
+    snprintf(
+        msg, sizeof msg,
+        "The password was reset: class-A data is kept; class-B data on the server was made under the old "
+        "password and is replaced by this device's copy. Class B: %s.",
+        *names ? names : "(none)");
     picl__eng_notify(e, "status", "", 0, -1, msg);
     return PICL_OK;
 }
@@ -395,7 +401,8 @@ static picl_status rebuild(picl_engine *e, const char *server_payload, int64_t i
 static void reupload_if_kb_changed(picl_engine *e, const char *prev_fp)
 {
     char fp[33];
-    if (!*prev_fp || !e->st->has_kb || picl__key_fingerprint(fp, e->st->kb) != PICL_OK || !strcmp(fp, prev_fp))
+    if (!*prev_fp || !e->st->has_kb || picl__key_fingerprint(fp, e->st->kb) != PICL_OK ||
+        !strcmp(fp, prev_fp))
         return;
     for (size_t i = 0; i < e->map.n; i++)
         if (e->map.items[i].e.cls == 'B')
@@ -474,7 +481,8 @@ static picl_status map_missing(picl_engine *e, int legacy, int rebuild_ok, int o
         st = rebuild(e, NULL, 0);
     } else if (a->version == 0) {
         /* the first map: this device's own choices, else the defaults */
-        if (!*e->st->classmap_payload || picl__classmap_parse_trusted(&e->map, e->st->classmap_payload) != PICL_OK)
+        if (!*e->st->classmap_payload ||
+            picl__classmap_parse_trusted(&e->map, e->st->classmap_payload) != PICL_OK)
             picl__classmap_defaults(&e->map, e->st->kb);
         st = picl__eng_write_map(e, 0); /* create only if absent: two first devices cannot both win */
         if (st != PICL_OK && st != PICL_ERROR_CONFLICT)
@@ -542,7 +550,8 @@ static picl_status map_verified(picl_engine *e, int *legacy, int rebuild_ok, cha
     if (rebuild_ok)
         return rebuild_from(e, copy, ius, again);
     char what[160];
-    snprintf(what, sizeof what, "is an old version (%llu; the keyserver anchors %llu, this device accepted %llu)",
+    snprintf(what, sizeof what,
+             "is an old version (%llu; the keyserver anchors %llu, this device accepted %llu)",
              (unsigned long long)m->version, (unsigned long long)a->version,
              (unsigned long long)e->st->classmap_version);
     free(copy);
@@ -643,7 +652,8 @@ picl_status picl__eng_add_missing(picl_engine *e, picl_store *const *stores, siz
         return PICL_OK;
     e->map.version++;
     picl_status st = picl__eng_write_map(e, e->map_modified);
-    return st == PICL_OK ? st : picl__eng_fail(e, st, "cannot add %zu new collection(s) to the class map", added);
+    return st == PICL_OK ? st
+                         : picl__eng_fail(e, st, "cannot add %zu new collection(s) to the class map", added);
 }
 
 /* The map entry of a collection, adding an unknown one at generation 1 in
@@ -656,7 +666,8 @@ picl_status picl__eng_entry_for(picl_engine *e, const char *c, picl_class_entry 
         return PICL_OK;
     }
     if (!e->st->has_kb)
-        return picl__eng_fail(e, PICL_ERROR_STATE, "enter the password once: %s is not in the class map yet", c);
+        return picl__eng_fail(e, PICL_ERROR_STATE, "enter the password once: %s is not in the class map yet",
+                              c);
     picl_class_entry b = {picl__classmap_default_class(c), 1};
     picl_status st = picl__classmap_set(&e->map, c, &b);
     if (st != PICL_OK)
@@ -697,7 +708,7 @@ picl_status picl__eng_rekey_after_reset(picl_engine *e, const char *c, const pic
         int64_t modified = picl__stc_last(e->stc)->last_modified;
         size_t i;
         json_t *b;
-        json_array_foreach(st == PICL_OK ? bsos : NULL, i, b) {
+        json_array_foreach (st == PICL_OK ? bsos : NULL, i, b) {
             const char *id = json_string_value(json_object_get(b, "id"));
             const char *payload = json_string_value(json_object_get(b, "payload"));
             picl_class_entry kid;
@@ -741,7 +752,8 @@ picl_status picl__eng_rekey_after_reset(picl_engine *e, const char *c, const pic
             st = picl__eng_encrypt_bsos(e, c, to, records, &out);
             picl_stc_post_result pr = {0};
             if (st == PICL_OK) {
-                picl__eng_notify(e, "upload", c, 0, (int64_t)json_array_size(out), "re-encrypting under the new key");
+                picl__eng_notify(e, "upload", c, 0, (int64_t)json_array_size(out),
+                                 "re-encrypting under the new key");
                 st = picl__eng_post_all(e, c, out, modified > 0 ? modified : 0, &pr);
             }
             picl__stc_post_result_clear(&pr);
@@ -764,7 +776,8 @@ picl_status picl__eng_rekey_after_reset(picl_engine *e, const char *c, const pic
         break;
     }
     if (st != PICL_OK)
-        return picl__eng_fail(e, st, "%s: cannot replace the records made unreadable by the password reset", c);
+        return picl__eng_fail(e, st, "%s: cannot replace the records made unreadable by the password reset",
+                              c);
     picl__eng_mark_reset(e, c);
     return PICL_OK;
 }

@@ -17,20 +17,20 @@
 /* Limits common to both clients. */
 #define PICL_HX_PROTOCOLS "http,https" /* never file:, ftp:, ... whatever a URL says */
 #define PICL_HX_CONNECT_TIMEOUT_S 30L
-#define PICL_HX_MAX_OFFSET 1024u       /* X-Weave-Next-Offset kept up to this length */
-#define PICL_HX_MAX_WWW_AUTH 512u      /* WWW-Authenticate kept up to this length */
+#define PICL_HX_MAX_OFFSET 1024u  /* X-Weave-Next-Offset kept up to this length */
+#define PICL_HX_MAX_WWW_AUTH 512u /* WWW-Authenticate kept up to this length */
 
 typedef struct picl_hx_request {
-    const char *method;           /* "GET", "POST", ... (sent as given) */
-    const char *url;              /* full URL; the path is sent as is (it is what Hawk signed) */
-    const char *const *headers;   /* NULL-terminated "Name: value" lines, or NULL;
+    const char *method;         /* "GET", "POST", ... (sent as given) */
+    const char *url;            /* full URL; the path is sent as is (it is what Hawk signed) */
+    const char *const *headers; /* NULL-terminated "Name: value" lines, or NULL;
                                      Accept: application/json and an empty Expect:
                                      are always added */
-    const char *body;             /* NULL = none */
+    const char *body;           /* NULL = none */
     size_t body_len;
-    size_t max_answer;            /* answer bodies over this many bytes stop the
+    size_t max_answer; /* answer bodies over this many bytes stop the
                                      transfer: PICL_ERROR_TOO_LARGE */
-    long timeout_s;               /* whole exchange */
+    long timeout_s;    /* whole exchange */
 } picl_hx_request;
 
 /*
@@ -40,20 +40,20 @@ typedef struct picl_hx_request {
  * (picl__hx_response_free wipes and frees what is left in it).
  */
 typedef struct picl_hx_response {
-    long status;                 /* HTTP status; 0 when there was no answer */
-    char *body;                  /* NUL-terminated, NULL when empty */
-    size_t len, cap;             /* cap: the bytes allocated (for a wipe) */
-    int too_large;               /* the answer passed max_answer */
-    int64_t last_modified;       /* X-Last-Modified, centis */
-    int64_t weave_timestamp;     /* X-Weave-Timestamp, centis */
-    int64_t weave_backoff_s;     /* X-Weave-Backoff, whole seconds */
-    int64_t retry_after_s;       /* Retry-After (delay-seconds form), whole seconds */
-    int64_t records;             /* X-Weave-Records */
-    int64_t quota_remaining_kb;  /* X-Weave-Quota-Remaining, whole KB */
-    char *www_auth;              /* WWW-Authenticate (up to PICL_HX_MAX_WWW_AUTH) */
-    int has_next_offset;         /* X-Weave-Next-Offset was sent ... */
-    char *next_offset;           /* ... with this value; NULL when empty or too long */
-    char neterr[160];            /* libcurl's words for a transport failure */
+    long status;                /* HTTP status; 0 when there was no answer */
+    char *body;                 /* NUL-terminated, NULL when empty */
+    size_t len, cap;            /* cap: the bytes allocated (for a wipe) */
+    int too_large;              /* the answer passed max_answer */
+    int64_t last_modified;      /* X-Last-Modified, centis */
+    int64_t weave_timestamp;    /* X-Weave-Timestamp, centis */
+    int64_t weave_backoff_s;    /* X-Weave-Backoff, whole seconds */
+    int64_t retry_after_s;      /* Retry-After (delay-seconds form), whole seconds */
+    int64_t records;            /* X-Weave-Records */
+    int64_t quota_remaining_kb; /* X-Weave-Quota-Remaining, whole KB */
+    char *www_auth;             /* WWW-Authenticate (up to PICL_HX_MAX_WWW_AUTH) */
+    int has_next_offset;        /* X-Weave-Next-Offset was sent ... */
+    char *next_offset;          /* ... with this value; NULL when empty or too long */
+    char neterr[160];           /* libcurl's words for a transport failure */
 } picl_hx_response;
 
 /*

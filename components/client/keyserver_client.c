@@ -22,11 +22,11 @@
 #define SRP_TYPE "SRP-6a/SHA256/2048/v1"
 
 struct picl_ks_client {
-    char *base;      /* without a trailing '/' */
-    char *host;      /* for the Hawk MAC */
-    char *prefix;    /* path prefix of base ("" or "/x") */
+    char *base;   /* without a trailing '/' */
+    char *host;   /* for the Hawk MAC */
+    char *prefix; /* path prefix of base ("" or "/x") */
     unsigned port;
-    int64_t offset;  /* clock correction */
+    int64_t offset; /* clock correction */
     int64_t not_before;
     int64_t max_wait;
     picl_ksc_result last;
@@ -118,21 +118,38 @@ const picl_ksc_result *picl__ksc_last(const picl_ks_client *c) { return &c->last
 static picl_status map_errno(int http, int errnum)
 {
     switch (errnum) {
-    case KS_ERR_EXISTS: return PICL_ERROR_ACCOUNT_EXISTS;
-    case KS_ERR_UNKNOWN: return PICL_ERROR_UNKNOWN_ACCOUNT;
-    case KS_ERR_PASSWORD: return PICL_ERROR_WRONG_PASSWORD;
-    case KS_ERR_UNVERIFIED: return PICL_ERROR_UNVERIFIED;
-    case KS_ERR_CODE: return PICL_ERROR_INVALID_CODE;
-    case KS_ERR_SIGNATURE: case KS_ERR_TOKEN: case KS_ERR_SKEW: case KS_ERR_NONCE:
+    case KS_ERR_EXISTS:
+        return PICL_ERROR_ACCOUNT_EXISTS;
+    case KS_ERR_UNKNOWN:
+        return PICL_ERROR_UNKNOWN_ACCOUNT;
+    case KS_ERR_PASSWORD:
+        return PICL_ERROR_WRONG_PASSWORD;
+    case KS_ERR_UNVERIFIED:
+        return PICL_ERROR_UNVERIFIED;
+    case KS_ERR_CODE:
+        return PICL_ERROR_INVALID_CODE;
+    case KS_ERR_SIGNATURE:
+    case KS_ERR_TOKEN:
+    case KS_ERR_SKEW:
+    case KS_ERR_NONCE:
         return PICL_ERROR_TOKEN;
-    case KS_ERR_THROTTLED: case KS_ERR_OVERLOADED: return PICL_ERROR_BACKOFF;
-    case KS_ERR_JSON: case KS_ERR_PARAM: case KS_ERR_MISSING: case KS_ERR_LENGTH:
+    case KS_ERR_THROTTLED:
+    case KS_ERR_OVERLOADED:
+        return PICL_ERROR_BACKOFF;
+    case KS_ERR_JSON:
+    case KS_ERR_PARAM:
+    case KS_ERR_MISSING:
+    case KS_ERR_LENGTH:
     case KS_ERR_TOO_LARGE:
         return PICL_ERROR_PROTOCOL;
-    case KS_ERR_RECOVERY_KEY: return PICL_ERROR_INVALID_CODE; /* unknown recovery key */
-    case KS_ERR_RECENT_LOGIN: return PICL_ERROR_TOKEN;        /* sign in again first */
-    case KS_ERR_UNKNOWN_DEVICE: return PICL_ERROR_NOT_FOUND;  /* unknown device */
-    default: break;
+    case KS_ERR_RECOVERY_KEY:
+        return PICL_ERROR_INVALID_CODE; /* unknown recovery key */
+    case KS_ERR_RECENT_LOGIN:
+        return PICL_ERROR_TOKEN; /* sign in again first */
+    case KS_ERR_UNKNOWN_DEVICE:
+        return PICL_ERROR_NOT_FOUND; /* unknown device */
+    default:
+        break;
     }
     if (http == 429 || http == 503)
         return PICL_ERROR_BACKOFF;
@@ -143,9 +160,8 @@ static picl_status map_errno(int http, int errnum)
 
 /* The Hawk Authorization line of a request with token (of token_type) into
  * *line (the caller zfrees it). */
-static picl_status hawk_line(picl_ks_client *c, char **line, const char *method,
-                             const char *resource, const uint8_t *token, int token_type,
-                             const char *body)
+static picl_status hawk_line(picl_ks_client *c, char **line, const char *method, const char *resource,
+                             const uint8_t *token, int token_type, const char *body)
 {
     picl_token_keys k;
     char id[PICL_TOKEN_ID_HEX_BYTES + 1];
@@ -153,10 +169,13 @@ static picl_status hawk_line(picl_ks_client *c, char **line, const char *method,
     picl_status rc = picl__token_derive(&k, (picl_token_type)token_type, token);
     if (rc == PICL_OK) {
         picl__token_id_hex(id, &k);
-        picl_hawk_request hr = {
-            .method = method, .resource = resource, .host = c->host, .port = c->port,
-            .content_type = body ? "application/json" : NULL, .body = body,
-            .bodylen = body ? strlen(body) : 0};
+        picl_hawk_request hr = {.method = method,
+                                .resource = resource,
+                                .host = c->host,
+                                .port = c->port,
+                                .content_type = body ? "application/json" : NULL,
+                                .body = body,
+                                .bodylen = body ? strlen(body) : 0};
         rc = picl__hx_hawk_line(line, id, k.hmac_key, sizeof k.hmac_key, &hr, now_s() + c->offset);
     }
     picl__token_keys_wipe(&k);
@@ -166,8 +185,8 @@ static picl_status hawk_line(picl_ks_client *c, char **line, const char *method,
 /* An error answer (status != 200, JSON j or NULL): the errno, the clock
  * fixed from serverTime (111) and the Retry-After honoured; *again set when
  * a retry is worth it. */
-static picl_status error_answer(picl_ks_client *c, long status, const json_t *j,
-                                int64_t retry_after, int signed_req, int *again, int attempt)
+static picl_status error_answer(picl_ks_client *c, long status, const json_t *j, int64_t retry_after,
+                                int signed_req, int *again, int attempt)
 {
     json_t *en = json_is_object(j) ? json_object_get(j, "errno") : NULL;
     json_t *st = json_is_object(j) ? json_object_get(j, "serverTime") : NULL;
@@ -203,9 +222,8 @@ static picl_status error_answer(picl_ks_client *c, long status, const json_t *j,
 
 /* One HTTP exchange (http_exchange.h); *again set when a retry is worth it
  * (clock fixed or a short Retry-After waited out). */
-static picl_status exchange(picl_ks_client *c, const char *method, const char *path,
-                            const uint8_t *token, int token_type, const char *body,
-                            json_t **out, int *again, int attempt)
+static picl_status exchange(picl_ks_client *c, const char *method, const char *path, const uint8_t *token,
+                            int token_type, const char *body, json_t **out, int *again, int attempt)
 {
     picl_status rc = PICL_ERROR_NO_MEMORY;
     char *authz = NULL, *url = NULL, *resource = NULL;
@@ -227,8 +245,12 @@ static picl_status exchange(picl_ks_client *c, const char *method, const char *p
         headers[nh++] = authz;
     if (body)
         headers[nh++] = "Content-Type: application/json";
-    picl_hx_request rq = {.method = method, .url = url, .headers = headers, .body = body,
-                          .body_len = body ? strlen(body) : 0, .max_answer = MAX_ANSWER,
+    picl_hx_request rq = {.method = method,
+                          .url = url,
+                          .headers = headers,
+                          .body = body,
+                          .body_len = body ? strlen(body) : 0,
+                          .max_answer = MAX_ANSWER,
                           .timeout_s = 120L};
     rc = picl__hx_perform(c->curl, &rq, &rs);
     if (rc != PICL_OK) {
@@ -257,9 +279,8 @@ done:
     return rc;
 }
 
-picl_status picl__ksc_call(picl_ks_client *c, const char *method, const char *path,
-                           const uint8_t *token, int token_type, const json_t *body,
-                           json_t **out)
+picl_status picl__ksc_call(picl_ks_client *c, const char *method, const char *path, const uint8_t *token,
+                           int token_type, const json_t *body, json_t **out)
 {
     if (out)
         *out = NULL;
@@ -313,13 +334,12 @@ static picl_status get_uint(const json_t *obj, const char *key, uint64_t max, ui
     return PICL_OK;
 }
 
-static picl_status open_bundle(const json_t *obj, const uint8_t key[32], const char *context,
-                               uint8_t *out, size_t len)
+static picl_status open_bundle(const json_t *obj, const uint8_t key[32], const char *context, uint8_t *out,
+                               size_t len)
 {
     json_t *v = json_object_get(obj, "bundle");
-    if (!json_is_string(v) ||
-        picl__bundle_open_hex(out, len, key, context, json_string_value(v),
-                              json_string_length(v)) != PICL_OK) {
+    if (!json_is_string(v) || picl__bundle_open_hex(out, len, key, context, json_string_value(v),
+                                                    json_string_length(v)) != PICL_OK) {
         memset(out, 0, len);
         return PICL_ERROR_PROTOCOL;
     }
@@ -337,10 +357,9 @@ static json_t *hex_json(const void *b, size_t n)
 
 static json_t *stretch_json(const picl_stretch_params *p, const uint8_t salt[32])
 {
-    return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:o}", "type", PICL_STRETCH_TYPE,
-                     "PBKDF2_rounds_1", (json_int_t)p->pbkdf2_rounds_1, "scrypt_N",
-                     (json_int_t)p->scrypt_n, "scrypt_r", (json_int_t)p->scrypt_r, "scrypt_p",
-                     (json_int_t)p->scrypt_p, "PBKDF2_rounds_2",
+    return json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:o}", "type", PICL_STRETCH_TYPE, "PBKDF2_rounds_1",
+                     (json_int_t)p->pbkdf2_rounds_1, "scrypt_N", (json_int_t)p->scrypt_n, "scrypt_r",
+                     (json_int_t)p->scrypt_r, "scrypt_p", (json_int_t)p->scrypt_p, "PBKDF2_rounds_2",
                      (json_int_t)p->pbkdf2_rounds_2, "salt", hex_json(salt, 32));
 }
 
@@ -348,15 +367,14 @@ static json_t *stretch_json(const picl_stretch_params *p, const uint8_t salt[32]
 
 picl_status picl__ksc_account_create(picl_ks_client *c, const char *email, size_t emaillen,
                                      const uint8_t verifier[256], const uint8_t srp_salt[32],
-                                     const picl_stretch_params *params,
-                                     const uint8_t main_salt[32], char uid[33])
+                                     const picl_stretch_params *params, const uint8_t main_salt[32],
+                                     char uid[33])
 {
     uid[0] = 0;
     json_t *ans = NULL;
-    json_t *body = json_pack("{s:o, s:{s:s, s:o, s:o}, s:o}", "email", hex_json(email, emaillen),
-                             "srp", "type", SRP_TYPE, "verifier", hex_json(verifier, 256),
-                             "salt", hex_json(srp_salt, 32), "passwordStretching",
-                             stretch_json(params, main_salt));
+    json_t *body = json_pack("{s:o, s:{s:s, s:o, s:o}, s:o}", "email", hex_json(email, emaillen), "srp",
+                             "type", SRP_TYPE, "verifier", hex_json(verifier, 256), "salt",
+                             hex_json(srp_salt, 32), "passwordStretching", stretch_json(params, main_salt));
     if (!body)
         return PICL_ERROR_NO_MEMORY;
     picl_status rc = picl__ksc_call(c, "POST", "/v1/account/create", NULL, 0, body, &ans);
@@ -392,8 +410,7 @@ picl_status picl__ksc_auth_start(picl_ks_client *c, const char *email, size_t em
         json_t *t1 = json_object_get(srp, "type"), *t2 = json_object_get(ps, "type");
         if (!json_is_string(t1) || !json_is_string(t2))
             rc = PICL_ERROR_PROTOCOL;
-        else if (strcmp(json_string_value(t1), SRP_TYPE) ||
-                 strcmp(json_string_value(t2), PICL_STRETCH_TYPE))
+        else if (strcmp(json_string_value(t1), SRP_TYPE) || strcmp(json_string_value(t2), PICL_STRETCH_TYPE))
             rc = PICL_ERROR_UNSUPPORTED;
     }
     if (rc == PICL_OK)
@@ -403,8 +420,7 @@ picl_status picl__ksc_auth_start(picl_ks_client *c, const char *email, size_t em
     if (rc == PICL_OK)
         rc = get_hex(ps, "salt", out->main_salt, 32);
     uint64_t v[5] = {0};
-    const char *names[5] = {"PBKDF2_rounds_1", "scrypt_N", "scrypt_r", "scrypt_p",
-                            "PBKDF2_rounds_2"};
+    const char *names[5] = {"PBKDF2_rounds_1", "scrypt_N", "scrypt_r", "scrypt_p", "PBKDF2_rounds_2"};
     for (int i = 0; rc == PICL_OK && i < 5; i++)
         rc = get_uint(ps, names[i], i == 1 ? (1ull << 40) : 0xffffffffull, &v[i]);
     if (rc == PICL_OK) {
@@ -420,14 +436,13 @@ picl_status picl__ksc_auth_start(picl_ks_client *c, const char *email, size_t em
     return rc;
 }
 
-picl_status picl__ksc_auth_finish(picl_ks_client *c, const uint8_t srp_token[32],
-                                  const uint8_t A[256], const uint8_t M[32],
-                                  const uint8_t srp_k[32], uint8_t auth_token[32])
+picl_status picl__ksc_auth_finish(picl_ks_client *c, const uint8_t srp_token[32], const uint8_t A[256],
+                                  const uint8_t M[32], const uint8_t srp_k[32], uint8_t auth_token[32])
 {
     json_t *ans = NULL;
     memset(auth_token, 0, 32);
-    json_t *body = json_pack("{s:o, s:o, s:o}", "srpToken", hex_json(srp_token, 32), "A",
-                             hex_json(A, 256), "M", hex_json(M, 32));
+    json_t *body = json_pack("{s:o, s:o, s:o}", "srpToken", hex_json(srp_token, 32), "A", hex_json(A, 256),
+                             "M", hex_json(M, 32));
     if (!body)
         return PICL_ERROR_NO_MEMORY;
     picl_status rc = picl__ksc_call(c, "POST", "/v1/auth/finish", NULL, 0, body, &ans);
@@ -440,9 +455,8 @@ picl_status picl__ksc_auth_finish(picl_ks_client *c, const uint8_t srp_token[32]
 
 /* POSTs {} (or body) with Hawk of token and opens a 64-byte bundle keyed by
  * the token's requestKey. */
-static picl_status pair_call(picl_ks_client *c, const char *path, const uint8_t token[32],
-                             int type, const char *context, uint8_t a[32], uint8_t b[32],
-                             json_t **ans)
+static picl_status pair_call(picl_ks_client *c, const char *path, const uint8_t token[32], int type,
+                             const char *context, uint8_t a[32], uint8_t b[32], json_t **ans)
 {
     picl_token_keys k;
     uint8_t pair[64];
@@ -454,8 +468,7 @@ static picl_status pair_call(picl_ks_client *c, const char *path, const uint8_t 
         json_decref(body);
         body = NULL;
     }
-    picl_status rc = body ? picl__token_derive(&k, (picl_token_type)type, token)
-                          : PICL_ERROR_NO_MEMORY;
+    picl_status rc = body ? picl__token_derive(&k, (picl_token_type)type, token) : PICL_ERROR_NO_MEMORY;
     if (rc == PICL_OK)
         rc = picl__ksc_call(c, "POST", path, token, type, body, ans);
     if (rc == PICL_OK)
@@ -474,8 +487,8 @@ static picl_status pair_call(picl_ks_client *c, const char *path, const uint8_t 
 }
 
 picl_status picl__ksc_session_create(picl_ks_client *c, const uint8_t auth_token[32],
-                                     uint8_t key_fetch_token[32], uint8_t session_token[32],
-                                     char uid[33], int *verified)
+                                     uint8_t key_fetch_token[32], uint8_t session_token[32], char uid[33],
+                                     int *verified)
 {
     json_t *ans = NULL;
     uid[0] = 0;
@@ -503,23 +516,22 @@ picl_status picl__ksc_session_create(picl_ks_client *c, const uint8_t auth_token
 picl_status picl__ksc_session_destroy(picl_ks_client *c, const uint8_t session_token[32])
 {
     json_t *body = json_object();
-    picl_status rc = body ? picl__ksc_call(c, "POST", "/v1/session/destroy", session_token,
-                                           PICL_TOKEN_SESSION, body, NULL)
-                          : PICL_ERROR_NO_MEMORY;
+    picl_status rc =
+        body ? picl__ksc_call(c, "POST", "/v1/session/destroy", session_token, PICL_TOKEN_SESSION, body, NULL)
+             : PICL_ERROR_NO_MEMORY;
     json_decref(body);
     return rc;
 }
 
-picl_status picl__ksc_account_keys(picl_ks_client *c, const uint8_t key_fetch_token[32],
-                                   uint8_t ka[32], uint8_t wrap_kb[32])
+picl_status picl__ksc_account_keys(picl_ks_client *c, const uint8_t key_fetch_token[32], uint8_t ka[32],
+                                   uint8_t wrap_kb[32])
 {
     picl_token_keys k;
     uint8_t pair[64];
     json_t *ans = NULL;
     picl_status rc = picl__token_derive(&k, PICL_TOKEN_KEY_FETCH, key_fetch_token);
     if (rc == PICL_OK)
-        rc = picl__ksc_call(c, "GET", "/v1/account/keys", key_fetch_token, PICL_TOKEN_KEY_FETCH,
-                            NULL, &ans);
+        rc = picl__ksc_call(c, "GET", "/v1/account/keys", key_fetch_token, PICL_TOKEN_KEY_FETCH, NULL, &ans);
     if (rc == PICL_OK)
         rc = open_bundle(ans, k.request_key, PICL_BUNDLE_ACCOUNT_KEYS, pair, sizeof pair);
     if (rc == PICL_OK) {
@@ -535,13 +547,12 @@ picl_status picl__ksc_account_keys(picl_ks_client *c, const uint8_t key_fetch_to
     return rc;
 }
 
-picl_status picl__ksc_account_devices(picl_ks_client *c, const uint8_t session_token[32],
-                                      json_t **devices)
+picl_status picl__ksc_account_devices(picl_ks_client *c, const uint8_t session_token[32], json_t **devices)
 {
     json_t *ans = NULL;
     *devices = NULL;
-    picl_status rc = picl__ksc_call(c, "GET", "/v1/account/devices", session_token,
-                                    PICL_TOKEN_SESSION, NULL, &ans);
+    picl_status rc =
+        picl__ksc_call(c, "GET", "/v1/account/devices", session_token, PICL_TOKEN_SESSION, NULL, &ans);
     if (rc == PICL_OK) {
         json_t *d = json_object_get(ans, "devices");
         if (json_is_array(d))
@@ -558,8 +569,8 @@ picl_status picl__ksc_account_reset(picl_ks_client *c, const uint8_t account_res
                                     const uint8_t srp_salt[32], const picl_stretch_params *params,
                                     const uint8_t main_salt[32])
 {
-    return picl__ksc_account_reset_rk(c, account_reset_token, wrap_kb, verifier, srp_salt, params,
-                                      main_salt, NULL);
+    return picl__ksc_account_reset_rk(c, account_reset_token, wrap_kb, verifier, srp_salt, params, main_salt,
+                                      NULL);
 }
 
 picl_status picl__ksc_recovery_key_get(picl_ks_client *c, const uint8_t account_reset_token[32],
@@ -571,8 +582,8 @@ picl_status picl__ksc_recovery_key_get(picl_ks_client *c, const uint8_t account_
     if (strlen(recovery_key_id) != 32 || strspn(recovery_key_id, "0123456789abcdef") != 32)
         return PICL_ERROR_INVALID_ARGUMENT;
     snprintf(path, sizeof path, "/v1/recoveryKey/%s", recovery_key_id);
-    picl_status rc = picl__ksc_call(c, "GET", path, account_reset_token, PICL_TOKEN_ACCOUNT_RESET,
-                                    NULL, &ans);
+    picl_status rc =
+        picl__ksc_call(c, "GET", path, account_reset_token, PICL_TOKEN_ACCOUNT_RESET, NULL, &ans);
     if (rc == PICL_OK) {
         const char *d = json_string_value(json_object_get(ans, "recoveryData"));
         *data = d ? strdup(d) : NULL;
@@ -587,8 +598,7 @@ picl_status picl__ksc_recovery_key_get(picl_ks_client *c, const uint8_t account_
 
 picl_status picl__ksc_account_reset_rk(picl_ks_client *c, const uint8_t account_reset_token[32],
                                        const uint8_t wrap_kb[32], const uint8_t verifier[256],
-                                       const uint8_t srp_salt[32],
-                                       const picl_stretch_params *params,
+                                       const uint8_t srp_salt[32], const picl_stretch_params *params,
                                        const uint8_t main_salt[32], const char *recovery_key_id)
 {
     picl_token_keys k;
@@ -599,12 +609,11 @@ picl_status picl__ksc_account_reset_rk(picl_ks_client *c, const uint8_t account_
     memcpy(payload + 32, verifier, 256);
     picl_status rc = picl__token_derive(&k, PICL_TOKEN_ACCOUNT_RESET, account_reset_token);
     if (rc == PICL_OK)
-        rc = picl__bundle_seal_hex(&bundle, k.request_key, PICL_BUNDLE_ACCOUNT_RESET, payload,
-                                   sizeof payload);
+        rc =
+            picl__bundle_seal_hex(&bundle, k.request_key, PICL_BUNDLE_ACCOUNT_RESET, payload, sizeof payload);
     if (rc == PICL_OK) {
-        body = json_pack("{s:s, s:{s:s, s:o}, s:o}", "bundle", bundle, "srp", "type", SRP_TYPE,
-                         "salt", hex_json(srp_salt, 32), "passwordStretching",
-                         stretch_json(params, main_salt));
+        body = json_pack("{s:s, s:{s:s, s:o}, s:o}", "bundle", bundle, "srp", "type", SRP_TYPE, "salt",
+                         hex_json(srp_salt, 32), "passwordStretching", stretch_json(params, main_salt));
         if (body && recovery_key_id &&
             json_object_set_new(body, "recoveryKeyId", json_string(recovery_key_id))) {
             json_decref(body);
@@ -624,27 +633,27 @@ picl_status picl__ksc_account_reset_rk(picl_ks_client *c, const uint8_t account_
 picl_status picl__ksc_account_destroy(picl_ks_client *c, const uint8_t auth_token[32])
 {
     json_t *body = json_object();
-    picl_status rc = body ? picl__ksc_call(c, "POST", "/v1/account/destroy", auth_token,
-                                           PICL_TOKEN_AUTH, body, NULL)
-                          : PICL_ERROR_NO_MEMORY;
+    picl_status rc =
+        body ? picl__ksc_call(c, "POST", "/v1/account/destroy", auth_token, PICL_TOKEN_AUTH, body, NULL)
+             : PICL_ERROR_NO_MEMORY;
     json_decref(body);
     return rc;
 }
 
-picl_status picl__ksc_email_status(picl_ks_client *c, const uint8_t session_token[32],
-                                   char email[256], int *verified)
+picl_status picl__ksc_email_status(picl_ks_client *c, const uint8_t session_token[32], char email[256],
+                                   int *verified)
 {
     json_t *ans = NULL;
     email[0] = 0;
     *verified = 0;
-    picl_status rc = picl__ksc_call(c, "GET", "/v1/recovery_email/status", session_token,
-                                    PICL_TOKEN_SESSION, NULL, &ans);
+    picl_status rc =
+        picl__ksc_call(c, "GET", "/v1/recovery_email/status", session_token, PICL_TOKEN_SESSION, NULL, &ans);
     if (rc == PICL_OK) {
         json_t *e = json_object_get(ans, "email"), *v = json_object_get(ans, "verified");
         size_t got = 0;
         if (!json_is_string(e) || !json_is_boolean(v) ||
-            picl__hex_decode((uint8_t *)email, 255, &got, json_string_value(e),
-                             json_string_length(e)) != PICL_OK) {
+            picl__hex_decode((uint8_t *)email, 255, &got, json_string_value(e), json_string_length(e)) !=
+                PICL_OK) {
             rc = PICL_ERROR_PROTOCOL;
             got = 0;
         } else {
@@ -659,8 +668,8 @@ picl_status picl__ksc_email_status(picl_ks_client *c, const uint8_t session_toke
 picl_status picl__ksc_email_resend(picl_ks_client *c, const uint8_t session_token[32])
 {
     json_t *body = json_object();
-    picl_status rc = body ? picl__ksc_call(c, "POST", "/v1/recovery_email/resend_code",
-                                           session_token, PICL_TOKEN_SESSION, body, NULL)
+    picl_status rc = body ? picl__ksc_call(c, "POST", "/v1/recovery_email/resend_code", session_token,
+                                           PICL_TOKEN_SESSION, body, NULL)
                           : PICL_ERROR_NO_MEMORY;
     json_decref(body);
     return rc;
@@ -669,21 +678,18 @@ picl_status picl__ksc_email_resend(picl_ks_client *c, const uint8_t session_toke
 picl_status picl__ksc_email_verify(picl_ks_client *c, const char *uid_hex, const char *code_hex)
 {
     json_t *body = json_pack("{s:s, s:s}", "uid", uid_hex, "code", code_hex);
-    picl_status rc = body ? picl__ksc_call(c, "POST", "/v1/recovery_email/verify_code", NULL, 0,
-                                           body, NULL)
+    picl_status rc = body ? picl__ksc_call(c, "POST", "/v1/recovery_email/verify_code", NULL, 0, body, NULL)
                           : PICL_ERROR_NO_MEMORY;
     json_decref(body);
     return rc;
 }
 
 picl_status picl__ksc_password_change_start(picl_ks_client *c, const uint8_t auth_token[32],
-                                            uint8_t key_fetch_token[32],
-                                            uint8_t account_reset_token[32])
+                                            uint8_t key_fetch_token[32], uint8_t account_reset_token[32])
 {
     json_t *ans = NULL;
     picl_status rc = pair_call(c, "/v1/password/change/start", auth_token, PICL_TOKEN_AUTH,
-                               PICL_BUNDLE_PASSWORD_CHANGE, key_fetch_token,
-                               account_reset_token, &ans);
+                               PICL_BUNDLE_PASSWORD_CHANGE, key_fetch_token, account_reset_token, &ans);
     json_decref(ans);
     return rc;
 }
@@ -694,8 +700,7 @@ picl_status picl__ksc_forgot_send(picl_ks_client *c, const char *email, size_t e
     json_t *ans = NULL;
     json_t *body = json_pack("{s:o}", "email", hex_json(email, emaillen));
     memset(forgot_token, 0, 32);
-    picl_status rc = body ? picl__ksc_call(c, "POST", "/v1/password/forgot/send_code", NULL, 0,
-                                           body, &ans)
+    picl_status rc = body ? picl__ksc_call(c, "POST", "/v1/password/forgot/send_code", NULL, 0, body, &ans)
                           : PICL_ERROR_NO_MEMORY;
     if (rc == PICL_OK)
         rc = get_hex(ans, "forgotPasswordToken", forgot_token, 32);
@@ -704,25 +709,25 @@ picl_status picl__ksc_forgot_send(picl_ks_client *c, const char *email, size_t e
     return rc;
 }
 
-picl_status picl__ksc_forgot_resend(picl_ks_client *c, const uint8_t forgot_token[32],
-                                    const char *email, size_t emaillen)
+picl_status picl__ksc_forgot_resend(picl_ks_client *c, const uint8_t forgot_token[32], const char *email,
+                                    size_t emaillen)
 {
     json_t *body = json_pack("{s:o}", "email", hex_json(email, emaillen));
-    picl_status rc = body ? picl__ksc_call(c, "POST", "/v1/password/forgot/resend_code",
-                                           forgot_token, PICL_TOKEN_FORGOT_PASSWORD, body, NULL)
+    picl_status rc = body ? picl__ksc_call(c, "POST", "/v1/password/forgot/resend_code", forgot_token,
+                                           PICL_TOKEN_FORGOT_PASSWORD, body, NULL)
                           : PICL_ERROR_NO_MEMORY;
     json_decref(body);
     return rc;
 }
 
-picl_status picl__ksc_forgot_verify(picl_ks_client *c, const uint8_t forgot_token[32],
-                                    const char *code, uint8_t account_reset_token[32])
+picl_status picl__ksc_forgot_verify(picl_ks_client *c, const uint8_t forgot_token[32], const char *code,
+                                    uint8_t account_reset_token[32])
 {
     json_t *ans = NULL;
     memset(account_reset_token, 0, 32);
     json_t *body = json_pack("{s:s}", "code", code);
-    picl_status rc = body ? picl__ksc_call(c, "POST", "/v1/password/forgot/verify_code",
-                                           forgot_token, PICL_TOKEN_FORGOT_PASSWORD, body, &ans)
+    picl_status rc = body ? picl__ksc_call(c, "POST", "/v1/password/forgot/verify_code", forgot_token,
+                                           PICL_TOKEN_FORGOT_PASSWORD, body, &ans)
                           : PICL_ERROR_NO_MEMORY;
     if (rc == PICL_OK)
         rc = get_hex(ans, "accountResetToken", account_reset_token, 32);
@@ -731,15 +736,14 @@ picl_status picl__ksc_forgot_verify(picl_ks_client *c, const uint8_t forgot_toke
     return rc;
 }
 
-picl_status picl__ksc_storage_token(picl_ks_client *c, const uint8_t session_token[32],
-                                    json_t **creds)
+picl_status picl__ksc_storage_token(picl_ks_client *c, const uint8_t session_token[32], json_t **creds)
 {
     *creds = NULL;
-    picl_status rc = picl__ksc_call(c, "GET", "/v1/storage/token", session_token,
-                                    PICL_TOKEN_SESSION, NULL, creds);
-    if (rc == PICL_OK && (!json_is_string(json_object_get(*creds, "id")) ||
-                          !json_is_string(json_object_get(*creds, "key")) ||
-                          !json_is_string(json_object_get(*creds, "api_endpoint")))) {
+    picl_status rc =
+        picl__ksc_call(c, "GET", "/v1/storage/token", session_token, PICL_TOKEN_SESSION, NULL, creds);
+    if (rc == PICL_OK &&
+        (!json_is_string(json_object_get(*creds, "id")) || !json_is_string(json_object_get(*creds, "key")) ||
+         !json_is_string(json_object_get(*creds, "api_endpoint")))) {
         json_decref(*creds);
         *creds = NULL;
         rc = PICL_ERROR_PROTOCOL;
@@ -763,7 +767,8 @@ picl_status picl__ksc_classmap_get(picl_ks_client *c, const uint8_t session_toke
 {
     memset(out, 0, sizeof *out);
     json_t *ans = NULL;
-    picl_status rc = picl__ksc_call(c, "GET", "/v1/account/classmap", session_token, PICL_TOKEN_SESSION, NULL, &ans);
+    picl_status rc =
+        picl__ksc_call(c, "GET", "/v1/account/classmap", session_token, PICL_TOKEN_SESSION, NULL, &ans);
     if (rc == PICL_OK) {
         const uint64_t max = 9007199254740991ULL; /* 2^53 - 1 */
         json_t *h = json_object_get(ans, "hmac");
@@ -794,11 +799,12 @@ picl_status picl__ksc_classmap_post(picl_ks_client *c, const uint8_t session_tok
     char hex[65];
     picl__hex_encode(hex, mac, 32);
     json_t *body = json_pack("{s:I, s:s}", "version", (json_int_t)version, "hmac", hex);
-    picl_status rc = body ? picl__ksc_call(c, "POST", "/v1/account/classmap", session_token, PICL_TOKEN_SESSION,
-                                           body, NULL)
+    picl_status rc = body ? picl__ksc_call(c, "POST", "/v1/account/classmap", session_token,
+                                           PICL_TOKEN_SESSION, body, NULL)
                           : PICL_ERROR_NO_MEMORY;
     json_decref(body);
-    if (rc != PICL_OK && picl__ksc_last(c)->http_status == 409 && picl__ksc_last(c)->errnum == KS_ERR_STALE_CLASSMAP)
+    if (rc != PICL_OK && picl__ksc_last(c)->http_status == 409 &&
+        picl__ksc_last(c)->errnum == KS_ERR_STALE_CLASSMAP)
         rc = PICL_ERROR_CONFLICT;
     return rc;
 }

@@ -32,10 +32,10 @@
 typedef struct picl_ks_client picl_ks_client;
 
 typedef struct picl_ksc_result {
-    int http_status;      /* last HTTP status, 0 when no answer */
-    int errnum;           /* keyserver errno of the last error answer, else 0 */
-    int64_t retry_after;  /* seconds, from Retry-After / retryAfter */
-    int64_t server_time;  /* serverTime of a 401/111 */
+    int http_status;     /* last HTTP status, 0 when no answer */
+    int errnum;          /* keyserver errno of the last error answer, else 0 */
+    int64_t retry_after; /* seconds, from Retry-After / retryAfter */
+    int64_t server_time; /* serverTime of a 401/111 */
 } picl_ksc_result;
 
 /* Creates a client for base_url (http or https).  *out is freed with
@@ -61,9 +61,8 @@ void picl__ksc_set_device(picl_ks_client *c, const char *name, const char *type)
  * optional JSON body (borrowed; NULL = none for GET, "{}" is sent as is).
  * On PICL_OK *out (may be NULL) receives the answer object (caller decrefs).
  */
-picl_status picl__ksc_call(picl_ks_client *c, const char *method, const char *path,
-                           const uint8_t *token, int token_type, const json_t *body,
-                           json_t **out);
+picl_status picl__ksc_call(picl_ks_client *c, const char *method, const char *path, const uint8_t *token,
+                           int token_type, const json_t *body, json_t **out);
 
 /* ---- one function per endpoint ------------------------------------------ */
 
@@ -78,24 +77,22 @@ typedef struct picl_ksc_auth_start {
 /* uid receives 32 hex characters + NUL. */
 picl_status picl__ksc_account_create(picl_ks_client *c, const char *email, size_t emaillen,
                                      const uint8_t verifier[256], const uint8_t srp_salt[32],
-                                     const picl_stretch_params *params,
-                                     const uint8_t main_salt[32], char uid[33]);
+                                     const picl_stretch_params *params, const uint8_t main_salt[32],
+                                     char uid[33]);
 /* Refuses an unknown srp or stretching type (PICL_ERROR_UNSUPPORTED). */
 picl_status picl__ksc_auth_start(picl_ks_client *c, const char *email, size_t emaillen,
                                  picl_ksc_auth_start *out);
 /* Opens the bundle with srpK: authToken. */
-picl_status picl__ksc_auth_finish(picl_ks_client *c, const uint8_t srp_token[32],
-                                  const uint8_t A[256], const uint8_t M[32],
-                                  const uint8_t srp_k[32], uint8_t auth_token[32]);
+picl_status picl__ksc_auth_finish(picl_ks_client *c, const uint8_t srp_token[32], const uint8_t A[256],
+                                  const uint8_t M[32], const uint8_t srp_k[32], uint8_t auth_token[32]);
 picl_status picl__ksc_session_create(picl_ks_client *c, const uint8_t auth_token[32],
-                                     uint8_t key_fetch_token[32], uint8_t session_token[32],
-                                     char uid[33], int *verified);
+                                     uint8_t key_fetch_token[32], uint8_t session_token[32], char uid[33],
+                                     int *verified);
 picl_status picl__ksc_session_destroy(picl_ks_client *c, const uint8_t session_token[32]);
-picl_status picl__ksc_account_keys(picl_ks_client *c, const uint8_t key_fetch_token[32],
-                                   uint8_t ka[32], uint8_t wrap_kb[32]);
+picl_status picl__ksc_account_keys(picl_ks_client *c, const uint8_t key_fetch_token[32], uint8_t ka[32],
+                                   uint8_t wrap_kb[32]);
 /* *devices: the answer's array (caller decrefs). */
-picl_status picl__ksc_account_devices(picl_ks_client *c, const uint8_t session_token[32],
-                                      json_t **devices);
+picl_status picl__ksc_account_devices(picl_ks_client *c, const uint8_t session_token[32], json_t **devices);
 picl_status picl__ksc_account_reset(picl_ks_client *c, const uint8_t account_reset_token[32],
                                     const uint8_t wrap_kb[32], const uint8_t verifier[256],
                                     const uint8_t srp_salt[32], const picl_stretch_params *params,
@@ -105,8 +102,7 @@ picl_status picl__ksc_account_reset(picl_ks_client *c, const uint8_t account_res
  * (keyserver.md section 9); recovery_key_id NULL = a plain reset. */
 picl_status picl__ksc_account_reset_rk(picl_ks_client *c, const uint8_t account_reset_token[32],
                                        const uint8_t wrap_kb[32], const uint8_t verifier[256],
-                                       const uint8_t srp_salt[32],
-                                       const picl_stretch_params *params,
+                                       const uint8_t srp_salt[32], const picl_stretch_params *params,
                                        const uint8_t main_salt[32], const char *recovery_key_id);
 /* GET /v1/recoveryKey/{id} with the forgot flow's accountResetToken:
  * *data = recoveryData (malloc()ed, caller frees); a wrong id is
@@ -115,23 +111,21 @@ picl_status picl__ksc_recovery_key_get(picl_ks_client *c, const uint8_t account_
                                        const char *recovery_key_id, char **data);
 picl_status picl__ksc_account_destroy(picl_ks_client *c, const uint8_t auth_token[32]);
 /* email receives the raw email (NUL-terminated, <= 255 bytes). */
-picl_status picl__ksc_email_status(picl_ks_client *c, const uint8_t session_token[32],
-                                   char email[256], int *verified);
+picl_status picl__ksc_email_status(picl_ks_client *c, const uint8_t session_token[32], char email[256],
+                                   int *verified);
 picl_status picl__ksc_email_resend(picl_ks_client *c, const uint8_t session_token[32]);
 picl_status picl__ksc_email_verify(picl_ks_client *c, const char *uid_hex, const char *code_hex);
 picl_status picl__ksc_password_change_start(picl_ks_client *c, const uint8_t auth_token[32],
-                                            uint8_t key_fetch_token[32],
-                                            uint8_t account_reset_token[32]);
+                                            uint8_t key_fetch_token[32], uint8_t account_reset_token[32]);
 picl_status picl__ksc_forgot_send(picl_ks_client *c, const char *email, size_t emaillen,
                                   uint8_t forgot_token[32]);
-picl_status picl__ksc_forgot_resend(picl_ks_client *c, const uint8_t forgot_token[32],
-                                    const char *email, size_t emaillen);
-picl_status picl__ksc_forgot_verify(picl_ks_client *c, const uint8_t forgot_token[32],
-                                    const char *code, uint8_t account_reset_token[32]);
+picl_status picl__ksc_forgot_resend(picl_ks_client *c, const uint8_t forgot_token[32], const char *email,
+                                    size_t emaillen);
+picl_status picl__ksc_forgot_verify(picl_ks_client *c, const uint8_t forgot_token[32], const char *code,
+                                    uint8_t account_reset_token[32]);
 /* *creds: the answer object {id, key, uid, api_endpoint, duration,
  * hashed_fxa_uid} (caller decrefs; "key" is a secret). */
-picl_status picl__ksc_storage_token(picl_ks_client *c, const uint8_t session_token[32],
-                                    json_t **creds);
+picl_status picl__ksc_storage_token(picl_ks_client *c, const uint8_t session_token[32], json_t **creds);
 
 /* The class map anchor (keyserver.md section 9, records.md section 4). */
 typedef struct picl_ksc_classmap {
@@ -141,7 +135,8 @@ typedef struct picl_ksc_classmap {
     uint64_t current_epoch; /* the account's key epoch now (>= 1) */
 } picl_ksc_classmap;
 /* GET /v1/account/classmap; a malformed answer is PICL_ERROR_PROTOCOL. */
-picl_status picl__ksc_classmap_get(picl_ks_client *c, const uint8_t session_token[32], picl_ksc_classmap *out);
+picl_status picl__ksc_classmap_get(picl_ks_client *c, const uint8_t session_token[32],
+                                   picl_ksc_classmap *out);
 /* POST /v1/account/classmap {version, hmac}: PICL_ERROR_CONFLICT when the
  * keyserver holds a newer map or the same version with another hmac (409,
  * errno 123 "stale class map"). */

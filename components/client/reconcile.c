@@ -6,10 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int picl__is_tombstone(const json_t *r)
-{
-    return r && json_is_true(json_object_get(r, "deleted"));
-}
+int picl__is_tombstone(const json_t *r) { return r && json_is_true(json_object_get(r, "deleted")); }
 
 int picl__bookmark_is_root(const char *id)
 {
@@ -38,10 +35,12 @@ static json_int_t changed_at(const json_t *r)
 static int visit_cmp(const void *a, const void *b)
 {
     const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
-    json_int_t dx = json_integer_value(json_object_get(x, "date")), dy = json_integer_value(json_object_get(y, "date"));
+    json_int_t dx = json_integer_value(json_object_get(x, "date")),
+               dy = json_integer_value(json_object_get(y, "date"));
     if (dx != dy)
         return dx > dy ? -1 : 1; /* newest first */
-    json_int_t tx = json_integer_value(json_object_get(x, "type")), ty = json_integer_value(json_object_get(y, "type"));
+    json_int_t tx = json_integer_value(json_object_get(x, "type")),
+               ty = json_integer_value(json_object_get(y, "type"));
     return (tx > ty) - (tx < ty);
 }
 
@@ -50,7 +49,7 @@ static json_int_t newest_visit(const json_t *r)
     json_int_t best = 0;
     size_t i;
     json_t *v;
-    json_array_foreach(json_object_get(r, "visits"), i, v) {
+    json_array_foreach (json_object_get(r, "visits"), i, v) {
         json_int_t d = json_integer_value(json_object_get(v, "date"));
         if (d > best)
             best = d;
@@ -67,13 +66,14 @@ static json_t *merge_history(const json_t *local, const json_t *remote)
             json_object_set(out, "title", title);
     }
     /* union, deduplicated by (date, type) */
-    size_t cap = json_array_size(json_object_get(local, "visits")) + json_array_size(json_object_get(remote, "visits"));
+    size_t cap = json_array_size(json_object_get(local, "visits")) +
+                 json_array_size(json_object_get(remote, "visits"));
     json_t **all = calloc(cap + 1, sizeof *all);
     size_t n = 0, i;
     json_t *v;
     const json_t *sides[2] = {remote, local};
     for (int s = 0; s < 2; s++) {
-        json_array_foreach(json_object_get(sides[s], "visits"), i, v) {
+        json_array_foreach (json_object_get(sides[s], "visits"), i, v) {
             if (!json_is_object(v) || !json_is_integer(json_object_get(v, "date")))
                 continue;
             int dup = 0;
@@ -86,8 +86,9 @@ static json_t *merge_history(const json_t *local, const json_t *remote)
     qsort(all, n, sizeof *all, visit_cmp);
     json_t *visits = json_array();
     for (size_t j = 0; j < n && j < PICL_HISTORY_MAX_VISITS; j++)
-        json_array_append_new(visits, json_pack("{s:I, s:I}", "date", json_integer_value(json_object_get(all[j], "date")),
-                                                "type", json_integer_value(json_object_get(all[j], "type"))));
+        json_array_append_new(visits, json_pack("{s:I, s:I}", "date",
+                                                json_integer_value(json_object_get(all[j], "date")), "type",
+                                                json_integer_value(json_object_get(all[j], "type"))));
     free(all);
     json_object_set_new(out, "visits", visits);
     return out;
@@ -99,7 +100,7 @@ static int array_has_string(const json_t *a, const char *s)
 {
     size_t i;
     json_t *v;
-    json_array_foreach(a, i, v) {
+    json_array_foreach (a, i, v) {
         if (json_is_string(v) && !strcmp(json_string_value(v), s))
             return 1;
     }
@@ -112,11 +113,11 @@ static json_t *union_strings(const json_t *remote, const json_t *local)
     json_t *out = json_array();
     size_t i;
     json_t *v;
-    json_array_foreach(remote, i, v) {
+    json_array_foreach (remote, i, v) {
         if (json_is_string(v) && !array_has_string(out, json_string_value(v)))
             json_array_append(out, v);
     }
-    json_array_foreach(local, i, v) {
+    json_array_foreach (local, i, v) {
         if (json_is_string(v) && !array_has_string(out, json_string_value(v)))
             json_array_append(out, v);
     }
@@ -144,7 +145,8 @@ picl_status picl__reconcile(const char *collection, const json_t *local, const j
     if (!valid(local) || !valid(remote))
         return PICL_ERROR_INVALID_ARGUMENT;
     if (local && remote &&
-        strcmp(json_string_value(json_object_get(local, "id")), json_string_value(json_object_get(remote, "id"))))
+        strcmp(json_string_value(json_object_get(local, "id")),
+               json_string_value(json_object_get(remote, "id"))))
         return PICL_ERROR_INVALID_ARGUMENT;
     if (!local && !remote)
         return PICL_OK;

@@ -31,8 +31,8 @@
  * equal.  Records must be JSON objects with a string "id" (else
  * PICL_ERROR_INVALID_ARGUMENT).
  */
-picl_status picl__reconcile(const char *collection, const json_t *local, const json_t *remote,
-                            json_t **apply, json_t **upload);
+picl_status picl__reconcile(const char *collection, const json_t *local, const json_t *remote, json_t **apply,
+                            json_t **upload);
 
 /* 1 when r is a tombstone {"id", "deleted": true}. */
 int picl__is_tombstone(const json_t *r);

@@ -72,8 +72,8 @@ static char *payload_text(const picl_sealed *s, const char *kidtxt)
     size_t n = strlen(s->ciphertext) + strlen(s->iv) + strlen(s->hmac) + strlen(kidtxt) + 64;
     char *out = malloc(n);
     if (out)
-        snprintf(out, n, "{\"ciphertext\":\"%s\",\"IV\":\"%s\",\"hmac\":\"%s\",\"kid\":\"%s\"}", s->ciphertext,
-                 s->iv, s->hmac, kidtxt);
+        snprintf(out, n, "{\"ciphertext\":\"%s\",\"IV\":\"%s\",\"hmac\":\"%s\",\"kid\":\"%s\"}",
+                 s->ciphertext, s->iv, s->hmac, kidtxt);
     return out;
 }
 
@@ -82,8 +82,8 @@ picl_status picl__record_encrypt_with(char **payload, const char *collection, co
 {
     *payload = NULL;
     const char *id = json_string_value(json_object_get(cleartext, "id"));
-    if (!json_is_object(cleartext) || !id || !*id || strchr(id, '\n') || !picl__collection_name_ok(collection) ||
-        (kid->cls != 'A' && kid->cls != 'B') || kid->generation == 0)
+    if (!json_is_object(cleartext) || !id || !*id || strchr(id, '\n') ||
+        !picl__collection_name_ok(collection) || (kid->cls != 'A' && kid->cls != 'B') || kid->generation == 0)
         return PICL_ERROR_INVALID_ARGUMENT;
     char *clear = picl__json_dumps(cleartext, JSON_COMPACT);
     if (!clear)
@@ -157,8 +157,9 @@ picl_status picl__record_payload_load(const char *payload, json_t **obj)
 
 picl_status picl__record_kid_obj(const json_t *payload, picl_class_entry *kid)
 {
-    return picl__kid_parse(json_string_value(json_object_get(payload, "kid")), kid) == PICL_OK ? PICL_OK
-                                                                                              : PICL_ERROR_DECRYPT;
+    return picl__kid_parse(json_string_value(json_object_get(payload, "kid")), kid) == PICL_OK
+               ? PICL_OK
+               : PICL_ERROR_DECRYPT;
 }
 
 picl_status picl__record_kid(const char *payload, picl_class_entry *kid)
@@ -171,9 +172,9 @@ picl_status picl__record_kid(const char *payload, picl_class_entry *kid)
     return st;
 }
 
-picl_status picl__record_decrypt_obj(json_t **clear, const char *collection, const char *bso_id, const json_t *o,
-                                     picl_sealer *keys, const picl_class_entry *expect, int allow_other,
-                                     picl_record_fault *fault)
+picl_status picl__record_decrypt_obj(json_t **clear, const char *collection, const char *bso_id,
+                                     const json_t *o, picl_sealer *keys, const picl_class_entry *expect,
+                                     int allow_other, picl_record_fault *fault)
 {
     *clear = NULL;
     picl_status st = PICL_ERROR_DECRYPT;
@@ -221,7 +222,8 @@ picl_status picl__record_decrypt_obj(json_t **clear, const char *collection, con
     if (!json_is_object(c))
         goto done;
     why = PICL_RECORD_FAULT_ID;
-    if (!json_is_string(json_object_get(c, "id")) || strcmp(json_string_value(json_object_get(c, "id")), bso_id) != 0)
+    if (!json_is_string(json_object_get(c, "id")) ||
+        strcmp(json_string_value(json_object_get(c, "id")), bso_id) != 0)
         goto done;
     *clear = c;
     c = NULL;
@@ -236,9 +238,9 @@ done:
     return st;
 }
 
-picl_status picl__record_decrypt(json_t **clear, const char *collection, const char *bso_id, const char *payload,
-                                 const picl_keypair *keys, const picl_class_entry *expect, int allow_other,
-                                 picl_record_fault *fault)
+picl_status picl__record_decrypt(json_t **clear, const char *collection, const char *bso_id,
+                                 const char *payload, const picl_keypair *keys,
+                                 const picl_class_entry *expect, int allow_other, picl_record_fault *fault)
 {
     *clear = NULL;
     json_t *o = NULL;
@@ -337,8 +339,8 @@ static json_t *classmap_json(const picl_classmap *m)
     }
     if (!cols)
         return NULL;
-    return json_pack("{s:I, s:I, s:s, s:o}", "version", (json_int_t)m->version, "epoch", (json_int_t)m->epoch, "kB",
-                     m->kb_fp, "collections", cols);
+    return json_pack("{s:I, s:I, s:s, s:o}", "version", (json_int_t)m->version, "epoch", (json_int_t)m->epoch,
+                     "kB", m->kb_fp, "collections", cols);
 }
 
 static picl_status classmap_mac(char out[65], const json_t *obj, const uint8_t kb[32])
@@ -389,10 +391,12 @@ picl_status picl__classmap_sign(char **payload, picl_classmap *m, const uint8_t 
  * the hmac text when present. */
 static picl_status parse_collections(picl_classmap *m, json_t *o)
 {
-    json_t *ver = json_object_get(o, "version"), *ep = json_object_get(o, "epoch"), *fp = json_object_get(o, "kB");
+    json_t *ver = json_object_get(o, "version"), *ep = json_object_get(o, "epoch"),
+           *fp = json_object_get(o, "kB");
     json_t *cols = json_object_get(o, "collections"), *mac = json_object_get(o, "hmac");
-    if (!json_is_integer(ver) || json_integer_value(ver) < 1 || !json_is_integer(ep) || json_integer_value(ep) < 1 ||
-        !json_is_string(fp) || strlen(json_string_value(fp)) != 32 || !json_is_object(cols))
+    if (!json_is_integer(ver) || json_integer_value(ver) < 1 || !json_is_integer(ep) ||
+        json_integer_value(ep) < 1 || !json_is_string(fp) || strlen(json_string_value(fp)) != 32 ||
+        !json_is_object(cols))
         return PICL_ERROR_CLASSMAP;
     m->version = (uint64_t)json_integer_value(ver);
     m->epoch = (uint64_t)json_integer_value(ep);
@@ -401,7 +405,7 @@ static picl_status parse_collections(picl_classmap *m, json_t *o)
         snprintf(m->hmac, sizeof m->hmac, "%s", json_string_value(mac));
     const char *name;
     json_t *e;
-    json_object_foreach(cols, name, e) {
+    json_object_foreach (cols, name, e) {
         const char *cls = json_string_value(json_object_get(e, "class"));
         json_t *gen = json_object_get(e, "generation");
         if (!cls || (strcmp(cls, "A") && strcmp(cls, "B")) || !json_is_integer(gen) ||

@@ -62,9 +62,9 @@ const char *picl__record_fault_text(picl_record_fault f);
  * NULL, *fault says which check refused it.  *clear is a new reference on
  * success. */
 picl_status picl__record_kid(const char *payload, picl_class_entry *kid);
-picl_status picl__record_decrypt(json_t **clear, const char *collection, const char *bso_id, const char *payload,
-                                 const picl_keypair *keys, const picl_class_entry *expect, int allow_other,
-                                 picl_record_fault *fault);
+picl_status picl__record_decrypt(json_t **clear, const char *collection, const char *bso_id,
+                                 const char *payload, const picl_keypair *keys,
+                                 const picl_class_entry *expect, int allow_other, picl_record_fault *fault);
 
 /* The same for a run of records, each payload parsed once and the keys
  * imported once (picl_sealer, crypto/envelope.h), with the same checks in
@@ -93,9 +93,9 @@ typedef struct picl_classmap_item {
 
 typedef struct picl_classmap {
     uint64_t version;
-    uint64_t epoch;   /* the account's key epoch the map was made in (>= 1) */
-    char kb_fp[33];   /* hex(H(kB))[0:32]: a hint for messages, never decided on */
-    char hmac[65];    /* the map's hmac as signed or received ("" = unsigned) */
+    uint64_t epoch; /* the account's key epoch the map was made in (>= 1) */
+    char kb_fp[33]; /* hex(H(kB))[0:32]: a hint for messages, never decided on */
+    char hmac[65];  /* the map's hmac as signed or received ("" = unsigned) */
     size_t n;
     picl_classmap_item items[64];
 } picl_classmap;

@@ -150,12 +150,10 @@ picl_status picl__rk_open(uint8_t kb[32], const uint8_t key[32], const char *dat
         const char *iv = json_string_value(json_object_get(j, "IV"));
         const char *mac = json_string_value(json_object_get(j, "hmac"));
         picl_mac_context ctx = {.label = RK_LABEL, .fields = {id}, .nfields = 1};
-        rc = ct && iv && mac ? picl__record_open(&clear, &clen, &k, &ctx, ct, iv, mac)
-                             : PICL_ERROR_DECRYPT;
+        rc = ct && iv && mac ? picl__record_open(&clear, &clen, &k, &ctx, ct, iv, mac) : PICL_ERROR_DECRYPT;
     }
     /* exactly what picl__rk_seal writes, so kB never sits in a jansson string */
-    if (rc == PICL_OK && (clen != 73 || memcmp(clear, "{\"kB\":\"", 7) ||
-                          memcmp(clear + 71, "\"}", 2)))
+    if (rc == PICL_OK && (clen != 73 || memcmp(clear, "{\"kB\":\"", 7) || memcmp(clear + 71, "\"}", 2)))
         rc = PICL_ERROR_DECRYPT;
     if (rc == PICL_OK) {
         char hex[65];

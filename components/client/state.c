@@ -109,7 +109,8 @@ picl_status picl__state_load(picl_state **out, const char *dir, int persist_keys
     st->has_forgot = sdr_field(o, "forgot", st->forgot, 32);
     st->verified = json_is_true(json_object_get(o, "verified"));
     json_t *v = json_object_get(o, "classmap_version");
-    st->classmap_version = json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+    st->classmap_version =
+        json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
     v = json_object_get(o, "key_epoch");
     st->key_epoch = json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
     v = json_object_get(o, "clock_offset");
@@ -267,7 +268,8 @@ void picl__state_free(picl_state *st)
 
 const char *picl__state_last_sync(const picl_state *st, const char *collection)
 {
-    const char *s = json_string_value(json_object_get(json_object_get(st->collections, collection), "lastSync"));
+    const char *s =
+        json_string_value(json_object_get(json_object_get(st->collections, collection), "lastSync"));
     return s ? s : "0";
 }
 

@@ -18,7 +18,7 @@ typedef struct picl_state {
     char *uid;              /* 32 hex, "" when signed out */
     char *email;            /* "" when signed out */
     int verified;
-    uint8_t session[32];    /* sessionToken */
+    uint8_t session[32]; /* sessionToken */
     int has_session;
     uint8_t ka[32], kb[32];
     int has_ka, has_kb;
@@ -27,16 +27,16 @@ typedef struct picl_state {
      * secret as kB: SDR-encrypted when persist_keys, else memory only. */
     uint8_t kft[32], unwrap[32];
     int has_kft;
-    json_t *storage_token;  /* {id, key, api_endpoint, uid, expires}, memory + SDR */
-    json_t *collections;    /* name -> {"lastSync": "T.tt", "syncID": "...", "enabled": bool} */
+    json_t *storage_token;     /* {id, key, api_endpoint, uid, expires}, memory + SDR */
+    json_t *collections;       /* name -> {"lastSync": "T.tt", "syncID": "...", "enabled": bool} */
     uint64_t classmap_version; /* the highest class map version accepted (never goes down) */
-    char *classmap_payload; /* the last class map accepted, as received */
-    uint64_t key_epoch;     /* the account's key epoch when kA/kB were fetched, 0 = unknown */
-    int64_t clock_offset;   /* seconds the storage node's clock is ahead of ours, as a
+    char *classmap_payload;    /* the last class map accepted, as received */
+    uint64_t key_epoch;        /* the account's key epoch when kA/kB were fetched, 0 = unknown */
+    int64_t clock_offset;      /* seconds the storage node's clock is ahead of ours, as a
                                401 it signed (Hawk tsm) taught; kept so that each
                                sync does not pay the 401 again (|x| <= 1 year) */
-    char *global_sync_id;   /* meta/global syncID seen */
-    uint8_t forgot[32];     /* forgotPasswordToken between "forgot" and "reset" */
+    char *global_sync_id;      /* meta/global syncID seen */
+    uint8_t forgot[32];        /* forgotPasswordToken between "forgot" and "reset" */
     int has_forgot;
     char *forgot_email;
 } picl_state;

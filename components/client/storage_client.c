@@ -102,8 +102,7 @@ static void clear_creds(picl_stc *c)
     c->id = c->key = NULL;
 }
 
-picl_status picl__stc_new(picl_stc **out, const char *api_endpoint, const char *id,
-                          const char *key)
+picl_status picl__stc_new(picl_stc **out, const char *api_endpoint, const char *id, const char *key)
 {
     *out = NULL;
     if (!api_endpoint || !id || !key)
@@ -146,25 +145,13 @@ void picl__stc_set_refresh(picl_stc *c, picl_stc_refresh_fn fn, void *ctx)
     c->refresh_ctx = ctx;
 }
 
-const picl_stc_result *picl__stc_last(const picl_stc *c)
-{
-    return &c->last;
-}
+const picl_stc_result *picl__stc_last(const picl_stc *c) { return &c->last; }
 
-int64_t picl__stc_clock_offset(const picl_stc *c)
-{
-    return c->clock_offset;
-}
+int64_t picl__stc_clock_offset(const picl_stc *c) { return c->clock_offset; }
 
-void picl__stc_set_clock_offset(picl_stc *c, int64_t offset)
-{
-    c->clock_offset = offset;
-}
+void picl__stc_set_clock_offset(picl_stc *c, int64_t offset) { c->clock_offset = offset; }
 
-void picl__stc_clear_backoff(picl_stc *c)
-{
-    c->backoff_until = 0;
-}
+void picl__stc_clear_backoff(picl_stc *c) { c->backoff_until = 0; }
 
 /* Wipes the strings of j and of the values only j holds (a value also
  * referenced elsewhere lives on and is left alone). */
@@ -176,9 +163,11 @@ static void json_wipe_owned(json_t *j, int depth)
     json_t *v;
     size_t i;
     if (json_is_object(j)) {
-        json_object_foreach(j, k, v) json_wipe_owned(v, depth + 1);
+        json_object_foreach (j, k, v)
+            json_wipe_owned(v, depth + 1);
     } else if (json_is_array(j)) {
-        json_array_foreach(j, i, v) json_wipe_owned(v, depth + 1);
+        json_array_foreach (j, i, v)
+            json_wipe_owned(v, depth + 1);
     } else if (json_is_string(j)) {
         picl__wipe((char *)json_string_value(j), json_string_length(j));
     }
@@ -190,15 +179,9 @@ void picl__json_zdecref(json_t *j)
     json_decref(j);
 }
 
-int picl__stc_node_changed(const picl_stc *c)
-{
-    return c && c->node_changed;
-}
+int picl__stc_node_changed(const picl_stc *c) { return c && c->node_changed; }
 
-const char *picl__stc_endpoint(const picl_stc *c)
-{
-    return c->endpoint;
-}
+const char *picl__stc_endpoint(const picl_stc *c) { return c->endpoint; }
 
 /* ---- HTTP ------------------------------------------------------------- */
 
@@ -217,13 +200,12 @@ static void note_backoff(picl_stc_result *res, int64_t secs)
 /* The request headers of one exchange into h[] (cap entries, NULL-terminated):
  * Hawk, the X-If-* conditions, the caller's extras, the Content-Type line.
  * lines[] receives what is allocated here (the caller zfrees it). */
-static picl_status request_headers(picl_stc *c, const char *method, const char *resource,
-                                   const char *ctype, int64_t ims, int64_t ius,
-                                   const char *const *extra, char *lines[3], const char **h,
-                                   size_t cap)
+static picl_status request_headers(picl_stc *c, const char *method, const char *resource, const char *ctype,
+                                   int64_t ims, int64_t ius, const char *const *extra, char *lines[3],
+                                   const char **h, size_t cap)
 {
-    picl_hawk_request hr = {.method = method, .resource = resource, .host = c->host,
-                            .port = c->port, .content_type = NULL};
+    picl_hawk_request hr = {
+        .method = method, .resource = resource, .host = c->host, .port = c->port, .content_type = NULL};
     picl_status st = picl__hx_hawk_line(&lines[0], c->id, c->key, strlen(c->key), &hr,
                                         (int64_t)time(NULL) + c->clock_offset);
     if (st != PICL_OK)
@@ -268,8 +250,8 @@ static void take_answer(picl_stc_result *res, stc_reply *r, picl_hx_response *rs
     if (rs->retry_after_s >= 0)
         note_backoff(res, rs->retry_after_s);
     /* an offset we cannot send back is an error, not the end of the list */
-    r->bad_offset = rs->has_next_offset &&
-                    (!rs->next_offset || strlen(rs->next_offset) >= PICL_STC_MAX_OFFSET);
+    r->bad_offset =
+        rs->has_next_offset && (!rs->next_offset || strlen(rs->next_offset) >= PICL_STC_MAX_OFFSET);
     if (!r->bad_offset) {
         r->next_offset = rs->next_offset;
         rs->next_offset = NULL;
@@ -284,8 +266,8 @@ static void take_answer(picl_stc_result *res, stc_reply *r, picl_hx_response *rs
 /* One HTTP exchange, no retry.  rel is the path?query below the endpoint,
  * already percent-encoded. */
 static picl_status exchange(picl_stc *c, const char *method, const char *rel, const char *ctype,
-                            const char *body, size_t blen, int64_t ims, int64_t ius,
-                            const char *const *extra, stc_reply *r)
+                            const char *body, size_t blen, int64_t ims, int64_t ius, const char *const *extra,
+                            stc_reply *r)
 {
     picl_status st = PICL_ERROR_NO_MEMORY;
     char *resource = NULL, *url = NULL, *lines[3] = {NULL, NULL, NULL}, ct[160] = "";
@@ -306,8 +288,12 @@ static picl_status exchange(picl_stc *c, const char *method, const char *rel, co
                          sizeof h / sizeof h[0]);
     if (st != PICL_OK)
         goto done;
-    picl_hx_request rq = {.method = method, .url = url, .headers = h, .body = body,
-                          .body_len = body ? blen : 0, .max_answer = MAX_BODY,
+    picl_hx_request rq = {.method = method,
+                          .url = url,
+                          .headers = h,
+                          .body = body,
+                          .body_len = body ? blen : 0,
+                          .max_answer = MAX_BODY,
                           .timeout_s = 300L};
     c->requests++;
     st = picl__hx_perform(c->curl, &rq, &rs);
@@ -386,15 +372,20 @@ static picl_status map_status(picl_stc *c, stc_reply *r)
     }
     switch (s) {
     case 400:
-        return res->error_code == 14 ? PICL_ERROR_QUOTA
+        return res->error_code == 14   ? PICL_ERROR_QUOTA
                : res->error_code == 17 ? PICL_ERROR_TOO_LARGE
                                        : PICL_ERROR_INVALID_ARGUMENT;
-    case 401: return PICL_ERROR_TOKEN;
-    case 404: return PICL_ERROR_NOT_FOUND;
+    case 401:
+        return PICL_ERROR_TOKEN;
+    case 404:
+        return PICL_ERROR_NOT_FOUND;
     case 409:
-    case 412: return PICL_ERROR_CONFLICT;
-    case 413: return PICL_ERROR_TOO_LARGE;
-    case 415: return PICL_ERROR_INVALID_ARGUMENT;
+    case 412:
+        return PICL_ERROR_CONFLICT;
+    case 413:
+        return PICL_ERROR_TOO_LARGE;
+    case 415:
+        return PICL_ERROR_INVALID_ARGUMENT;
     case 429:
     case 503:
         if (res->backoff_s <= 0)
@@ -513,8 +504,8 @@ void picl__stc_encode(char *out, size_t cap, const char *s)
     size_t o = 0;
     for (; *s && o + 4 < cap; s++) {
         unsigned char ch = (unsigned char)*s;
-        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-            ch == '-' || ch == '.' || ch == '_' || ch == '~') {
+        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' ||
+            ch == '.' || ch == '_' || ch == '~') {
             out[o++] = (char)ch;
         } else {
             out[o++] = '%';
@@ -530,8 +521,8 @@ void picl__stc_encode(char *out, size_t cap, const char *s)
 picl_status picl__stc_info(picl_stc *c, const char *which, int64_t ims, json_t **out)
 {
     *out = NULL;
-    static const char *const ok[] = {"collections", "quota", "collection_usage",
-                                     "collection_counts", "configuration"};
+    static const char *const ok[] = {"collections", "quota", "collection_usage", "collection_counts",
+                                     "configuration"};
     int known = 0;
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         known |= !strcmp(which, ok[i]);
@@ -556,9 +547,9 @@ picl_status picl__stc_limits(picl_stc *c, picl_stc_limits *out)
             return st;
         picl_stc_limits l;
         int64_t *f[] = {&l.max_request_bytes, &l.max_post_records, &l.max_post_bytes,
-                        &l.max_total_records, &l.max_total_bytes, &l.max_record_payload_bytes};
+                        &l.max_total_records, &l.max_total_bytes,  &l.max_record_payload_bytes};
         const char *names[] = {"max_request_bytes", "max_post_records", "max_post_bytes",
-                               "max_total_records", "max_total_bytes", "max_record_payload_bytes"};
+                               "max_total_records", "max_total_bytes",  "max_record_payload_bytes"};
         for (size_t i = 0; i < 6; i++) {
             json_t *v = json_object_get(j, names[i]);
             if (!json_is_integer(v) || json_integer_value(v) <= 0) {
@@ -636,11 +627,11 @@ picl_status picl__stc_build_get(const char *coll, const picl_stc_query *q, char 
     return PICL_OK;
 }
 
-picl_status picl__stc_get(picl_stc *c, const char *coll, const picl_stc_query *q,
-                          json_t **items, char **next_offset)
+picl_status picl__stc_get(picl_stc *c, const char *coll, const picl_stc_query *q, json_t **items,
+                          char **next_offset)
 {
-    static const picl_stc_query none = {.newer = -1, .older = -1, .if_modified_since = -1,
-                                        .if_unmodified_since = -1};
+    static const picl_stc_query none = {
+        .newer = -1, .older = -1, .if_modified_since = -1, .if_unmodified_since = -1};
     if (!q)
         q = &none;
     *items = NULL;
@@ -651,8 +642,8 @@ picl_status picl__stc_get(picl_stc *c, const char *coll, const picl_stc_query *q
     if (st != PICL_OK)
         return st;
     stc_reply r = {0};
-    st = picl__stc_request(c, "GET", rel, NULL, NULL, 0, q->if_modified_since, q->if_unmodified_since,
-                 NULL, &r);
+    st = picl__stc_request(c, "GET", rel, NULL, NULL, 0, q->if_modified_since, q->if_unmodified_since, NULL,
+                           &r);
     free(rel);
     if (st == PICL_OK && r.bad_offset)
         st = PICL_ERROR_PROTOCOL;
@@ -673,8 +664,8 @@ picl_status picl__stc_get(picl_stc *c, const char *coll, const picl_stc_query *q
 /* The paging loop of get_all and download.  strict: every page must carry
  * X-Last-Modified and an X-Weave-Records equal to its item count; the first
  * page's X-Last-Modified goes to *listed (may be NULL). */
-static picl_status list_pages(picl_stc *c, const char *coll, const picl_stc_query *q,
-                              size_t max_items, int strict, json_t **items, int64_t *listed)
+static picl_status list_pages(picl_stc *c, const char *coll, const picl_stc_query *q, size_t max_items,
+                              int strict, json_t **items, int64_t *listed)
 {
     *items = NULL;
     picl_stc_query page = *q;
@@ -698,8 +689,7 @@ static picl_status list_pages(picl_stc *c, const char *coll, const picl_stc_quer
         }
         page.offset = offset;
         st = picl__stc_get(c, coll, &page, &part, &next);
-        if (st == PICL_OK && next && (!part || !json_array_size(part) ||
-                                      (offset && !strcmp(next, offset)))) {
+        if (st == PICL_OK && next && (!part || !json_array_size(part) || (offset && !strcmp(next, offset)))) {
             /* "more" without progress: an empty page, or the same offset again */
             json_decref(part);
             free(next);
@@ -746,8 +736,8 @@ static picl_status list_pages(picl_stc *c, const char *coll, const picl_stc_quer
     return PICL_OK;
 }
 
-picl_status picl__stc_get_all(picl_stc *c, const char *coll, const picl_stc_query *q,
-                              size_t max_items, json_t **items)
+picl_status picl__stc_get_all(picl_stc *c, const char *coll, const picl_stc_query *q, size_t max_items,
+                              json_t **items)
 {
     return list_pages(c, coll, q, max_items, 0, items, NULL);
 }
@@ -758,8 +748,8 @@ static int64_t bso_centis(const json_t *bso)
     return picl__synctime_from_json(json_object_get(bso, "modified"), -1);
 }
 
-picl_status picl__stc_download(picl_stc *c, const char *coll, int64_t newer, size_t max_items,
-                               json_t **items, int64_t *listed)
+picl_status picl__stc_download(picl_stc *c, const char *coll, int64_t newer, size_t max_items, json_t **items,
+                               int64_t *listed)
 {
     *items = NULL;
     *listed = -1;
@@ -788,7 +778,7 @@ picl_status picl__stc_download(picl_stc *c, const char *coll, int64_t newer, siz
         int64_t top = -1;
         size_t at_top = 0, i;
         json_t *b;
-        json_array_foreach(all, i, b) {
+        json_array_foreach (all, i, b) {
             int64_t m = bso_centis(b);
             if (m < 0 || !json_is_string(json_object_get(b, "id"))) {
                 st = PICL_ERROR_PROTOCOL;
@@ -833,7 +823,7 @@ picl_status picl__stc_download(picl_stc *c, const char *coll, int64_t newer, siz
         }
         json_t *pid;
         size_t k;
-        json_array_foreach(probe, k, pid) {
+        json_array_foreach (probe, k, pid) {
             const char *want = json_string_value(pid);
             if (!want || !json_object_get(held, want)) {
                 st = PICL_ERROR_PROTOCOL;
@@ -868,18 +858,15 @@ picl_status picl__stc_get_item(picl_stc *c, const char *coll, const char *id, js
     return st;
 }
 
-
-uint64_t picl__stc_request_count(const picl_stc *c)
-{
-    return c ? c->requests : 0;
-}
+uint64_t picl__stc_request_count(const picl_stc *c) { return c ? c->requests : 0; }
 
 void picl__stc_describe(const picl_stc *c, picl_status st, char *out, size_t cap)
 {
     const picl_stc_result *l = &c->last;
     const char *ep = c->endpoint ? c->endpoint : "?";
     if (st == PICL_ERROR_NETWORK)
-        snprintf(out, cap, "cannot reach the storage server %s: %s", ep, *c->neterr ? c->neterr : "no answer");
+        snprintf(out, cap, "cannot reach the storage server %s: %s", ep,
+                 *c->neterr ? c->neterr : "no answer");
     else if (st == PICL_ERROR_BACKOFF && l->http_status)
         snprintf(out, cap, "the storage server %s is unavailable (HTTP %d); try again in %lld s", ep,
                  l->http_status, (long long)l->backoff_s);
@@ -889,10 +876,11 @@ void picl__stc_describe(const picl_stc *c, picl_status st, char *out, size_t cap
     else if (st == PICL_ERROR_SERVER)
         snprintf(out, cap, "the storage server %s failed (HTTP %d)", ep, l->http_status);
     else if (st == PICL_ERROR_PROTOCOL)
-        snprintf(out, cap, "the storage server %s sent an answer that does not follow the protocol (HTTP %d)", ep,
-                 l->http_status);
+        snprintf(out, cap, "the storage server %s sent an answer that does not follow the protocol (HTTP %d)",
+                 ep, l->http_status);
     else if (l->http_status)
-        snprintf(out, cap, "the storage server %s answered HTTP %d: %s", ep, l->http_status, picl_strerror(st));
+        snprintf(out, cap, "the storage server %s answered HTTP %d: %s", ep, l->http_status,
+                 picl_strerror(st));
     else
         snprintf(out, cap, "storage server %s: %s", ep, picl_strerror(st));
 }

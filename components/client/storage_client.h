@@ -52,15 +52,15 @@
 typedef struct picl_stc picl_stc;
 
 typedef struct picl_stc_result {
-    int http_status;        /* 0 when no answer */
-    int error_code;         /* the integer body of a 400, else 0 */
-    int not_modified;       /* 304 */
-    int64_t last_modified;  /* X-Last-Modified, -1 if absent */
-    int64_t timestamp;      /* X-Weave-Timestamp, -1 if absent */
-    int64_t backoff_s;      /* X-Weave-Backoff / Retry-After, 0 if none */
-    int64_t records;        /* X-Weave-Records, -1 if absent */
+    int http_status;            /* 0 when no answer */
+    int error_code;             /* the integer body of a 400, else 0 */
+    int not_modified;           /* 304 */
+    int64_t last_modified;      /* X-Last-Modified, -1 if absent */
+    int64_t timestamp;          /* X-Weave-Timestamp, -1 if absent */
+    int64_t backoff_s;          /* X-Weave-Backoff / Retry-After, 0 if none */
+    int64_t records;            /* X-Weave-Records, -1 if absent */
     int64_t quota_remaining_kb; /* X-Weave-Quota-Remaining (floored), -1 if absent */
-    int backoff_capped;     /* the server asked for more than PICL_STC_MAX_BACKOFF_S */
+    int backoff_capped;         /* the server asked for more than PICL_STC_MAX_BACKOFF_S */
 } picl_stc_result;
 
 /* Bounds against a hostile or broken server: a requested delay is capped at
@@ -79,8 +79,7 @@ typedef struct picl_stc_result {
 typedef picl_status (*picl_stc_refresh_fn)(void *ctx, char **api_endpoint, char **id, char **key);
 
 /* Creates a client (strings copied).  Caller frees with picl__stc_free. */
-picl_status picl__stc_new(picl_stc **out, const char *api_endpoint, const char *id,
-                          const char *key);
+picl_status picl__stc_new(picl_stc **out, const char *api_endpoint, const char *id, const char *key);
 void picl__stc_free(picl_stc *c);
 void picl__stc_set_refresh(picl_stc *c, picl_stc_refresh_fn fn, void *ctx);
 const picl_stc_result *picl__stc_last(const picl_stc *c);
@@ -113,8 +112,7 @@ void picl__json_zdecref(json_t *j);
  * "collections", "quota", "collection_usage", "collection_counts",
  * "configuration".  if_modified_since (-1 = none): a 304 gives PICL_OK and
  * *out NULL. */
-picl_status picl__stc_info(picl_stc *c, const char *which, int64_t if_modified_since,
-                           json_t **out);
+picl_status picl__stc_info(picl_stc *c, const char *which, int64_t if_modified_since, json_t **out);
 
 /* The server's limits (fetched once from /info/configuration, then cached). */
 typedef struct picl_stc_limits {
@@ -126,28 +124,28 @@ picl_status picl__stc_limits(picl_stc *c, picl_stc_limits *out);
 /* ---- reading ------------------------------------------------------------ */
 
 typedef struct picl_stc_query {
-    const char *const *ids;  /* NULL or nids ids (at most 100) */
+    const char *const *ids; /* NULL or nids ids (at most 100) */
     size_t nids;
-    int64_t newer, older;    /* -1 = none */
-    int full;                /* full BSOs instead of ids */
-    int64_t limit;           /* 0 = none (one request); with picl__stc_get_all, the page size */
-    const char *sort;        /* NULL, "newest", "oldest", "index" */
-    const char *offset;      /* a next_offset from an earlier page, or NULL */
+    int64_t newer, older; /* -1 = none */
+    int full;             /* full BSOs instead of ids */
+    int64_t limit;        /* 0 = none (one request); with picl__stc_get_all, the page size */
+    const char *sort;     /* NULL, "newest", "oldest", "index" */
+    const char *offset;   /* a next_offset from an earlier page, or NULL */
     int64_t if_modified_since, if_unmodified_since; /* -1 = none */
-    int has_as_of;           /* PiCL undo extension: the collection as it was at */
-    int64_t as_of;           /* as_of (centis; storage server's picl_restore_days) */
+    int has_as_of;                                  /* PiCL undo extension: the collection as it was at */
+    int64_t as_of;                                  /* as_of (centis; storage server's picl_restore_days) */
 } picl_stc_query;
 
 /* One page: *items is the JSON array (caller decrefs); *next_offset
  * (may be NULL) the malloc()ed X-Weave-Next-Offset or NULL at the end. */
-picl_status picl__stc_get(picl_stc *c, const char *coll, const picl_stc_query *q,
-                          json_t **items, char **next_offset);
+picl_status picl__stc_get(picl_stc *c, const char *coll, const picl_stc_query *q, json_t **items,
+                          char **next_offset);
 /* Every page (limit = page size, default 1000), with X-If-Unmodified-Since
  * set to the first page's X-Last-Modified so that a concurrent write makes
  * it fail with PICL_ERROR_CONFLICT instead of mixing two states.  At most
  * max_items items (0 = 1000000) else PICL_ERROR_TOO_LARGE. */
-picl_status picl__stc_get_all(picl_stc *c, const char *coll, const picl_stc_query *q,
-                              size_t max_items, json_t **items);
+picl_status picl__stc_get_all(picl_stc *c, const char *coll, const picl_stc_query *q, size_t max_items,
+                              json_t **items);
 /* The download a sync cursor may follow (client.md 7): every full BSO
  * modified after `newer` (centiseconds), oldest first, page by page.  Each
  * page must carry X-Last-Modified and an X-Weave-Records equal to its item
@@ -158,8 +156,8 @@ picl_status picl__stc_get_all(picl_stc *c, const char *coll, const picl_stc_quer
  * picl__json_zdecref's) and *listed the listing's X-Last-Modified, the only
  * value a cursor may advance to.  A change meanwhile is PICL_ERROR_CONFLICT;
  * max_items as for picl__stc_get_all. */
-picl_status picl__stc_download(picl_stc *c, const char *coll, int64_t newer, size_t max_items,
-                               json_t **items, int64_t *listed);
+picl_status picl__stc_download(picl_stc *c, const char *coll, int64_t newer, size_t max_items, json_t **items,
+                               int64_t *listed);
 /* One BSO object (caller decrefs). */
 picl_status picl__stc_get_item(picl_stc *c, const char *coll, const char *id, json_t **bso);
 
@@ -171,9 +169,9 @@ picl_status picl__stc_put(picl_stc *c, const char *coll, const char *id, const j
                           int64_t if_unmodified_since, int64_t *modified);
 
 typedef struct picl_stc_post_result {
-    int64_t modified;   /* the commit's timestamp */
-    json_t *success;    /* array of ids (owned: picl__stc_post_result_clear) */
-    json_t *failed;     /* object id -> reason */
+    int64_t modified; /* the commit's timestamp */
+    json_t *success;  /* array of ids (owned: picl__stc_post_result_clear) */
+    json_t *failed;   /* object id -> reason */
 } picl_stc_post_result;
 void picl__stc_post_result_clear(picl_stc_post_result *r);
 
@@ -185,15 +183,15 @@ void picl__stc_post_result_clear(picl_stc_post_result *r);
  * over max_record_payload_bytes or max_post_bytes (a record that fits no
  * request), is PICL_ERROR_TOO_LARGE before anything is sent.  if_unmodified_since applies to the first request and the commit.
  */
-picl_status picl__stc_post(picl_stc *c, const char *coll, const json_t *bsos,
-                           int64_t if_unmodified_since, picl_stc_post_result *out);
+picl_status picl__stc_post(picl_stc *c, const char *coll, const json_t *bsos, int64_t if_unmodified_since,
+                           picl_stc_post_result *out);
 
 /* DELETE of a collection (ids NULL) or of at most 100 ids of it; of one BSO;
  * of everything (storage).  *modified may be NULL. */
 picl_status picl__stc_delete(picl_stc *c, const char *coll, const char *const *ids, size_t nids,
                              int64_t if_unmodified_since, int64_t *modified);
-picl_status picl__stc_delete_item(picl_stc *c, const char *coll, const char *id,
-                                  int64_t if_unmodified_since, int64_t *modified);
+picl_status picl__stc_delete_item(picl_stc *c, const char *coll, const char *id, int64_t if_unmodified_since,
+                                  int64_t *modified);
 picl_status picl__stc_delete_all(picl_stc *c, int64_t if_unmodified_since, int64_t *modified);
 /* DELETE <api_endpoint> itself: all of the user's data, as SyncStorage's
  * DELETE /1.5/<uid> (used when the account is destroyed). */

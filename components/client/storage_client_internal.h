@@ -23,9 +23,9 @@ struct picl_stc {
     int have_limits;
     picl_stc_limits limits;
     picl_stc_result last;
-    uint64_t requests;    /* HTTP exchanges made (benchmarks, tests) */
-    int node_changed;     /* a refresh named another api_endpoint: every call fails */
-    char neterr[160];     /* libcurl's words for the last transport failure */
+    uint64_t requests; /* HTTP exchanges made (benchmarks, tests) */
+    int node_changed;  /* a refresh named another api_endpoint: every call fails */
+    char neterr[160];  /* libcurl's words for the last transport failure */
 };
 
 typedef struct stc_reply {
@@ -34,8 +34,8 @@ typedef struct stc_reply {
     int too_large;
     picl_stc_result *res;
     char *next_offset;
-    int bad_offset;  /* X-Weave-Next-Offset empty or too long */
-    char *www_auth;  /* the WWW-Authenticate value, or NULL */
+    int bad_offset; /* X-Weave-Next-Offset empty or too long */
+    char *www_auth; /* the WWW-Authenticate value, or NULL */
 } stc_reply;
 
 /* One request below the endpoint (rel already percent-encoded), with the

@@ -8,9 +8,8 @@
 #include "client/storage_client_internal.h"
 #include "crypto/alloc.h"
 
-
-picl_status picl__stc_put(picl_stc *c, const char *coll, const char *id, const json_t *bso,
-                          int64_t ius, int64_t *modified)
+picl_status picl__stc_put(picl_stc *c, const char *coll, const char *id, const json_t *bso, int64_t ius,
+                          int64_t *modified)
 {
     if (modified)
         *modified = -1;
@@ -24,8 +23,8 @@ picl_status picl__stc_put(picl_stc *c, const char *coll, const char *id, const j
     if (!body)
         return PICL_ERROR_NO_MEMORY;
     stc_reply r = {0};
-    picl_status st = picl__stc_request(c, "PUT", rel, "application/json", body, strlen(body), -1, ius,
-                             NULL, &r);
+    picl_status st =
+        picl__stc_request(c, "PUT", rel, "application/json", body, strlen(body), -1, ius, NULL, &r);
     free(body);
     if (st == PICL_OK && modified)
         *modified = c->last.last_modified;
@@ -41,9 +40,8 @@ void picl__stc_post_result_clear(picl_stc_post_result *r)
 }
 
 /* One POST of bsos[from..to) with the given query; merges its answer into out. */
-static picl_status post_part(picl_stc *c, const char *ecoll, const json_t *bsos, size_t from,
-                             size_t to, const char *query, int64_t ius, picl_stc_post_result *out,
-                             char **batch)
+static picl_status post_part(picl_stc *c, const char *ecoll, const json_t *bsos, size_t from, size_t to,
+                             const char *query, int64_t ius, picl_stc_post_result *out, char **batch)
 {
     json_t *part = json_array();
     if (!part)
@@ -60,8 +58,8 @@ static picl_status post_part(picl_stc *c, const char *ecoll, const json_t *bsos,
     snprintf(h1, sizeof h1, "X-Weave-Records: %zu", to - from);
     const char *const extra[] = {h1, NULL};
     stc_reply r = {0};
-    picl_status st = picl__stc_request(c, "POST", rel, "application/json", body, strlen(body), -1, ius,
-                             extra, &r);
+    picl_status st =
+        picl__stc_request(c, "POST", rel, "application/json", body, strlen(body), -1, ius, extra, &r);
     free(body);
     json_t *ans = NULL;
     if (st == PICL_OK)
@@ -119,7 +117,8 @@ static picl_status measure_records(const json_t *bsos, size_t n, const picl_stc_
 /* The end of the request that starts at record `from`: as many records as
  * fit max_post_records / max_post_bytes / max_request_bytes ("[" and "]"
  * included); == from when not even one does. */
-static size_t part_end(size_t from, size_t n, const size_t *cost, const size_t *pay, const picl_stc_limits *lim)
+static size_t part_end(size_t from, size_t n, const size_t *cost, const size_t *pay,
+                       const picl_stc_limits *lim)
 {
     int64_t b = 2, p = 0;
     size_t to = from;
@@ -135,9 +134,9 @@ static size_t part_end(size_t from, size_t n, const size_t *cost, const size_t *
 /* The records in several requests of one batch (storage.md: ?batch=true,
  * then ?batch=ID, the last with &commit=true); X-If-Unmodified-Since on the
  * first and the last. */
-static picl_status post_batched(picl_stc *c, const char *ecoll, const json_t *bsos, size_t n, const size_t *cost,
-                                const size_t *pay, const picl_stc_limits *lim, int64_t ius,
-                                picl_stc_post_result *out)
+static picl_status post_batched(picl_stc *c, const char *ecoll, const json_t *bsos, size_t n,
+                                const size_t *cost, const size_t *pay, const picl_stc_limits *lim,
+                                int64_t ius, picl_stc_post_result *out)
 {
     char *batch = NULL;
     picl_status st = PICL_OK;
@@ -214,8 +213,8 @@ static picl_status do_delete(picl_stc *c, const char *rel, int64_t ius, int64_t 
     return st;
 }
 
-picl_status picl__stc_delete(picl_stc *c, const char *coll, const char *const *ids, size_t nids,
-                             int64_t ius, int64_t *modified)
+picl_status picl__stc_delete(picl_stc *c, const char *coll, const char *const *ids, size_t nids, int64_t ius,
+                             int64_t *modified)
 {
     picl_stc_query q = {.ids = ids, .nids = ids ? nids : 0, .newer = -1, .older = -1};
     if (ids && !nids)
@@ -246,7 +245,4 @@ picl_status picl__stc_delete_all(picl_stc *c, int64_t ius, int64_t *modified)
     return do_delete(c, "/storage", ius, modified);
 }
 
-picl_status picl__stc_delete_user(picl_stc *c, int64_t *modified)
-{
-    return do_delete(c, "", -1, modified);
-}
+picl_status picl__stc_delete_user(picl_stc *c, int64_t *modified) { return do_delete(c, "", -1, modified); }

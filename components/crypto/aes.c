@@ -9,8 +9,7 @@
 #include <pk11pub.h>
 #include <pkcs11t.h>
 
-static PK11SymKey *import_key(const uint8_t *key, size_t keylen, CK_MECHANISM_TYPE mech,
-                              CK_ATTRIBUTE_TYPE op)
+static PK11SymKey *import_key(const uint8_t *key, size_t keylen, CK_MECHANISM_TYPE mech, CK_ATTRIBUTE_TYPE op)
 {
     PK11SlotInfo *slot = PK11_GetInternalSlot();
     if (!slot)
@@ -29,8 +28,9 @@ static picl_status run_key(int encrypt, CK_MECHANISM_TYPE mech, SECItem *param, 
         return PICL_ERROR_TOO_LARGE;
     static const unsigned char empty[1] = {0};
     unsigned int n = 0;
-    SECStatus rv = encrypt ? PK11_Encrypt(k, mech, param, out, &n, (unsigned)maxout, len ? in : empty, (unsigned)len)
-                           : PK11_Decrypt(k, mech, param, out, &n, (unsigned)maxout, len ? in : empty, (unsigned)len);
+    SECStatus rv =
+        encrypt ? PK11_Encrypt(k, mech, param, out, &n, (unsigned)maxout, len ? in : empty, (unsigned)len)
+                : PK11_Decrypt(k, mech, param, out, &n, (unsigned)maxout, len ? in : empty, (unsigned)len);
     if (rv != SECSuccess)
         return encrypt ? PICL_ERROR_CRYPTO : PICL_ERROR_DECRYPT;
     *outlen = n;
@@ -38,8 +38,8 @@ static picl_status run_key(int encrypt, CK_MECHANISM_TYPE mech, SECItem *param, 
 }
 
 /* One PK11 call with a key imported for it. */
-static picl_status run(int encrypt, CK_MECHANISM_TYPE mech, SECItem *param, const uint8_t *key,
-                       size_t keylen, uint8_t *out, size_t *outlen, size_t maxout, const uint8_t *in, size_t len)
+static picl_status run(int encrypt, CK_MECHANISM_TYPE mech, SECItem *param, const uint8_t *key, size_t keylen,
+                       uint8_t *out, size_t *outlen, size_t maxout, const uint8_t *in, size_t len)
 {
     if (len > UINT_MAX - 64 || maxout > UINT_MAX)
         return PICL_ERROR_TOO_LARGE;
@@ -179,8 +179,9 @@ picl_status picl__aes_cbc_decrypt_k(uint8_t *out, size_t *outlen, const uint8_t 
     return PICL_OK;
 }
 
-static picl_status gcm(int encrypt, uint8_t *out, const uint8_t *key, size_t keylen, const uint8_t *iv, size_t ivlen,
-                       const uint8_t *aad, size_t aadlen, const uint8_t *in, size_t len, size_t taglen)
+static picl_status gcm(int encrypt, uint8_t *out, const uint8_t *key, size_t keylen, const uint8_t *iv,
+                       size_t ivlen, const uint8_t *aad, size_t aadlen, const uint8_t *in, size_t len,
+                       size_t taglen)
 {
     if (!iv || ivlen == 0 || taglen < 12 || taglen > 16)
         return PICL_ERROR_INVALID_ARGUMENT;

@@ -13,12 +13,11 @@
 
 /* Single-block AES-256 (ECB), for the FIPS-197 / SP 800-38A checks only.
  * len must be a multiple of 16. */
-picl_status picl__aes256_ecb_encrypt(uint8_t *out, const uint8_t key[32],
-                                     const uint8_t *in, size_t len);
+picl_status picl__aes256_ecb_encrypt(uint8_t *out, const uint8_t key[32], const uint8_t *in, size_t len);
 
 /* Raw CBC, no padding: len a multiple of 16, out holds len bytes. */
-picl_status picl__aes256_cbc_raw(int encrypt, uint8_t *out, const uint8_t key[32],
-                                 const uint8_t iv[16], const uint8_t *in, size_t len);
+picl_status picl__aes256_cbc_raw(int encrypt, uint8_t *out, const uint8_t key[32], const uint8_t iv[16],
+                                 const uint8_t *in, size_t len);
 
 /* CBC with PKCS#7.  Encrypt: out holds len + 16 - len % 16 bytes.
  * Decrypt: out holds len bytes; len must be a non-zero multiple of 16.
@@ -47,14 +46,12 @@ picl_status picl__aes_key_cbc_decrypt(picl_aes_key *k, uint8_t *out, size_t *out
  * Encrypt writes len bytes of ciphertext then taglen bytes of tag to out.
  * Decrypt takes ciphertext||tag (len >= taglen), writes len - taglen bytes;
  * a bad tag is PICL_ERROR_DECRYPT and the output is zeroed. */
-picl_status picl__aes256_gcm_encrypt(uint8_t *out, const uint8_t key[32],
-                                     const uint8_t *iv, size_t ivlen,
-                                     const uint8_t *aad, size_t aadlen,
-                                     const uint8_t *in, size_t len, size_t taglen);
-picl_status picl__aes256_gcm_decrypt(uint8_t *out, const uint8_t key[32],
-                                     const uint8_t *iv, size_t ivlen,
-                                     const uint8_t *aad, size_t aadlen,
-                                     const uint8_t *in, size_t len, size_t taglen);
+picl_status picl__aes256_gcm_encrypt(uint8_t *out, const uint8_t key[32], const uint8_t *iv, size_t ivlen,
+                                     const uint8_t *aad, size_t aadlen, const uint8_t *in, size_t len,
+                                     size_t taglen);
+picl_status picl__aes256_gcm_decrypt(uint8_t *out, const uint8_t key[32], const uint8_t *iv, size_t ivlen,
+                                     const uint8_t *aad, size_t aadlen, const uint8_t *in, size_t len,
+                                     size_t taglen);
 
 /* The same with a 16-, 24- or 32-byte key (other lengths are
  * PICL_ERROR_INVALID_ARGUMENT); the AES-256 functions above call these. */

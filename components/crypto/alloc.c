@@ -62,10 +62,7 @@ static void *watch_malloc(size_t n)
     return p;
 }
 
-static void watch_free(void *p)
-{
-    watch_next_free(p);
-}
+static void watch_free(void *p) { watch_next_free(p); }
 
 static void watch_install(void)
 {
@@ -125,7 +122,7 @@ char *picl__json_dumps(const json_t *json, size_t flags)
 
 #include <jansson.h>
 
-static atomic_long target;   /* 0 = disarmed */
+static atomic_long target; /* 0 = disarmed */
 static atomic_long counted;
 static atomic_long injected;
 static atomic_int sticky_mode;
@@ -141,10 +138,7 @@ void picl__test_alloc_fail_at(long n, int sticky)
 
 static __thread int paused;
 
-void picl__test_alloc_pause(int on)
-{
-    paused = on;
-}
+void picl__test_alloc_pause(int on) { paused = on; }
 
 int picl__test_alloc_fail_now(void)
 {
@@ -159,33 +153,21 @@ int picl__test_alloc_fail_now(void)
     return 0;
 }
 
-long picl__test_alloc_count(void)
-{
-    return atomic_load(&counted);
-}
+long picl__test_alloc_count(void) { return atomic_load(&counted); }
 
-long picl__test_alloc_injected(void)
-{
-    return atomic_load(&injected);
-}
+long picl__test_alloc_injected(void) { return atomic_load(&injected); }
 
 /* ---- jansson ------------------------------------------------------------ */
 
 static json_malloc_t json_next_malloc;
 
-static void *json_hook_malloc(size_t n)
-{
-    return picl__test_alloc_fail_now() ? NULL : json_next_malloc(n);
-}
+static void *json_hook_malloc(size_t n) { return picl__test_alloc_fail_now() ? NULL : json_next_malloc(n); }
 
 /* ---- SQLite ------------------------------------------------------------- */
 
 static sqlite3_mem_methods sqlite_next;
 
-static void *sqlite_hook_malloc(int n)
-{
-    return picl__test_alloc_fail_now() ? NULL : sqlite_next.xMalloc(n);
-}
+static void *sqlite_hook_malloc(int n) { return picl__test_alloc_fail_now() ? NULL : sqlite_next.xMalloc(n); }
 
 static void *sqlite_hook_realloc(void *p, int n)
 {

@@ -131,8 +131,8 @@ static int b64val(unsigned char c, int url)
 }
 
 /* need_pad: 1 = padding required (std), 0 = padding optional but all-or-nothing. */
-static picl_status b64_decode(uint8_t *out, size_t outcap, size_t *outlen, const char *in,
-                              size_t len, int url, int need_pad)
+static picl_status b64_decode(uint8_t *out, size_t outcap, size_t *outlen, const char *in, size_t len,
+                              int url, int need_pad)
 {
     if (!in)
         return PICL_ERROR_ENCODING;
@@ -146,8 +146,7 @@ static picl_status b64_decode(uint8_t *out, size_t outcap, size_t *outlen, const
         if (len % 4 != 0)
             return PICL_ERROR_ENCODING;
         /* the padding must be exactly what the data length calls for */
-        if ((data % 4 == 2 && npad != 2) || (data % 4 == 3 && npad != 1) ||
-            (data % 4 == 0 && npad != 0))
+        if ((data % 4 == 2 && npad != 2) || (data % 4 == 3 && npad != 1) || (data % 4 == 0 && npad != 0))
             return PICL_ERROR_ENCODING;
     }
     if (data % 4 == 1)

@@ -21,7 +21,8 @@ void picl__sealed_free(picl_sealed *s)
     s->ciphertext = s->iv = s->hmac = NULL;
 }
 
-void picl__record_v2_context(picl_mac_context *ctx, const char *collection, const char *bso_id, const char *kid)
+void picl__record_v2_context(picl_mac_context *ctx, const char *collection, const char *bso_id,
+                             const char *kid)
 {
     memset(ctx, 0, sizeof *ctx);
     ctx->label = PICL_RECORD_V2_LABEL;
@@ -33,7 +34,8 @@ void picl__record_v2_context(picl_mac_context *ctx, const char *collection, cons
 
 static int context_ok(const picl_mac_context *ctx)
 {
-    if (!ctx || !ctx->label || !*ctx->label || strchr(ctx->label, '\n') || ctx->nfields > PICL_MAC_CONTEXT_MAX_FIELDS)
+    if (!ctx || !ctx->label || !*ctx->label || strchr(ctx->label, '\n') ||
+        ctx->nfields > PICL_MAC_CONTEXT_MAX_FIELDS)
         return 0;
     for (size_t i = 0; i < ctx->nfields; i++)
         if (!ctx->fields[i] || strchr(ctx->fields[i], '\n'))

@@ -36,7 +36,8 @@ typedef struct picl_mac_context {
 } picl_mac_context;
 
 /* The record v2 context; the strings are borrowed (they must outlive ctx). */
-void picl__record_v2_context(picl_mac_context *ctx, const char *collection, const char *bso_id, const char *kid);
+void picl__record_v2_context(picl_mac_context *ctx, const char *collection, const char *bso_id,
+                             const char *kid);
 
 /* Encrypts cleartext.  iv NULL = 16 fresh random bytes (a fixed iv is for
  * vectors only).  ctx is required (PICL_ERROR_INVALID_ARGUMENT when NULL or
@@ -66,7 +67,7 @@ void picl__sealer_free(picl_sealer *s);
 picl_status picl__record_seal_with(picl_sealed *sealed, picl_sealer *keys, const picl_mac_context *ctx,
                                    const uint8_t *iv, const uint8_t *clear, size_t len);
 picl_status picl__record_open_with(uint8_t **clear, size_t *clearlen, picl_sealer *keys,
-                                   const picl_mac_context *ctx, const char *ciphertext_b64, const char *iv_b64,
-                                   const char *hmac_hex);
+                                   const picl_mac_context *ctx, const char *ciphertext_b64,
+                                   const char *iv_b64, const char *hmac_hex);
 
 #endif

@@ -23,8 +23,7 @@ picl_status picl__sha256_final(picl_sha256_ctx *ctx, uint8_t out[32]); /* frees 
 void picl__sha256_abort(picl_sha256_ctx *ctx);                         /* frees ctx */
 
 /* HMAC-SHA256 with any key length (0 included). */
-picl_status picl__hmac_sha256(uint8_t out[32], const void *key, size_t keylen,
-                              const void *in, size_t len);
+picl_status picl__hmac_sha256(uint8_t out[32], const void *key, size_t keylen, const void *in, size_t len);
 
 typedef struct picl_hmac_ctx picl_hmac_ctx;
 picl_status picl__hmac_sha256_init(picl_hmac_ctx **ctx, const void *key, size_t keylen);

@@ -13,8 +13,8 @@
 
 size_t picl__hkdf_sha256_max_out(void) { return PICL_HKDF_SHA256_MAX_OUT; }
 
-picl_status picl__pbkdf2_sha256(uint8_t *out, size_t outlen, const void *pw, size_t pwlen,
-                                const void *salt, size_t saltlen, uint32_t iterations)
+picl_status picl__pbkdf2_sha256(uint8_t *out, size_t outlen, const void *pw, size_t pwlen, const void *salt,
+                                size_t saltlen, uint32_t iterations)
 {
     if (outlen == 0 || iterations == 0 || iterations > INT_MAX)
         return PICL_ERROR_INVALID_ARGUMENT;
@@ -29,9 +29,9 @@ picl_status picl__pbkdf2_sha256(uint8_t *out, size_t outlen, const void *pw, siz
     PK11SymKey *key = NULL;
     /* cipherAlg SHA-1 only makes NSS produce a generic secret of outlen
      * bytes; the PRF is the third argument, HMAC-SHA256. */
-    SECAlgorithmID *alg = PK11_CreatePBEV2AlgorithmID(SEC_OID_PKCS5_PBKDF2, SEC_OID_HMAC_SHA1,
-                                                      SEC_OID_HMAC_SHA256, (int)outlen,
-                                                      (int)iterations, &saltitem);
+    SECAlgorithmID *alg =
+        PK11_CreatePBEV2AlgorithmID(SEC_OID_PKCS5_PBKDF2, SEC_OID_HMAC_SHA1, SEC_OID_HMAC_SHA256, (int)outlen,
+                                    (int)iterations, &saltitem);
     if (!alg)
         goto done;
     slot = PK11_GetInternalSlot();
@@ -55,8 +55,8 @@ done:
     return st;
 }
 
-picl_status picl__hkdf_sha256_extract(uint8_t prk[32], const void *salt, size_t saltlen,
-                                      const void *ikm, size_t ikmlen)
+picl_status picl__hkdf_sha256_extract(uint8_t prk[32], const void *salt, size_t saltlen, const void *ikm,
+                                      size_t ikmlen)
 {
     static const uint8_t zeros[32] = {0};
     if (!salt || saltlen == 0) { /* RFC 5869 2.2: not provided = HashLen zeros */
@@ -101,8 +101,8 @@ picl_status picl__hkdf_sha256_expand(uint8_t *out, size_t outlen, const uint8_t 
     return st;
 }
 
-picl_status picl__hkdf_sha256(uint8_t *out, size_t outlen, const void *ikm, size_t ikmlen,
-                              const void *salt, size_t saltlen, const void *info, size_t infolen)
+picl_status picl__hkdf_sha256(uint8_t *out, size_t outlen, const void *ikm, size_t ikmlen, const void *salt,
+                              size_t saltlen, const void *info, size_t infolen)
 {
     if (outlen == 0)
         return PICL_ERROR_INVALID_ARGUMENT;
@@ -116,12 +116,10 @@ picl_status picl__hkdf_sha256(uint8_t *out, size_t outlen, const void *ikm, size
     return st;
 }
 
-picl_status picl__scrypt(uint8_t *out, size_t outlen, const void *pw, size_t pwlen,
-                         const void *salt, size_t saltlen, uint64_t N, uint32_t r, uint32_t p,
-                         uint64_t maxmem)
+picl_status picl__scrypt(uint8_t *out, size_t outlen, const void *pw, size_t pwlen, const void *salt,
+                         size_t saltlen, uint64_t N, uint32_t r, uint32_t p, uint64_t maxmem)
 {
-    if (outlen == 0 || N < 2 || (N & (N - 1)) != 0 || r == 0 || p == 0 ||
-        (uint64_t)r * p >= (1u << 30))
+    if (outlen == 0 || N < 2 || (N & (N - 1)) != 0 || r == 0 || p == 0 || (uint64_t)r * p >= (1u << 30))
         return PICL_ERROR_INVALID_ARGUMENT;
     /* ROMix V (128 r N) + B (128 r p) + XY (256 r): refuse what cannot fit */
     if (N > UINT64_MAX / 128 / r)
@@ -131,8 +129,8 @@ picl_status picl__scrypt(uint8_t *out, size_t outlen, const void *pw, size_t pwl
         return PICL_ERROR_NO_MEMORY;
     static const uint8_t empty[1] = {0};
     errno = 0;
-    int rc = libscrypt_scrypt(pwlen ? pw : empty, pwlen, saltlen ? salt : empty, saltlen, N, r, p,
-                              out, outlen);
+    int rc =
+        libscrypt_scrypt(pwlen ? pw : empty, pwlen, saltlen ? salt : empty, saltlen, N, r, p, out, outlen);
     if (rc != 0) {
         picl__wipe(out, outlen);
         return errno == ENOMEM ? PICL_ERROR_NO_MEMORY : PICL_ERROR_INVALID_ARGUMENT;

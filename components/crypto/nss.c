@@ -8,8 +8,8 @@
 #include <nss.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned refs;            /* holders of picl__nss_acquire() */
-static NSSInitContext *own_ctx;  /* our no-DB context, or NULL in host mode */
+static unsigned refs;           /* holders of picl__nss_acquire() */
+static NSSInitContext *own_ctx; /* our no-DB context, or NULL in host mode */
 
 static picl_status acquire(const char *dir)
 {
@@ -31,8 +31,7 @@ static picl_status acquire(const char *dir)
         } else {
             own_ctx = NSS_InitContext("", "", "", "", NULL,
                                       NSS_INIT_READONLY | NSS_INIT_NOCERTDB | NSS_INIT_NOMODDB |
-                                          NSS_INIT_FORCEOPEN | NSS_INIT_NOROOTINIT |
-                                          NSS_INIT_OPTIMIZESPACE);
+                                          NSS_INIT_FORCEOPEN | NSS_INIT_NOROOTINIT | NSS_INIT_OPTIMIZESPACE);
             if (!own_ctx)
                 st = PICL_ERROR_NSS_INIT;
         }
@@ -43,10 +42,7 @@ static picl_status acquire(const char *dir)
     return st;
 }
 
-picl_status picl__nss_acquire(void)
-{
-    return acquire(NULL);
-}
+picl_status picl__nss_acquire(void) { return acquire(NULL); }
 
 picl_status picl__nss_acquire_dir(const char *dir)
 {

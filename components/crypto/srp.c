@@ -31,43 +31,34 @@
 
 /* RFC 5054 Appendix A, 2048-bit group. */
 static const uint8_t n2048[256] = {
-    0xac, 0x6b, 0xdb, 0x41, 0x32, 0x4a, 0x9a, 0x9b, 0xf1, 0x66, 0xde, 0x5e,
-    0x13, 0x89, 0x58, 0x2f, 0xaf, 0x72, 0xb6, 0x65, 0x19, 0x87, 0xee, 0x07,
-    0xfc, 0x31, 0x92, 0x94, 0x3d, 0xb5, 0x60, 0x50, 0xa3, 0x73, 0x29, 0xcb,
-    0xb4, 0xa0, 0x99, 0xed, 0x81, 0x93, 0xe0, 0x75, 0x77, 0x67, 0xa1, 0x3d,
-    0xd5, 0x23, 0x12, 0xab, 0x4b, 0x03, 0x31, 0x0d, 0xcd, 0x7f, 0x48, 0xa9,
-    0xda, 0x04, 0xfd, 0x50, 0xe8, 0x08, 0x39, 0x69, 0xed, 0xb7, 0x67, 0xb0,
-    0xcf, 0x60, 0x95, 0x17, 0x9a, 0x16, 0x3a, 0xb3, 0x66, 0x1a, 0x05, 0xfb,
-    0xd5, 0xfa, 0xaa, 0xe8, 0x29, 0x18, 0xa9, 0x96, 0x2f, 0x0b, 0x93, 0xb8,
-    0x55, 0xf9, 0x79, 0x93, 0xec, 0x97, 0x5e, 0xea, 0xa8, 0x0d, 0x74, 0x0a,
-    0xdb, 0xf4, 0xff, 0x74, 0x73, 0x59, 0xd0, 0x41, 0xd5, 0xc3, 0x3e, 0xa7,
-    0x1d, 0x28, 0x1e, 0x44, 0x6b, 0x14, 0x77, 0x3b, 0xca, 0x97, 0xb4, 0x3a,
-    0x23, 0xfb, 0x80, 0x16, 0x76, 0xbd, 0x20, 0x7a, 0x43, 0x6c, 0x64, 0x81,
-    0xf1, 0xd2, 0xb9, 0x07, 0x87, 0x17, 0x46, 0x1a, 0x5b, 0x9d, 0x32, 0xe6,
-    0x88, 0xf8, 0x77, 0x48, 0x54, 0x45, 0x23, 0xb5, 0x24, 0xb0, 0xd5, 0x7d,
-    0x5e, 0xa7, 0x7a, 0x27, 0x75, 0xd2, 0xec, 0xfa, 0x03, 0x2c, 0xfb, 0xdb,
-    0xf5, 0x2f, 0xb3, 0x78, 0x61, 0x60, 0x27, 0x90, 0x04, 0xe5, 0x7a, 0xe6,
-    0xaf, 0x87, 0x4e, 0x73, 0x03, 0xce, 0x53, 0x29, 0x9c, 0xcc, 0x04, 0x1c,
-    0x7b, 0xc3, 0x08, 0xd8, 0x2a, 0x56, 0x98, 0xf3, 0xa8, 0xd0, 0xc3, 0x82,
-    0x71, 0xae, 0x35, 0xf8, 0xe9, 0xdb, 0xfb, 0xb6, 0x94, 0xb5, 0xc8, 0x03,
-    0xd8, 0x9f, 0x7a, 0xe4, 0x35, 0xde, 0x23, 0x6d, 0x52, 0x5f, 0x54, 0x75,
-    0x9b, 0x65, 0xe3, 0x72, 0xfc, 0xd6, 0x8e, 0xf2, 0x0f, 0xa7, 0x11, 0x1f,
-    0x9e, 0x4a, 0xff, 0x73,
+    0xac, 0x6b, 0xdb, 0x41, 0x32, 0x4a, 0x9a, 0x9b, 0xf1, 0x66, 0xde, 0x5e, 0x13, 0x89, 0x58, 0x2f,
+    0xaf, 0x72, 0xb6, 0x65, 0x19, 0x87, 0xee, 0x07, 0xfc, 0x31, 0x92, 0x94, 0x3d, 0xb5, 0x60, 0x50,
+    0xa3, 0x73, 0x29, 0xcb, 0xb4, 0xa0, 0x99, 0xed, 0x81, 0x93, 0xe0, 0x75, 0x77, 0x67, 0xa1, 0x3d,
+    0xd5, 0x23, 0x12, 0xab, 0x4b, 0x03, 0x31, 0x0d, 0xcd, 0x7f, 0x48, 0xa9, 0xda, 0x04, 0xfd, 0x50,
+    0xe8, 0x08, 0x39, 0x69, 0xed, 0xb7, 0x67, 0xb0, 0xcf, 0x60, 0x95, 0x17, 0x9a, 0x16, 0x3a, 0xb3,
+    0x66, 0x1a, 0x05, 0xfb, 0xd5, 0xfa, 0xaa, 0xe8, 0x29, 0x18, 0xa9, 0x96, 0x2f, 0x0b, 0x93, 0xb8,
+    0x55, 0xf9, 0x79, 0x93, 0xec, 0x97, 0x5e, 0xea, 0xa8, 0x0d, 0x74, 0x0a, 0xdb, 0xf4, 0xff, 0x74,
+    0x73, 0x59, 0xd0, 0x41, 0xd5, 0xc3, 0x3e, 0xa7, 0x1d, 0x28, 0x1e, 0x44, 0x6b, 0x14, 0x77, 0x3b,
+    0xca, 0x97, 0xb4, 0x3a, 0x23, 0xfb, 0x80, 0x16, 0x76, 0xbd, 0x20, 0x7a, 0x43, 0x6c, 0x64, 0x81,
+    0xf1, 0xd2, 0xb9, 0x07, 0x87, 0x17, 0x46, 0x1a, 0x5b, 0x9d, 0x32, 0xe6, 0x88, 0xf8, 0x77, 0x48,
+    0x54, 0x45, 0x23, 0xb5, 0x24, 0xb0, 0xd5, 0x7d, 0x5e, 0xa7, 0x7a, 0x27, 0x75, 0xd2, 0xec, 0xfa,
+    0x03, 0x2c, 0xfb, 0xdb, 0xf5, 0x2f, 0xb3, 0x78, 0x61, 0x60, 0x27, 0x90, 0x04, 0xe5, 0x7a, 0xe6,
+    0xaf, 0x87, 0x4e, 0x73, 0x03, 0xce, 0x53, 0x29, 0x9c, 0xcc, 0x04, 0x1c, 0x7b, 0xc3, 0x08, 0xd8,
+    0x2a, 0x56, 0x98, 0xf3, 0xa8, 0xd0, 0xc3, 0x82, 0x71, 0xae, 0x35, 0xf8, 0xe9, 0xdb, 0xfb, 0xb6,
+    0x94, 0xb5, 0xc8, 0x03, 0xd8, 0x9f, 0x7a, 0xe4, 0x35, 0xde, 0x23, 0x6d, 0x52, 0x5f, 0x54, 0x75,
+    0x9b, 0x65, 0xe3, 0x72, 0xfc, 0xd6, 0x8e, 0xf2, 0x0f, 0xa7, 0x11, 0x1f, 0x9e, 0x4a, 0xff, 0x73,
 };
 
 /* RFC 5054 Appendix A, 1024-bit group. */
 static const uint8_t n1024[128] = {
-    0xee, 0xaf, 0x0a, 0xb9, 0xad, 0xb3, 0x8d, 0xd6, 0x9c, 0x33, 0xf8, 0x0a,
-    0xfa, 0x8f, 0xc5, 0xe8, 0x60, 0x72, 0x61, 0x87, 0x75, 0xff, 0x3c, 0x0b,
-    0x9e, 0xa2, 0x31, 0x4c, 0x9c, 0x25, 0x65, 0x76, 0xd6, 0x74, 0xdf, 0x74,
-    0x96, 0xea, 0x81, 0xd3, 0x38, 0x3b, 0x48, 0x13, 0xd6, 0x92, 0xc6, 0xe0,
-    0xe0, 0xd5, 0xd8, 0xe2, 0x50, 0xb9, 0x8b, 0xe4, 0x8e, 0x49, 0x5c, 0x1d,
-    0x60, 0x89, 0xda, 0xd1, 0x5d, 0xc7, 0xd7, 0xb4, 0x61, 0x54, 0xd6, 0xb6,
-    0xce, 0x8e, 0xf4, 0xad, 0x69, 0xb1, 0x5d, 0x49, 0x82, 0x55, 0x9b, 0x29,
-    0x7b, 0xcf, 0x18, 0x85, 0xc5, 0x29, 0xf5, 0x66, 0x66, 0x0e, 0x57, 0xec,
-    0x68, 0xed, 0xbc, 0x3c, 0x05, 0x72, 0x6c, 0xc0, 0x2f, 0xd4, 0xcb, 0xf4,
-    0x97, 0x6e, 0xaa, 0x9a, 0xfd, 0x51, 0x38, 0xfe, 0x83, 0x76, 0x43, 0x5b,
-    0x9f, 0xc6, 0x1d, 0x2f, 0xc0, 0xeb, 0x06, 0xe3,
+    0xee, 0xaf, 0x0a, 0xb9, 0xad, 0xb3, 0x8d, 0xd6, 0x9c, 0x33, 0xf8, 0x0a, 0xfa, 0x8f, 0xc5, 0xe8,
+    0x60, 0x72, 0x61, 0x87, 0x75, 0xff, 0x3c, 0x0b, 0x9e, 0xa2, 0x31, 0x4c, 0x9c, 0x25, 0x65, 0x76,
+    0xd6, 0x74, 0xdf, 0x74, 0x96, 0xea, 0x81, 0xd3, 0x38, 0x3b, 0x48, 0x13, 0xd6, 0x92, 0xc6, 0xe0,
+    0xe0, 0xd5, 0xd8, 0xe2, 0x50, 0xb9, 0x8b, 0xe4, 0x8e, 0x49, 0x5c, 0x1d, 0x60, 0x89, 0xda, 0xd1,
+    0x5d, 0xc7, 0xd7, 0xb4, 0x61, 0x54, 0xd6, 0xb6, 0xce, 0x8e, 0xf4, 0xad, 0x69, 0xb1, 0x5d, 0x49,
+    0x82, 0x55, 0x9b, 0x29, 0x7b, 0xcf, 0x18, 0x85, 0xc5, 0x29, 0xf5, 0x66, 0x66, 0x0e, 0x57, 0xec,
+    0x68, 0xed, 0xbc, 0x3c, 0x05, 0x72, 0x6c, 0xc0, 0x2f, 0xd4, 0xcb, 0xf4, 0x97, 0x6e, 0xaa, 0x9a,
+    0xfd, 0x51, 0x38, 0xfe, 0x83, 0x76, 0x43, 0x5b, 0x9f, 0xc6, 0x1d, 0x2f, 0xc0, 0xeb, 0x06, 0xe3,
 };
 
 static const uint8_t g2[1] = {2};
@@ -187,9 +178,8 @@ static picl_status check_inputs(const uint8_t *I, size_t Ilen, const uint8_t *P,
 }
 
 /* x = H(salt || H(I || ":" || P)); inputs already checked. */
-static picl_status compute_x(picl_srp_hash alg, const uint8_t *I, size_t Ilen, const uint8_t *P,
-                             size_t Plen, const uint8_t *salt, size_t saltlen, uint8_t *x,
-                             size_t hlen)
+static picl_status compute_x(picl_srp_hash alg, const uint8_t *I, size_t Ilen, const uint8_t *P, size_t Plen,
+                             const uint8_t *salt, size_t saltlen, uint8_t *x, size_t hlen)
 {
     uint8_t inner[PICL_SRP_MAX_HASH];
     struct part p1[3] = {{I, Ilen}, {":", 1}, {P, Plen}};
@@ -331,8 +321,7 @@ static void core_scrub(srp_core *c)
 }
 
 /* r[0..n) = base^e mod N, e < 2^ebits; time depends on ebits, not on e. */
-static void core_powm(srp_core *c, mp_limb_t *r, const mp_limb_t *base, const mp_limb_t *e,
-                      mp_bitcnt_t ebits)
+static void core_powm(srp_core *c, mp_limb_t *r, const mp_limb_t *base, const mp_limb_t *e, mp_bitcnt_t ebits)
 {
     mpn_sec_powm(r, base, c->n, e, ebits, c->N, c->n, c->tp);
 }
@@ -357,9 +346,8 @@ picl_status picl__srp_k(const picl_srp_group *grp, uint8_t *k, size_t klen)
     return st;
 }
 
-picl_status picl__srp_x(const picl_srp_group *grp, const uint8_t *I, size_t Ilen,
-                        const uint8_t *P, size_t Plen, const uint8_t *salt, size_t saltlen,
-                        uint8_t *x, size_t xlen)
+picl_status picl__srp_x(const picl_srp_group *grp, const uint8_t *I, size_t Ilen, const uint8_t *P,
+                        size_t Plen, const uint8_t *salt, size_t saltlen, uint8_t *x, size_t xlen)
 {
     size_t hlen = picl__srp_hash_bytes(grp);
     if (!x)
@@ -375,9 +363,8 @@ picl_status picl__srp_x(const picl_srp_group *grp, const uint8_t *I, size_t Ilen
     return st;
 }
 
-picl_status picl__srp_verifier(const picl_srp_group *grp, const uint8_t *I, size_t Ilen,
-                               const uint8_t *P, size_t Plen, const uint8_t *salt,
-                               size_t saltlen, uint8_t *v, size_t vlen)
+picl_status picl__srp_verifier(const picl_srp_group *grp, const uint8_t *I, size_t Ilen, const uint8_t *P,
+                               size_t Plen, const uint8_t *salt, size_t saltlen, uint8_t *v, size_t vlen)
 {
     if (!v)
         return PICL_ERROR_INVALID_ARGUMENT;
@@ -420,7 +407,7 @@ static picl_status copy_out(uint8_t *out, size_t outlen, const uint8_t *src, siz
 
 struct picl_srp_client {
     srp_core core;
-    int done;                        /* a process call succeeded */
+    int done; /* a process call succeeded */
     uint8_t A[PICL_SRP_MAX_BYTES];
     uint8_t B[PICL_SRP_MAX_BYTES];
     uint8_t S[PICL_SRP_MAX_BYTES];
@@ -474,8 +461,8 @@ picl_status picl__srp_client_new(const picl_srp_group *grp, picl_srp_client **ou
     return client_create(grp, NULL, 0, out);
 }
 
-picl_status picl__srp_client_new_with_a(const picl_srp_group *grp, const uint8_t *a,
-                                        size_t alen, picl_srp_client **out)
+picl_status picl__srp_client_new_with_a(const picl_srp_group *grp, const uint8_t *a, size_t alen,
+                                        picl_srp_client **out)
 {
     if (!a) {
         if (out)
@@ -492,10 +479,9 @@ picl_status picl__srp_client_A(const picl_srp_client *c, uint8_t *A, size_t Alen
     return copy_out(A, Alen, c->A, c->core.len);
 }
 
-static picl_status client_process(picl_srp_client *c, const uint8_t *I, size_t Ilen,
-                                  const uint8_t *P, size_t Plen, const uint8_t *salt,
-                                  size_t saltlen, const uint8_t *B, size_t Blen,
-                                  const uint8_t *forced_u, uint8_t *M1, size_t M1len)
+static picl_status client_process(picl_srp_client *c, const uint8_t *I, size_t Ilen, const uint8_t *P,
+                                  size_t Plen, const uint8_t *salt, size_t saltlen, const uint8_t *B,
+                                  size_t Blen, const uint8_t *forced_u, uint8_t *M1, size_t M1len)
 {
     if (!M1)
         return PICL_ERROR_INVALID_ARGUMENT;
@@ -526,8 +512,7 @@ static picl_status client_process(picl_srp_client *c, const uint8_t *I, size_t I
     if (zero_pub(u, hlen))
         return PICL_ERROR_SRP_BAD_U;
 
-    uint8_t xb[PICL_SRP_MAX_HASH], S[PICL_SRP_MAX_BYTES], K[PICL_SRP_MAX_HASH],
-        m1[PICL_SRP_MAX_HASH];
+    uint8_t xb[PICL_SRP_MAX_HASH], S[PICL_SRP_MAX_BYTES], K[PICL_SRP_MAX_HASH], m1[PICL_SRP_MAX_HASH];
     st = compute_x(k->alg, I, Ilen, P, Plen, salt, saltlen, xb, hlen);
     if (st == PICL_OK) {
         be_to_limbs(k->X, hn, xb, hlen);
@@ -574,20 +559,17 @@ static picl_status client_process(picl_srp_client *c, const uint8_t *I, size_t I
     return st;
 }
 
-picl_status picl__srp_client_process(picl_srp_client *c, const uint8_t *I, size_t Ilen,
-                                     const uint8_t *P, size_t Plen, const uint8_t *salt,
-                                     size_t saltlen, const uint8_t *B, size_t Blen,
-                                     uint8_t *M1, size_t M1len)
+picl_status picl__srp_client_process(picl_srp_client *c, const uint8_t *I, size_t Ilen, const uint8_t *P,
+                                     size_t Plen, const uint8_t *salt, size_t saltlen, const uint8_t *B,
+                                     size_t Blen, uint8_t *M1, size_t M1len)
 {
     return client_process(c, I, Ilen, P, Plen, salt, saltlen, B, Blen, NULL, M1, M1len);
 }
 
-picl_status picl__srp_client_process_forced_u(picl_srp_client *c, const uint8_t *I,
-                                              size_t Ilen, const uint8_t *P, size_t Plen,
-                                              const uint8_t *salt, size_t saltlen,
-                                              const uint8_t *B, size_t Blen,
-                                              const uint8_t *forced_u, uint8_t *M1,
-                                              size_t M1len)
+picl_status picl__srp_client_process_forced_u(picl_srp_client *c, const uint8_t *I, size_t Ilen,
+                                              const uint8_t *P, size_t Plen, const uint8_t *salt,
+                                              size_t saltlen, const uint8_t *B, size_t Blen,
+                                              const uint8_t *forced_u, uint8_t *M1, size_t M1len)
 {
     if (!forced_u) {
         if (M1)
@@ -602,8 +584,8 @@ picl_status picl__srp_client_key(const picl_srp_client *c, uint8_t *K, size_t Kl
     return picl__srp_client_export(c, PICL_SRP_K, K, Klen);
 }
 
-picl_status picl__srp_client_export(const picl_srp_client *c, picl_srp_value which,
-                                    uint8_t *out, size_t outlen)
+picl_status picl__srp_client_export(const picl_srp_client *c, picl_srp_value which, uint8_t *out,
+                                    size_t outlen)
 {
     if (!out)
         return PICL_ERROR_INVALID_ARGUMENT;
@@ -614,8 +596,8 @@ picl_status picl__srp_client_export(const picl_srp_client *c, picl_srp_value whi
     const srp_core *k = &c->core;
     if (which == PICL_SRP_A)
         return copy_out(out, outlen, c->A, k->len);
-    if (which != PICL_SRP_B && which != PICL_SRP_U && which != PICL_SRP_S &&
-        which != PICL_SRP_K && which != PICL_SRP_M1) {
+    if (which != PICL_SRP_B && which != PICL_SRP_U && which != PICL_SRP_S && which != PICL_SRP_K &&
+        which != PICL_SRP_M1) {
         picl__wipe(out, outlen);
         return PICL_ERROR_INVALID_ARGUMENT;
     }
@@ -658,8 +640,8 @@ void picl__srp_server_free(picl_srp_server *s)
     picl__zfree(s, sizeof *s);
 }
 
-static picl_status server_create(const picl_srp_group *grp, const uint8_t *v, size_t vlen,
-                                 const uint8_t *b, size_t blen, picl_srp_server **out)
+static picl_status server_create(const picl_srp_group *grp, const uint8_t *v, size_t vlen, const uint8_t *b,
+                                 size_t blen, picl_srp_server **out)
 {
     if (!out)
         return PICL_ERROR_INVALID_ARGUMENT;
@@ -717,9 +699,8 @@ picl_status picl__srp_server_new(const picl_srp_group *grp, const uint8_t *v, si
     return server_create(grp, v, vlen, NULL, 0, out);
 }
 
-picl_status picl__srp_server_new_with_b(const picl_srp_group *grp, const uint8_t *v,
-                                        size_t vlen, const uint8_t *b, size_t blen,
-                                        picl_srp_server **out)
+picl_status picl__srp_server_new_with_b(const picl_srp_group *grp, const uint8_t *v, size_t vlen,
+                                        const uint8_t *b, size_t blen, picl_srp_server **out)
 {
     if (!b) {
         if (out)
@@ -736,8 +717,8 @@ picl_status picl__srp_server_B(const picl_srp_server *s, uint8_t *B, size_t Blen
     return copy_out(B, Blen, s->B, s->core.len);
 }
 
-picl_status picl__srp_server_verify(picl_srp_server *s, const uint8_t *A, size_t Alen,
-                                    const uint8_t *M1, size_t M1len, uint8_t *K, size_t Klen)
+picl_status picl__srp_server_verify(picl_srp_server *s, const uint8_t *A, size_t Alen, const uint8_t *M1,
+                                    size_t M1len, uint8_t *K, size_t Klen)
 {
     if (!K)
         return PICL_ERROR_INVALID_ARGUMENT;
@@ -754,8 +735,7 @@ picl_status picl__srp_server_verify(picl_srp_server *s, const uint8_t *A, size_t
     if (!A || Alen != len || !lt_pub(A, len, k->Nb, len) || zero_pub(A, len))
         return PICL_ERROR_SRP_BAD_A;
 
-    uint8_t u[PICL_SRP_MAX_HASH], S[PICL_SRP_MAX_BYTES], Kc[PICL_SRP_MAX_HASH],
-        m1[PICL_SRP_MAX_HASH];
+    uint8_t u[PICL_SRP_MAX_HASH], S[PICL_SRP_MAX_BYTES], Kc[PICL_SRP_MAX_HASH], m1[PICL_SRP_MAX_HASH];
     struct part pu[2] = {{A, len}, {s->B, len}};
     picl_status st = hashv(k->alg, u, pu, 2);
     if (st == PICL_OK) {
@@ -798,8 +778,8 @@ picl_status picl__srp_server_verify(picl_srp_server *s, const uint8_t *A, size_t
     return st;
 }
 
-picl_status picl__srp_server_export(const picl_srp_server *s, picl_srp_value which,
-                                    uint8_t *out, size_t outlen)
+picl_status picl__srp_server_export(const picl_srp_server *s, picl_srp_value which, uint8_t *out,
+                                    size_t outlen)
 {
     if (!out)
         return PICL_ERROR_INVALID_ARGUMENT;
@@ -810,8 +790,8 @@ picl_status picl__srp_server_export(const picl_srp_server *s, picl_srp_value whi
     const srp_core *k = &s->core;
     if (which == PICL_SRP_B)
         return copy_out(out, outlen, s->B, k->len);
-    if (which != PICL_SRP_A && which != PICL_SRP_U && which != PICL_SRP_S &&
-        which != PICL_SRP_K && which != PICL_SRP_M1) {
+    if (which != PICL_SRP_A && which != PICL_SRP_U && which != PICL_SRP_S && which != PICL_SRP_K &&
+        which != PICL_SRP_M1) {
         picl__wipe(out, outlen);
         return PICL_ERROR_INVALID_ARGUMENT;
     }

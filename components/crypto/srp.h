@@ -50,24 +50,24 @@
  */
 
 typedef enum picl_srp_hash {
-    PICL_SRP_SHA1 = 1,   /* only for the RFC 5054 Appendix B vector */
+    PICL_SRP_SHA1 = 1, /* only for the RFC 5054 Appendix B vector */
     PICL_SRP_SHA256 = 2
 } picl_srp_hash;
 
-#define PICL_SRP_MIN_BYTES 64      /* smallest accepted N: 512 bits (tests only) */
-#define PICL_SRP_MAX_BYTES 1024    /* largest accepted N: 8192 bits */
-#define PICL_SRP_MAX_HASH 32       /* largest hash output */
-#define PICL_SRP_MAX_INPUT 4096    /* cap on I, P and salt lengths */
-#define PICL_SRP_SECRET_BYTES 32   /* random a and b: 256 bits */
-#define PICL_SRP_PICL_BYTES 256    /* PAD length of the PiCL group */
+#define PICL_SRP_MIN_BYTES 64    /* smallest accepted N: 512 bits (tests only) */
+#define PICL_SRP_MAX_BYTES 1024  /* largest accepted N: 8192 bits */
+#define PICL_SRP_MAX_HASH 32     /* largest hash output */
+#define PICL_SRP_MAX_INPUT 4096  /* cap on I, P and salt lengths */
+#define PICL_SRP_SECRET_BYTES 32 /* random a and b: 256 bits */
+#define PICL_SRP_PICL_BYTES 256  /* PAD length of the PiCL group */
 
 /* A group: the caller's storage; it is copied by every function, so it need
  * not outlive the call or the context it created. */
 typedef struct picl_srp_group {
     const char *name;
-    const uint8_t *N;        /* big-endian odd prime, N[0] != 0 */
-    size_t len;              /* bytes of N = the PAD length */
-    const uint8_t *g;        /* big-endian generator, 1 < g < N */
+    const uint8_t *N; /* big-endian odd prime, N[0] != 0 */
+    size_t len;       /* bytes of N = the PAD length */
+    const uint8_t *g; /* big-endian generator, 1 < g < N */
     size_t glen;
     picl_srp_hash hash;
 } picl_srp_group;
@@ -87,24 +87,22 @@ picl_status picl__srp_k(const picl_srp_group *grp, uint8_t *k, size_t klen);
 
 /* x = H(salt || H(I || ":" || P)); xlen must be the hash size.  x is
  * password-equivalent: the caller wipes it. */
-picl_status picl__srp_x(const picl_srp_group *grp, const uint8_t *I, size_t Ilen,
-                        const uint8_t *P, size_t Plen, const uint8_t *salt, size_t saltlen,
-                        uint8_t *x, size_t xlen);
+picl_status picl__srp_x(const picl_srp_group *grp, const uint8_t *I, size_t Ilen, const uint8_t *P,
+                        size_t Plen, const uint8_t *salt, size_t saltlen, uint8_t *x, size_t xlen);
 
 /* v = PAD(g^x mod N) into v[0..vlen), vlen == grp->len (256 for PiCL).  The
  * verifier is what the client sends at account creation and reset. */
-picl_status picl__srp_verifier(const picl_srp_group *grp, const uint8_t *I, size_t Ilen,
-                               const uint8_t *P, size_t Plen, const uint8_t *salt,
-                               size_t saltlen, uint8_t *v, size_t vlen);
+picl_status picl__srp_verifier(const picl_srp_group *grp, const uint8_t *I, size_t Ilen, const uint8_t *P,
+                               size_t Plen, const uint8_t *salt, size_t saltlen, uint8_t *v, size_t vlen);
 
 /* Intermediate values, for picl__srp_*_export() (vectors and tests). */
 typedef enum picl_srp_value {
-    PICL_SRP_A,   /* grp->len bytes, public */
-    PICL_SRP_B,   /* grp->len bytes, public */
-    PICL_SRP_U,   /* hash bytes, public */
-    PICL_SRP_S,   /* grp->len bytes, SECRET */
-    PICL_SRP_K,   /* hash bytes, SECRET: srpK */
-    PICL_SRP_M1   /* hash bytes: the client's proof */
+    PICL_SRP_A, /* grp->len bytes, public */
+    PICL_SRP_B, /* grp->len bytes, public */
+    PICL_SRP_U, /* hash bytes, public */
+    PICL_SRP_S, /* grp->len bytes, SECRET */
+    PICL_SRP_K, /* hash bytes, SECRET: srpK */
+    PICL_SRP_M1 /* hash bytes: the client's proof */
 } picl_srp_value;
 
 /* ---- client ------------------------------------------------------------ */
@@ -117,8 +115,8 @@ picl_status picl__srp_client_new(const picl_srp_group *grp, picl_srp_client **ou
 
 /* Same with a fixed a (big-endian, 1..grp->len bytes): for vectors and tests
  * only; a real login uses picl__srp_client_new. */
-picl_status picl__srp_client_new_with_a(const picl_srp_group *grp, const uint8_t *a,
-                                        size_t alen, picl_srp_client **out);
+picl_status picl__srp_client_new_with_a(const picl_srp_group *grp, const uint8_t *a, size_t alen,
+                                        picl_srp_client **out);
 
 /* Copies A (Alen == grp->len) to send to the server. */
 picl_status picl__srp_client_A(const picl_srp_client *c, uint8_t *A, size_t Alen);
@@ -130,19 +128,16 @@ picl_status picl__srp_client_A(const picl_srp_client *c, uint8_t *A, size_t Alen
  * per context (then PICL_ERROR_STATE).  A rejected B or u leaves the context
  * as it was: it can still process a valid B.
  */
-picl_status picl__srp_client_process(picl_srp_client *c, const uint8_t *I, size_t Ilen,
-                                     const uint8_t *P, size_t Plen, const uint8_t *salt,
-                                     size_t saltlen, const uint8_t *B, size_t Blen,
-                                     uint8_t *M1, size_t M1len);
+picl_status picl__srp_client_process(picl_srp_client *c, const uint8_t *I, size_t Ilen, const uint8_t *P,
+                                     size_t Plen, const uint8_t *salt, size_t saltlen, const uint8_t *B,
+                                     size_t Blen, uint8_t *M1, size_t M1len);
 
 /* Test hook: picl__srp_client_process with u replaced by forced_u (hash
  * size), to prove the u == 0 check, which SHA-256 cannot be made to hit. */
-picl_status picl__srp_client_process_forced_u(picl_srp_client *c, const uint8_t *I,
-                                              size_t Ilen, const uint8_t *P, size_t Plen,
-                                              const uint8_t *salt, size_t saltlen,
-                                              const uint8_t *B, size_t Blen,
-                                              const uint8_t *forced_u, uint8_t *M1,
-                                              size_t M1len);
+picl_status picl__srp_client_process_forced_u(picl_srp_client *c, const uint8_t *I, size_t Ilen,
+                                              const uint8_t *P, size_t Plen, const uint8_t *salt,
+                                              size_t saltlen, const uint8_t *B, size_t Blen,
+                                              const uint8_t *forced_u, uint8_t *M1, size_t M1len);
 
 /* Copies K = srpK (Klen == hash size) after a successful process, else
  * PICL_ERROR_STATE with K zeroed.  The caller wipes its copy. */
@@ -151,8 +146,8 @@ picl_status picl__srp_client_key(const picl_srp_client *c, uint8_t *K, size_t Kl
 /* Copies one value (out of exactly its size): A any time; B, u, S, K, M1
  * after a successful process (else PICL_ERROR_STATE).  For vectors and tests:
  * protocol code uses _A, _process and _key. */
-picl_status picl__srp_client_export(const picl_srp_client *c, picl_srp_value which,
-                                    uint8_t *out, size_t outlen);
+picl_status picl__srp_client_export(const picl_srp_client *c, picl_srp_value which, uint8_t *out,
+                                    size_t outlen);
 
 /* Wipes and frees; NULL is allowed. */
 void picl__srp_client_free(picl_srp_client *c);
@@ -170,9 +165,8 @@ picl_status picl__srp_server_new(const picl_srp_group *grp, const uint8_t *v, si
 /* Same with a fixed b (big-endian, 1..grp->len bytes): for vectors, tests,
  * or a keyserver that keeps b (secret!) between /auth/start and /auth/finish
  * in its own storage instead of keeping the context. */
-picl_status picl__srp_server_new_with_b(const picl_srp_group *grp, const uint8_t *v,
-                                        size_t vlen, const uint8_t *b, size_t blen,
-                                        picl_srp_server **out);
+picl_status picl__srp_server_new_with_b(const picl_srp_group *grp, const uint8_t *v, size_t vlen,
+                                        const uint8_t *b, size_t blen, picl_srp_server **out);
 
 /* Copies B (Blen == grp->len) to send to the client. */
 picl_status picl__srp_server_B(const picl_srp_server *s, uint8_t *B, size_t Blen);
@@ -186,13 +180,13 @@ picl_status picl__srp_server_B(const picl_srp_server *s, uint8_t *B, size_t Blen
  * way the context is then spent: a second call returns PICL_ERROR_STATE.
  * M1len must be the hash size (else INVALID_ARGUMENT).
  */
-picl_status picl__srp_server_verify(picl_srp_server *s, const uint8_t *A, size_t Alen,
-                                    const uint8_t *M1, size_t M1len, uint8_t *K, size_t Klen);
+picl_status picl__srp_server_verify(picl_srp_server *s, const uint8_t *A, size_t Alen, const uint8_t *M1,
+                                    size_t M1len, uint8_t *K, size_t Klen);
 
 /* Copies one value: B any time; A, u, S, K, M1 (the expected one) only after
  * a successful verify (else PICL_ERROR_STATE).  For vectors and tests. */
-picl_status picl__srp_server_export(const picl_srp_server *s, picl_srp_value which,
-                                    uint8_t *out, size_t outlen);
+picl_status picl__srp_server_export(const picl_srp_server *s, picl_srp_value which, uint8_t *out,
+                                    size_t outlen);
 
 /* Wipes and frees; NULL is allowed. */
 void picl__srp_server_free(picl_srp_server *s);

@@ -11,15 +11,9 @@
 #include "crypto/util.h"
 #include "protocol/stretch.h"
 
-size_t picl__bundle_max_payload(void)
-{
-    return PICL_BUNDLE_MAX_PAYLOAD;
-}
+size_t picl__bundle_max_payload(void) { return PICL_BUNDLE_MAX_PAYLOAD; }
 
-size_t picl__bundle_len(size_t len)
-{
-    return len + PICL_BUNDLE_MAC_BYTES;
-}
+size_t picl__bundle_len(size_t len) { return len + PICL_BUNDLE_MAC_BYTES; }
 
 /* hmacKey || xorKey into one buffer of 32 + len bytes. */
 static picl_status derive(uint8_t *okm, size_t len, const uint8_t *key, const char *context)
@@ -53,8 +47,8 @@ picl_status picl__bundle_keys(uint8_t hmac_key[32], uint8_t *xor_key, size_t len
     return st;
 }
 
-picl_status picl__bundle_seal(uint8_t *out, const uint8_t key[PICL_BUNDLE_KEY_BYTES],
-                              const char *context, const uint8_t *payload, size_t len)
+picl_status picl__bundle_seal(uint8_t *out, const uint8_t key[PICL_BUNDLE_KEY_BYTES], const char *context,
+                              const uint8_t *payload, size_t len)
 {
     uint8_t okm[32 + PICL_BUNDLE_MAX_PAYLOAD];
     picl_status st;
@@ -90,8 +84,7 @@ picl_status picl__bundle_open(uint8_t *out, size_t outlen, const uint8_t key[PIC
     if (outlen == 0 || outlen > PICL_BUNDLE_MAX_PAYLOAD || !key || !context || !*context) {
         if (outlen <= PICL_BUNDLE_MAX_PAYLOAD)
             memset(out, 0, outlen);
-        return outlen > PICL_BUNDLE_MAX_PAYLOAD ? PICL_ERROR_TOO_LARGE
-                                                : PICL_ERROR_INVALID_ARGUMENT;
+        return outlen > PICL_BUNDLE_MAX_PAYLOAD ? PICL_ERROR_TOO_LARGE : PICL_ERROR_INVALID_ARGUMENT;
     }
     if (!bundle || bundlelen != picl__bundle_len(outlen)) {
         memset(out, 0, outlen);
@@ -111,8 +104,8 @@ picl_status picl__bundle_open(uint8_t *out, size_t outlen, const uint8_t key[PIC
     return st;
 }
 
-picl_status picl__bundle_seal_hex(char **hex, const uint8_t key[PICL_BUNDLE_KEY_BYTES],
-                                  const char *context, const uint8_t *payload, size_t len)
+picl_status picl__bundle_seal_hex(char **hex, const uint8_t key[PICL_BUNDLE_KEY_BYTES], const char *context,
+                                  const uint8_t *payload, size_t len)
 {
     uint8_t buf[PICL_BUNDLE_MAX_PAYLOAD + PICL_BUNDLE_MAC_BYTES];
     picl_status st;
@@ -145,8 +138,7 @@ picl_status picl__bundle_open_hex(uint8_t *out, size_t outlen, const uint8_t key
         return picl__bundle_open(out, outlen, key, context, NULL, 0);
     /* Length first: a wrong length never reaches the decoder. */
     if (!hex || hexlen != 2 * picl__bundle_len(outlen) ||
-        picl__hex_decode(buf, sizeof buf, &n, hex, hexlen) != PICL_OK ||
-        n != picl__bundle_len(outlen)) {
+        picl__hex_decode(buf, sizeof buf, &n, hex, hexlen) != PICL_OK || n != picl__bundle_len(outlen)) {
         if (!key || !context || !*context)
             return picl__bundle_open(out, outlen, key, context, NULL, 0);
         memset(out, 0, outlen);

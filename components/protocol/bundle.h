@@ -18,14 +18,18 @@
  *
  * Contexts (the string after KW's prefix) and keys of the protocol:
  */
-#define PICL_BUNDLE_AUTH_FINISH "auth/finish"         /* key srpK; authToken (32) */
-#define PICL_BUNDLE_SESSION_CREATE "session/create"   /* requestKey(authToken);
+#define PICL_BUNDLE_AUTH_FINISH "auth/finish" /* key srpK; authToken (32) */
+#define PICL_BUNDLE_SESSION_CREATE                                                                           \
+    "session/create" /* requestKey(authToken);
                                                          keyFetchToken || sessionToken (64) */
-#define PICL_BUNDLE_PASSWORD_CHANGE "password/change" /* requestKey(authToken);
+#define PICL_BUNDLE_PASSWORD_CHANGE                                                                          \
+    "password/change" /* requestKey(authToken);
                                                          keyFetchToken || accountResetToken (64) */
-#define PICL_BUNDLE_ACCOUNT_KEYS "account/keys"       /* requestKey(keyFetchToken);
+#define PICL_BUNDLE_ACCOUNT_KEYS                                                                             \
+    "account/keys" /* requestKey(keyFetchToken);
                                                          kA || wrapKb (64) */
-#define PICL_BUNDLE_ACCOUNT_RESET "account/reset"     /* requestKey(accountResetToken);
+#define PICL_BUNDLE_ACCOUNT_RESET                                                                            \
+    "account/reset" /* requestKey(accountResetToken);
                                                          wrapKb || verifier (288) */
 
 #define PICL_BUNDLE_KEY_BYTES 32
@@ -51,8 +55,8 @@ picl_status picl__bundle_keys(uint8_t hmac_key[32], uint8_t *xor_key, size_t len
  * 1 <= len <= PICL_BUNDLE_MAX_PAYLOAD (else PICL_ERROR_INVALID_ARGUMENT /
  * PICL_ERROR_TOO_LARGE).  On any failure out is zeroed.
  */
-picl_status picl__bundle_seal(uint8_t *out, const uint8_t key[PICL_BUNDLE_KEY_BYTES],
-                              const char *context, const uint8_t *payload, size_t len);
+picl_status picl__bundle_seal(uint8_t *out, const uint8_t key[PICL_BUNDLE_KEY_BYTES], const char *context,
+                              const uint8_t *payload, size_t len);
 
 /*
  * Opens a bundle of bundlelen bytes that must hold exactly outlen bytes of
@@ -67,8 +71,8 @@ picl_status picl__bundle_open(uint8_t *out, size_t outlen, const uint8_t key[PIC
 
 /* Seal into lowercase hex: *hex is malloc()ed and NUL-terminated; the caller
  * frees it (free(); the text is not secret once sealed). */
-picl_status picl__bundle_seal_hex(char **hex, const uint8_t key[PICL_BUNDLE_KEY_BYTES],
-                                  const char *context, const uint8_t *payload, size_t len);
+picl_status picl__bundle_seal_hex(char **hex, const uint8_t key[PICL_BUNDLE_KEY_BYTES], const char *context,
+                                  const uint8_t *payload, size_t len);
 
 /* Opens a hex bundle as received in JSON (hex is hexlen characters, need
  * not be NUL-terminated).  Malformed hex or a wrong length is

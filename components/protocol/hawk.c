@@ -16,10 +16,7 @@
 #define MAX_ABS_TIME ((int64_t)1 << 60)
 
 /* Hawk's attribute value characters: printable ASCII without '"' and '\'. */
-static int value_char(unsigned char c)
-{
-    return c >= 0x20 && c <= 0x7e && c != '"' && c != '\\';
-}
+static int value_char(unsigned char c) { return c >= 0x20 && c <= 0x7e && c != '"' && c != '\\'; }
 
 static int valid_value(const char *s, size_t max, int allow_empty)
 {
@@ -32,15 +29,9 @@ static int valid_value(const char *s, size_t max, int allow_empty)
     return 1;
 }
 
-static char lower(char c)
-{
-    return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
-}
+static char lower(char c) { return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c; }
 
-static char upper(char c)
-{
-    return (c >= 'a' && c <= 'z') ? (char)(c - 'a' + 'A') : c;
-}
+static char upper(char c) { return (c >= 'a' && c <= 'z') ? (char)(c - 'a' + 'A') : c; }
 
 /* RFC 7230 tchar. */
 static int token_char(unsigned char c)
@@ -117,8 +108,8 @@ picl_status picl__hawk_payload_hash(char out[PICL_HAWK_B64_BYTES + 1], const cha
 }
 
 picl_status picl__hawk_normalized(char **out, size_t *outlen, const char *ts, const char *nonce,
-                                  const char *method, const char *resource, const char *host,
-                                  unsigned port, const char *hash, const char *ext)
+                                  const char *method, const char *resource, const char *host, unsigned port,
+                                  const char *hash, const char *ext)
 {
     size_t lts, lnonce, lmethod, lres, lhost, lhash = 0, lext = 0, total, pos = 0;
     char portbuf[8];
@@ -146,16 +137,16 @@ picl_status picl__hawk_normalized(char **out, size_t *outlen, const char *ts, co
             return PICL_ERROR_INVALID_ARGUMENT;
     snprintf(portbuf, sizeof portbuf, "%u", port);
 
-    total = 14 + lts + 1 + lnonce + 1 + lmethod + 1 + lres + 1 + lhost + 1 + strlen(portbuf) + 1 +
-            lhash + 1 + lext + 1;
+    total = 14 + lts + 1 + lnonce + 1 + lmethod + 1 + lres + 1 + lhost + 1 + strlen(portbuf) + 1 + lhash + 1 +
+            lext + 1;
     s = malloc(total + 1);
     if (!s)
         return PICL_ERROR_NO_MEMORY;
-#define PUT(p, n)                                                                              \
-    do {                                                                                       \
-        memcpy(s + pos, (p), (n));                                                             \
-        pos += (n);                                                                            \
-        s[pos++] = '\n';                                                                       \
+#define PUT(p, n)                                                                                            \
+    do {                                                                                                     \
+        memcpy(s + pos, (p), (n));                                                                           \
+        pos += (n);                                                                                          \
+        s[pos++] = '\n';                                                                                     \
     } while (0)
     PUT("hawk.1.header", 13);
     PUT(ts, lts);
@@ -177,9 +168,8 @@ picl_status picl__hawk_normalized(char **out, size_t *outlen, const char *ts, co
     return PICL_OK;
 }
 
-picl_status picl__hawk_mac(char out[PICL_HAWK_B64_BYTES + 1], const void *key, size_t keylen,
-                           const char *ts, const char *nonce, const picl_hawk_request *req,
-                           const char *hash, const char *ext)
+picl_status picl__hawk_mac(char out[PICL_HAWK_B64_BYTES + 1], const void *key, size_t keylen, const char *ts,
+                           const char *nonce, const picl_hawk_request *req, const char *hash, const char *ext)
 {
     char *norm = NULL;
     size_t normlen = 0;
@@ -189,8 +179,8 @@ picl_status picl__hawk_mac(char out[PICL_HAWK_B64_BYTES + 1], const void *key, s
     if (!out || !req || (!key && keylen))
         return PICL_ERROR_INVALID_ARGUMENT;
     out[0] = 0;
-    st = picl__hawk_normalized(&norm, &normlen, ts, nonce, req->method, req->resource,
-                               req->host, req->port, hash, ext);
+    st = picl__hawk_normalized(&norm, &normlen, ts, nonce, req->method, req->resource, req->host, req->port,
+                               hash, ext);
     if (st != PICL_OK)
         return st;
     st = picl__hmac_sha256(mac, key, keylen, norm, normlen);
@@ -204,8 +194,8 @@ picl_status picl__hawk_mac(char out[PICL_HAWK_B64_BYTES + 1], const void *key, s
 /* ---- client ------------------------------------------------------------ */
 
 picl_status picl__hawk_client_header(char **out, const char *id, const void *key, size_t keylen,
-                                     const picl_hawk_request *req, int64_t ts,
-                                     const char *nonce, const char *ext)
+                                     const picl_hawk_request *req, int64_t ts, const char *nonce,
+                                     const char *ext)
 {
     char tsbuf[24], noncebuf[16], hash[PICL_HAWK_B64_BYTES + 1], mac[PICL_HAWK_B64_BYTES + 1];
     const char *h = NULL;
@@ -217,8 +207,8 @@ picl_status picl__hawk_client_header(char **out, const char *id, const void *key
     if (!out)
         return PICL_ERROR_INVALID_ARGUMENT;
     *out = NULL;
-    if (!id || !req || ts < 0 || ts > 999999999999999LL ||
-        !valid_value(id, PICL_HAWK_MAX_ID, 0) || (nonce && !valid_value(nonce, PICL_HAWK_MAX_NONCE, 0)) ||
+    if (!id || !req || ts < 0 || ts > 999999999999999LL || !valid_value(id, PICL_HAWK_MAX_ID, 0) ||
+        (nonce && !valid_value(nonce, PICL_HAWK_MAX_NONCE, 0)) ||
         (ext && !valid_value(ext, PICL_HAWK_MAX_EXT, 1)))
         return PICL_ERROR_INVALID_ARGUMENT;
     if (ext && !*ext)
@@ -242,14 +232,14 @@ picl_status picl__hawk_client_header(char **out, const char *id, const void *key
     if (st != PICL_OK)
         return st;
 
-    cap = 64 + strlen(id) + strlen(tsbuf) + strlen(nonce) + (h ? strlen(h) : 0) +
-          (ext ? strlen(ext) : 0) + strlen(mac);
+    cap = 64 + strlen(id) + strlen(tsbuf) + strlen(nonce) + (h ? strlen(h) : 0) + (ext ? strlen(ext) : 0) +
+          strlen(mac);
     s = malloc(cap);
     if (!s)
         return PICL_ERROR_NO_MEMORY;
-    n = snprintf(s, cap, "Hawk id=\"%s\", ts=\"%s\", nonce=\"%s\", %s%s%s%s%s%smac=\"%s\"", id,
-                 tsbuf, nonce, h ? "hash=\"" : "", h ? h : "", h ? "\", " : "",
-                 ext ? "ext=\"" : "", ext ? ext : "", ext ? "\", " : "", mac);
+    n = snprintf(s, cap, "Hawk id=\"%s\", ts=\"%s\", nonce=\"%s\", %s%s%s%s%s%smac=\"%s\"", id, tsbuf, nonce,
+                 h ? "hash=\"" : "", h ? h : "", h ? "\", " : "", ext ? "ext=\"" : "", ext ? ext : "",
+                 ext ? "\", " : "", mac);
     if (n < 0 || (size_t)n >= cap) {
         free(s);
         return PICL_ERROR_INTERNAL;
@@ -266,30 +256,30 @@ static const struct {
     const char *name;
     size_t max;
 } attrs[A_COUNT] = {
-    [A_ID] = {"id", PICL_HAWK_MAX_ID},
-    [A_TS] = {"ts", PICL_HAWK_MAX_TS_DIGITS},
-    [A_NONCE] = {"nonce", PICL_HAWK_MAX_NONCE},
-    [A_HASH] = {"hash", PICL_HAWK_B64_BYTES},
-    [A_EXT] = {"ext", PICL_HAWK_MAX_EXT},
-    [A_MAC] = {"mac", PICL_HAWK_B64_BYTES},
+    [A_ID] = {"id", PICL_HAWK_MAX_ID},          [A_TS] = {"ts", PICL_HAWK_MAX_TS_DIGITS},
+    [A_NONCE] = {"nonce", PICL_HAWK_MAX_NONCE}, [A_HASH] = {"hash", PICL_HAWK_B64_BYTES},
+    [A_EXT] = {"ext", PICL_HAWK_MAX_EXT},       [A_MAC] = {"mac", PICL_HAWK_B64_BYTES},
 };
 
 static char *attr_buf(picl_hawk_auth *a, int which)
 {
     switch (which) {
-    case A_ID: return a->id;
-    case A_TS: return a->ts_text;
-    case A_NONCE: return a->nonce;
-    case A_HASH: return a->hash;
-    case A_EXT: return a->ext;
-    default: return a->mac;
+    case A_ID:
+        return a->id;
+    case A_TS:
+        return a->ts_text;
+    case A_NONCE:
+        return a->nonce;
+    case A_HASH:
+        return a->hash;
+    case A_EXT:
+        return a->ext;
+    default:
+        return a->mac;
     }
 }
 
-static int is_ows(char c)
-{
-    return c == ' ' || c == '\t';
-}
+static int is_ows(char c) { return c == ' ' || c == '\t'; }
 
 /* Strict base64 of exactly 32 bytes. */
 static int b64_32(const char *s)
@@ -416,18 +406,17 @@ picl_status picl__hawk_verify(const picl_hawk_auth *auth, const void *key, size_
     picl_status st;
     int ok;
 
-    if (!auth || !req || !opts || (!key && keylen) || !req->method || !req->resource ||
-        !req->host || req->port > 65535 || (!req->body && req->bodylen) || opts->skew < 0 ||
-        opts->skew > MAX_SKEW || opts->now > MAX_ABS_TIME || opts->now < -MAX_ABS_TIME)
+    if (!auth || !req || !opts || (!key && keylen) || !req->method || !req->resource || !req->host ||
+        req->port > 65535 || (!req->body && req->bodylen) || opts->skew < 0 || opts->skew > MAX_SKEW ||
+        opts->now > MAX_ABS_TIME || opts->now < -MAX_ABS_TIME)
         return PICL_ERROR_INVALID_ARGUMENT;
 
     /* 1. MAC over what the client says it sent (its hash, its ext). */
-    st = picl__hawk_mac(mac, key, keylen, auth->ts_text, auth->nonce, req,
-                        auth->has_hash ? auth->hash : NULL, auth->has_ext ? auth->ext : NULL);
+    st = picl__hawk_mac(mac, key, keylen, auth->ts_text, auth->nonce, req, auth->has_hash ? auth->hash : NULL,
+                        auth->has_ext ? auth->ext : NULL);
     if (st != PICL_OK)
         return wire_status(st);
-    ok = strlen(auth->mac) == PICL_HAWK_B64_BYTES &&
-         picl__memeq_ct(mac, auth->mac, PICL_HAWK_B64_BYTES);
+    ok = strlen(auth->mac) == PICL_HAWK_B64_BYTES && picl__memeq_ct(mac, auth->mac, PICL_HAWK_B64_BYTES);
     if (!ok)
         return PICL_HAWK_ERROR_BAD_MAC;
 
@@ -448,9 +437,8 @@ picl_status picl__hawk_verify(const picl_hawk_auth *auth, const void *key, size_
 
     /* 4. nonce: live exactly as long as the timestamp would be accepted */
     if (opts->nonces)
-        return picl__hawk_nonce_check_for(opts->nonces, opts->identity ? opts->identity : auth->id,
-                                          auth->id, auth->nonce, auth->ts + opts->skew,
-                                          opts->now);
+        return picl__hawk_nonce_check_for(opts->nonces, opts->identity ? opts->identity : auth->id, auth->id,
+                                          auth->nonce, auth->ts + opts->skew, opts->now);
     return PICL_OK;
 }
 
@@ -512,8 +500,7 @@ picl_status picl__hawk_nonce_cache_new(picl_hawk_nonce_cache **cache, size_t max
         return PICL_ERROR_NO_MEMORY;
     }
     c->max = max_entries;
-    c->share = max_entries / PICL_HAWK_DEFAULT_SHARE_DIV ? max_entries / PICL_HAWK_DEFAULT_SHARE_DIV
-                                                         : 1;
+    c->share = max_entries / PICL_HAWK_DEFAULT_SHARE_DIV ? max_entries / PICL_HAWK_DEFAULT_SHARE_DIV : 1;
     c->cap = cap;
     c->share_rebuilt = INT64_MIN;
     *cache = c;
@@ -645,9 +632,8 @@ picl_status picl__hawk_nonce_check(picl_hawk_nonce_cache *c, const char *id, con
     return picl__hawk_nonce_check_for(c, id, id, nonce, expires, now);
 }
 
-picl_status picl__hawk_nonce_check_for(picl_hawk_nonce_cache *c, const char *identity,
-                                       const char *id, const char *nonce, int64_t expires,
-                                       int64_t now)
+picl_status picl__hawk_nonce_check_for(picl_hawk_nonce_cache *c, const char *identity, const char *id,
+                                       const char *nonce, int64_t expires, int64_t now)
 {
     uint8_t digest[32], who[32];
     size_t i, free_slot;
@@ -694,8 +680,7 @@ picl_status picl__hawk_nonce_check_for(picl_hawk_nonce_cache *c, const char *ide
     /* a full share may hold expired entries not met yet: a rebuild (at most
      * once a second for this reason, it walks the whole table) drops them */
     int share_full = mine && mine->count >= c->share && c->share_rebuilt != now;
-    if (c->used >= c->max || c->used + c->dead + 1 > c->cap / 4 * 3 || !have_free || !mine ||
-        share_full) {
+    if (c->used >= c->max || c->used + c->dead + 1 > c->cap / 4 * 3 || !have_free || !mine || share_full) {
         rebuild(c, now);
         if (share_full)
             c->share_rebuilt = now;

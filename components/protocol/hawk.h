@@ -21,25 +21,31 @@
  * Statuses.  picl_status has no Hawk-specific codes, so Hawk outcomes use
  * these existing ones; a server maps them as follows (keyserver / storage):
  */
-#define PICL_HAWK_ERROR_MALFORMED PICL_ERROR_ENCODING /* header syntax, unknown or duplicate
+#define PICL_HAWK_ERROR_MALFORMED                                                                            \
+    PICL_ERROR_ENCODING /* header syntax, unknown or duplicate
                                                          attribute, bad quoting, non-numeric
                                                          ts, bad base64 mac/hash: 401/109 / 401 */
-#define PICL_HAWK_ERROR_TOO_LARGE PICL_ERROR_TOO_LARGE /* header or one attribute over its
+#define PICL_HAWK_ERROR_TOO_LARGE                                                                            \
+    PICL_ERROR_TOO_LARGE /* header or one attribute over its
                                                           cap: 401/109 / 401 */
-#define PICL_HAWK_ERROR_BAD_MAC PICL_ERROR_DECRYPT    /* wrong MAC, wrong payload hash, or
+#define PICL_HAWK_ERROR_BAD_MAC                                                                              \
+    PICL_ERROR_DECRYPT /* wrong MAC, wrong payload hash, or
                                                          hash missing when required: 401/109 / 401 */
-#define PICL_HAWK_ERROR_STALE PICL_ERROR_STATE        /* ts more than skew from now:
+#define PICL_HAWK_ERROR_STALE                                                                                \
+    PICL_ERROR_STATE /* ts more than skew from now:
                                                          401/111 + serverTime / 401 */
-#define PICL_HAWK_ERROR_REPLAY PICL_ERROR_CONFLICT    /* nonce seen within the window:
+#define PICL_HAWK_ERROR_REPLAY                                                                               \
+    PICL_ERROR_CONFLICT /* nonce seen within the window:
                                                          401/115 / 401 */
-#define PICL_HAWK_ERROR_BUSY PICL_ERROR_BACKOFF       /* nonce cache full of live entries
+#define PICL_HAWK_ERROR_BUSY                                                                                 \
+    PICL_ERROR_BACKOFF /* nonce cache full of live entries
                                                          (fails closed): 503/201 / 503 */
 /* An unknown id is not Hawk's business: the server's token lookup answers
  * 401/110 (PICL_ERROR_TOKEN) before calling picl__hawk_verify(). */
 
 /* Hard caps (characters, without the NUL). */
-#define PICL_HAWK_MAX_HEADER 4096u   /* whole Authorization value */
-#define PICL_HAWK_MAX_ID 2048u       /* tokenlib ids are ~700 characters */
+#define PICL_HAWK_MAX_HEADER 4096u /* whole Authorization value */
+#define PICL_HAWK_MAX_ID 2048u     /* tokenlib ids are ~700 characters */
 #define PICL_HAWK_MAX_NONCE 128u
 #define PICL_HAWK_MAX_EXT 1024u
 #define PICL_HAWK_MAX_TS_DIGITS 15u  /* plain decimal, no sign */
@@ -48,7 +54,7 @@
 #define PICL_HAWK_MAX_METHOD 32u
 #define PICL_HAWK_MAX_HOST 255u
 #define PICL_HAWK_MAX_CONTENT_TYPE 256u
-#define PICL_HAWK_DEFAULT_SKEW 60    /* seconds */
+#define PICL_HAWK_DEFAULT_SKEW 60 /* seconds */
 
 /* One request as the MAC sees it.  content_type NULL means "no payload";
  * body may be NULL when bodylen is 0. */
@@ -89,13 +95,13 @@ picl_status picl__hawk_payload_hash(char out[PICL_HAWK_B64_BYTES + 1], const cha
  * field with a newline or other control character, or a method that is not
  * an HTTP token, is PICL_ERROR_INVALID_ARGUMENT; over a cap, PICL_ERROR_TOO_LARGE. */
 picl_status picl__hawk_normalized(char **out, size_t *outlen, const char *ts, const char *nonce,
-                                  const char *method, const char *resource, const char *host,
-                                  unsigned port, const char *hash, const char *ext);
+                                  const char *method, const char *resource, const char *host, unsigned port,
+                                  const char *hash, const char *ext);
 
 /* mac = base64(HMAC-SHA256(key, normalised string of these fields)). */
-picl_status picl__hawk_mac(char out[PICL_HAWK_B64_BYTES + 1], const void *key, size_t keylen,
-                           const char *ts, const char *nonce, const picl_hawk_request *req,
-                           const char *hash, const char *ext);
+picl_status picl__hawk_mac(char out[PICL_HAWK_B64_BYTES + 1], const void *key, size_t keylen, const char *ts,
+                           const char *nonce, const picl_hawk_request *req, const char *hash,
+                           const char *ext);
 
 /* ---- client ------------------------------------------------------------ */
 
@@ -109,8 +115,8 @@ picl_status picl__hawk_mac(char out[PICL_HAWK_B64_BYTES + 1], const void *key, s
  * else PICL_ERROR_INVALID_ARGUMENT.  *out is malloc()ed; the caller frees it.
  */
 picl_status picl__hawk_client_header(char **out, const char *id, const void *key, size_t keylen,
-                                     const picl_hawk_request *req, int64_t ts,
-                                     const char *nonce, const char *ext);
+                                     const picl_hawk_request *req, int64_t ts, const char *nonce,
+                                     const char *ext);
 
 /* ---- server ------------------------------------------------------------ */
 
@@ -180,12 +186,11 @@ picl_status picl__hawk_nonce_cache_set_share(picl_hawk_nonce_cache *cache, size_
  * `now`, counted in `identity`'s share; PICL_HAWK_ERROR_REPLAY if it is
  * live; PICL_HAWK_ERROR_BUSY if the cache or the identity's share is full
  * of live entries.  Needs NSS (SHA-256). */
-picl_status picl__hawk_nonce_check_for(picl_hawk_nonce_cache *cache, const char *identity,
-                                       const char *id, const char *nonce, int64_t expires,
-                                       int64_t now);
+picl_status picl__hawk_nonce_check_for(picl_hawk_nonce_cache *cache, const char *identity, const char *id,
+                                       const char *nonce, int64_t expires, int64_t now);
 /* The same with identity = id. */
-picl_status picl__hawk_nonce_check(picl_hawk_nonce_cache *cache, const char *id,
-                                   const char *nonce, int64_t expires, int64_t now);
+picl_status picl__hawk_nonce_check(picl_hawk_nonce_cache *cache, const char *id, const char *nonce,
+                                   int64_t expires, int64_t now);
 
 /* Number of entries held (live or expired but not yet dropped), for tests. */
 size_t picl__hawk_nonce_cache_count(picl_hawk_nonce_cache *cache);

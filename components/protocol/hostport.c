@@ -60,8 +60,8 @@ static int parse_port(const char *s, size_t n, unsigned *port)
     return 1;
 }
 
-picl_status picl__hostport_parse(const char *text, size_t len, unsigned default_port,
-                                 int require_port, picl_hostport *out)
+picl_status picl__hostport_parse(const char *text, size_t len, unsigned default_port, int require_port,
+                                 picl_hostport *out)
 {
     if (!text || !out)
         return PICL_ERROR_INVALID_ARGUMENT;
@@ -104,8 +104,7 @@ picl_status picl__hostport_format(char *out, size_t cap, const char *host, unsig
     if (!out || !cap || !host)
         return PICL_ERROR_INVALID_ARGUMENT;
     int bare_v6 = host[0] != '[' && strchr(host, ':') != NULL;
-    int n = bare_v6 ? snprintf(out, cap, "[%s]:%u", host, port)
-                    : snprintf(out, cap, "%s:%u", host, port);
+    int n = bare_v6 ? snprintf(out, cap, "[%s]:%u", host, port) : snprintf(out, cap, "%s:%u", host, port);
     if (n < 0 || (size_t)n >= cap) {
         out[0] = 0;
         return PICL_ERROR_TOO_LARGE;

@@ -39,8 +39,8 @@ typedef struct picl_hostport {
  * default_port; require_port (listen addresses) refuses a text without one.
  * PICL_ERROR_ENCODING when text is malformed (*out is then zeroed),
  * PICL_ERROR_INVALID_ARGUMENT when text or out is NULL. */
-picl_status picl__hostport_parse(const char *text, size_t len, unsigned default_port,
-                                 int require_port, picl_hostport *out);
+picl_status picl__hostport_parse(const char *text, size_t len, unsigned default_port, int require_port,
+                                 picl_hostport *out);
 
 /* Writes "host:port" into out (cap bytes), bracketing a bare IPv6 name
  * ("::1" -> "[::1]:8000"); a host already bracketed is kept.

@@ -34,8 +34,8 @@ picl_status picl__stretch_check_params(const picl_stretch_params *p, const picl_
         picl__stretch_default_params(&def);
         floor = &def;
     }
-    if (p->scrypt_n < 2 || (p->scrypt_n & (p->scrypt_n - 1)) != 0 || p->scrypt_r == 0 ||
-        p->scrypt_p == 0 || p->pbkdf2_rounds_1 == 0 || p->pbkdf2_rounds_2 == 0)
+    if (p->scrypt_n < 2 || (p->scrypt_n & (p->scrypt_n - 1)) != 0 || p->scrypt_r == 0 || p->scrypt_p == 0 ||
+        p->pbkdf2_rounds_1 == 0 || p->pbkdf2_rounds_2 == 0)
         return PICL_ERROR_INVALID_ARGUMENT;
     if (p->pbkdf2_rounds_1 < floor->pbkdf2_rounds_1 || p->scrypt_n < floor->scrypt_n ||
         p->scrypt_r < floor->scrypt_r || p->scrypt_p < floor->scrypt_p ||
@@ -46,8 +46,7 @@ picl_status picl__stretch_check_params(const picl_stretch_params *p, const picl_
     picl_stretch_params top;
     picl__stretch_ceiling_params(&top);
     if (p->pbkdf2_rounds_1 > top.pbkdf2_rounds_1 || p->scrypt_n > top.scrypt_n ||
-        p->scrypt_r > top.scrypt_r || p->scrypt_p > top.scrypt_p ||
-        p->pbkdf2_rounds_2 > top.pbkdf2_rounds_2)
+        p->scrypt_r > top.scrypt_r || p->scrypt_p > top.scrypt_p || p->pbkdf2_rounds_2 > top.pbkdf2_rounds_2)
         return PICL_ERROR_UNSUPPORTED;
     return PICL_OK;
 }
@@ -95,13 +94,13 @@ picl_status picl__stretch(uint8_t stretched[32], const picl_stretch_params *para
     }
     if ((st = picl__pbkdf2_sha256(k1, 32, password, pwlen, salt1, l1, params->pbkdf2_rounds_1)) != PICL_OK)
         goto done;
-    if ((st = picl__scrypt(k2, 32, k1, 32, salt_s, ls, params->scrypt_n, params->scrypt_r,
-                           params->scrypt_p, 0)) != PICL_OK)
+    if ((st = picl__scrypt(k2, 32, k1, 32, salt_s, ls, params->scrypt_n, params->scrypt_r, params->scrypt_p,
+                           0)) != PICL_OK)
         goto done;
     memcpy(k2pw, k2, 32);
     memcpy(k2pw + 32, password, pwlen);
-    if ((st = picl__pbkdf2_sha256(stretched, 32, k2pw, 32 + pwlen, salt2, l2,
-                                  params->pbkdf2_rounds_2)) != PICL_OK)
+    if ((st = picl__pbkdf2_sha256(stretched, 32, k2pw, 32 + pwlen, salt2, l2, params->pbkdf2_rounds_2)) !=
+        PICL_OK)
         goto done;
     if (trace) {
         memcpy(trace->k1, k1, 32);

@@ -32,8 +32,7 @@ void picl__stretch_ceiling_params(picl_stretch_params *p);
  * power of two; PICL_ERROR_WEAK_PARAMS below the floor, PICL_ERROR_UNSUPPORTED
  * above the ceiling, PICL_ERROR_INVALID_ARGUMENT for zero or N not a power
  * of two.  floor NULL = the default floor. */
-picl_status picl__stretch_check_params(const picl_stretch_params *p,
-                                       const picl_stretch_params *floor);
+picl_status picl__stretch_check_params(const picl_stretch_params *p, const picl_stretch_params *floor);
 
 /* Intermediate values, exposed for vectors; wiped by picl__stretch_wipe(). */
 typedef struct picl_stretch_trace {
@@ -45,19 +44,15 @@ typedef struct picl_stretch_trace {
  * K1, K2 as in the spec.  Refuses weak params (see above) before any work;
  * scrypt memory failure is PICL_ERROR_NO_MEMORY.  trace may be NULL. */
 picl_status picl__stretch(uint8_t stretched[32], const picl_stretch_params *params,
-                          const picl_stretch_params *floor,
-                          const char *email, size_t emaillen,
-                          const char *password, size_t pwlen,
-                          picl_stretch_trace *trace);
+                          const picl_stretch_params *floor, const char *email, size_t emaillen,
+                          const char *password, size_t pwlen, picl_stretch_trace *trace);
 
 /* srpPW || unwrapBKey = HKDF(stretchedPW, mainSalt, KW("mainKDF"), 64). */
-picl_status picl__main_kdf(uint8_t srp_pw[32], uint8_t unwrap_bkey[32],
-                           const uint8_t stretched[32], const uint8_t *main_salt,
-                           size_t saltlen);
+picl_status picl__main_kdf(uint8_t srp_pw[32], uint8_t unwrap_bkey[32], const uint8_t stretched[32],
+                           const uint8_t *main_salt, size_t saltlen);
 
 /* Builds KW(name) (and KWE(name, email) when email != NULL) into a malloc()ed
  * buffer; *len receives its length (no NUL counted, but one is written). */
-picl_status picl__kw(char **out, size_t *len, const char *name,
-                     const char *email, size_t emaillen);
+picl_status picl__kw(char **out, size_t *len, const char *name, const char *email, size_t emaillen);
 
 #endif

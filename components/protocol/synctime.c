@@ -5,10 +5,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-static int is_digit(char c)
-{
-    return c >= '0' && c <= '9';
-}
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
 
 picl_status picl__synctime_parse(const char *text, size_t len, int64_t *centis)
 {

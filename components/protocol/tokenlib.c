@@ -42,8 +42,7 @@ static int valid_salt(const char *s, size_t n)
 }
 
 picl_status picl__tokenlib_derive_key(char out[PICL_TOKENLIB_KEY_CHARS + 1], const uint8_t *secret,
-                                      size_t secretlen, const char *token, size_t tokenlen,
-                                      const char *salt)
+                                      size_t secretlen, const char *token, size_t tokenlen, const char *salt)
 {
     size_t plen = strlen(PICL_TOKENLIB_DERIVE_INFO);
     char info[sizeof PICL_TOKENLIB_DERIVE_INFO + PICL_TOKENLIB_MAX_TOKEN];
@@ -53,15 +52,13 @@ picl_status picl__tokenlib_derive_key(char out[PICL_TOKENLIB_KEY_CHARS + 1], con
     if (!out)
         return PICL_ERROR_INVALID_ARGUMENT;
     out[0] = 0;
-    if (!secret || secretlen == 0 || secretlen > PICL_TOKENLIB_MAX_SECRET || !token || !salt ||
-        tokenlen == 0)
+    if (!secret || secretlen == 0 || secretlen > PICL_TOKENLIB_MAX_SECRET || !token || !salt || tokenlen == 0)
         return PICL_ERROR_INVALID_ARGUMENT;
     if (tokenlen > PICL_TOKENLIB_MAX_TOKEN)
         return PICL_ERROR_TOO_LARGE;
     memcpy(info, PICL_TOKENLIB_DERIVE_INFO, plen);
     memcpy(info + plen, token, tokenlen);
-    st = picl__hkdf_sha256(key, sizeof key, secret, secretlen, salt, strlen(salt), info,
-                           plen + tokenlen);
+    st = picl__hkdf_sha256(key, sizeof key, secret, secretlen, salt, strlen(salt), info, plen + tokenlen);
     if (st == PICL_OK)
         picl__base64url_encode(out, key, sizeof key, 1);
     picl__wipe(key, sizeof key);
@@ -114,11 +111,10 @@ picl_status picl__tokenlib_mint(char **token, char **key, const uint8_t *secret,
         return PICL_ERROR_INVALID_ARGUMENT;
     *token = NULL;
     *key = NULL;
-    if (!secret || secretlen == 0 || secretlen > PICL_TOKENLIB_MAX_SECRET || !p ||
-        p->uid < 0 || p->uid > MAX_UID || p->expires < 0 ||
-        p->expires > PICL_TOKENLIB_MAX_EXPIRES || !field_ok(p->node, PICL_TOKENLIB_MAX_NODE) ||
-        !field_ok(p->fxa_uid, PICL_TOKENLIB_MAX_ID) || !field_ok(p->fxa_kid, PICL_TOKENLIB_MAX_ID) ||
-        !field_ok(p->hashed_fxa_uid, PICL_TOKENLIB_MAX_ID) ||
+    if (!secret || secretlen == 0 || secretlen > PICL_TOKENLIB_MAX_SECRET || !p || p->uid < 0 ||
+        p->uid > MAX_UID || p->expires < 0 || p->expires > PICL_TOKENLIB_MAX_EXPIRES ||
+        !field_ok(p->node, PICL_TOKENLIB_MAX_NODE) || !field_ok(p->fxa_uid, PICL_TOKENLIB_MAX_ID) ||
+        !field_ok(p->fxa_kid, PICL_TOKENLIB_MAX_ID) || !field_ok(p->hashed_fxa_uid, PICL_TOKENLIB_MAX_ID) ||
         !field_ok(p->hashed_device_id, PICL_TOKENLIB_MAX_ID) ||
         strnlen(p->salt, sizeof p->salt) >= sizeof p->salt ||
         (p->salt[0] && !valid_salt(p->salt, strlen(p->salt))))
@@ -208,7 +204,7 @@ static picl_status parse_payload(picl_tokenlib_payload *out, const uint8_t *json
         return oom ? PICL_ERROR_NO_MEMORY : PICL_ERROR_ENCODING;
     if (!json_is_object(o))
         goto done;
-    json_object_foreach(o, name, v) {
+    json_object_foreach (o, name, v) {
         int f = -1, ok = 0;
         for (int i = 0; i < F_COUNT; i++)
             if (!strcmp(name, field_names[i]))
@@ -219,15 +215,13 @@ static picl_status parse_payload(picl_tokenlib_payload *out, const uint8_t *json
         seen[f] = 1;
         switch (f) {
         case F_UID:
-            ok = json_is_integer(v) && json_integer_value(v) >= 0 &&
-                 json_integer_value(v) <= MAX_UID;
+            ok = json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) <= MAX_UID;
             if (ok)
                 out->uid = (int64_t)json_integer_value(v);
             break;
         case F_EXPIRES:
             if (json_is_integer(v)) {
-                ok = json_integer_value(v) >= 0 &&
-                     json_integer_value(v) <= PICL_TOKENLIB_MAX_EXPIRES;
+                ok = json_integer_value(v) >= 0 && json_integer_value(v) <= PICL_TOKENLIB_MAX_EXPIRES;
                 if (ok)
                     out->expires = (int64_t)json_integer_value(v);
             } else if (json_is_real(v)) {
@@ -270,9 +264,8 @@ done:
     return st;
 }
 
-picl_status picl__tokenlib_parse(picl_tokenlib_payload *out, const uint8_t *secret,
-                                 size_t secretlen, const char *token, size_t tokenlen,
-                                 int64_t now, int64_t grace)
+picl_status picl__tokenlib_parse(picl_tokenlib_payload *out, const uint8_t *secret, size_t secretlen,
+                                 const char *token, size_t tokenlen, int64_t now, int64_t grace)
 {
     uint8_t raw[MAX_DECODED];
     uint8_t skey[32], mac[32];
@@ -282,8 +275,8 @@ picl_status picl__tokenlib_parse(picl_tokenlib_payload *out, const uint8_t *secr
     if (!out)
         return PICL_ERROR_INVALID_ARGUMENT;
     memset(out, 0, sizeof *out);
-    if (!secret || secretlen == 0 || secretlen > PICL_TOKENLIB_MAX_SECRET || !token ||
-        grace < 0 || grace > PICL_TOKENLIB_MAX_EXPIRES)
+    if (!secret || secretlen == 0 || secretlen > PICL_TOKENLIB_MAX_SECRET || !token || grace < 0 ||
+        grace > PICL_TOKENLIB_MAX_EXPIRES)
         return PICL_ERROR_INVALID_ARGUMENT;
     if (tokenlen > PICL_TOKENLIB_MAX_TOKEN)
         return PICL_ERROR_TOO_LARGE;

@@ -25,24 +25,24 @@
 #define PICL_TOKENLIB_DERIVE_INFO "services.mozilla.com/tokenlib/v1/derive/"
 
 /* Caps (characters, without the NUL). */
-#define PICL_TOKENLIB_MAX_TOKEN 2048u   /* base64url text */
+#define PICL_TOKENLIB_MAX_TOKEN 2048u /* base64url text */
 #define PICL_TOKENLIB_MAX_NODE 256u
-#define PICL_TOKENLIB_MAX_ID 128u       /* fxa_uid, fxa_kid, hashed_fxa_uid, hashed_device_id */
-#define PICL_TOKENLIB_SALT_CHARS 6u     /* lowercase hex */
-#define PICL_TOKENLIB_KEY_CHARS 44u     /* base64url of 32 bytes, padded */
+#define PICL_TOKENLIB_MAX_ID 128u   /* fxa_uid, fxa_kid, hashed_fxa_uid, hashed_device_id */
+#define PICL_TOKENLIB_SALT_CHARS 6u /* lowercase hex */
+#define PICL_TOKENLIB_KEY_CHARS 44u /* base64url of 32 bytes, padded */
 #define PICL_TOKENLIB_MAX_SECRET 1024u
 /* Largest expires accepted (year 9999): keeps every sum below in range. */
 #define PICL_TOKENLIB_MAX_EXPIRES 253402300799LL
 
 typedef struct picl_tokenlib_payload {
-    int64_t uid;                                     /* 0 .. 2^53 */
-    char node[PICL_TOKENLIB_MAX_NODE + 1];           /* e.g. "https://host:port" */
-    int64_t expires;                                 /* unix seconds (a float is floored) */
+    int64_t uid;                           /* 0 .. 2^53 */
+    char node[PICL_TOKENLIB_MAX_NODE + 1]; /* e.g. "https://host:port" */
+    int64_t expires;                       /* unix seconds (a float is floored) */
     char fxa_uid[PICL_TOKENLIB_MAX_ID + 1];
     char fxa_kid[PICL_TOKENLIB_MAX_ID + 1];
     char hashed_fxa_uid[PICL_TOKENLIB_MAX_ID + 1];
     char hashed_device_id[PICL_TOKENLIB_MAX_ID + 1];
-    char salt[PICL_TOKENLIB_SALT_CHARS + 1];         /* "" when minting = fresh random */
+    char salt[PICL_TOKENLIB_SALT_CHARS + 1]; /* "" when minting = fresh random */
 } picl_tokenlib_payload;
 
 /*
@@ -77,14 +77,12 @@ picl_status picl__tokenlib_mint(char **token, char **key, const uint8_t *secret,
  * grace (seconds, 0..PICL_TOKENLIB_MAX_EXPIRES) lets GET /info/collections
  * accept a recently expired token.  On failure *out is zeroed.  Needs NSS.
  */
-picl_status picl__tokenlib_parse(picl_tokenlib_payload *out, const uint8_t *secret,
-                                 size_t secretlen, const char *token, size_t tokenlen,
-                                 int64_t now, int64_t grace);
+picl_status picl__tokenlib_parse(picl_tokenlib_payload *out, const uint8_t *secret, size_t secretlen,
+                                 const char *token, size_t tokenlen, int64_t now, int64_t grace);
 
 /* key for a token (see above) into out (PICL_TOKENLIB_KEY_CHARS + 1 bytes,
  * NUL-terminated; a secret: the caller wipes it).  salt is the payload's. */
 picl_status picl__tokenlib_derive_key(char out[PICL_TOKENLIB_KEY_CHARS + 1], const uint8_t *secret,
-                                      size_t secretlen, const char *token, size_t tokenlen,
-                                      const char *salt);
+                                      size_t secretlen, const char *token, size_t tokenlen, const char *salt);
 
 #endif

@@ -21,11 +21,11 @@
 #define PICL_TOKEN_ID_HEX_BYTES 64 /* hex(tokenID) without the NUL */
 
 typedef enum picl_token_type {
-    PICL_TOKEN_AUTH = 0,           /* "authToken" */
-    PICL_TOKEN_SESSION,            /* "sessionToken" */
-    PICL_TOKEN_KEY_FETCH,          /* "keyFetchToken" */
-    PICL_TOKEN_ACCOUNT_RESET,      /* "accountResetToken" */
-    PICL_TOKEN_FORGOT_PASSWORD,    /* "forgotPasswordToken" */
+    PICL_TOKEN_AUTH = 0,        /* "authToken" */
+    PICL_TOKEN_SESSION,         /* "sessionToken" */
+    PICL_TOKEN_KEY_FETCH,       /* "keyFetchToken" */
+    PICL_TOKEN_ACCOUNT_RESET,   /* "accountResetToken" */
+    PICL_TOKEN_FORGOT_PASSWORD, /* "forgotPasswordToken" */
     PICL_TOKEN_TYPE_COUNT_
 } picl_token_type;
 

@@ -33,7 +33,8 @@ static picl_status take_json(picl_store *s, picl_status st, char *text, json_t *
     free(text);
     if (!j || (want_array ? !json_is_array(j) : !json_is_object(j))) {
         json_decref(j);
-        return picl__store_fail(s, PICL_ERROR_PROTOCOL, "the %s store returned malformed JSON", s->collection);
+        return picl__store_fail(s, PICL_ERROR_PROTOCOL, "the %s store returned malformed JSON",
+                                s->collection);
     }
     *out = j;
     return PICL_OK;
@@ -67,7 +68,8 @@ static picl_status cb_get(picl_store *s, const char *id, json_t **out)
     return take_json(s, st, text, out, 0);
 }
 
-static picl_status pass_json(picl_store *s, picl_status (*fn)(void *, const char *), void *ctx, const json_t *j)
+static picl_status pass_json(picl_store *s, picl_status (*fn)(void *, const char *), void *ctx,
+                             const json_t *j)
 {
     char *text = picl__json_dumps(j, JSON_COMPACT);
     if (!text)
@@ -111,10 +113,7 @@ static picl_status cb_wipe(picl_store *s)
     return simple(s, c->cb.wipe, c->ctx);
 }
 
-static void cb_close(picl_store *s)
-{
-    free(s);
-}
+static void cb_close(picl_store *s) { free(s); }
 
 static const picl_store_ops cb_ops = {
     .changes = cb_changes,
@@ -127,7 +126,8 @@ static const picl_store_ops cb_ops = {
     .close = cb_close,
 };
 
-picl_status picl__cbstore_open(picl_store **out, const char *collection, const picl_store_callbacks *cb, void *ctx)
+picl_status picl__cbstore_open(picl_store **out, const char *collection, const picl_store_callbacks *cb,
+                               void *ctx)
 {
     *out = NULL;
     if (!cb || !cb->changes || !cb->all || !cb->apply || !cb->mark_synced || !collection || !*collection ||

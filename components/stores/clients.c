@@ -102,8 +102,8 @@ picl_status picl__devices_read(const char *state_dir, json_t **out, char *err, s
             goto done;
         picl__base64url_encode(id, raw, sizeof raw, 0);
         default_name(name, sizeof name);
-        d = json_pack("{s:s, s:s, s:s, s:s, s:[], s:[]}", "id", id, "name", name, "uploaded", "", "tabsUploaded",
-                      "", "handled", "received");
+        d = json_pack("{s:s, s:s, s:s, s:s, s:[], s:[]}", "id", id, "name", name, "uploaded", "",
+                      "tabsUploaded", "", "handled", "received");
         if (!d) {
             st = PICL_ERROR_NO_MEMORY;
             goto done;
@@ -183,7 +183,8 @@ picl_status picl__clients_check_command(const json_t *cmd, char *why, size_t n)
         return PICL_ERROR_INVALID_ARGUMENT;
     }
     for (size_t i = 0; i < json_array_size(args); i++)
-        if (!json_is_string(json_array_get(args, i)) || json_string_length(json_array_get(args, i)) > PICL_URL_MAX) {
+        if (!json_is_string(json_array_get(args, i)) ||
+            json_string_length(json_array_get(args, i)) > PICL_URL_MAX) {
             snprintf(why, n, "displayURI with an argument that is not a string");
             return PICL_ERROR_INVALID_ARGUMENT;
         }
@@ -214,15 +215,16 @@ static const picl_store_ops clients_ops;
 static json_t *own_record(const json_t *d)
 {
     return json_pack("{s:O, s:O, s:s, s:s, s:[s], s:s, s:[]}", "id", json_object_get(d, "id"), "name",
-                     json_object_get(d, "name"), "type", "desktop", "version", "picl", "protocols",
-                     "1.5", "os", "Linux", "commands");
+                     json_object_get(d, "name"), "type", "desktop", "version", "picl", "protocols", "1.5",
+                     "os", "Linux", "commands");
 }
 
 static picl_status load(clients_store *c, json_t **d)
 {
     char err[256] = "";
     picl_status st = picl__devices_load(c->dir, d, err, sizeof err);
-    return st == PICL_OK ? st : picl__store_fail(&c->base, st, "%s", *err ? err : "cannot read the device file");
+    return st == PICL_OK ? st
+                         : picl__store_fail(&c->base, st, "%s", *err ? err : "cannot read the device file");
 }
 
 static picl_status cl_all(picl_store *s, json_t **out)
@@ -272,7 +274,9 @@ static int seen_flow(const json_t *handled, const char *flow)
 {
     size_t i;
     json_t *v;
-    json_array_foreach(handled, i, v) if (!strcmp(json_string_value(v) ? json_string_value(v) : "", flow)) return 1;
+    json_array_foreach (handled, i, v)
+        if (!strcmp(json_string_value(v) ? json_string_value(v) : "", flow))
+            return 1;
     return 0;
 }
 
@@ -297,7 +301,7 @@ static picl_status handle_commands(clients_store *c, json_t *d, const json_t *re
         c->pending = 1;
         return PICL_OK;
     }
-    json_array_foreach(cmds, i, cmd) {
+    json_array_foreach (cmds, i, cmd) {
         char why[160] = "";
         char *text = json_dumps(cmd, JSON_COMPACT | JSON_SORT_KEYS);
         if (!text)
@@ -333,9 +337,10 @@ static picl_status handle_commands(clients_store *c, json_t *d, const json_t *re
         }
         free(text);
         json_t *args = json_object_get(cmd, "args");
-        json_t *got = json_pack("{s:s, s:O, s:s, s:O, s:s, s:I}", "flowID", key, "uri", json_array_get(args, 0),
-                                "title", json_array_size(args) > 2 ? json_string_value(json_array_get(args, 2)) : "",
-                                "from", json_array_get(args, 1), "fromName", "", "at", (json_int_t)time(NULL));
+        json_t *got =
+            json_pack("{s:s, s:O, s:s, s:O, s:s, s:I}", "flowID", key, "uri", json_array_get(args, 0),
+                      "title", json_array_size(args) > 2 ? json_string_value(json_array_get(args, 2)) : "",
+                      "from", json_array_get(args, 1), "fromName", "", "at", (json_int_t)time(NULL));
         if (!got)
             return PICL_ERROR_NO_MEMORY;
         json_array_append(json_object_get(d, "received"), got);
@@ -362,7 +367,7 @@ static picl_status cl_apply(picl_store *s, const json_t *records)
     const char *own = json_string_value(json_object_get(d, "id"));
     size_t i;
     json_t *r;
-    json_array_foreach(records, i, r) {
+    json_array_foreach (records, i, r) {
         const char *id = json_string_value(json_object_get(r, "id"));
         if (!id || strcmp(id, own))
             continue; /* another device: read from the server when listed */
@@ -400,7 +405,7 @@ static picl_status cl_mark_synced(picl_store *s, const json_t *records)
     }
     size_t i;
     json_t *r;
-    json_array_foreach(records, i, r) {
+    json_array_foreach (records, i, r) {
         if (!json_equal(json_object_get(r, "id"), json_object_get(d, "id")))
             continue;
         char *text = json_dumps(r, JSON_COMPACT | JSON_SORT_KEYS);
@@ -441,10 +446,7 @@ static picl_status cl_reset(picl_store *s)
     return st;
 }
 
-static picl_status cl_wipe(picl_store *s)
-{
-    return cl_reset(s); /* nothing of other devices is kept */
-}
+static picl_status cl_wipe(picl_store *s) { return cl_reset(s); /* nothing of other devices is kept */ }
 
 static void cl_close(picl_store *s)
 {

@@ -35,13 +35,13 @@ static picl_status load_records(filestore *f, json_t **out)
     free(text);
     if (!json_is_array(a)) {
         json_decref(a);
-        return picl__store_fail(&f->base, PICL_ERROR_ENCODING, "%s: not a JSON array of records (%s, line %d)",
-                                f->path, err.text, err.line);
+        return picl__store_fail(&f->base, PICL_ERROR_ENCODING,
+                                "%s: not a JSON array of records (%s, line %d)", f->path, err.text, err.line);
     }
     json_t *m = json_object();
     size_t i;
     json_t *r;
-    json_array_foreach(a, i, r) {
+    json_array_foreach (a, i, r) {
         const char *id = json_string_value(json_object_get(r, "id"));
         if (!json_is_object(r) || !id || !*id || json_object_get(m, id)) {
             json_decref(a);
@@ -88,7 +88,8 @@ static picl_status save_map(filestore *f, const char *path, const json_t *m, int
         size_t n = 0;
         const char *id;
         json_t *r;
-        json_object_foreach((json_t *)m, id, r) ids[n++] = id;
+        json_object_foreach ((json_t *)m, id, r)
+            ids[n++] = id;
         for (size_t i = 1; i < n; i++)
             for (size_t j = i; j > 0 && strcmp(ids[j - 1], ids[j]) > 0; j--) {
                 const char *t = ids[j];
@@ -119,10 +120,7 @@ static picl_status save_map(filestore *f, const char *path, const json_t *m, int
     return PICL_OK;
 }
 
-static json_t *tombstone(const char *id)
-{
-    return json_pack("{s:s, s:b}", "id", id, "deleted", 1);
-}
+static json_t *tombstone(const char *id) { return json_pack("{s:s, s:b}", "id", id, "deleted", 1); }
 
 static picl_status fs_changes(picl_store *s, json_t **out)
 {
@@ -136,11 +134,11 @@ static picl_status fs_changes(picl_store *s, json_t **out)
         json_t *a = json_array();
         const char *id;
         json_t *r;
-        json_object_foreach(cur, id, r) {
+        json_object_foreach (cur, id, r) {
             if (!json_equal(r, json_object_get(synced, id)))
                 json_array_append(a, r);
         }
-        json_object_foreach(synced, id, r) {
+        json_object_foreach (synced, id, r) {
             if (!json_object_get(cur, id))
                 json_array_append_new(a, tombstone(id));
         }
@@ -162,7 +160,8 @@ static picl_status fs_all(picl_store *s, json_t **out)
     json_t *a = json_array();
     const char *id;
     json_t *r;
-    json_object_foreach(cur, id, r) json_array_append(a, r);
+    json_object_foreach (cur, id, r)
+        json_array_append(a, r);
     json_decref(cur);
     *out = a;
     return PICL_OK;
@@ -193,7 +192,7 @@ static picl_status fs_apply(picl_store *s, const json_t *records)
     size_t i;
     json_t *r;
     if (st == PICL_OK) {
-        json_array_foreach(records, i, r) {
+        json_array_foreach (records, i, r) {
             const char *id = json_string_value(json_object_get(r, "id"));
             /* "" too: the file would hold a record its own reader refuses,
              * and every later sync of the directory would fail */
@@ -230,7 +229,7 @@ static picl_status fs_mark_synced(picl_store *s, const json_t *records)
         return st;
     size_t i;
     json_t *r;
-    json_array_foreach(records, i, r) {
+    json_array_foreach (records, i, r) {
         const char *id = json_string_value(json_object_get(r, "id"));
         if (!id)
             continue;
@@ -264,10 +263,7 @@ static picl_status fs_wipe(picl_store *s)
     return st;
 }
 
-static void fs_close(picl_store *s)
-{
-    free(s);
-}
+static void fs_close(picl_store *s) { free(s); }
 
 static const picl_store_ops fs_ops = {
     .changes = fs_changes,

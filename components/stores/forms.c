@@ -39,8 +39,8 @@ static picl_status load_snapshot(forms_store *f, json_t **out)
     if (!json_is_object(*out)) {
         json_decref(*out);
         *out = NULL;
-        return picl__store_fail(&f->base, PICL_ERROR_ENCODING, "%s is damaged (remove it: the next sync merges all)",
-                                f->snapshot);
+        return picl__store_fail(&f->base, PICL_ERROR_ENCODING,
+                                "%s is damaged (remove it: the next sync merges all)", f->snapshot);
     }
     return PICL_OK;
 }
@@ -80,7 +80,8 @@ static picl_status read_all(forms_store *f, json_t **out)
         const char *value = (const char *)sqlite3_column_text(q, 2);
         if (!guid || !*guid || !name || !value)
             continue;
-        json_object_set_new(*out, guid, json_pack("{s:s, s:s, s:s}", "id", guid, "name", name, "value", value));
+        json_object_set_new(*out, guid,
+                            json_pack("{s:s, s:s, s:s}", "id", guid, "name", name, "value", value));
     }
     sqlite3_finalize(q);
     if (rc != SQLITE_DONE) {
@@ -110,9 +111,12 @@ static picl_status fm_changes(picl_store *s, json_t **out)
         *out = json_array();
         const char *id;
         json_t *r;
-        json_object_foreach(cur, id, r) if (!same(r, json_object_get(snap, id))) json_array_append(*out, r);
-        json_object_foreach(snap, id, r) if (!json_object_get(cur, id))
-            json_array_append_new(*out, json_pack("{s:s, s:b}", "id", id, "deleted", 1));
+        json_object_foreach (cur, id, r)
+            if (!same(r, json_object_get(snap, id)))
+                json_array_append(*out, r);
+        json_object_foreach (snap, id, r)
+            if (!json_object_get(cur, id))
+                json_array_append_new(*out, json_pack("{s:s, s:b}", "id", id, "deleted", 1));
     }
     json_decref(cur);
     json_decref(snap);
@@ -129,7 +133,8 @@ static picl_status fm_all(picl_store *s, json_t **out)
     *out = json_array();
     const char *id;
     json_t *r;
-    json_object_foreach(cur, id, r) json_array_append(*out, r);
+    json_object_foreach (cur, id, r)
+        json_array_append(*out, r);
     json_decref(cur);
     return PICL_OK;
 }
@@ -185,7 +190,7 @@ static picl_status fm_apply(picl_store *s, const json_t *records)
     }
     size_t i;
     json_t *r;
-    json_array_foreach(records, i, r) {
+    json_array_foreach (records, i, r) {
         const char *id = json_string_value(json_object_get(r, "id"));
         if (!id || !*id || strlen(id) > 64)
             continue;
@@ -196,7 +201,7 @@ static picl_status fm_apply(picl_store *s, const json_t *records)
             continue;
         }
         if (!record_ok(r))
-            continue; /* not a form entry: nothing written */
+            continue;                             /* not a form entry: nothing written */
         if (same(r, json_object_get(snap, id))) { /* what was last synced (a class move, a
                                                    * re-download): a local edit stays, uploaded next time */
             json_object_set_new(f->kept, id, json_true());
@@ -204,20 +209,21 @@ static picl_status fm_apply(picl_store *s, const json_t *records)
         }
         const char *name = json_string_value(json_object_get(r, "name"));
         const char *value = json_string_value(json_object_get(r, "value"));
-        int n = exec_one(f->db, "UPDATE moz_formhistory SET fieldname = ?, value = ? WHERE guid = ?", name, value,
-                         id, 0);
+        int n = exec_one(f->db, "UPDATE moz_formhistory SET fieldname = ?, value = ? WHERE guid = ?", name,
+                         value, id, 0);
         if (n < 0)
             goto fail;
         if (n == 0) { /* the same entry under another guid takes the incoming one */
-            n = exec_one(f->db, "UPDATE moz_formhistory SET guid = ? WHERE fieldname = ? AND value = ?", id, name,
-                         value, 0);
+            n = exec_one(f->db, "UPDATE moz_formhistory SET guid = ? WHERE fieldname = ? AND value = ?", id,
+                         name, value, 0);
             if (n < 0)
                 goto fail;
         }
-        if (n == 0 && exec_one(f->db,
-                               "INSERT INTO moz_formhistory (fieldname, value, guid, timesUsed, firstUsed, lastUsed) "
-                               "VALUES (?, ?, ?, 1, ?4, ?4)",
-                               name, value, id, now) < 0)
+        if (n == 0 &&
+            exec_one(f->db,
+                     "INSERT INTO moz_formhistory (fieldname, value, guid, timesUsed, firstUsed, lastUsed) "
+                     "VALUES (?, ?, ?, 1, ?4, ?4)",
+                     name, value, id, now) < 0)
             goto fail;
         json_object_set_new(snap, id, json_pack("[s, s]", name, value));
     }
@@ -246,7 +252,7 @@ static picl_status fm_mark_synced(picl_store *s, const json_t *records)
     }
     size_t i;
     json_t *r;
-    json_array_foreach(records, i, r) {
+    json_array_foreach (records, i, r) {
         const char *id = json_string_value(json_object_get(r, "id"));
         if (!id)
             continue;
@@ -260,7 +266,8 @@ static picl_status fm_mark_synced(picl_store *s, const json_t *records)
         if (json_is_true(json_object_get(r, "deleted")))
             json_object_del(snap, id);
         else if (record_ok(r))
-            json_object_set_new(snap, id, json_pack("[O, O]", json_object_get(r, "name"), json_object_get(r, "value")));
+            json_object_set_new(snap, id,
+                                json_pack("[O, O]", json_object_get(r, "name"), json_object_get(r, "value")));
     }
     st = save_snapshot(f, snap);
     json_decref(snap);
@@ -320,7 +327,8 @@ picl_status picl__forms_open(picl_store **out, const char *profile_dir, const ch
     snprintf(f->base.collection, sizeof f->base.collection, "%s", "forms");
     snprintf(f->snapshot, sizeof f->snapshot, "%s/forms-synced.json", state_dir);
     f->kept = json_object();
-    picl_status rc = f->kept ? picl__profile_open(profile_dir, &f->profile, err, errlen) : PICL_ERROR_NO_MEMORY;
+    picl_status rc =
+        f->kept ? picl__profile_open(profile_dir, &f->profile, err, errlen) : PICL_ERROR_NO_MEMORY;
     if (rc != PICL_OK)
         goto fail;
     if ((rc = picl__profile_path(f->profile, "formhistory.sqlite", path, sizeof path)) != PICL_OK)
@@ -337,8 +345,8 @@ picl_status picl__forms_open(picl_store **out, const char *profile_dir, const ch
     }
     sqlite3_busy_timeout(f->db, 2000);
     sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(f->db, "SELECT guid, fieldname, value FROM moz_formhistory LIMIT 0", -1, &q, NULL) !=
-        SQLITE_OK) {
+    if (sqlite3_prepare_v2(f->db, "SELECT guid, fieldname, value FROM moz_formhistory LIMIT 0", -1, &q,
+                           NULL) != SQLITE_OK) {
         snprintf(err, errlen, "%s has no moz_formhistory table: not a form history", path);
         rc = PICL_ERROR_DATABASE;
         goto fail;

@@ -48,8 +48,10 @@ static const SEC_ASN1Template enc_item_template[] = {
 
 static const SEC_ASN1Template pbes2_template[] = {
     {SEC_ASN1_SEQUENCE, 0, NULL, sizeof(pbes2_params)},
-    {SEC_ASN1_INLINE | SEC_ASN1_XTRN, offsetof(pbes2_params, kdf), SEC_ASN1_SUB(SECOID_AlgorithmIDTemplate), 0},
-    {SEC_ASN1_INLINE | SEC_ASN1_XTRN, offsetof(pbes2_params, enc), SEC_ASN1_SUB(SECOID_AlgorithmIDTemplate), 0},
+    {SEC_ASN1_INLINE | SEC_ASN1_XTRN, offsetof(pbes2_params, kdf), SEC_ASN1_SUB(SECOID_AlgorithmIDTemplate),
+     0},
+    {SEC_ASN1_INLINE | SEC_ASN1_XTRN, offsetof(pbes2_params, enc), SEC_ASN1_SUB(SECOID_AlgorithmIDTemplate),
+     0},
     {0, 0, NULL, 0},
 };
 
@@ -75,8 +77,8 @@ static unsigned long der_uint(const SECItem *i)
 
 /* Decrypts one PBES2 (PBKDF2-HMAC-SHA256, AES-256-CBC) item with the
  * password hash pw[0..pwlen).  *out is malloc()ed, caller picl__zfree()s. */
-static picl_status pbes2_decrypt(const uint8_t *pw, size_t pwlen, const void *der, size_t derlen, uint8_t **out,
-                                 size_t *outlen)
+static picl_status pbes2_decrypt(const uint8_t *pw, size_t pwlen, const void *der, size_t derlen,
+                                 uint8_t **out, size_t *outlen)
 {
     picl_status rc = PICL_ERROR_UNSUPPORTED;
     PLArenaPool *arena = PORT_NewArena(2048);
@@ -95,8 +97,8 @@ static picl_status pbes2_decrypt(const uint8_t *pw, size_t pwlen, const void *de
         SECOID_GetAlgorithmTag(&item.alg) != SEC_OID_PKCS5_PBES2 ||
         SEC_ASN1DecodeItem(arena, &p2, pbes2_template, &item.alg.parameters) != SECSuccess ||
         SECOID_GetAlgorithmTag(&p2.kdf) != SEC_OID_PKCS5_PBKDF2 ||
-        SEC_ASN1DecodeItem(arena, &kdf, pbkdf2_template, &p2.kdf.parameters) != SECSuccess ||
-        !kdf.prf || SECOID_GetAlgorithmTag(kdf.prf) != SEC_OID_HMAC_SHA256 ||
+        SEC_ASN1DecodeItem(arena, &kdf, pbkdf2_template, &p2.kdf.parameters) != SECSuccess || !kdf.prf ||
+        SECOID_GetAlgorithmTag(kdf.prf) != SEC_OID_HMAC_SHA256 ||
         SECOID_GetAlgorithmTag(&p2.enc) != SEC_OID_AES_256_CBC)
         goto done;
     unsigned long iter = der_uint(&kdf.iter);
@@ -139,7 +141,8 @@ static PK11SymKey *import_key(CK_MECHANISM_TYPE mech, uint8_t *raw, size_t len)
     return k;
 }
 
-picl_status picl__key4_unlock(const char *key4_path, const char *password, PK11SymKey **aes, PK11SymKey **des3)
+picl_status picl__key4_unlock(const char *key4_path, const char *password, PK11SymKey **aes,
+                              PK11SymKey **des3)
 {
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
@@ -191,8 +194,8 @@ picl_status picl__key4_unlock(const char *key4_path, const char *password, PK11S
     sqlite3_finalize(st);
     st = NULL;
     /* the secret keys with the SDR id: CKA_CLASS (a0) = CKO_SECRET_KEY (4) */
-    if (sqlite3_prepare_v2(db, "SELECT a100, a11 FROM nssPrivate WHERE a0 = X'00000004' AND a102 = ?", -1, &st,
-                           NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(db, "SELECT a100, a11 FROM nssPrivate WHERE a0 = X'00000004' AND a102 = ?", -1,
+                           &st, NULL) != SQLITE_OK) {
         rc = PICL_ERROR_DATABASE;
         goto done;
     }
@@ -201,11 +204,12 @@ picl_status picl__key4_unlock(const char *key4_path, const char *password, PK11S
         const uint8_t *t = sqlite3_column_blob(st, 0);
         if (sqlite3_column_bytes(st, 0) != 4 || !t)
             continue;
-        unsigned long type = ((unsigned long)t[0] << 24) | ((unsigned long)t[1] << 16) | ((unsigned long)t[2] << 8) | t[3];
+        unsigned long type =
+            ((unsigned long)t[0] << 24) | ((unsigned long)t[1] << 16) | ((unsigned long)t[2] << 8) | t[3];
         if ((type != CKK_AES || *aes) && (type != CKK_DES3 || *des3))
             continue;
-        if (pbes2_decrypt(pwhash, sizeof pwhash, sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1),
-                          &plain, &plen) != PICL_OK)
+        if (pbes2_decrypt(pwhash, sizeof pwhash, sqlite3_column_blob(st, 1),
+                          (size_t)sqlite3_column_bytes(st, 1), &plain, &plen) != PICL_OK)
             continue;
         if (type == CKK_AES && plen == 32)
             *aes = import_key(CKM_AES_CBC_PAD, plain, plen);

@@ -24,6 +24,7 @@
  * unreadable.  NSS must be initialised (picl__nss_acquire).  The caller frees
  * the keys with PK11_FreeSymKey.  Every intermediate secret is wiped.
  */
-picl_status picl__key4_unlock(const char *key4_path, const char *password, PK11SymKey **aes, PK11SymKey **des3);
+picl_status picl__key4_unlock(const char *key4_path, const char *password, PK11SymKey **aes,
+                              PK11SymKey **des3);
 
 #endif

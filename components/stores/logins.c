@@ -23,9 +23,9 @@
 #include "stores/profile.h"
 #include "crypto/alloc.h"
 
-#define LOGINS_MAX_FILE (64u << 20)  /* logins.json over 64 MiB is not Firefox's */
-#define LOGINS_MAX_FIELD 65536       /* any string of an incoming record */
-#define LOGINS_MAX_PASSWORD 1024     /* primary password buffer */
+#define LOGINS_MAX_FILE (64u << 20) /* logins.json over 64 MiB is not Firefox's */
+#define LOGINS_MAX_FIELD 65536      /* any string of an incoming record */
+#define LOGINS_MAX_PASSWORD 1024    /* primary password buffer */
 
 static int64_t now_ms(void)
 {
@@ -36,9 +36,9 @@ static int64_t now_ms(void)
 
 /* ---- logins.json entries <-> records ------------------------------------- */
 
-static const char *const record_fields[] = {"hostname", "formSubmitURL", "httpRealm", "username", "password",
-                                            "usernameField", "passwordField", "timeCreated",
-                                            "timePasswordChanged", "timeLastUsed", "timesUsed"};
+static const char *const record_fields[] = {
+    "hostname",      "formSubmitURL", "httpRealm",           "username",     "password", "usernameField",
+    "passwordField", "timeCreated",   "timePasswordChanged", "timeLastUsed", "timesUsed"};
 
 static int is_record_field(const char *k)
 {
@@ -77,18 +77,16 @@ static json_int_t int_or(const json_t *r, const char *k, json_int_t dflt)
 /* Firefox keeps a login that was ever synced, once deleted, as a tombstone
  * entry {id, guid, timePasswordChanged, timeLastBreachAlertDismissed,
  * syncCounter, everSynced, deleted: true} without encrypted fields. */
-static int is_tombstone(const json_t *e)
-{
-    return json_is_true(json_object_get(e, "deleted"));
-}
+static int is_tombstone(const json_t *e) { return json_is_true(json_object_get(e, "deleted")); }
 
 /* What Firefox's removeLoginAsync(login, fromSync) makes of an entry: every
  * field but the id, the GUID and the sync and breach fields goes. */
 static void make_tombstone(json_t *e)
 {
-    static const char *const gone[] = {"hostname", "httpRealm", "formSubmitURL", "usernameField",
-                                       "passwordField", "encryptedUsername", "encryptedPassword", "encType",
-                                       "timeCreated", "timeLastUsed", "timesUsed", "encryptedUnknownFields"};
+    static const char *const gone[] = {"hostname",          "httpRealm",     "formSubmitURL",
+                                       "usernameField",     "passwordField", "encryptedUsername",
+                                       "encryptedPassword", "encType",       "timeCreated",
+                                       "timeLastUsed",      "timesUsed",     "encryptedUnknownFields"};
     for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
         json_object_del(e, gone[i]);
     json_object_set_new(e, "deleted", json_true());
@@ -139,7 +137,9 @@ static json_t *entry_record(logins *l, const json_t *e)
         const char *k;
         json_t *v;
         if (json_is_object(o))
-            json_object_foreach(o, k, v) if (!is_record_field(k)) json_object_set(r, k, v);
+            json_object_foreach (o, k, v)
+                if (!is_record_field(k))
+                    json_object_set(r, k, v);
         json_decref(o);
         json_decref(uf);
     }
@@ -166,9 +166,16 @@ static int entry_readable(logins *l, const json_t *e)
 /* Digest of what sync cares about in an entry: ciphertexts, not cleartexts. */
 static picl_status entry_digest(const json_t *e, char out[33])
 {
-    static const char *const keys[] = {"guid", "hostname", "formSubmitURL", "httpRealm", "usernameField",
-                                       "passwordField", "encryptedUsername", "encryptedPassword",
-                                       "encryptedUnknownFields", "timePasswordChanged"};
+    static const char *const keys[] = {"guid",
+                                       "hostname",
+                                       "formSubmitURL",
+                                       "httpRealm",
+                                       "usernameField",
+                                       "passwordField",
+                                       "encryptedUsername",
+                                       "encryptedPassword",
+                                       "encryptedUnknownFields",
+                                       "timePasswordChanged"};
     json_t *o = json_object();
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         json_t *v = json_object_get(e, keys[i]);
@@ -187,16 +194,13 @@ static picl_status entry_digest(const json_t *e, char out[33])
     return rc;
 }
 
-static json_t *entries(logins *l)
-{
-    return json_object_get(l->doc, "logins");
-}
+static json_t *entries(logins *l) { return json_object_get(l->doc, "logins"); }
 
 static json_t *entry_by_guid(logins *l, const char *guid, size_t *index)
 {
     size_t i;
     json_t *e;
-    json_array_foreach(entries(l), i, e) {
+    json_array_foreach (entries(l), i, e) {
         const char *g = json_string_value(json_object_get(e, "guid"));
         if (g && strcmp(g, guid) == 0) {
             if (index)
@@ -259,7 +263,7 @@ static picl_status lg_all(picl_store *s, json_t **out)
     size_t i;
     json_t *e;
     l->unreadable = 0;
-    json_array_foreach(entries(l), i, e) {
+    json_array_foreach (entries(l), i, e) {
         if (is_tombstone(e))
             continue;
         json_t *r = entry_record(l, e);
@@ -298,7 +302,7 @@ static picl_status lg_changes(picl_store *s, json_t **out)
     size_t i;
     json_t *e;
     l->unreadable = 0;
-    json_array_foreach(entries(l), i, e) {
+    json_array_foreach (entries(l), i, e) {
         const char *guid = json_string_value(json_object_get(e, "guid"));
         json_int_t counter = int_or(e, "syncCounter", 0);
         char d[33];
@@ -328,7 +332,7 @@ static picl_status lg_changes(picl_store *s, json_t **out)
     }
     const char *guid;
     json_t *v;
-    json_object_foreach(l->synced, guid, v) {
+    json_object_foreach (l->synced, guid, v) {
         if (!entry_by_guid(l, guid, NULL)) { /* removed from the file (a login never marked everSynced) */
             json_array_append_new(a, json_pack("{s:s, s:b}", "id", guid, "deleted", 1));
             json_object_set_new(rep, guid, json_pack("{s:n, s:i}", "digest", "counter", 0));
@@ -360,14 +364,15 @@ static picl_status reset_counters(logins *l, const json_t *resets)
     int changed = 0;
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(fresh, "logins"), i, e) {
+    json_array_foreach (json_object_get(fresh, "logins"), i, e) {
         const char *guid = json_string_value(json_object_get(e, "guid"));
         json_t *rep = guid ? json_object_get(resets, guid) : NULL;
         if (!rep)
             continue;
         const char *was = json_string_value(json_object_get(rep, "digest"));
         char d[33];
-        int same = was ? !is_tombstone(e) && entry_digest(e, d) == PICL_OK && strcmp(d, was) == 0 : is_tombstone(e);
+        int same =
+            was ? !is_tombstone(e) && entry_digest(e, d) == PICL_OK && strcmp(d, was) == 0 : is_tombstone(e);
         if (same)
             changed |= reset_sync_counter(e, int_or(rep, "counter", 0));
     }
@@ -389,7 +394,7 @@ static picl_status lg_mark_synced(picl_store *s, const json_t *records)
     json_t *r;
     int dirty = 0;
     json_t *resets = json_object(); /* guid -> what was reported, for Firefox's counters */
-    json_array_foreach(records, i, r) {
+    json_array_foreach (records, i, r) {
         const char *id = json_string_value(json_object_get(r, "id"));
         json_t *rep = id ? json_object_get(l->reported, id) : NULL;
         if (!rep)
@@ -472,18 +477,20 @@ static picl_status parse_login(logins *l, const json_t *r, size_t i, login_in *i
     json_t *form = json_object_get(r, "formSubmitURL"), *realm = json_object_get(r, "httpRealm");
     if (!text_ok(json_object_get(r, "hostname"), 0, 0) || !text_ok(form, 1, 1) || !text_ok(realm, 1, 1) ||
         !text_ok(json_object_get(r, "username"), 0, 1) || !text_ok(json_object_get(r, "password"), 0, 0) ||
-        !text_ok(json_object_get(r, "usernameField"), 1, 1) || !text_ok(json_object_get(r, "passwordField"), 1, 1))
+        !text_ok(json_object_get(r, "usernameField"), 1, 1) ||
+        !text_ok(json_object_get(r, "passwordField"), 1, 1))
         return picl__logins_fail(l, PICL_ERROR_ENCODING, "passwords record %zu: bad field", i);
     /* Firefox: a login is a form login or an HTTP-auth login, never both or neither */
     int has_form = form && json_is_string(form), has_realm = realm && json_is_string(realm);
     if (has_form == has_realm)
-        return picl__logins_fail(l, PICL_ERROR_ENCODING, "passwords record %zu: needs formSubmitURL or httpRealm", i);
+        return picl__logins_fail(l, PICL_ERROR_ENCODING,
+                                 "passwords record %zu: needs formSubmitURL or httpRealm", i);
     if (!time_ok(json_object_get(r, "timeCreated")) || !time_ok(json_object_get(r, "timePasswordChanged")) ||
         !time_ok(json_object_get(r, "timeLastUsed")) || !time_ok(json_object_get(r, "timesUsed")))
         return picl__logins_fail(l, PICL_ERROR_ENCODING, "passwords record %zu: bad time", i);
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)r, k, v) {
+    json_object_foreach ((json_t *)r, k, v) {
         if (is_record_field(k))
             continue;
         if (!in->unknown)
@@ -500,8 +507,8 @@ static json_t *text_or_null(const json_t *r, const char *k)
 }
 
 /* Encrypts a JSON string value into obj[key]. */
-static picl_status put_encrypted(logins *l, json_t *obj, const char *key, PK11SymKey *k, int aes, const char *s,
-                                 size_t n)
+static picl_status put_encrypted(logins *l, json_t *obj, const char *key, PK11SymKey *k, int aes,
+                                 const char *s, size_t n)
 {
     char *b64 = NULL;
     picl_status rc = picl__logins_encrypt(l, k, aes, s, n, &b64);
@@ -519,8 +526,8 @@ static picl_status put_encrypted(logins *l, json_t *obj, const char *key, PK11Sy
  * unreadable or lose the password). */
 static int entry_whole(const json_t *e, const char *guid)
 {
-    static const char *const strs[] = {"hostname", "usernameField", "passwordField", "encryptedUsername",
-                                       "encryptedPassword", "guid"};
+    static const char *const strs[] = {"hostname",          "usernameField",     "passwordField",
+                                       "encryptedUsername", "encryptedPassword", "guid"};
     static const char *const ints[] = {"id", "encType", "syncCounter"};
     for (size_t k = 0; k < sizeof strs / sizeof strs[0]; k++)
         if (!json_is_string(json_object_get(e, strs[k])))
@@ -533,14 +540,15 @@ static int entry_whole(const json_t *e, const char *guid)
            strcmp(json_string_value(json_object_get(e, "guid")), guid) == 0;
 }
 
-static picl_status upsert(logins *l, json_t *doc, const json_t *r, const login_in *in, PK11SymKey *key, int aes)
+static picl_status upsert(logins *l, json_t *doc, const json_t *r, const login_in *in, PK11SymKey *key,
+                          int aes)
 {
     json_t *list = json_object_get(doc, "logins");
     json_t *e = NULL;
     size_t i;
     json_t *x;
     size_t at = 0;
-    json_array_foreach(list, i, x) {
+    json_array_foreach (list, i, x) {
         const char *g = json_string_value(json_object_get(x, "guid"));
         if (g && strcmp(g, in->id) == 0) {
             e = x;
@@ -556,7 +564,9 @@ static picl_status upsert(logins *l, json_t *doc, const json_t *r, const login_i
     int64_t now = now_ms();
     if (!e) {
         json_int_t next = int_or(doc, "nextId", 1);
-        json_array_foreach(list, i, x) if (int_or(x, "id", 0) >= next) next = int_or(x, "id", 0) + 1;
+        json_array_foreach (list, i, x)
+            if (int_or(x, "id", 0) >= next)
+                next = int_or(x, "id", 0) + 1;
         e = json_object();
         if (!e)
             return picl__logins_fail(l, PICL_ERROR_NO_MEMORY, "out of memory");
@@ -566,8 +576,9 @@ static picl_status upsert(logins *l, json_t *doc, const json_t *r, const login_i
             return picl__logins_fail(l, PICL_ERROR_NO_MEMORY, "out of memory");
         }
         /* Firefox's member order, so a diff of the file stays readable */
-        static const char *const order[] = {"hostname", "httpRealm", "formSubmitURL", "usernameField",
-                                            "passwordField", "encryptedUsername", "encryptedPassword", "guid"};
+        static const char *const order[] = {"hostname",          "httpRealm",     "formSubmitURL",
+                                            "usernameField",     "passwordField", "encryptedUsername",
+                                            "encryptedPassword", "guid"};
         for (size_t k = 0; k < sizeof order / sizeof order[0]; k++)
             json_object_set_new(e, order[k], json_null());
         json_object_set_new(e, "encType", json_integer(1));
@@ -598,7 +609,8 @@ static picl_status upsert(logins *l, json_t *doc, const json_t *r, const login_i
     json_object_set_new(e, "syncCounter", json_integer(0));
     json_object_set_new(e, "everSynced", json_true());
     json_t *u = json_object_get(r, "username"), *p = json_object_get(r, "password");
-    picl_status rc = put_encrypted(l, e, "encryptedUsername", key, aes, json_string_value(u), json_string_length(u));
+    picl_status rc =
+        put_encrypted(l, e, "encryptedUsername", key, aes, json_string_value(u), json_string_length(u));
     if (rc == PICL_OK)
         rc = put_encrypted(l, e, "encryptedPassword", key, aes, json_string_value(p), json_string_length(p));
     if (rc == PICL_OK && in->unknown) {
@@ -621,7 +633,8 @@ static picl_status write_logins(logins *l, const json_t *records)
     json_t *doc = json_deep_copy(l->doc), *synced = json_deep_copy(l->synced);
     PK11SymKey *key = NULL;
     int aes = 1;
-    picl_status rc = (!in || !doc || !synced) ? picl__logins_fail(l, PICL_ERROR_NO_MEMORY, "out of memory") : PICL_OK;
+    picl_status rc =
+        (!in || !doc || !synced) ? picl__logins_fail(l, PICL_ERROR_NO_MEMORY, "out of memory") : PICL_OK;
     for (size_t i = 0; rc == PICL_OK && i < n; i++)
         rc = parse_login(l, json_array_get(records, i), i, &in[i]);
     int need_key = 0, need_read = 0;
@@ -645,7 +658,7 @@ static picl_status write_logins(logins *l, const json_t *records)
         if (in[i].deleted) {
             size_t k;
             json_t *x;
-            json_array_foreach(list, k, x) {
+            json_array_foreach (list, k, x) {
                 const char *g = json_string_value(json_object_get(x, "guid"));
                 if (!g || strcmp(g, in[i].id) != 0)
                     continue;
@@ -671,7 +684,7 @@ static picl_status write_logins(logins *l, const json_t *records)
             continue;
         size_t k;
         json_t *x;
-        json_array_foreach(list, k, x) {
+        json_array_foreach (list, k, x) {
             const char *g = json_string_value(json_object_get(x, "guid"));
             char d[33];
             if (g && strcmp(g, in[i].id) == 0 && (rc = entry_digest(x, d)) == PICL_OK &&
@@ -709,10 +722,7 @@ static picl_status lg_apply(picl_store *s, const json_t *records)
     return write_logins(l, records);
 }
 
-static picl_status lg_wipe(picl_store *s)
-{
-    return write_logins((logins *)s, NULL);
-}
+static picl_status lg_wipe(picl_store *s) { return write_logins((logins *)s, NULL); }
 
 static void lg_close(picl_store *s)
 {
@@ -762,8 +772,8 @@ static picl_status load_doc(logins *l, json_t **out)
     *out = NULL;
     picl_status rc = picl__read_file(l->json_path, LOGINS_MAX_FILE, &text, &len);
     if (rc == PICL_ERROR_NOT_FOUND) {
-        *out = json_pack("{s:i, s:[], s:[], s:{}, s:i}", "nextId", 1, "logins", "potentiallyVulnerablePasswords",
-                           "dismissedBreachAlertsByLoginGUID", "version", 3);
+        *out = json_pack("{s:i, s:[], s:[], s:{}, s:i}", "nextId", 1, "logins",
+                         "potentiallyVulnerablePasswords", "dismissedBreachAlertsByLoginGUID", "version", 3);
         return *out ? PICL_OK : picl__logins_fail(l, PICL_ERROR_NO_MEMORY, "out of memory");
     }
     if (rc != PICL_OK)
@@ -777,7 +787,8 @@ static picl_status load_doc(logins *l, json_t **out)
         goto done;
     }
     if (!json_is_object(doc)) {
-        rc = picl__logins_fail(l, PICL_ERROR_ENCODING, "logins.json is corrupt (line %d: %s)", je.line, je.text);
+        rc = picl__logins_fail(l, PICL_ERROR_ENCODING, "logins.json is corrupt (line %d: %s)", je.line,
+                               je.text);
         goto done;
     }
     json_t *list = json_object_get(doc, "logins");
@@ -788,7 +799,7 @@ static picl_status load_doc(logins *l, json_t **out)
     }
     size_t i;
     json_t *e;
-    json_array_foreach(list, i, e) {
+    json_array_foreach (list, i, e) {
         json_t *g = json_object_get(e, "guid");
         if (!json_is_object(e) || (g && !json_is_string(g)) || !json_is_integer(json_object_get(e, "id"))) {
             rc = picl__logins_fail(l, PICL_ERROR_ENCODING, "logins.json is corrupt (entry %zu)", i);
@@ -872,7 +883,8 @@ picl_status picl__logins_open(picl_store **out, const char *profile_dir, const c
     if (stat(l->key_path, &st) == 0) {
         if ((rc = picl__logins_slot_open(l, 0)) == PICL_ERROR_STATE) {
             if (!ask) {
-                rc = picl__logins_fail(l, PICL_ERROR_STATE, "the profile has a primary password and none was given");
+                rc = picl__logins_fail(l, PICL_ERROR_STATE,
+                                       "the profile has a primary password and none was given");
                 goto fail_msg;
             }
             char *pw = calloc(1, LOGINS_MAX_PASSWORD);

@@ -16,18 +16,19 @@ typedef struct logins {
     char json_path[PATH_MAX];
     char key_path[PATH_MAX];
     char state_path[PATH_MAX];
-    char *password;        /* primary password, wiped on close; NULL = none needed */
-    json_t *doc;           /* logins.json as read (or as we last wrote it) */
-    json_t *synced;        /* guid -> digest of what was last synced */
-    json_t *reported;      /* guid -> digest reported by changes() (null = tombstone) */
-    PK11SlotInfo *slot;    /* key4.db while an operation runs */
-    int direct;            /* keys read by key4.c (Firefox 146+ primary password) */
+    char *password;             /* primary password, wiped on close; NULL = none needed */
+    json_t *doc;                /* logins.json as read (or as we last wrote it) */
+    json_t *synced;             /* guid -> digest of what was last synced */
+    json_t *reported;           /* guid -> digest reported by changes() (null = tombstone) */
+    PK11SlotInfo *slot;         /* key4.db while an operation runs */
+    int direct;                 /* keys read by key4.c (Firefox 146+ primary password) */
     PK11SymKey *k_aes, *k_des3; /* those keys, as NSS session keys */
-    size_t unreadable;     /* live entries the last changes()/all()/apply() could not decrypt */
+    size_t unreadable;          /* live entries the last changes()/all()/apply() could not decrypt */
 } logins;
 
 /* Sets the store error (printf-style) and returns st. */
-picl_status picl__logins_fail(logins *l, picl_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+picl_status picl__logins_fail(logins *l, picl_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Opens the profile's key4.db as an extra NSS slot into l->slot (read-only
  * unless rw; created with an empty password when rw and absent) and logs in

@@ -56,14 +56,16 @@ picl_status picl__logins_slot_open(logins *l, int rw)
     const char *dir = picl__profile_dir(l->profile);
     if (strchr(dir, '\'') || strchr(dir, '"'))
         return picl__logins_fail(l, PICL_ERROR_UNSUPPORTED, "profile path with quotes");
-    int n = snprintf(spec, sizeof spec, "configdir='sql:%s' certPrefix='' keyPrefix='' "
-                     "tokenDescription='PiCL profile keys' flags=%s", dir,
-                     rw ? "optimizeSpace" : "readOnly,optimizeSpace");
+    int n = snprintf(spec, sizeof spec,
+                     "configdir='sql:%s' certPrefix='' keyPrefix='' "
+                     "tokenDescription='PiCL profile keys' flags=%s",
+                     dir, rw ? "optimizeSpace" : "readOnly,optimizeSpace");
     if (n < 0 || (size_t)n >= sizeof spec)
         return picl__logins_fail(l, PICL_ERROR_TOO_LARGE, "profile path too long");
     l->slot = SECMOD_OpenUserDB(spec);
     if (!l->slot)
-        return picl__logins_fail(l, PICL_ERROR_NSS_INIT, "cannot open key4.db (NSS error %d)", PORT_GetError());
+        return picl__logins_fail(l, PICL_ERROR_NSS_INIT, "cannot open key4.db (NSS error %d)",
+                                 PORT_GetError());
     if (rw && PK11_NeedUserInit(l->slot) && PK11_InitPin(l->slot, NULL, "") != SECSuccess)
         return picl__logins_fail(l, PICL_ERROR_CRYPTO, "cannot initialise key4.db");
     if (PK11_NeedLogin(l->slot) && !PK11_IsLoggedIn(l->slot, NULL)) {
@@ -153,7 +155,8 @@ picl_status picl__logins_decrypt(logins *l, const char *b64, char **out, size_t 
         goto done;
     if (!(plain = malloc(blob.data.len + 1)))
         goto done;
-    if (PK11_Decrypt(key, mech, &iv, plain, &plen, blob.data.len, blob.data.data, blob.data.len) != SECSuccess)
+    if (PK11_Decrypt(key, mech, &iv, plain, &plen, blob.data.len, blob.data.data, blob.data.len) !=
+        SECSuccess)
         goto done;
     plain[plen] = '\0';
     *out = (char *)plain;
@@ -192,7 +195,9 @@ picl_status picl__logins_write_key(logins *l, PK11SymKey **key, int *aes)
         return PICL_OK;
     }
     *key = PK11_TokenKeyGen(l->slot, CKM_AES_KEY_GEN, NULL, 32, &id, PR_TRUE, NULL);
-    return *key ? PICL_OK : picl__logins_fail(l, PICL_ERROR_CRYPTO, "cannot create the key in key4.db (NSS %d)", PORT_GetError());
+    return *key ? PICL_OK
+                : picl__logins_fail(l, PICL_ERROR_CRYPTO, "cannot create the key in key4.db (NSS %d)",
+                                    PORT_GetError());
 }
 
 /* Encrypts s into a malloc()ed base64 SDR blob. */

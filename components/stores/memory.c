@@ -22,15 +22,9 @@ typedef struct memstore {
     json_t *dirty;   /* id -> record or tombstone, the pending local changes */
 } memstore;
 
-static json_t *tombstone(const char *id)
-{
-    return json_pack("{s:s, s:b}", "id", id, "deleted", 1);
-}
+static json_t *tombstone(const char *id) { return json_pack("{s:s, s:b}", "id", id, "deleted", 1); }
 
-static int is_tombstone(const json_t *r)
-{
-    return json_is_true(json_object_get(r, "deleted"));
-}
+static int is_tombstone(const json_t *r) { return json_is_true(json_object_get(r, "deleted")); }
 
 static picl_status mem_changes(picl_store *s, json_t **out)
 {
@@ -38,7 +32,8 @@ static picl_status mem_changes(picl_store *s, json_t **out)
     json_t *a = json_array();
     const char *id;
     json_t *r;
-    json_object_foreach(m->dirty, id, r) json_array_append(a, r);
+    json_object_foreach (m->dirty, id, r)
+        json_array_append(a, r);
     *out = a;
     return a ? PICL_OK : PICL_ERROR_NO_MEMORY;
 }
@@ -49,7 +44,8 @@ static picl_status mem_all(picl_store *s, json_t **out)
     json_t *a = json_array();
     const char *id;
     json_t *r;
-    json_object_foreach(m->records, id, r) json_array_append(a, r);
+    json_object_foreach (m->records, id, r)
+        json_array_append(a, r);
     *out = a;
     return a ? PICL_OK : PICL_ERROR_NO_MEMORY;
 }
@@ -68,7 +64,7 @@ static picl_status check_records(picl_store *s, const json_t *records)
         return picl__store_fail(s, PICL_ERROR_INVALID_ARGUMENT, "records must be an array");
     size_t i;
     json_t *r;
-    json_array_foreach(records, i, r) {
+    json_array_foreach (records, i, r) {
         if (!json_is_object(r) || !json_is_string(json_object_get(r, "id")))
             return picl__store_fail(s, PICL_ERROR_INVALID_ARGUMENT, "record %zu has no id", i);
     }
@@ -83,7 +79,7 @@ static picl_status mem_apply(picl_store *s, const json_t *records)
         return st;
     size_t i;
     json_t *r;
-    json_array_foreach(records, i, r) {
+    json_array_foreach (records, i, r) {
         const char *id = json_string_value(json_object_get(r, "id"));
         if (is_tombstone(r))
             json_object_del(m->records, id);
@@ -98,7 +94,7 @@ static picl_status mem_mark_synced(picl_store *s, const json_t *records)
     memstore *m = (memstore *)s;
     size_t i;
     json_t *r;
-    json_array_foreach(records, i, r) {
+    json_array_foreach (records, i, r) {
         const char *id = json_string_value(json_object_get(r, "id"));
         json_t *cur = id ? json_object_get(m->dirty, id) : NULL;
         /* only if unchanged since it was reported */
@@ -114,7 +110,8 @@ static picl_status mem_reset(picl_store *s)
     json_object_clear(m->dirty);
     const char *id;
     json_t *r;
-    json_object_foreach(m->records, id, r) json_object_set(m->dirty, id, r);
+    json_object_foreach (m->records, id, r)
+        json_object_set(m->dirty, id, r);
     return PICL_OK;
 }
 

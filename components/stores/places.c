@@ -14,7 +14,6 @@
 #include "crypto/hash.h"
 #include "crypto/nss.h"
 
-
 /* ---- open ---------------------------------------------------------------- */
 
 /* The schema version from the file header (offset 60, big-endian), valid
@@ -49,7 +48,8 @@ picl_status picl__places_open(picl_store **out, const char *profile_dir, const c
     struct stat sb;
     *out = NULL;
     if (!collection || (strcmp(collection, "bookmarks") != 0 && strcmp(collection, "history") != 0)) {
-        seterr(err, errlen, "places.sqlite holds bookmarks and history, not %s", collection ? collection : "?");
+        seterr(err, errlen, "places.sqlite holds bookmarks and history, not %s",
+               collection ? collection : "?");
         return PICL_ERROR_INVALID_ARGUMENT;
     }
     places *p = calloc(1, sizeof *p);
@@ -107,8 +107,8 @@ picl_status picl__places_open(picl_store **out, const char *profile_dir, const c
         rc = version < 0 ? PICL_ERROR_DATABASE : PICL_ERROR_UNSUPPORTED;
         goto fail;
     }
-    if (sqlite3_exec(p->db, "CREATE TEMP TABLE IF NOT EXISTS picl_touched(place_id INTEGER PRIMARY KEY)", NULL,
-                     NULL, NULL) != SQLITE_OK) {
+    if (sqlite3_exec(p->db, "CREATE TEMP TABLE IF NOT EXISTS picl_touched(place_id INTEGER PRIMARY KEY)",
+                     NULL, NULL, NULL) != SQLITE_OK) {
         seterr(err, errlen, "places.sqlite: %s", sqlite3_errmsg(p->db));
         rc = PICL_ERROR_DATABASE;
         goto fail;

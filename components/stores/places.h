@@ -60,8 +60,8 @@
  */
 #define PICL_PLACES_SCHEMA 86
 
-picl_status picl__places_open(picl_store **out, const char *profile_dir, const char *collection,
-                              char *err, size_t errlen);
+picl_status picl__places_open(picl_store **out, const char *profile_dir, const char *collection, char *err,
+                              size_t errlen);
 
 /* Firefox's moz_places.url_hash of a URL (48 bits; see the notes). */
 uint64_t picl__places_url_hash(const char *url, size_t len);

@@ -25,9 +25,9 @@ static const struct {
 
 /* Items that are records: the four roots and everything under them (UNION,
  * not UNION ALL: a corrupt parent cycle must not loop forever). */
-#define SYNCABLE                                                                                  \
-    "WITH RECURSIVE syncable(id) AS (SELECT id FROM moz_bookmarks WHERE guid IN ('menu________', " \
-    "'toolbar_____', 'unfiled_____', 'mobile______') UNION SELECT b.id FROM moz_bookmarks b "  \
+#define SYNCABLE                                                                                             \
+    "WITH RECURSIVE syncable(id) AS (SELECT id FROM moz_bookmarks WHERE guid IN ('menu________', "           \
+    "'toolbar_____', 'unfiled_____', 'mobile______') UNION SELECT b.id FROM moz_bookmarks b "                \
     "JOIN syncable s ON b.parent = s.id) "
 
 static picl_status syncable_item(places *p, const char *guid, int64_t *id, int64_t *type, int64_t *fk,
@@ -62,8 +62,9 @@ static const char *to_sync(const char *guid)
 
 static int is_root_guid(const char *g)
 {
-    return strcmp(g, "root________") == 0 || strcmp(g, "tags________") == 0 || strcmp(g, "menu________") == 0 ||
-           strcmp(g, "toolbar_____") == 0 || strcmp(g, "unfiled_____") == 0 || strcmp(g, "mobile______") == 0;
+    return strcmp(g, "root________") == 0 || strcmp(g, "tags________") == 0 ||
+           strcmp(g, "menu________") == 0 || strcmp(g, "toolbar_____") == 0 ||
+           strcmp(g, "unfiled_____") == 0 || strcmp(g, "mobile______") == 0;
 }
 
 static picl_status id_of(places *p, const char *guid, int64_t *id)
@@ -82,7 +83,8 @@ static picl_status id_of(places *p, const char *guid, int64_t *id)
 
 picl_status picl__places_bookmarks_init(places *p)
 {
-    picl_status rc = picl__places_exec(p, "CREATE TEMP TABLE IF NOT EXISTS picl_pos(id INTEGER PRIMARY KEY, rn INTEGER)");
+    picl_status rc =
+        picl__places_exec(p, "CREATE TEMP TABLE IF NOT EXISTS picl_pos(id INTEGER PRIMARY KEY, rn INTEGER)");
     if (rc == PICL_OK)
         rc = id_of(p, "root________", &p->root_id);
     if (rc == PICL_OK)
@@ -115,10 +117,11 @@ static picl_status bookmark_record(places *p, int64_t id, json_t **out)
 {
     sqlite3_stmt *st = NULL;
     *out = NULL;
-    picl_status rc = picl__places_prep(p, &st,
-        "SELECT b.guid, b.type, b.title, b.dateAdded, par.guid, par.title, h.url, h.id "
-        "FROM moz_bookmarks b LEFT JOIN moz_bookmarks par ON par.id = b.parent "
-        "LEFT JOIN moz_places h ON h.id = b.fk WHERE b.id = ?");
+    picl_status rc =
+        picl__places_prep(p, &st,
+                          "SELECT b.guid, b.type, b.title, b.dateAdded, par.guid, par.title, h.url, h.id "
+                          "FROM moz_bookmarks b LEFT JOIN moz_bookmarks par ON par.id = b.parent "
+                          "LEFT JOIN moz_places h ON h.id = b.fk WHERE b.id = ?");
     if (rc != PICL_OK)
         return rc;
     sqlite3_bind_int64(st, 1, id);
@@ -131,8 +134,10 @@ static picl_status bookmark_record(places *p, int64_t id, json_t **out)
     const char *title = (const char *)sqlite3_column_text(st, 2);
     const char *url = (const char *)sqlite3_column_text(st, 6);
     int64_t place = sqlite3_column_int64(st, 7);
-    const char *kind = type == 2 ? "folder" : type == 3 ? "separator"
-                       : (url && strncmp(url, "place:", 6) == 0) ? "query" : "bookmark";
+    const char *kind = type == 2                                 ? "folder"
+                       : type == 3                               ? "separator"
+                       : (url && strncmp(url, "place:", 6) == 0) ? "query"
+                                                                 : "bookmark";
     const char *parent = to_sync((const char *)sqlite3_column_text(st, 4));
     const char *pname = (const char *)sqlite3_column_text(st, 5);
     json_t *r = json_pack("{s:s, s:s, s:s, s:s, s:I}", "id", to_sync(guid), "type", kind, "parentid",
@@ -143,14 +148,17 @@ static picl_status bookmark_record(places *p, int64_t id, json_t **out)
     if (r && type == 1 && url) {
         json_object_set_new(r, "bmkUri", json_string(url));
         json_t *tags = json_array();
-        rc = text_list(p,
+        rc = text_list(
+            p,
             "SELECT t.title FROM moz_bookmarks e JOIN moz_bookmarks t ON t.id = e.parent "
             "WHERE e.fk = ?1 AND t.parent = (SELECT id FROM moz_bookmarks WHERE guid = 'tags________') "
-            "ORDER BY t.title", place, tags);
+            "ORDER BY t.title",
+            place, tags);
         json_object_set_new(r, "tags", tags);
         sqlite3_stmt *k = NULL;
-        if (rc == PICL_OK && (rc = picl__places_prep(p, &k, "SELECT keyword FROM moz_keywords WHERE place_id = ? "
-                                                            "ORDER BY id LIMIT 1")) == PICL_OK) {
+        if (rc == PICL_OK && (rc = picl__places_prep(p, &k,
+                                                     "SELECT keyword FROM moz_keywords WHERE place_id = ? "
+                                                     "ORDER BY id LIMIT 1")) == PICL_OK) {
             sqlite3_bind_int64(k, 1, place);
             if (sqlite3_step(k) == SQLITE_ROW)
                 json_object_set_new(r, "keyword", json_string((const char *)sqlite3_column_text(k, 0)));
@@ -200,8 +208,9 @@ static picl_status bm_changes(picl_store *s, json_t **out)
     places *p = (places *)s;
     *out = NULL;
     json_t *a = json_array(), *seen = json_object();
-    picl_status rc = collect(p, SYNCABLE "SELECT b.id, b.guid, b.syncChangeCounter FROM moz_bookmarks b "
-                                         "WHERE b.syncChangeCounter > 0 AND b.id IN syncable ORDER BY b.id",
+    picl_status rc = collect(p,
+                             SYNCABLE "SELECT b.id, b.guid, b.syncChangeCounter FROM moz_bookmarks b "
+                                      "WHERE b.syncChangeCounter > 0 AND b.id IN syncable ORDER BY b.id",
                              a, seen);
     sqlite3_stmt *st = NULL;
     if (rc == PICL_OK)
@@ -230,8 +239,10 @@ static picl_status bm_all(picl_store *s, json_t **out)
 {
     places *p = (places *)s;
     json_t *a = json_array();
-    picl_status rc = collect(p, SYNCABLE "SELECT b.id, b.guid, 0 FROM moz_bookmarks b WHERE b.id IN syncable "
-                                         "ORDER BY b.id", a, NULL);
+    picl_status rc = collect(p,
+                             SYNCABLE "SELECT b.id, b.guid, 0 FROM moz_bookmarks b WHERE b.id IN syncable "
+                                      "ORDER BY b.id",
+                             a, NULL);
     if (rc != PICL_OK) {
         json_decref(a);
         a = NULL;
@@ -331,7 +342,7 @@ static picl_status parse_bookmark(places *p, const json_t *r, size_t i, bm_in *b
                 return bad(p, i, "bad tags");
             size_t k;
             json_t *v;
-            json_array_foreach(tags, k, v) {
+            json_array_foreach (tags, k, v) {
                 const char *s = json_string_value(v);
                 if (!s || !*s || strlen(s) > BM_MAX_TAG_LEN)
                     return bad(p, i, "bad tag");
@@ -359,7 +370,7 @@ static picl_status parse_bookmark(places *p, const json_t *r, size_t i, bm_in *b
             return bad(p, i, "bad children");
         size_t k;
         json_t *v;
-        json_array_foreach(kids, k, v) {
+        json_array_foreach (kids, k, v) {
             if (!to_guid(json_string_value(v), buf))
                 return bad(p, i, "bad child id");
         }
@@ -383,12 +394,18 @@ static picl_status renumber(places *p, int64_t parent)
      * rows it is rewriting */
     picl_status rc = picl__places_q(p, "DELETE FROM temp.picl_pos", "");
     if (rc == PICL_OK)
-        rc = picl__places_q(p, "INSERT INTO temp.picl_pos(id, rn) SELECT id, ROW_NUMBER() OVER (ORDER BY position, id) - 1 "
-                  "FROM moz_bookmarks WHERE parent = ?1", "i", parent);
+        rc = picl__places_q(
+            p,
+            "INSERT INTO temp.picl_pos(id, rn) SELECT id, ROW_NUMBER() OVER (ORDER BY position, id) - 1 "
+            "FROM moz_bookmarks WHERE parent = ?1",
+            "i", parent);
     if (rc == PICL_OK)
-        rc = picl__places_q(p, "UPDATE moz_bookmarks SET position = (SELECT rn FROM temp.picl_pos r WHERE r.id = moz_bookmarks.id) "
-                  "WHERE parent = ?1 AND position != (SELECT rn FROM temp.picl_pos r WHERE r.id = moz_bookmarks.id)",
-               "i", parent);
+        rc = picl__places_q(p,
+                            "UPDATE moz_bookmarks SET position = (SELECT rn FROM temp.picl_pos r WHERE r.id "
+                            "= moz_bookmarks.id) "
+                            "WHERE parent = ?1 AND position != (SELECT rn FROM temp.picl_pos r WHERE r.id = "
+                            "moz_bookmarks.id)",
+                            "i", parent);
     return rc;
 }
 
@@ -459,7 +476,8 @@ static picl_status syncable_item(places *p, const char *guid, int64_t *id, int64
     sqlite3_stmt *st = NULL;
     *id = *type = *fk = *parent = 0;
     int64_t i = 0, t = 0, f = 0, par = 0;
-    picl_status rc = picl__places_cached(p, &st, "SELECT id, type, fk, parent FROM moz_bookmarks WHERE guid = ?");
+    picl_status rc =
+        picl__places_cached(p, &st, "SELECT id, type, fk, parent FROM moz_bookmarks WHERE guid = ?");
     if (rc != PICL_OK)
         return rc;
     sqlite3_bind_text(st, 1, guid, -1, SQLITE_STATIC);
@@ -493,13 +511,17 @@ static picl_status apply_delete(places *p, const bm_in *b, json_t *parents, int6
     if (rc != PICL_OK || !id)
         return rc;
     if (type == 2) { /* surviving children go to unfiled (records.md: parent gone), a local change */
-        rc = picl__places_q(p, "UPDATE moz_bookmarks SET parent = ?1, position = ?2 + position, lastModified = ?3, "
-                  "syncChangeCounter = syncChangeCounter + 1 WHERE parent = ?4", "iiii", p->unfiled_id,
-               (int64_t)BM_NEW_POSITION, now, id);
+        rc = picl__places_q(
+            p,
+            "UPDATE moz_bookmarks SET parent = ?1, position = ?2 + position, lastModified = ?3, "
+            "syncChangeCounter = syncChangeCounter + 1 WHERE parent = ?4",
+            "iiii", p->unfiled_id, (int64_t)BM_NEW_POSITION, now, id);
         if (rc == PICL_OK)
-            rc = picl__places_q(p, "UPDATE moz_bookmarks SET syncChangeCounter = syncChangeCounter + 1 WHERE id = ?1 AND "
-                      "EXISTS (SELECT 1 FROM moz_bookmarks WHERE parent = ?1 AND position >= ?2)", "ii",
-                   p->unfiled_id, (int64_t)BM_NEW_POSITION);
+            rc = picl__places_q(
+                p,
+                "UPDATE moz_bookmarks SET syncChangeCounter = syncChangeCounter + 1 WHERE id = ?1 AND "
+                "EXISTS (SELECT 1 FROM moz_bookmarks WHERE parent = ?1 AND position >= ?2)",
+                "ii", p->unfiled_id, (int64_t)BM_NEW_POSITION);
         if (rc == PICL_OK)
             rc = mark_parent(p, parents, p->unfiled_id);
     }
@@ -533,24 +555,29 @@ static picl_status apply_upsert(places *p, const bm_in *b, size_t i, json_t *par
     if (b->type == 1 && (rc = picl__places_page(p, b->url, NULL, &place)) != PICL_OK)
         return rc;
     if (type == 2 && b->type != 2) { /* a folder became something else: keep its children */
-        rc = picl__places_q(p, "UPDATE moz_bookmarks SET parent = ?1, position = ?2 + position WHERE parent = ?3", "iii",
-               p->unfiled_id, (int64_t)BM_NEW_POSITION, id);
+        rc = picl__places_q(
+            p, "UPDATE moz_bookmarks SET parent = ?1, position = ?2 + position WHERE parent = ?3", "iii",
+            p->unfiled_id, (int64_t)BM_NEW_POSITION, id);
         if (rc == PICL_OK)
             rc = mark_parent(p, parents, p->unfiled_id);
     }
     int64_t added = b->date_added ? b->date_added : now;
     if (rc == PICL_OK && id) {
-        rc = picl__places_q(p, "UPDATE moz_bookmarks SET type = ?1, fk = ?2, title = ?3, dateAdded = min(dateAdded, ?4), "
-                  "lastModified = max(?5, min(dateAdded, ?4)), syncStatus = 2, syncChangeCounter = 0 WHERE id = ?6",
-               "intiii",
-               (int64_t)b->type, place, b->type == 3 ? NULL : (b->title ? b->title : ""), added, now, id);
+        rc = picl__places_q(
+            p,
+            "UPDATE moz_bookmarks SET type = ?1, fk = ?2, title = ?3, dateAdded = min(dateAdded, ?4), "
+            "lastModified = max(?5, min(dateAdded, ?4)), syncStatus = 2, syncChangeCounter = 0 WHERE id = ?6",
+            "intiii", (int64_t)b->type, place, b->type == 3 ? NULL : (b->title ? b->title : ""), added, now,
+            id);
         if (rc == PICL_OK && fk && fk != place)
             rc = picl__places_drop_orphan_url(p, fk);
     } else if (rc == PICL_OK) {
-        rc = picl__places_q(p, "INSERT INTO moz_bookmarks(type, fk, parent, position, title, dateAdded, lastModified, guid, "
-                  "syncStatus, syncChangeCounter) VALUES (?1, ?2, ?3, ?4, ?5, ?6, max(?6, ?7), ?8, 2, 0)", "iniitiit",
-               (int64_t)b->type, place, p->unfiled_id, (int64_t)BM_NEW_POSITION + (int64_t)i,
-               b->type == 3 ? NULL : (b->title ? b->title : ""), added, now, b->guid);
+        rc = picl__places_q(
+            p,
+            "INSERT INTO moz_bookmarks(type, fk, parent, position, title, dateAdded, lastModified, guid, "
+            "syncStatus, syncChangeCounter) VALUES (?1, ?2, ?3, ?4, ?5, ?6, max(?6, ?7), ?8, 2, 0)",
+            "iniitiit", (int64_t)b->type, place, p->unfiled_id, (int64_t)BM_NEW_POSITION + (int64_t)i,
+            b->type == 3 ? NULL : (b->title ? b->title : ""), added, now, b->guid);
         if (rc == PICL_OK)
             rc = mark_parent(p, parents, p->unfiled_id);
     }
@@ -582,15 +609,16 @@ static picl_status place_item(places *p, const char *guid, const char *want, siz
     if (!target) {
         /* not where the server says: a local change, so the server learns it */
         target = p->unfiled_id;
-        rc = picl__places_q(p, "UPDATE moz_bookmarks SET syncChangeCounter = syncChangeCounter + 1 WHERE id IN (?1, ?2)", "ii",
-               id, target);
+        rc = picl__places_q(
+            p, "UPDATE moz_bookmarks SET syncChangeCounter = syncChangeCounter + 1 WHERE id IN (?1, ?2)",
+            "ii", id, target);
         if (rc != PICL_OK)
             return rc;
     }
     if (target == parent)
         return PICL_OK;
     rc = picl__places_q(p, "UPDATE moz_bookmarks SET parent = ?1, position = ?2 WHERE id = ?3", "iii", target,
-           (int64_t)BM_NEW_POSITION + (int64_t)i, id);
+                        (int64_t)BM_NEW_POSITION + (int64_t)i, id);
     if (rc == PICL_OK)
         rc = mark_parent(p, parents, target);
     if (rc == PICL_OK)
@@ -608,11 +636,12 @@ static picl_status order_children(places *p, const bm_in *b, json_t *parents)
     size_t k;
     json_t *v;
     char buf[PLACES_GUID_LEN + 1];
-    json_array_foreach(b->children, k, v) {
+    json_array_foreach (b->children, k, v) {
         if (rc != PICL_OK)
             break;
-        rc = picl__places_q(p, "UPDATE moz_bookmarks SET position = ?1 WHERE guid = ?2 AND parent = ?3", "iti",
-               (int64_t)k - BM_MAX_CHILDREN - 1, to_guid(json_string_value(v), buf), folder);
+        rc =
+            picl__places_q(p, "UPDATE moz_bookmarks SET position = ?1 WHERE guid = ?2 AND parent = ?3", "iti",
+                           (int64_t)k - BM_MAX_CHILDREN - 1, to_guid(json_string_value(v), buf), folder);
     }
     return rc;
 }
@@ -651,7 +680,7 @@ static picl_status bm_apply(picl_store *s, const json_t *records)
             size_t k;
             json_t *v;
             char buf[PLACES_GUID_LEN + 1];
-            json_array_foreach(in[i].children, k, v) {
+            json_array_foreach (in[i].children, k, v) {
                 const char *cg = to_guid(json_string_value(v), buf);
                 int listed = 0;
                 for (size_t j = 0; j < n && !listed; j++)
@@ -665,19 +694,22 @@ static picl_status bm_apply(picl_store *s, const json_t *records)
                 rc = order_children(p, &in[i], parents);
         const char *key;
         json_t *v;
-        json_object_foreach(parents, key, v) {
+        json_object_foreach (parents, key, v) {
             if (rc != PICL_OK)
                 break;
             int64_t pid = strtoll(key, NULL, 10);
             rc = renumber(p, pid);
             if (rc == PICL_OK)
-                rc = picl__places_q(p, "UPDATE moz_bookmarks SET lastModified = max(lastModified, ?1) WHERE id = ?2", "ii",
-                       now, pid);
+                rc = picl__places_q(
+                    p, "UPDATE moz_bookmarks SET lastModified = max(lastModified, ?1) WHERE id = ?2", "ii",
+                    now, pid);
         }
         /* tag folders left empty go, and the tags root is renumbered */
         if (rc == PICL_OK)
-            rc = picl__places_q(p, "DELETE FROM moz_bookmarks WHERE parent = ?1 AND type = 2 AND NOT EXISTS "
-                      "(SELECT 1 FROM moz_bookmarks c WHERE c.parent = moz_bookmarks.id)", "i", p->tags_id);
+            rc = picl__places_q(p,
+                                "DELETE FROM moz_bookmarks WHERE parent = ?1 AND type = 2 AND NOT EXISTS "
+                                "(SELECT 1 FROM moz_bookmarks c WHERE c.parent = moz_bookmarks.id)",
+                                "i", p->tags_id);
         if (rc == PICL_OK) {
             sqlite3_stmt *st = NULL;
             rc = picl__places_prep(p, &st, "SELECT id FROM moz_bookmarks WHERE parent = ? AND type = 2");
@@ -711,7 +743,7 @@ static picl_status bm_mark_synced(picl_store *s, const json_t *records)
     picl_status rc = picl__places_begin(p);
     size_t i;
     json_t *r;
-    json_array_foreach(records, i, r) {
+    json_array_foreach (records, i, r) {
         char buf[PLACES_GUID_LEN + 1];
         const char *g = to_guid(json_string_value(json_object_get(r, "id")), buf);
         json_t *c = g ? json_object_get(p->reported, g) : NULL;
@@ -720,8 +752,11 @@ static picl_status bm_mark_synced(picl_store *s, const json_t *records)
         if (json_integer_value(c) == 0)
             rc = picl__places_q(p, "DELETE FROM moz_bookmarks_deleted WHERE guid = ?", "t", g);
         else /* a change made since changes() keeps its share of the counter */
-            rc = picl__places_q(p, "UPDATE moz_bookmarks SET syncChangeCounter = max(syncChangeCounter - ?1, 0), syncStatus = 2 "
-                      "WHERE guid = ?2", "it", (int64_t)json_integer_value(c), g);
+            rc = picl__places_q(
+                p,
+                "UPDATE moz_bookmarks SET syncChangeCounter = max(syncChangeCounter - ?1, 0), syncStatus = 2 "
+                "WHERE guid = ?2",
+                "it", (int64_t)json_integer_value(c), g);
         json_object_del(p->reported, g);
     }
     return picl__places_end(p, rc);
@@ -732,8 +767,10 @@ static picl_status bm_reset(picl_store *s)
     places *p = (places *)s;
     picl_status rc = picl__places_begin(p);
     if (rc == PICL_OK)
-        rc = picl__places_q(p, SYNCABLE "UPDATE moz_bookmarks SET syncChangeCounter = 1, syncStatus = 0 "
-                           "WHERE id IN syncable", "");
+        rc = picl__places_q(p,
+                            SYNCABLE "UPDATE moz_bookmarks SET syncChangeCounter = 1, syncStatus = 0 "
+                                     "WHERE id IN syncable",
+                            "");
     if (rc == PICL_OK)
         rc = picl__places_q(p, "DELETE FROM moz_bookmarks_deleted", "");
     json_decref(p->reported);
@@ -747,16 +784,22 @@ static picl_status bm_wipe(picl_store *s)
     places *p = (places *)s;
     picl_status rc = picl__places_begin(p);
     if (rc == PICL_OK)
-        rc = picl__places_q(p, "INSERT OR IGNORE INTO temp.picl_touched(place_id) SELECT fk FROM moz_bookmarks WHERE fk IS NOT NULL "
-                  "UNION SELECT place_id FROM moz_keywords", "");
+        rc = picl__places_q(p,
+                            "INSERT OR IGNORE INTO temp.picl_touched(place_id) SELECT fk FROM moz_bookmarks "
+                            "WHERE fk IS NOT NULL "
+                            "UNION SELECT place_id FROM moz_keywords",
+                            "");
     if (rc == PICL_OK)
-        rc = picl__places_q(p, "DELETE FROM moz_bookmarks WHERE guid NOT IN ('root________', 'menu________', 'toolbar_____', "
-                  "'unfiled_____', 'mobile______', 'tags________')", "");
+        rc = picl__places_q(
+            p,
+            "DELETE FROM moz_bookmarks WHERE guid NOT IN ('root________', 'menu________', 'toolbar_____', "
+            "'unfiled_____', 'mobile______', 'tags________')",
+            "");
     if (rc == PICL_OK)
         rc = picl__places_q(p, "DELETE FROM moz_keywords", "");
     if (rc == PICL_OK)
         rc = picl__places_q(p, "UPDATE moz_bookmarks SET lastModified = ?1 WHERE guid != 'root________'", "i",
-               picl__places_now_us());
+                            picl__places_now_us());
     if (rc == PICL_OK)
         rc = picl__places_fix_touched(p);
     return picl__places_end(p, rc);

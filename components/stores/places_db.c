@@ -49,7 +49,8 @@ picl_status picl__places_exec(places *p, const char *sql)
 
 picl_status picl__places_prep(places *p, sqlite3_stmt **st, const char *sql)
 {
-    return sqlite3_prepare_v2(p->db, sql, -1, st, NULL) == SQLITE_OK ? PICL_OK : picl__places_dberr(p, "prepare");
+    return sqlite3_prepare_v2(p->db, sql, -1, st, NULL) == SQLITE_OK ? PICL_OK
+                                                                     : picl__places_dberr(p, "prepare");
 }
 
 picl_status picl__places_done(places *p, sqlite3_stmt *st)
@@ -89,10 +90,7 @@ void picl__places_release(places *p, sqlite3_stmt *st)
     sqlite3_finalize(st);
 }
 
-picl_status picl__places_begin(places *p)
-{
-    return picl__places_exec(p, "BEGIN IMMEDIATE");
-}
+picl_status picl__places_begin(places *p) { return picl__places_exec(p, "BEGIN IMMEDIATE"); }
 
 picl_status picl__places_end(places *p, picl_status rc)
 {
@@ -190,8 +188,8 @@ int picl__places_valid_guid(const char *s)
     if (!s || strlen(s) != PLACES_GUID_LEN)
         return 0;
     for (const char *c = s; *c; c++) {
-        if (!((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
-              *c == '-' || *c == '_'))
+        if (!((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-' ||
+              *c == '_'))
             return 0;
     }
     return 1;
@@ -291,7 +289,8 @@ static char *rev_host(const char *host, size_t hl)
 picl_status picl__places_touch(places *p, int64_t place_id)
 {
     sqlite3_stmt *st = NULL;
-    picl_status rc = picl__places_cached(p, &st, "INSERT OR IGNORE INTO temp.picl_touched(place_id) VALUES (?)");
+    picl_status rc =
+        picl__places_cached(p, &st, "INSERT OR IGNORE INTO temp.picl_touched(place_id) VALUES (?)");
     if (rc == PICL_OK) {
         sqlite3_bind_int64(st, 1, place_id);
         rc = picl__places_done(p, st);
@@ -307,7 +306,8 @@ static picl_status origin_id(places *p, const char *url, int64_t *id)
     const char *host;
     split_origin(url, &pl, &host, &hl);
     sqlite3_stmt *st = NULL;
-    picl_status rc = picl__places_cached(p, &st,
+    picl_status rc = picl__places_cached(
+        p, &st,
         "INSERT INTO moz_origins(prefix, host, frecency, recalc_frecency, recalc_alt_frecency) "
         "VALUES (?1, ?2, -1, 1, 1) ON CONFLICT(prefix, host) DO UPDATE SET recalc_frecency = 1 "
         "RETURNING id");
@@ -361,7 +361,8 @@ picl_status picl__places_page(places *p, const char *url, const char *guid, int6
         rc = picl__store_fail(&p->base, PICL_ERROR_NO_MEMORY, "out of memory");
         goto done;
     }
-    rc = picl__places_cached(p, &st,
+    rc = picl__places_cached(
+        p, &st,
         "INSERT INTO moz_places(url, rev_host, hidden, typed, frecency, guid, foreign_count, url_hash, "
         "origin_id, recalc_frecency, recalc_alt_frecency) VALUES (?, ?, 0, 0, -1, ?, 0, ?, ?, 1, 1)");
     if (rc != PICL_OK)
@@ -384,11 +385,13 @@ done:
 
 picl_status picl__places_fix_touched(places *p)
 {
-    picl_status rc = picl__places_exec(p,
+    picl_status rc = picl__places_exec(
+        p,
         "UPDATE moz_places SET "
         " visit_count = (SELECT count(*) FROM moz_historyvisits v WHERE v.place_id = moz_places.id"
         "                AND v.visit_type NOT IN (0, 4, 7, 8, 9)),"
-        " last_visit_date = (SELECT max(visit_date) FROM moz_historyvisits v WHERE v.place_id = moz_places.id),"
+        " last_visit_date = (SELECT max(visit_date) FROM moz_historyvisits v WHERE v.place_id = "
+        "moz_places.id),"
         " foreign_count = (SELECT count(*) FROM moz_bookmarks b WHERE b.fk = moz_places.id)"
         "               + (SELECT count(*) FROM moz_keywords k WHERE k.place_id = moz_places.id),"
         " typed = CASE WHEN EXISTS (SELECT 1 FROM moz_historyvisits v WHERE v.place_id = moz_places.id"
@@ -398,7 +401,8 @@ picl_status picl__places_fix_touched(places *p)
         "UPDATE moz_origins SET recalc_frecency = 1, recalc_alt_frecency = 1 "
         "WHERE id IN (SELECT origin_id FROM moz_places WHERE id IN (SELECT place_id FROM temp.picl_touched));"
         /* pages nothing points at any more go, as Places' expiration removes them */
-        "DELETE FROM temp.picl_touched WHERE place_id NOT IN (SELECT id FROM moz_places WHERE foreign_count = 0"
+        "DELETE FROM temp.picl_touched WHERE place_id NOT IN (SELECT id FROM moz_places WHERE foreign_count "
+        "= 0"
         "  AND last_visit_date IS NULL);"
         "DELETE FROM moz_places_extra WHERE place_id IN (SELECT place_id FROM temp.picl_touched);"
         "DELETE FROM moz_annos WHERE place_id IN (SELECT place_id FROM temp.picl_touched);"
@@ -406,7 +410,8 @@ picl_status picl__places_fix_touched(places *p)
         "DELETE FROM moz_places_metadata WHERE place_id IN (SELECT place_id FROM temp.picl_touched)"
         "  OR referrer_place_id IN (SELECT place_id FROM temp.picl_touched);"
         "DELETE FROM moz_places WHERE id IN (SELECT place_id FROM temp.picl_touched);"
-        "DELETE FROM moz_origins WHERE NOT EXISTS (SELECT 1 FROM moz_places WHERE origin_id = moz_origins.id);"
+        "DELETE FROM moz_origins WHERE NOT EXISTS (SELECT 1 FROM moz_places WHERE origin_id = "
+        "moz_origins.id);"
         "DELETE FROM temp.picl_touched;");
     return rc;
 }

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HISTORY_MAX_VISITS 20          /* per record, newest first (records.md §3) */
-#define HISTORY_MAX_IN_VISITS 1000     /* an incoming record with more is malformed */
+#define HISTORY_MAX_VISITS 20      /* per record, newest first (records.md §3) */
+#define HISTORY_MAX_IN_VISITS 1000 /* an incoming record with more is malformed */
 #define HISTORY_CURSOR_KEY "picl/history/lastSync"
 
 /* Fields records.md gives a page and a visit; any other is kept as Firefox
@@ -30,7 +30,9 @@ static void merge_unknown(json_t *rec, const char *unknown, const char *const *l
     const char *k;
     json_t *v;
     if (json_is_object(o) && rec)
-        json_object_foreach(o, k, v) if (!known(k, list, n) && !json_object_get(rec, k)) json_object_set(rec, k, v);
+        json_object_foreach (o, k, v)
+            if (!known(k, list, n) && !json_object_get(rec, k))
+                json_object_set(rec, k, v);
     json_decref(o);
 }
 
@@ -40,7 +42,9 @@ static char *unknown_text(const json_t *obj, const char *const *list, size_t n)
     json_t *u = json_object();
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)obj, k, v) if (!known(k, list, n)) json_object_set(u, k, v);
+    json_object_foreach ((json_t *)obj, k, v)
+        if (!known(k, list, n))
+            json_object_set(u, k, v);
     char *t = json_object_size(u) ? json_dumps(u, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(u);
     return t;
@@ -49,12 +53,14 @@ static char *unknown_text(const json_t *obj, const char *const *list, size_t n)
 /* Stores unknown-field text for a page (place_id) or a visit (visit_id). */
 static picl_status put_unknown(places *p, int page, int64_t id, const char *text)
 {
-    return picl__places_q(p, page ? "INSERT INTO moz_places_extra(place_id, sync_json) VALUES (?1, "
-                                    "json_object('unknown_sync_fields', ?2)) ON CONFLICT(place_id) DO UPDATE SET "
-                                    "sync_json = json_patch(sync_json, json_object('unknown_sync_fields', ?2))"
-                                  : "INSERT INTO moz_historyvisits_extra(visit_id, sync_json) VALUES (?1, "
-                                    "json_object('unknown_sync_fields', ?2)) ON CONFLICT(visit_id) DO UPDATE SET "
-                                    "sync_json = json_patch(sync_json, json_object('unknown_sync_fields', ?2))",
+    return picl__places_q(p,
+                          page
+                              ? "INSERT INTO moz_places_extra(place_id, sync_json) VALUES (?1, "
+                                "json_object('unknown_sync_fields', ?2)) ON CONFLICT(place_id) DO UPDATE SET "
+                                "sync_json = json_patch(sync_json, json_object('unknown_sync_fields', ?2))"
+                              : "INSERT INTO moz_historyvisits_extra(visit_id, sync_json) VALUES (?1, "
+                                "json_object('unknown_sync_fields', ?2)) ON CONFLICT(visit_id) DO UPDATE SET "
+                                "sync_json = json_patch(sync_json, json_object('unknown_sync_fields', ?2))",
                           "it", id, text);
 }
 
@@ -65,9 +71,11 @@ static picl_status history_record(places *p, int64_t place_id, const char *guid,
 {
     sqlite3_stmt *st = NULL;
     *out = NULL;
-    picl_status rc = picl__places_prep(p, &st,
+    picl_status rc = picl__places_prep(
+        p, &st,
         "SELECT v.visit_date, v.visit_type, json_extract(e.sync_json, '$.unknown_sync_fields') "
-        "FROM moz_historyvisits v LEFT JOIN moz_historyvisits_extra e ON e.visit_id = v.id WHERE v.place_id = ? "
+        "FROM moz_historyvisits v LEFT JOIN moz_historyvisits_extra e ON e.visit_id = v.id WHERE v.place_id "
+        "= ? "
         "AND v.visit_type BETWEEN 1 AND 9 ORDER BY v.visit_date DESC, v.id DESC LIMIT 20");
     if (rc != PICL_OK)
         return rc;
@@ -85,15 +93,16 @@ static picl_status history_record(places *p, int64_t place_id, const char *guid,
     sqlite3_finalize(st);
     size_t nvisits = json_array_size(visits);
     if (rc == PICL_OK && nvisits > 0)
-        *out = json_pack("{s:s, s:s, s:s, s:O}", "id", guid, "histUri", url, "title", title ? title : "", "visits",
-                         visits); /* no title = "", as Firefox's history sync sends it */
+        *out = json_pack("{s:s, s:s, s:s, s:O}", "id", guid, "histUri", url, "title", title ? title : "",
+                         "visits", visits); /* no title = "", as Firefox's history sync sends it */
     json_decref(visits);
     if (rc == PICL_OK && nvisits > 0 && !*out)
         rc = picl__store_fail(&p->base, PICL_ERROR_NO_MEMORY, "out of memory");
     if (*out) { /* fields of the record we did not know, kept by apply() */
         st = NULL;
-        if (picl__places_prep(p, &st, "SELECT json_extract(sync_json, '$.unknown_sync_fields') FROM "
-                                      "moz_places_extra WHERE place_id = ?") == PICL_OK) {
+        if (picl__places_prep(p, &st,
+                              "SELECT json_extract(sync_json, '$.unknown_sync_fields') FROM "
+                              "moz_places_extra WHERE place_id = ?") == PICL_OK) {
             sqlite3_bind_int64(st, 1, place_id);
             if (sqlite3_step(st) == SQLITE_ROW)
                 merge_unknown(*out, (const char *)sqlite3_column_text(st, 0), page_fields, 5);
@@ -125,7 +134,8 @@ static picl_status history_cursor(places *p, int64_t *cursor)
 {
     sqlite3_stmt *st = NULL;
     *cursor = 0;
-    picl_status rc = picl__places_prep(p, &st, "SELECT value FROM moz_meta WHERE key = '" HISTORY_CURSOR_KEY "'");
+    picl_status rc =
+        picl__places_prep(p, &st, "SELECT value FROM moz_meta WHERE key = '" HISTORY_CURSOR_KEY "'");
     if (rc != PICL_OK)
         return rc;
     if (sqlite3_step(st) == SQLITE_ROW)
@@ -142,7 +152,8 @@ static picl_status hist_changes(picl_store *s, json_t **out)
     *out = NULL;
     picl_status rc = history_cursor(p, &cursor);
     if (rc == PICL_OK)
-        rc = picl__places_prep(p, &q,
+        rc = picl__places_prep(
+            p, &q,
             "SELECT h.id, h.guid, h.url, h.title, (SELECT max(visit_date) FROM moz_historyvisits v "
             "  WHERE v.place_id = h.id AND v.source != 1) "
             "FROM moz_places h WHERE h.id IN (SELECT place_id FROM moz_historyvisits "
@@ -175,9 +186,10 @@ static picl_status hist_all(picl_store *s, json_t **out)
     places *p = (places *)s;
     sqlite3_stmt *q = NULL;
     *out = NULL;
-    picl_status rc = picl__places_prep(p, &q,
-        "SELECT id, guid, url, title FROM moz_places WHERE last_visit_date IS NOT NULL "
-        "ORDER BY last_visit_date DESC, id");
+    picl_status rc =
+        picl__places_prep(p, &q,
+                          "SELECT id, guid, url, title FROM moz_places WHERE last_visit_date IS NOT NULL "
+                          "ORDER BY last_visit_date DESC, id");
     json_t *a = json_array();
     if (rc == PICL_OK)
         rc = history_collect(p, q, a);
@@ -250,11 +262,12 @@ static picl_status parse_history(places *p, const json_t *r, size_t i, hist_in *
         return picl__store_fail(&p->base, PICL_ERROR_ENCODING, "history record %s: bad visits", h->id);
     size_t k;
     json_t *v;
-    json_array_foreach(h->visits, k, v) {
+    json_array_foreach (h->visits, k, v) {
         json_t *d = json_object_get(v, "date"), *ty = json_object_get(v, "type");
         if (!json_is_integer(d) || json_integer_value(d) <= 0 || !json_is_integer(ty) ||
             json_integer_value(ty) < 1 || json_integer_value(ty) > 9)
-            return picl__store_fail(&p->base, PICL_ERROR_ENCODING, "history record %s: bad visit %zu", h->id, k);
+            return picl__store_fail(&p->base, PICL_ERROR_ENCODING, "history record %s: bad visit %zu", h->id,
+                                    k);
     }
     return PICL_OK;
 }
@@ -320,8 +333,9 @@ static picl_status history_page(places *p, const hist_in *h, int64_t *pidp, int 
             return rc;
         created = pid > before;
         if (!created) { /* known by URL under another guid: adopt the incoming one */
-            if ((rc = picl__places_cached(p, &st, "UPDATE moz_places SET guid = ?1 WHERE id = ?2 AND NOT EXISTS "
-                                                "(SELECT 1 FROM moz_places WHERE guid = ?1)")) != PICL_OK)
+            if ((rc = picl__places_cached(p, &st,
+                                          "UPDATE moz_places SET guid = ?1 WHERE id = ?2 AND NOT EXISTS "
+                                          "(SELECT 1 FROM moz_places WHERE guid = ?1)")) != PICL_OK)
                 return rc;
             sqlite3_bind_text(st, 1, h->id, -1, SQLITE_STATIC);
             sqlite3_bind_int64(st, 2, pid);
@@ -342,14 +356,15 @@ static picl_status history_page(places *p, const hist_in *h, int64_t *pidp, int 
 static picl_status history_visits(places *p, const hist_in *h, int64_t pid, int *visible)
 {
     sqlite3_stmt *st = NULL;
-    picl_status rc = picl__places_cached(p, &st,
+    picl_status rc = picl__places_cached(
+        p, &st,
         "INSERT INTO moz_historyvisits(from_visit, place_id, visit_date, visit_type, session, source) "
         "SELECT 0, ?1, ?2, ?3, 0, 1 WHERE NOT EXISTS (SELECT 1 FROM moz_historyvisits "
         "  WHERE place_id = ?1 AND visit_date = ?2 AND visit_type = ?3)");
     size_t k;
     json_t *v;
     *visible = 0;
-    json_array_foreach(h->visits, k, v) {
+    json_array_foreach (h->visits, k, v) {
         if (rc != PICL_OK)
             break;
         int type = (int)json_integer_value(json_object_get(v, "type"));
@@ -442,8 +457,8 @@ static picl_status hist_apply(picl_store *s, const json_t *records)
 static picl_status set_cursor(places *p, int64_t v)
 {
     sqlite3_stmt *st = NULL;
-    picl_status rc = picl__places_prep(p, &st,
-        "INSERT OR REPLACE INTO moz_meta(key, value) VALUES ('" HISTORY_CURSOR_KEY "', ?)");
+    picl_status rc = picl__places_prep(
+        p, &st, "INSERT OR REPLACE INTO moz_meta(key, value) VALUES ('" HISTORY_CURSOR_KEY "', ?)");
     if (rc == PICL_OK) {
         sqlite3_bind_int64(st, 1, v);
         rc = picl__places_done(p, st);
@@ -474,15 +489,17 @@ static picl_status hist_wipe(picl_store *s)
     places *p = (places *)s;
     picl_status rc = picl__places_begin(p);
     if (rc == PICL_OK)
-        rc = picl__places_exec(p,
-            "DELETE FROM moz_historyvisits_extra;"
-            "DELETE FROM moz_historyvisits;"
-            "DELETE FROM moz_places_extra WHERE place_id IN (SELECT id FROM moz_places WHERE foreign_count = 0);"
-            "DELETE FROM moz_places WHERE foreign_count = 0;"
-            "UPDATE moz_places SET visit_count = 0, last_visit_date = NULL, recalc_frecency = 1,"
-            "  recalc_alt_frecency = 1;"
-            "DELETE FROM moz_origins WHERE NOT EXISTS (SELECT 1 FROM moz_places WHERE origin_id = moz_origins.id);"
-            "UPDATE moz_origins SET recalc_frecency = 1, recalc_alt_frecency = 1;");
+        rc = picl__places_exec(
+            p, "DELETE FROM moz_historyvisits_extra;"
+               "DELETE FROM moz_historyvisits;"
+               "DELETE FROM moz_places_extra WHERE place_id IN (SELECT id FROM moz_places WHERE "
+               "foreign_count = 0);"
+               "DELETE FROM moz_places WHERE foreign_count = 0;"
+               "UPDATE moz_places SET visit_count = 0, last_visit_date = NULL, recalc_frecency = 1,"
+               "  recalc_alt_frecency = 1;"
+               "DELETE FROM moz_origins WHERE NOT EXISTS (SELECT 1 FROM moz_places WHERE origin_id = "
+               "moz_origins.id);"
+               "UPDATE moz_origins SET recalc_frecency = 1, recalc_alt_frecency = 1;");
     return picl__places_end(p, rc);
 }
 

@@ -10,8 +10,8 @@
 #include "stores/profile.h"
 
 #define PLACES_GUID_LEN 12
-#define PLACES_MAX_URL 65536    /* Firefox's own cap on stored URLs */
-#define PLACES_MAX_TITLE 4096   /* Firefox truncates titles at 4096 */
+#define PLACES_MAX_URL 65536  /* Firefox's own cap on stored URLs */
+#define PLACES_MAX_TITLE 4096 /* Firefox truncates titles at 4096 */
 #define PLACES_VISIT_SOURCE_SYNC 1
 #define PLACES_SYNC_STATUS_UNKNOWN 0
 #define PLACES_SYNC_STATUS_NORMAL 2
@@ -22,10 +22,10 @@ typedef struct places {
     picl_store base;
     picl_profile *profile;
     sqlite3 *db;
-    int history;            /* 0 = bookmarks, 1 = history */
-    int nss;                /* picl__nss_acquire() held */
-    json_t *reported;       /* bookmarks: guid -> syncChangeCounter reported (0 = tombstone) */
-    int64_t reported_until; /* history: newest local visit date reported, µs */
+    int history;                          /* 0 = bookmarks, 1 = history */
+    int nss;                              /* picl__nss_acquire() held */
+    json_t *reported;                     /* bookmarks: guid -> syncChangeCounter reported (0 = tombstone) */
+    int64_t reported_until;               /* history: newest local visit date reported, µs */
     int64_t root_id, tags_id, unfiled_id; /* bookmarks: moz_bookmarks ids */
     struct {
         const char *sql; /* the text it was prepared from (the caller's literal) */

@@ -7,13 +7,20 @@
 /* Makes url's keyword kw (NULL: none); a keyword names one URL. */
 picl_status picl__places_set_keyword(places *p, int64_t place, const char *kw)
 {
-    picl_status rc = picl__places_q(p, "INSERT OR IGNORE INTO temp.picl_touched(place_id) SELECT place_id FROM moz_keywords "
-                          "WHERE keyword = ?1 OR place_id = ?2", "ti", kw, place);
+    picl_status rc =
+        picl__places_q(p,
+                       "INSERT OR IGNORE INTO temp.picl_touched(place_id) SELECT place_id FROM moz_keywords "
+                       "WHERE keyword = ?1 OR place_id = ?2",
+                       "ti", kw, place);
     if (rc == PICL_OK)
-        rc = picl__places_q(p, "DELETE FROM moz_keywords WHERE (place_id = ?2 AND (?1 IS NULL OR keyword != ?1)) "
-                  "OR (keyword = ?1 AND place_id != ?2)", "ti", kw, place);
+        rc =
+            picl__places_q(p,
+                           "DELETE FROM moz_keywords WHERE (place_id = ?2 AND (?1 IS NULL OR keyword != ?1)) "
+                           "OR (keyword = ?1 AND place_id != ?2)",
+                           "ti", kw, place);
     if (rc == PICL_OK && kw)
-        rc = picl__places_q(p, "INSERT OR IGNORE INTO moz_keywords(keyword, place_id) VALUES (?, ?)", "ti", kw, place);
+        rc = picl__places_q(p, "INSERT OR IGNORE INTO moz_keywords(keyword, place_id) VALUES (?, ?)", "ti",
+                            kw, place);
     return rc;
 }
 
@@ -23,9 +30,10 @@ picl_status picl__places_set_keyword(places *p, int64_t place, const char *kw)
 picl_status picl__places_set_tags(places *p, int64_t place, const json_t *tags, int64_t now)
 {
     sqlite3_stmt *st = NULL;
-    picl_status rc = picl__places_prep(p, &st,
-        "SELECT e.id, t.title FROM moz_bookmarks e JOIN moz_bookmarks t ON t.id = e.parent "
-        "WHERE e.fk = ? AND t.parent = ?");
+    picl_status rc =
+        picl__places_prep(p, &st,
+                          "SELECT e.id, t.title FROM moz_bookmarks e JOIN moz_bookmarks t ON t.id = e.parent "
+                          "WHERE e.fk = ? AND t.parent = ?");
     if (rc != PICL_OK)
         return rc;
     sqlite3_bind_int64(st, 1, place);
@@ -38,36 +46,45 @@ picl_status picl__places_set_tags(places *p, int64_t place, const json_t *tags, 
     sqlite3_finalize(st);
     const char *tag;
     json_t *v;
-    json_object_foreach(have, tag, v) {
+    json_object_foreach (have, tag, v) {
         int keep = 0;
         size_t k;
         json_t *w;
-        json_array_foreach(tags, k, w) keep |= strcmp(json_string_value(w), tag) == 0;
+        json_array_foreach (tags, k, w)
+            keep |= strcmp(json_string_value(w), tag) == 0;
         if (!keep && rc == PICL_OK)
-            rc = picl__places_q(p, "DELETE FROM moz_bookmarks WHERE id = ?", "i", (int64_t)json_integer_value(v));
+            rc = picl__places_q(p, "DELETE FROM moz_bookmarks WHERE id = ?", "i",
+                                (int64_t)json_integer_value(v));
     }
     size_t k;
-    json_array_foreach(tags, k, v) {
+    json_array_foreach (tags, k, v) {
         const char *t = json_string_value(v);
         if (rc != PICL_OK || json_object_get(have, t))
             continue;
         json_object_set_new(have, t, json_integer(0)); /* a tag listed twice */
         int64_t folder = 0;
         char guid[PLACES_GUID_LEN + 1];
-        rc = picl__places_q1(p, &folder, "SELECT id FROM moz_bookmarks WHERE parent = ? AND type = 2 AND title = ?", "it",
-                p->tags_id, t);
+        rc = picl__places_q1(p, &folder,
+                             "SELECT id FROM moz_bookmarks WHERE parent = ? AND type = 2 AND title = ?", "it",
+                             p->tags_id, t);
         if (rc == PICL_OK && !folder && (rc = picl__places_new_guid(p, guid)) == PICL_OK) {
-            rc = picl__places_q(p, "INSERT INTO moz_bookmarks(type, parent, position, title, dateAdded, lastModified, guid, "
-                      "syncStatus, syncChangeCounter) VALUES (2, ?1, (SELECT count(*) FROM moz_bookmarks "
-                      "WHERE parent = ?1), ?2, ?3, ?3, ?4, 2, 0)", "itit", p->tags_id, t, now, guid);
+            rc = picl__places_q(
+                p,
+                "INSERT INTO moz_bookmarks(type, parent, position, title, dateAdded, lastModified, guid, "
+                "syncStatus, syncChangeCounter) VALUES (2, ?1, (SELECT count(*) FROM moz_bookmarks "
+                "WHERE parent = ?1), ?2, ?3, ?3, ?4, 2, 0)",
+                "itit", p->tags_id, t, now, guid);
             folder = sqlite3_last_insert_rowid(p->db);
         }
         if (rc == PICL_OK)
             rc = picl__places_new_guid(p, guid);
         if (rc == PICL_OK)
-            rc = picl__places_q(p, "INSERT INTO moz_bookmarks(type, fk, parent, position, dateAdded, lastModified, guid, "
-                      "syncStatus, syncChangeCounter) VALUES (1, ?1, ?2, (SELECT count(*) FROM moz_bookmarks "
-                      "WHERE parent = ?2), ?3, ?3, ?4, 2, 0)", "iiit", place, folder, now, guid);
+            rc = picl__places_q(
+                p,
+                "INSERT INTO moz_bookmarks(type, fk, parent, position, dateAdded, lastModified, guid, "
+                "syncStatus, syncChangeCounter) VALUES (1, ?1, ?2, (SELECT count(*) FROM moz_bookmarks "
+                "WHERE parent = ?2), ?3, ?3, ?4, 2, 0)",
+                "iiit", place, folder, now, guid);
     }
     json_decref(have);
     if (rc == PICL_OK)
@@ -80,8 +97,11 @@ picl_status picl__places_set_tags(places *p, int64_t place, const json_t *tags, 
 picl_status picl__places_drop_orphan_url(places *p, int64_t place)
 {
     int64_t n = 0;
-    picl_status rc = picl__places_q1(p, &n, "SELECT count(*) FROM moz_bookmarks b JOIN moz_bookmarks par ON par.id = b.parent "
-                               "WHERE b.fk = ? AND par.parent != ?", "ii", place, p->tags_id);
+    picl_status rc =
+        picl__places_q1(p, &n,
+                        "SELECT count(*) FROM moz_bookmarks b JOIN moz_bookmarks par ON par.id = b.parent "
+                        "WHERE b.fk = ? AND par.parent != ?",
+                        "ii", place, p->tags_id);
     if (rc == PICL_OK && n == 0)
         rc = picl__places_set_tags(p, place, NULL, 0);
     if (rc == PICL_OK && n == 0)

@@ -20,12 +20,21 @@
  * certificate (browser.startup.homepage, browser.newtabpage.pinned,
  * security.default_personal_cert). */
 static const char *const ALLOWED[] = {
-    "accessibility.blockautorefresh", "accessibility.browsewithcaret", "accessibility.typeaheadfind",
-    "accessibility.typeaheadfind.linksonly", "addons.ignoreUserEnabledChanges", "app.shield.optoutstudies.enabled",
-    "browser.contentblocking.category", "browser.contentblocking.features.strict",
-    "browser.crashReports.unsubmittedCheck.autoSubmit2", "browser.ctrlTab.sortByRecentlyUsed",
-    "browser.download.useDownloadDir", "browser.firefox-view.feature-tour", "browser.formfill.enable",
-    "browser.link.open_newwindow", "browser.menu.showViewImageInfo",
+    "accessibility.blockautorefresh",
+    "accessibility.browsewithcaret",
+    "accessibility.typeaheadfind",
+    "accessibility.typeaheadfind.linksonly",
+    "addons.ignoreUserEnabledChanges",
+    "app.shield.optoutstudies.enabled",
+    "browser.contentblocking.category",
+    "browser.contentblocking.features.strict",
+    "browser.crashReports.unsubmittedCheck.autoSubmit2",
+    "browser.ctrlTab.sortByRecentlyUsed",
+    "browser.download.useDownloadDir",
+    "browser.firefox-view.feature-tour",
+    "browser.formfill.enable",
+    "browser.link.open_newwindow",
+    "browser.menu.showViewImageInfo",
     "browser.newtabpage.activity-stream.asrouter.userprefs.cfr.addons",
     "browser.newtabpage.activity-stream.asrouter.userprefs.cfr.features",
     "browser.newtabpage.activity-stream.feeds.section.highlights",
@@ -35,47 +44,98 @@ static const char *const ALLOWED[] = {
     "browser.newtabpage.activity-stream.section.highlights.includeDownloads",
     "browser.newtabpage.activity-stream.section.highlights.includeVisited",
     "browser.newtabpage.activity-stream.section.highlights.rows",
-    "browser.newtabpage.activity-stream.section.topstories.rows", "browser.newtabpage.activity-stream.showSearch",
-    "browser.newtabpage.activity-stream.showSponsored", "browser.newtabpage.activity-stream.showSponsoredTopSites",
-    "browser.newtabpage.activity-stream.topSitesRows", "browser.newtabpage.enabled", "browser.pdfjs.feature-tour",
-    "browser.safebrowsing.downloads.enabled", "browser.safebrowsing.downloads.remote.block_potentially_unwanted",
-    "browser.safebrowsing.malware.enabled", "browser.safebrowsing.phishing.enabled", "browser.search.update",
-    "browser.startup.page", "browser.startup.upgradeDialog.enabled", "browser.tabs.loadInBackground",
-    "browser.tabs.warnOnClose", "browser.tabs.warnOnOpen", "browser.taskbar.previews.enable",
-    "browser.urlbar.maxRichResults", "browser.urlbar.showSearchSuggestionsFirst", "browser.urlbar.suggest.bookmark",
-    "browser.urlbar.suggest.engines", "browser.urlbar.suggest.history", "browser.urlbar.suggest.openpage",
-    "browser.urlbar.suggest.searches", "browser.urlbar.suggest.topsites", "dom.disable_open_during_load",
-    "dom.disable_window_flip", "dom.disable_window_move_resize", "dom.event.contextmenu.enabled",
-    "dom.security.https_only_mode", "dom.security.https_only_mode_ever_enabled",
-    "dom.security.https_only_mode_ever_enabled_pbm", "dom.security.https_only_mode_pbm", "extensions.activeThemeID",
-    "extensions.update.enabled", "general.autoScroll", "intl.accept_languages", "intl.regional_prefs.use_os_locales",
-    "layout.spellcheckDefault", "media.autoplay.default", "media.eme.enabled",
-    "media.videocontrols.picture-in-picture.video-toggle.enabled", "network.cookie.cookieBehavior",
-    "nimbus.rollouts.enabled", "permissions.default.image", "pref.downloads.disable_button.edit_actions",
-    "pref.privacy.disable_button.cookie_exceptions", "privacy.clearOnShutdown.cache",
-    "privacy.clearOnShutdown.cookies", "privacy.clearOnShutdown.downloads", "privacy.clearOnShutdown.formdata",
-    "privacy.clearOnShutdown.history", "privacy.clearOnShutdown.offlineApps", "privacy.clearOnShutdown.sessions",
-    "privacy.clearOnShutdown.siteSettings", "privacy.clearOnShutdown_v2.browsingHistoryAndDownloads",
-    "privacy.clearOnShutdown_v2.cache", "privacy.clearOnShutdown_v2.cookiesAndStorage",
-    "privacy.clearOnShutdown_v2.downloads", "privacy.clearOnShutdown_v2.formdata",
-    "privacy.clearOnShutdown_v2.historyFormDataAndDownloads", "privacy.clearOnShutdown_v2.siteSettings",
-    "privacy.donottrackheader.enabled", "privacy.globalprivacycontrol.enabled", "privacy.reduceTimerPrecision",
+    "browser.newtabpage.activity-stream.section.topstories.rows",
+    "browser.newtabpage.activity-stream.showSearch",
+    "browser.newtabpage.activity-stream.showSponsored",
+    "browser.newtabpage.activity-stream.showSponsoredTopSites",
+    "browser.newtabpage.activity-stream.topSitesRows",
+    "browser.newtabpage.enabled",
+    "browser.pdfjs.feature-tour",
+    "browser.safebrowsing.downloads.enabled",
+    "browser.safebrowsing.downloads.remote.block_potentially_unwanted",
+    "browser.safebrowsing.malware.enabled",
+    "browser.safebrowsing.phishing.enabled",
+    "browser.search.update",
+    "browser.startup.page",
+    "browser.startup.upgradeDialog.enabled",
+    "browser.tabs.loadInBackground",
+    "browser.tabs.warnOnClose",
+    "browser.tabs.warnOnOpen",
+    "browser.taskbar.previews.enable",
+    "browser.urlbar.maxRichResults",
+    "browser.urlbar.showSearchSuggestionsFirst",
+    "browser.urlbar.suggest.bookmark",
+    "browser.urlbar.suggest.engines",
+    "browser.urlbar.suggest.history",
+    "browser.urlbar.suggest.openpage",
+    "browser.urlbar.suggest.searches",
+    "browser.urlbar.suggest.topsites",
+    "dom.disable_open_during_load",
+    "dom.disable_window_flip",
+    "dom.disable_window_move_resize",
+    "dom.event.contextmenu.enabled",
+    "dom.security.https_only_mode",
+    "dom.security.https_only_mode_ever_enabled",
+    "dom.security.https_only_mode_ever_enabled_pbm",
+    "dom.security.https_only_mode_pbm",
+    "extensions.activeThemeID",
+    "extensions.update.enabled",
+    "general.autoScroll",
+    "intl.accept_languages",
+    "intl.regional_prefs.use_os_locales",
+    "layout.spellcheckDefault",
+    "media.autoplay.default",
+    "media.eme.enabled",
+    "media.videocontrols.picture-in-picture.video-toggle.enabled",
+    "network.cookie.cookieBehavior",
+    "nimbus.rollouts.enabled",
+    "permissions.default.image",
+    "pref.downloads.disable_button.edit_actions",
+    "pref.privacy.disable_button.cookie_exceptions",
+    "privacy.clearOnShutdown.cache",
+    "privacy.clearOnShutdown.cookies",
+    "privacy.clearOnShutdown.downloads",
+    "privacy.clearOnShutdown.formdata",
+    "privacy.clearOnShutdown.history",
+    "privacy.clearOnShutdown.offlineApps",
+    "privacy.clearOnShutdown.sessions",
+    "privacy.clearOnShutdown.siteSettings",
+    "privacy.clearOnShutdown_v2.browsingHistoryAndDownloads",
+    "privacy.clearOnShutdown_v2.cache",
+    "privacy.clearOnShutdown_v2.cookiesAndStorage",
+    "privacy.clearOnShutdown_v2.downloads",
+    "privacy.clearOnShutdown_v2.formdata",
+    "privacy.clearOnShutdown_v2.historyFormDataAndDownloads",
+    "privacy.clearOnShutdown_v2.siteSettings",
+    "privacy.donottrackheader.enabled",
+    "privacy.globalprivacycontrol.enabled",
+    "privacy.reduceTimerPrecision",
     "privacy.resistFingerprinting.reduceTimerPrecision.jitter",
-    "privacy.resistFingerprinting.reduceTimerPrecision.microseconds", "privacy.sanitize.sanitizeOnShutdown",
-    "privacy.trackingprotection.cryptomining.enabled", "privacy.trackingprotection.enabled",
-    "privacy.trackingprotection.fingerprinting.enabled", "privacy.trackingprotection.harmfuladdon.enabled",
-    "privacy.trackingprotection.pbmode.enabled", "privacy.userContext.enabled",
-    "privacy.userContext.newTabContainerOnLeftClick.enabled", "services.sync.syncedTabs.showRemoteIcons",
-    "signon.autofillForms", "signon.generation.enabled", "signon.management.page.breach-alerts.enabled",
-    "signon.rememberSignons", "spellchecker.dictionary", "ui.osk.enabled",
+    "privacy.resistFingerprinting.reduceTimerPrecision.microseconds",
+    "privacy.sanitize.sanitizeOnShutdown",
+    "privacy.trackingprotection.cryptomining.enabled",
+    "privacy.trackingprotection.enabled",
+    "privacy.trackingprotection.fingerprinting.enabled",
+    "privacy.trackingprotection.harmfuladdon.enabled",
+    "privacy.trackingprotection.pbmode.enabled",
+    "privacy.userContext.enabled",
+    "privacy.userContext.newTabContainerOnLeftClick.enabled",
+    "services.sync.syncedTabs.showRemoteIcons",
+    "signon.autofillForms",
+    "signon.generation.enabled",
+    "signon.management.page.breach-alerts.enabled",
+    "signon.rememberSignons",
+    "spellchecker.dictionary",
+    "ui.osk.enabled",
 };
 
 /* Never applied whatever a control pref says: paths, servers, URLs,
  * passwords, proxies, and the control prefs themselves. */
 static int denied(const char *name)
 {
-    static const char *const parts[] = {"path", "dir", "server", "url", "uri", "password", "proxy", "homepage",
-                                        "endpoint", "token", "cert", "pinned", "services.sync."};
+    static const char *const parts[] = {"path",     "dir",    "server",        "url",      "uri",
+                                        "password", "proxy",  "homepage",      "endpoint", "token",
+                                        "cert",     "pinned", "services.sync."};
     char low[256];
     size_t n = strlen(name);
     if (n == 0 || n >= sizeof low)
@@ -111,7 +171,10 @@ static const char *skip_ws(const char *p)
 
 static int hexval(char c)
 {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
 }
 
 /* A quoted string at p ("..." or '...'); *end after it; malloc()ed UTF-8. */
@@ -130,10 +193,20 @@ static char *parse_string(const char *p, const char **end)
             p++;
             int h1, h2;
             switch (*p) {
-            case 'n': c = '\n'; break;
-            case 'r': c = '\r'; break;
-            case 't': c = '\t'; break;
-            case '\\': case '"': case '\'': c = (unsigned char)*p; break;
+            case 'n':
+                c = '\n';
+                break;
+            case 'r':
+                c = '\r';
+                break;
+            case 't':
+                c = '\t';
+                break;
+            case '\\':
+            case '"':
+            case '\'':
+                c = (unsigned char)*p;
+                break;
             case 'x':
                 if ((h1 = hexval(p[1])) < 0 || (h2 = hexval(p[2])) < 0)
                     goto bad;
@@ -329,7 +402,8 @@ static picl_status read_prefs(prefs_store *p, char **text, json_t **prefs)
     if ((st = picl__prefs_parse(*text, prefs)) != PICL_OK) {
         free(*text);
         *text = NULL;
-        return picl__store_fail(&p->base, st, "%s has a user_pref line that does not parse: nothing synced", p->path);
+        return picl__store_fail(&p->base, st, "%s has a user_pref line that does not parse: nothing synced",
+                                p->path);
     }
     return PICL_OK;
 }
@@ -359,14 +433,16 @@ static picl_status build_record(prefs_store *p, json_t **rec)
     json_t *value = json_object();
     for (size_t i = 0; i < sizeof ALLOWED / sizeof ALLOWED[0]; i++)
         if (synced_name(prefs, ALLOWED[i]))
-            json_object_set(value, ALLOWED[i], json_object_get(prefs, ALLOWED[i]) ? json_object_get(prefs, ALLOWED[i])
-                                                                                  : json_null());
+            json_object_set(value, ALLOWED[i],
+                            json_object_get(prefs, ALLOWED[i]) ? json_object_get(prefs, ALLOWED[i])
+                                                               : json_null());
     const char *k;
     json_t *v;
-    json_object_foreach(prefs, k, v) {
+    json_object_foreach (prefs, k, v) {
         if (!strncmp(k, "services.sync.prefs.sync.", 25) && json_is_true(v) && synced_name(prefs, k + 25) &&
             !json_object_get(value, k + 25))
-            json_object_set(value, k + 25, json_object_get(prefs, k + 25) ? json_object_get(prefs, k + 25) : json_null());
+            json_object_set(value, k + 25,
+                            json_object_get(prefs, k + 25) ? json_object_get(prefs, k + 25) : json_null());
     }
     json_decref(prefs);
     *rec = json_pack("{s:s, s:o}", "id", PICL_PREFS_ID, "value", value);
@@ -501,7 +577,7 @@ static picl_status rewrite(prefs_store *p, const char *text, const json_t *set)
     }
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)set, k, v) {
+    json_object_foreach ((json_t *)set, k, v) {
         if (json_object_get(done, k) || json_is_null(v))
             continue;
         char *l = pref_line(k, v);
@@ -546,9 +622,8 @@ static picl_status pf_apply(picl_store *s, const json_t *records)
     json_t *r;
     if ((st = last_synced(p, &base)) != PICL_OK)
         goto done;
-    json_array_foreach(records, i, r) {
-        if (!is_prefs_id(r) ||
-            json_is_true(json_object_get(r, "deleted")))
+    json_array_foreach (records, i, r) {
+        if (!is_prefs_id(r) || json_is_true(json_object_get(r, "deleted")))
             continue;
         char *in = json_dumps(r, JSON_COMPACT | JSON_SORT_KEYS);
         int unchanged = in && !strcmp(in, base);
@@ -565,7 +640,7 @@ static picl_status pf_apply(picl_store *s, const json_t *records)
         }
         const char *k;
         json_t *v;
-        json_object_foreach(value, k, v) {
+        json_object_foreach (value, k, v) {
             if (!synced_name(prefs, k)) {
                 refuse(p, k, "not a preference Firefox syncs (not on the allow-list): not applied");
                 continue;
@@ -574,8 +649,8 @@ static picl_status pf_apply(picl_store *s, const json_t *records)
                 refuse(p, k, "a value that is not a boolean, an integer or a string: not applied");
                 continue;
             }
-            if (json_is_string(v) && (json_string_length(v) > PREF_VALUE_MAX || strlen(json_string_value(v)) !=
-                                                                                   json_string_length(v))) {
+            if (json_is_string(v) && (json_string_length(v) > PREF_VALUE_MAX ||
+                                      strlen(json_string_value(v)) != json_string_length(v))) {
                 refuse(p, k, "a string value too long or with a NUL: not applied");
                 continue;
             }
@@ -594,9 +669,8 @@ static picl_status pf_apply(picl_store *s, const json_t *records)
     /* the server's record is what was synced: what differs locally (a
      * local change the incoming record won over, a refused value) is a
      * local change, uploaded at the next sync */
-    json_array_foreach(records, i, r) {
-        if (is_prefs_id(r) &&
-            !json_is_true(json_object_get(r, "deleted")))
+    json_array_foreach (records, i, r) {
+        if (is_prefs_id(r) && !json_is_true(json_object_get(r, "deleted")))
             st = save_synced(p, r);
     }
 done:
@@ -616,7 +690,7 @@ static picl_status pf_mark_synced(picl_store *s, const json_t *records)
     json_t *r;
     if (((prefs_store *)s)->kept_local)
         return PICL_OK; /* not uploaded yet: still a local change */
-    json_array_foreach(records, i, r) {
+    json_array_foreach (records, i, r) {
         if (!is_prefs_id(r))
             continue;
         json_t *now = NULL;
@@ -630,10 +704,7 @@ static picl_status pf_mark_synced(picl_store *s, const json_t *records)
     return PICL_OK;
 }
 
-static picl_status pf_reset(picl_store *s)
-{
-    return save_synced((prefs_store *)s, NULL);
-}
+static picl_status pf_reset(picl_store *s) { return save_synced((prefs_store *)s, NULL); }
 
 static void pf_close(picl_store *s)
 {
@@ -667,7 +738,8 @@ picl_status picl__prefs_open(picl_store **out, const char *profile_dir, const ch
     snprintf(p->base.collection, sizeof p->base.collection, "%s", "prefs");
     snprintf(p->synced, sizeof p->synced, "%s/prefs-synced.json", state_dir);
     p->refused = json_array();
-    picl_status rc = p->refused ? picl__profile_open(profile_dir, &p->profile, err, errlen) : PICL_ERROR_NO_MEMORY;
+    picl_status rc =
+        p->refused ? picl__profile_open(profile_dir, &p->profile, err, errlen) : PICL_ERROR_NO_MEMORY;
     if (rc == PICL_OK)
         rc = picl__profile_path(p->profile, "prefs.js", p->path, sizeof p->path);
     if (rc != PICL_OK) {

@@ -18,7 +18,7 @@ typedef struct plock {
     ino_t ino;
     int fd;
     unsigned refs;
-    char *created;      /* the path when we created the file (removed at the end) */
+    char *created; /* the path when we created the file (removed at the end) */
     struct plock *next;
 } plock;
 
@@ -50,13 +50,12 @@ static picl_status join(char *buf, size_t n, const char *dir, const char *name)
 /* 1 when dir holds a file every Firefox profile has (one is enough). */
 static int looks_like_profile(const char *dir)
 {
-    static const char *const marks[] = {"prefs.js", "times.json", "places.sqlite", "key4.db",
-                                        "logins.json", "cert9.db", "compatibility.ini", ".parentlock"};
+    static const char *const marks[] = {"prefs.js",    "times.json", "places.sqlite",     "key4.db",
+                                        "logins.json", "cert9.db",   "compatibility.ini", ".parentlock"};
     char path[4096];
     struct stat st;
     for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++) {
-        if (join(path, sizeof path, dir, marks[i]) == PICL_OK && stat(path, &st) == 0 &&
-            S_ISREG(st.st_mode))
+        if (join(path, sizeof path, dir, marks[i]) == PICL_OK && stat(path, &st) == 0 && S_ISREG(st.st_mode))
             return 1;
     }
     return 0;
@@ -227,10 +226,7 @@ void picl__profile_close(picl_profile *p)
     free(p);
 }
 
-const char *picl__profile_dir(const picl_profile *p)
-{
-    return p->dir;
-}
+const char *picl__profile_dir(const picl_profile *p) { return p->dir; }
 
 picl_status picl__profile_path(const picl_profile *p, const char *name, char *buf, size_t n)
 {

@@ -53,8 +53,8 @@ typedef struct picl_store_ops {
 
 struct picl_store {
     const picl_store_ops *ops;
-    char collection[33];   /* "bookmarks", "history", "passwords", ... */
-    char error[256];       /* last error message, "" when none */
+    char collection[33]; /* "bookmarks", "history", "passwords", ... */
+    char error[256];     /* last error message, "" when none */
     /* Progress while apply() works through many records: set by the caller
      * (the engine; NULL = nobody listens), called through
      * picl__store_progress() from inside apply(). */
@@ -72,12 +72,22 @@ static inline void picl__store_progress(picl_store *s, size_t done, size_t total
 /* Convenience wrappers (NULL-safe close). */
 static inline picl_status picl__store_changes(picl_store *s, json_t **r) { return s->ops->changes(s, r); }
 static inline picl_status picl__store_all(picl_store *s, json_t **r) { return s->ops->all(s, r); }
-static inline picl_status picl__store_get(picl_store *s, const char *id, json_t **r) { return s->ops->get(s, id, r); }
+static inline picl_status picl__store_get(picl_store *s, const char *id, json_t **r)
+{
+    return s->ops->get(s, id, r);
+}
 static inline picl_status picl__store_apply(picl_store *s, const json_t *r) { return s->ops->apply(s, r); }
-static inline picl_status picl__store_mark_synced(picl_store *s, const json_t *r) { return s->ops->mark_synced(s, r); }
+static inline picl_status picl__store_mark_synced(picl_store *s, const json_t *r)
+{
+    return s->ops->mark_synced(s, r);
+}
 static inline picl_status picl__store_reset(picl_store *s) { return s->ops->reset(s); }
 static inline picl_status picl__store_wipe(picl_store *s) { return s->ops->wipe(s); }
-static inline void picl__store_close(picl_store *s) { if (s) s->ops->close(s); }
+static inline void picl__store_close(picl_store *s)
+{
+    if (s)
+        s->ops->close(s);
+}
 static inline const char *picl__store_error(const picl_store *s) { return s->error; }
 
 /* Sets s->error (printf-style) and returns st: `return picl__store_fail(s, st, "...")`. */

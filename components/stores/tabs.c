@@ -72,10 +72,10 @@ picl_status picl__tabs_from_session(const char *text, size_t len, json_t **out)
     picl_status st = PICL_OK;
     size_t i, j;
     json_t *w, *t;
-    json_array_foreach(wins, i, w) {
+    json_array_foreach (wins, i, w) {
         if (json_is_true(json_object_get(w, "isPrivate")))
             continue;
-        json_array_foreach(json_object_get(w, "tabs"), j, t) {
+        json_array_foreach (json_object_get(w, "tabs"), j, t) {
             json_t *tab = one_tab(t);
             if (!tab)
                 continue;
@@ -138,17 +138,17 @@ picl_status picl__tabs_check_record(const json_t *rec, char *why, size_t n)
         snprintf(why, n, "tabs record without a list of tabs");
         return PICL_ERROR_INVALID_ARGUMENT;
     }
-    json_array_foreach(tabs, i, t) {
+    json_array_foreach (tabs, i, t) {
         json_t *h = json_object_get(t, "urlHistory");
         if (!json_is_object(t) || !json_is_array(h) || json_array_size(h) == 0) {
             snprintf(why, n, "tabs record with a malformed tab");
             return PICL_ERROR_INVALID_ARGUMENT;
         }
-        json_array_foreach(h, j, u) if (!json_is_string(u))
-        {
-            snprintf(why, n, "tabs record with a malformed tab");
-            return PICL_ERROR_INVALID_ARGUMENT;
-        }
+        json_array_foreach (h, j, u)
+            if (!json_is_string(u)) {
+                snprintf(why, n, "tabs record with a malformed tab");
+                return PICL_ERROR_INVALID_ARGUMENT;
+            }
     }
     return PICL_OK;
 }
@@ -182,7 +182,8 @@ static picl_status read_session(tabs_store *t, json_t **tabs)
         st = picl__tabs_from_session(text, len, tabs);
     free(text);
     if (st == PICL_ERROR_ENCODING || st == PICL_ERROR_TOO_LARGE)
-        return picl__store_fail(&t->base, st, "%s is corrupt (not a mozLz4 session store): no tabs uploaded", best);
+        return picl__store_fail(&t->base, st, "%s is corrupt (not a mozLz4 session store): no tabs uploaded",
+                                best);
     if (st != PICL_OK)
         return picl__store_fail(&t->base, st, "cannot read %s", best);
     return PICL_OK;
@@ -200,8 +201,8 @@ static picl_status own_record(tabs_store *t, json_t **rec, json_t **dev)
         json_decref(d);
         return st;
     }
-    *rec = json_pack("{s:O, s:O, s:o}", "id", json_object_get(d, "id"), "clientName", json_object_get(d, "name"),
-                     "tabs", tabs);
+    *rec = json_pack("{s:O, s:O, s:o}", "id", json_object_get(d, "id"), "clientName",
+                     json_object_get(d, "name"), "tabs", tabs);
     if (dev)
         *dev = d;
     else
@@ -273,14 +274,15 @@ static picl_status set_uploaded(tabs_store *t, const char *text)
     }
     json_decref(d);
     picl__devices_unlock(fd);
-    return st == PICL_OK ? st : picl__store_fail(&t->base, st, "%s", *err ? err : "cannot write the device file");
+    return st == PICL_OK ? st
+                         : picl__store_fail(&t->base, st, "%s", *err ? err : "cannot write the device file");
 }
 
 static picl_status tb_mark_synced(picl_store *s, const json_t *records)
 {
     size_t i;
     json_t *r;
-    json_array_foreach(records, i, r) {
+    json_array_foreach (records, i, r) {
         if (json_is_true(json_object_get(r, "deleted")))
             continue;
         char *text = json_dumps(r, JSON_COMPACT | JSON_SORT_KEYS);
@@ -294,10 +296,7 @@ static picl_status tb_mark_synced(picl_store *s, const json_t *records)
     return PICL_OK;
 }
 
-static picl_status tb_reset(picl_store *s)
-{
-    return set_uploaded((tabs_store *)s, "");
-}
+static picl_status tb_reset(picl_store *s) { return set_uploaded((tabs_store *)s, ""); }
 
 static void tb_close(picl_store *s)
 {

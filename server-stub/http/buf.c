@@ -53,10 +53,7 @@ void srv_buf_append(srv_buf *b, const void *data, size_t len)
     b->data[b->len] = 0;
 }
 
-void srv_buf_puts(srv_buf *b, const char *s)
-{
-    srv_buf_append(b, s, strlen(s));
-}
+void srv_buf_puts(srv_buf *b, const char *s) { srv_buf_append(b, s, strlen(s)); }
 
 void srv_buf_printf(srv_buf *b, const char *fmt, ...)
 {
@@ -143,12 +140,21 @@ void srv_buf_json_string(srv_buf *b, const char *s, size_t len)
         } else if (ch < 0x20) {
             *o++ = '\\';
             switch (ch) {
-            case '\n': *o++ = 'n'; break;
-            case '\r': *o++ = 'r'; break;
-            case '\t': *o++ = 't'; break;
+            case '\n':
+                *o++ = 'n';
+                break;
+            case '\r':
+                *o++ = 'r';
+                break;
+            case '\t':
+                *o++ = 't';
+                break;
             default:
-                *o++ = 'u'; *o++ = '0'; *o++ = '0';
-                *o++ = hexd[ch >> 4]; *o++ = hexd[ch & 15];
+                *o++ = 'u';
+                *o++ = '0';
+                *o++ = '0';
+                *o++ = hexd[ch >> 4];
+                *o++ = hexd[ch & 15];
             }
         } else {
             *o++ = (char)ch;
@@ -185,4 +191,3 @@ void srv_buf_free(srv_buf *b)
     b->data = NULL;
     b->len = b->cap = 0;
 }
-

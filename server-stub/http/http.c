@@ -54,14 +54,14 @@ struct srv_http_server {
     unsigned threads, timeout_s;
     unsigned max_conns, per_ip, request_timeout_s;
     srv_http_hooks hooks;
-    srvlog_sink log;            /* request lines (http/log.h); NULL = none */
+    srvlog_sink log; /* request lines (http/log.h); NULL = none */
     void *log_ctx;
-    pthread_mutex_t lock;       /* guards conns */
+    pthread_mutex_t lock; /* guards conns */
     conn_track *conns;
     pthread_t watchdog;
     int watchdog_running, stopping;
     pthread_cond_t wake;
-    char *errbuf;               /* the caller's, for start failures */
+    char *errbuf; /* the caller's, for start failures */
     size_t errcap;
     route *routes;
     size_t nroutes;
@@ -73,9 +73,9 @@ struct srv_http_server {
 typedef struct reqstate {
     char *target;
     int started, responded;
-    int status;        /* what was sent, for the log line; 0 = nothing */
-    double t0;         /* monotonic seconds when the request line came in */
-    char method[16];   /* a copy for the log line (cut if longer) */
+    int status;      /* what was sent, for the log line; 0 = nothing */
+    double t0;       /* monotonic seconds when the request line came in */
+    char method[16]; /* a copy for the log line (cut if longer) */
     const route *rt;
     srv_http_request req;
     char *params[SRV_HTTP_MAX_PARAMS];
@@ -97,9 +97,7 @@ static void wipe_free(void *p)
     }
 }
 
-
-void srv_http_respond_owned(srv_http_response *resp, int status, const char *ctype,
-                             char *body, size_t len)
+void srv_http_respond_owned(srv_http_response *resp, int status, const char *ctype, char *body, size_t len)
 {
     wipe_free(resp->body);
     free(resp->content_type);
@@ -111,8 +109,7 @@ void srv_http_respond_owned(srv_http_response *resp, int status, const char *cty
         resp->failed = 1;
 }
 
-void srv_http_respond(srv_http_response *resp, int status, const char *ctype,
-                       const void *body, size_t len)
+void srv_http_respond(srv_http_response *resp, int status, const char *ctype, const void *body, size_t len)
 {
     char *copy = malloc(len + 1);
     if (!copy) {
@@ -201,8 +198,7 @@ size_t srv_http_log_escape(char *out, size_t cap, const char *in, size_t max_in)
 
 const char *srv_http_header(const srv_http_request *req, const char *name)
 {
-    return MHD_lookup_connection_value((struct MHD_Connection *)req->conn_, MHD_HEADER_KIND,
-                                       name);
+    return MHD_lookup_connection_value((struct MHD_Connection *)req->conn_, MHD_HEADER_KIND, name);
 }
 
 static picl_status conn_addr(struct MHD_Connection *c, char *out, size_t cap)
@@ -210,8 +206,7 @@ static picl_status conn_addr(struct MHD_Connection *c, char *out, size_t cap)
     if (!out || !cap)
         return PICL_ERROR_INVALID_ARGUMENT;
     out[0] = 0;
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     if (!ci || !ci->client_addr)
         return PICL_ERROR_NOT_FOUND;
     char buf[INET6_ADDRSTRLEN];
@@ -359,8 +354,8 @@ static void free_segs(char **segs, size_t n)
 }
 
 /* Matches a raw path against a route: 1 and the raw "*" segments on match. */
-static int route_match(const route *rt, const char *path, size_t plen,
-                       const char **caps, size_t *caplens, size_t *ncaps)
+static int route_match(const route *rt, const char *path, size_t plen, const char **caps, size_t *caplens,
+                       size_t *ncaps)
 {
     if (!plen || path[0] != '/')
         return 0;
@@ -391,8 +386,8 @@ static int route_match(const route *rt, const char *path, size_t plen,
     return 1;
 }
 
-picl_status srv_http_route(srv_http_server *srv, const char *method, const char *pattern,
-                            srv_http_handler fn, void *ctx, const srv_http_hooks *hooks)
+picl_status srv_http_route(srv_http_server *srv, const char *method, const char *pattern, srv_http_handler fn,
+                           void *ctx, const srv_http_hooks *hooks)
 {
     if (!srv || !method || !pattern || !fn || srv->mhd)
         return PICL_ERROR_INVALID_ARGUMENT;
@@ -450,8 +445,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 {
     srv_http_server *srv = cls;
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-        const union MHD_ConnectionInfo *ci =
-            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         conn_track *t = calloc(1, sizeof *t);
         if (!t || !ci) {
             free(t);
@@ -568,8 +562,7 @@ static const srv_http_hooks *hooks_for(srv_http_server *srv, reqstate *st)
     return st->rt ? &st->rt->hooks : &srv->hooks;
 }
 
-static enum MHD_Result send_response(struct MHD_Connection *c, reqstate *st,
-                                     srv_http_response *resp)
+static enum MHD_Result send_response(struct MHD_Connection *c, reqstate *st, srv_http_response *resp)
 {
     if (resp->failed) {
         static const char body[] = "{\"code\":500}";
@@ -581,8 +574,7 @@ static enum MHD_Result send_response(struct MHD_Connection *c, reqstate *st,
     }
     struct MHD_Response *r;
     if (resp->body) {
-        r = MHD_create_response_from_buffer_with_free_callback(resp->body_len, resp->body,
-                                                               wipe_free);
+        r = MHD_create_response_from_buffer_with_free_callback(resp->body_len, resp->body, wipe_free);
         if (r)
             resp->body = NULL; /* now MHD's */
     } else {
@@ -602,8 +594,8 @@ static enum MHD_Result send_response(struct MHD_Connection *c, reqstate *st,
 }
 
 /* Renders and queues an answer of the glue itself. */
-static enum MHD_Result glue_error(srv_http_server *srv, struct MHD_Connection *c, reqstate *st,
-                                  int status, srv_http_error why, const char *allow)
+static enum MHD_Result glue_error(srv_http_server *srv, struct MHD_Connection *c, reqstate *st, int status,
+                                  srv_http_error why, const char *allow)
 {
     srv_http_response resp;
     memset(&resp, 0, sizeof resp);
@@ -629,12 +621,11 @@ static enum MHD_Result glue_error(srv_http_server *srv, struct MHD_Connection *c
 /* What frames the body: every Content-Length and Transfer-Encoding header. */
 typedef struct framing {
     unsigned n_cl, n_te;
-    int cl_conflict;       /* two Content-Length values that differ */
+    int cl_conflict; /* two Content-Length values that differ */
     const char *first_cl;
 } framing;
 
-static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
-                                     const char *value)
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
     framing *f = cls;
     if (!key)
@@ -681,8 +672,8 @@ static int find_route(srv_http_server *srv, reqstate *st, const char *method, co
 }
 
 /* Called once the headers are in: route, check the body limits. */
-static enum MHD_Result start_request(srv_http_server *srv, struct MHD_Connection *c,
-                                     reqstate *st, const char *method)
+static enum MHD_Result start_request(srv_http_server *srv, struct MHD_Connection *c, reqstate *st,
+                                     const char *method)
 {
     st->pathbuf = strdup(st->target);
     if (!st->pathbuf)
@@ -735,10 +726,8 @@ static enum MHD_Result start_request(srv_http_server *srv, struct MHD_Connection
     MHD_get_connection_values(c, MHD_HEADER_KIND, count_framing, &fr);
     if (fr.cl_conflict || (fr.n_cl && fr.n_te) || fr.n_te > 1)
         return glue_error(srv, c, st, 400, SRV_HTTP_ERR_BAD_REQUEST, NULL);
-    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
-    int body_method = !strcmp(method, "POST") || !strcmp(method, "PUT") ||
-                      !strcmp(method, "PATCH");
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    int body_method = !strcmp(method, "POST") || !strcmp(method, "PUT") || !strcmp(method, "PATCH");
     if (cl) {
         char *end;
         errno = 0;
@@ -769,9 +758,9 @@ static enum MHD_Result start_request(srv_http_server *srv, struct MHD_Connection
     return MHD_YES;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload, size_t *upload_size, void **con_cls)
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size,
+                                  void **con_cls)
 {
     srv_http_server *srv = cls;
     reqstate *st = *con_cls;
@@ -932,8 +921,10 @@ static void describe_listen_failure(srv_http_server *srv, const struct sockaddr_
     if (err)
         snprintf(srv->errbuf, srv->errcap, "cannot listen on %s: %s", srv->listen, strerror(err));
     else
-        snprintf(srv->errbuf, srv->errcap, "cannot listen on %s: the HTTP server did not start "
-                 "(threads or descriptors exhausted?)", srv->listen);
+        snprintf(srv->errbuf, srv->errcap,
+                 "cannot listen on %s: the HTTP server did not start "
+                 "(threads or descriptors exhausted?)",
+                 srv->listen);
 }
 
 picl_status srv_http_server_start(srv_http_server *srv)
@@ -951,17 +942,13 @@ picl_status srv_http_server_start(srv_http_server *srv)
     if (v6)
         flags |= MHD_USE_IPv6;
     srv->mhd = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, srv,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)srv->threads,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)srv->timeout_s,
-        MHD_OPTION_URI_LOG_CALLBACK, on_uri, (void *)srv,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, (void *)srv,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)srv->max_conns,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)srv->per_ip,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, (void *)srv,
-        MHD_OPTION_END);
+        flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)srv->threads, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned int)srv->timeout_s, MHD_OPTION_URI_LOG_CALLBACK, on_uri, (void *)srv,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, (void *)srv, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)(64 * 1024), MHD_OPTION_CONNECTION_LIMIT, (unsigned int)srv->max_conns,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)srv->per_ip, MHD_OPTION_NOTIFY_CONNECTION,
+        on_connection, (void *)srv, MHD_OPTION_END);
     if (!srv->mhd) {
         describe_listen_failure(srv, &ss, v6);
         return PICL_ERROR_NETWORK;
@@ -978,10 +965,7 @@ picl_status srv_http_server_start(srv_http_server *srv)
     return PICL_OK;
 }
 
-unsigned srv_http_server_port(const srv_http_server *srv)
-{
-    return srv ? srv->port : 0;
-}
+unsigned srv_http_server_port(const srv_http_server *srv) { return srv ? srv->port : 0; }
 
 void srv_http_server_stop(srv_http_server *srv)
 {

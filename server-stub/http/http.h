@@ -64,42 +64,43 @@ typedef struct srv_http_response srv_http_response;
 
 /* Why the glue answered by itself; passed to the error hook. */
 typedef enum srv_http_error {
-    SRV_HTTP_ERR_NOT_FOUND = 1,      /* 404: no route matches the path */
-    SRV_HTTP_ERR_METHOD = 2,         /* 405: path known, method not */
-    SRV_HTTP_ERR_LENGTH_REQUIRED = 3,/* 411: POST/PUT/PATCH without Content-Length */
-    SRV_HTTP_ERR_TOO_LARGE = 4,      /* 413: Content-Length (or body) over the limit */
-    SRV_HTTP_ERR_BAD_REQUEST = 5,    /* 400: undecodable path segment */
-    SRV_HTTP_ERR_INTERNAL = 6        /* 500: out of memory, handler set nothing */
+    SRV_HTTP_ERR_NOT_FOUND = 1,       /* 404: no route matches the path */
+    SRV_HTTP_ERR_METHOD = 2,          /* 405: path known, method not */
+    SRV_HTTP_ERR_LENGTH_REQUIRED = 3, /* 411: POST/PUT/PATCH without Content-Length */
+    SRV_HTTP_ERR_TOO_LARGE = 4,       /* 413: Content-Length (or body) over the limit */
+    SRV_HTTP_ERR_BAD_REQUEST = 5,     /* 400: undecodable path segment */
+    SRV_HTTP_ERR_INTERNAL = 6         /* 500: out of memory, handler set nothing */
 } srv_http_error;
 
 /* The request as the handler sees it.  Everything here is owned by the glue
  * and valid only during the handler call. */
 struct srv_http_request {
-    const char *method;      /* "GET", "POST", ... as sent */
-    const char *target;      /* raw request target "path?query", undecoded */
-    const char *path;        /* raw path (target up to '?'), undecoded */
-    const char *query;       /* raw query after '?', undecoded; "" when none */
+    const char *method;                      /* "GET", "POST", ... as sent */
+    const char *target;                      /* raw request target "path?query", undecoded */
+    const char *path;                        /* raw path (target up to '?'), undecoded */
+    const char *query;                       /* raw query after '?', undecoded; "" when none */
     const char *params[SRV_HTTP_MAX_PARAMS]; /* decoded "*" segments */
     size_t nparams;
-    const uint8_t *body;     /* body bytes, NUL-terminated; "" when none */
+    const uint8_t *body; /* body bytes, NUL-terminated; "" when none */
     size_t body_len;
-    int has_content_length;  /* 1 when the request carried Content-Length */
-    void *conn_;             /* internal */
+    int has_content_length; /* 1 when the request carried Content-Length */
+    void *conn_;            /* internal */
 };
 
 /* A response under construction.  The status defaults to 200. */
 struct srv_http_response {
     int status;
-    char *body;              /* malloc()ed, owned by the response */
+    char *body; /* malloc()ed, owned by the response */
     size_t body_len;
-    char *content_type;      /* malloc()ed or NULL */
-    struct srv_http_hdr { char *name, *value; } *headers;
+    char *content_type; /* malloc()ed or NULL */
+    struct srv_http_hdr {
+        char *name, *value;
+    } * headers;
     size_t nheaders;
-    int failed;              /* an allocation failed while building: sent as 500 */
+    int failed; /* an allocation failed while building: sent as 500 */
 };
 
-typedef void (*srv_http_handler)(srv_http_request *req, srv_http_response *resp,
-                                  void *ctx);
+typedef void (*srv_http_handler)(srv_http_request *req, srv_http_response *resp, void *ctx);
 
 /*
  * Per-service hooks (a route carries its service's hooks; requests matching
@@ -112,8 +113,8 @@ typedef void (*srv_http_handler)(srv_http_request *req, srv_http_response *resp,
  *           header.  May be NULL.
  */
 typedef struct srv_http_hooks {
-    void (*error)(srv_http_request *req, srv_http_response *resp, int http_status,
-                  srv_http_error why, void *ctx);
+    void (*error)(srv_http_request *req, srv_http_response *resp, int http_status, srv_http_error why,
+                  void *ctx);
     void (*finish)(srv_http_request *req, srv_http_response *resp, void *ctx);
     void *ctx;
     size_t max_body; /* body cap of the service's routes; 0 = the server's max_body
@@ -142,7 +143,7 @@ typedef struct srv_http_config {
                                     many seconds of the connection (or of the previous
                                     answer on a kept-alive one), however steadily they
                                     trickle in; else the connection is closed (0 = 60) */
-    const srv_http_hooks *hooks;/* default hooks (copied); NULL = none */
+    const srv_http_hooks *hooks; /* default hooks (copied); NULL = none */
     srvlog_sink log;             /* one line per answered request (http/log.h); NULL = none */
     void *log_ctx;
 } srv_http_config;
@@ -162,8 +163,8 @@ picl_status srv_http_server_new(srv_http_server **out, const srv_http_config *cf
  * The route's body cap is hooks->max_body, else the server's max_body.
  * PICL_ERROR_INVALID_ARGUMENT on a
  * pattern with more than SRV_HTTP_MAX_PARAMS "*" or after start. */
-picl_status srv_http_route(srv_http_server *srv, const char *method, const char *pattern,
-                            srv_http_handler fn, void *ctx, const srv_http_hooks *hooks);
+picl_status srv_http_route(srv_http_server *srv, const char *method, const char *pattern, srv_http_handler fn,
+                           void *ctx, const srv_http_hooks *hooks);
 
 /* Where srv_http_server_start describes why it could not listen ("cannot
  * listen on 127.0.0.1:8000: Address already in use"); buf (NULL = none) is
@@ -216,12 +217,10 @@ picl_status srv_http_unescape(const char *in, size_t len, int plus_is_space, cha
 /* ---- response helpers ------------------------------------------------ */
 
 /* Sets status and body (copied).  ctype NULL = no Content-Type. */
-void srv_http_respond(srv_http_response *resp, int status, const char *ctype,
-                       const void *body, size_t len);
+void srv_http_respond(srv_http_response *resp, int status, const char *ctype, const void *body, size_t len);
 
 /* Takes ownership of a malloc()ed body. */
-void srv_http_respond_owned(srv_http_response *resp, int status, const char *ctype,
-                             char *body, size_t len);
+void srv_http_respond_owned(srv_http_response *resp, int status, const char *ctype, char *body, size_t len);
 
 /* Serialises `json` (borrowed; compact, JSON_ENCODE_ANY) as application/json. */
 void srv_http_respond_json(srv_http_response *resp, int status, const json_t *json);
@@ -237,9 +236,9 @@ const char *srv_http_response_header(const srv_http_response *resp, const char *
 /* ---- a growable text buffer with a hard cap (for hand-written JSON) --- */
 
 typedef struct srv_buf {
-    char *data;  /* NUL-terminated when len > 0 or after any append */
+    char *data; /* NUL-terminated when len > 0 or after any append */
     size_t len, cap, max;
-    int failed;  /* set on allocation failure or when max would be passed */
+    int failed; /* set on allocation failure or when max would be passed */
 } srv_buf;
 
 /* max 0 = 1 GiB.  Appends never fail loudly: they set b->failed. */

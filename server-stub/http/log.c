@@ -11,7 +11,7 @@
 static const char *const LEVELS[] = {"INFO", "WARN", "ERROR"};
 
 /* Harmless SyncStorage query parameters: their values are logged. */
-static const char *const SAFE_PARAMS[] = {"newer", "older", "limit", "sort", "full",
+static const char *const SAFE_PARAMS[] = {"newer",  "older", "limit",  "sort",  "full",
                                           "offset", "batch", "commit", "as_of", "ids"};
 
 typedef struct out_buf {
@@ -20,9 +20,10 @@ typedef struct out_buf {
 } out_buf;
 
 /* How put_escaped treats the two printable characters that matter. */
-enum { ESC_FIELD = 0,   /* a request-line field: space and backslash escaped */
-       ESC_TEXT = 1,    /* a message: both kept (a field escaped before reads the same) */
-       ESC_SPACED = 2   /* srvlog_escape: space kept, backslash escaped */
+enum {
+    ESC_FIELD = 0, /* a request-line field: space and backslash escaped */
+    ESC_TEXT = 1,  /* a message: both kept (a field escaped before reads the same) */
+    ESC_SPACED = 2 /* srvlog_escape: space kept, backslash escaped */
 };
 
 /* Appends in[0..n) escaped (mode: ESC_*); control characters, DEL and bytes
@@ -125,8 +126,8 @@ static int plain_value(const char *s, size_t n)
         return 0;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '~' || c == ',' || c == '-'))
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+              c == '_' || c == '~' || c == ',' || c == '-'))
             return 0;
     }
     return 1;
@@ -135,8 +136,7 @@ static int plain_value(const char *s, size_t n)
 static int all_hex(const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') ||
-              (s[i] >= 'A' && s[i] <= 'F')))
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') || (s[i] >= 'A' && s[i] <= 'F')))
             return 0;
     return 1;
 }
@@ -216,8 +216,8 @@ size_t srvlog_redact_target(char *out, size_t cap, const char *target)
     return o.len;
 }
 
-void srvlog_request(srvlog_sink sink, void *ctx, const char *addr, const char *method,
-                    const char *target, int status, int64_t latency_ms)
+void srvlog_request(srvlog_sink sink, void *ctx, const char *addr, const char *method, const char *target,
+                    int status, int64_t latency_ms)
 {
     if (!sink)
         return;

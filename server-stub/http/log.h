@@ -55,8 +55,8 @@ void srvlog(srvlog_sink sink, void *ctx, srvlog_level level, const char *fmt, ..
 /* The request line: addr and method may be NULL ("-"), target is the raw
  * request target (path?query, redacted and escaped here), status 0 = no
  * answer was sent, latency_ms rounded down. */
-void srvlog_request(srvlog_sink sink, void *ctx, const char *addr, const char *method,
-                    const char *target, int status, int64_t latency_ms);
+void srvlog_request(srvlog_sink sink, void *ctx, const char *addr, const char *method, const char *target,
+                    int status, int64_t latency_ms);
 
 /* Copies at most max_in bytes of the NUL-terminated in (may be NULL) into
  * out[0..cap) for a log message: control characters, DEL, bytes >= 0x80 and

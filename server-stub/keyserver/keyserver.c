@@ -233,10 +233,7 @@ picl_status ks_server_start(ks_server *s)
     return rc;
 }
 
-unsigned ks_server_port(const ks_server *s)
-{
-    return s && s->http ? srv_http_server_port(s->http) : 0;
-}
+unsigned ks_server_port(const ks_server *s) { return s && s->http ? srv_http_server_port(s->http) : 0; }
 
 void ks_server_free(ks_server *s)
 {

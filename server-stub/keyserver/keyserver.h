@@ -82,37 +82,37 @@
  */
 
 typedef struct ks_config {
-    const char *listen;        /* "HOST:PORT" for ks_server_start (port 0 = any) */
-    const char *data_dir;      /* existing directory (the Maildir outbox, and
+    const char *listen;    /* "HOST:PORT" for ks_server_start (port 0 = any) */
+    const char *data_dir;  /* existing directory (the Maildir outbox, and
                                   keyserver.db without database); may be NULL
                                   with database (then mail needs smtp_url) */
-    const char *database;      /* NULL = SQLite <data_dir>/keyserver.db; else a
+    const char *database;  /* NULL = SQLite <data_dir>/keyserver.db; else a
                                   postgresql:// URL (ks_db.h) */
-    unsigned db_pool;          /* PostgreSQL connections, 0 = 8 */
-    int64_t purge_grace_s;     /* a replaced assignment's data is purged this
+    unsigned db_pool;      /* PostgreSQL connections, 0 = 8 */
+    int64_t purge_grace_s; /* a replaced assignment's data is purged this
                                   long after it was replaced; 0 = 7 days */
-    int64_t purge_every_s;     /* the server's purge runs this often while it
+    int64_t purge_every_s; /* the server's purge runs this often while it
                                   has nodes; 0 = 3600, < 0 = never */
-    const uint8_t *secret;     /* tokenlib secret shared with storage, >= 32 bytes
+    const uint8_t *secret; /* tokenlib secret shared with storage, >= 32 bytes
                                   (copied); may be NULL without storage_node */
     size_t secret_len;
-    const char *storage_node;  /* e.g. "http://127.0.0.1:8001"; NULL = none */
-    const char *smtp_url;      /* e.g. "smtp://localhost:25"; NULL = Maildir */
-    const char *mail_from;     /* NULL = "picl@localhost" */
-    int64_t hawk_skew_s;       /* 0 = 60 */
-    int64_t srp_token_ttl_s;   /* 0 = 60 */
-    int64_t login_max;         /* failed logins per account per window; 0 = 10 */
-    int64_t login_window_s;    /* 0 = 900 */
-    int64_t addr_login_max;    /* failed logins per client address; 0 = 4 x login_max */
-    int limit_loopback;        /* 1: limit 127.0.0.0/8 and ::1 too (tests) */
-    int64_t reset_max;         /* reset mails per account per window; 0 = 3 */
-    int64_t reset_window_s;    /* 0 = 3600 */
-    int64_t start_max;         /* /auth/start calls per account per login window;
+    const char *storage_node;   /* e.g. "http://127.0.0.1:8001"; NULL = none */
+    const char *smtp_url;       /* e.g. "smtp://localhost:25"; NULL = Maildir */
+    const char *mail_from;      /* NULL = "picl@localhost" */
+    int64_t hawk_skew_s;        /* 0 = 60 */
+    int64_t srp_token_ttl_s;    /* 0 = 60 */
+    int64_t login_max;          /* failed logins per account per window; 0 = 10 */
+    int64_t login_window_s;     /* 0 = 900 */
+    int64_t addr_login_max;     /* failed logins per client address; 0 = 4 x login_max */
+    int limit_loopback;         /* 1: limit 127.0.0.0/8 and ::1 too (tests) */
+    int64_t reset_max;          /* reset mails per account per window; 0 = 3 */
+    int64_t reset_window_s;     /* 0 = 3600 */
+    int64_t start_max;          /* /auth/start calls per account per login window;
                                   0 = 3 x login_max */
-    int64_t addr_start_max;    /* /auth/start calls per client address; 0 = 4 x start_max */
-    size_t nonce_cache_entries;/* live Hawk nonces held; 0 = 2^18 (one account: 1/64) */
-    unsigned threads;          /* HTTP thread pool, 0 = 4 */
-    unsigned timeout_s;        /* idle connection timeout, 0 = 60 */
+    int64_t addr_start_max;     /* /auth/start calls per client address; 0 = 4 x start_max */
+    size_t nonce_cache_entries; /* live Hawk nonces held; 0 = 2^18 (one account: 1/64) */
+    unsigned threads;           /* HTTP thread pool, 0 = 4 */
+    unsigned timeout_s;         /* idle connection timeout, 0 = 60 */
 
     /* Optional hooks (NULL = none).  log receives one line per request,
      * without a newline (the library never prints).  now and random replace
@@ -194,8 +194,8 @@ picl_status ks_server_purge(ks_server *s, int64_t *purged, int64_t *failed);
  * assignment already (asked for a token since the drain) is left to the
  * devices.  *users / *records / *failed count; STATE for a node that is
  * not drained, NOT_FOUND for an unknown one. */
-picl_status ks_server_node_migrate(ks_server *s, const char *url, int64_t *users,
-                                   int64_t *records, int64_t *failed);
+picl_status ks_server_node_migrate(ks_server *s, const char *url, int64_t *users, int64_t *records,
+                                   int64_t *failed);
 
 /* `picl-keyserver node ...` / `picl-keyserver purge` (main's argv: argv[1] is "node" or
  * "purge"): the exit status (0, 1, 2 usage, 5 node exists). */

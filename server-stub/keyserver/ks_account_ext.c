@@ -14,8 +14,7 @@
 #define RK_GUESS_MAX 5
 #define RK_GUESS_WINDOW 900
 
-void ks_event_log(ks_server *s, srv_http_request *req, int64_t account, const char *type,
-                  const char *device)
+void ks_event_log(ks_server *s, srv_http_request *req, int64_t account, const char *type, const char *device)
 {
     ks_event e;
     memset(&e, 0, sizeof e);
@@ -130,9 +129,8 @@ done:
 
 static void add_event(void *ctx, const ks_event *e)
 {
-    json_array_append_new(ctx, json_pack("{s:s, s:I, s:s, s:s}", "type", e->type, "time",
-                                         (json_int_t)e->time, "device", e->device, "address",
-                                         e->address));
+    json_array_append_new(ctx, json_pack("{s:s, s:I, s:s, s:s}", "type", e->type, "time", (json_int_t)e->time,
+                                         "device", e->device, "address", e->address));
 }
 
 void ks_h_events(srv_http_request *req, srv_http_response *resp, void *ctx)
@@ -153,10 +151,7 @@ void ks_h_events(srv_http_request *req, srv_http_response *resp, void *ctx)
 
 /* ---- /v1/recoveryKey ----------------------------------------------------- */
 
-static int hex32_ok(const char *id)
-{
-    return id && strlen(id) == 32 && strspn(id, "0123456789abcdef") == 32;
-}
+static int hex32_ok(const char *id) { return id && strlen(id) == 32 && strspn(id, "0123456789abcdef") == 32; }
 
 void ks_h_recovery_key_post(srv_http_request *req, srv_http_response *resp, void *ctx)
 {

@@ -18,21 +18,20 @@
 
 static void admin_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: picl-keyserver node add URL --capacity N   (--data DIR | --database URL)\n"
-            "       picl-keyserver node list                   (--data DIR | --database URL)\n"
-            "       picl-keyserver node drain URL              (--data DIR | --database URL)\n"
-            "       picl-keyserver node secret URL [--secret-file FILE] (--data DIR | --database URL)\n"
-            "       picl-keyserver node migrate URL [--secret-file FILE] (--data DIR | --database URL)\n"
-            "       picl-keyserver purge [--grace SECONDS] [--secret-file FILE]\n"
-            "                                                  (--data DIR | --database URL)\n"
-            "  node secret prints the node's secret for picl-storage --secret-file; after a\n"
-            "  drain it is rotated (the drained node then answers 401 to older tokens).\n"
-            "  node migrate copies a drained node's users' records to their next nodes\n"
-            "  (after the drained node was restarted with its new secret).\n"
-            "  purge deletes, on their nodes, the data of users moved away more than\n"
-            "  --grace seconds ago (default 604800) and of destroyed accounts.\n"
-            "exit: 0 ok, 1 failure, 2 usage, 5 the node exists already\n");
+    fprintf(f, "usage: picl-keyserver node add URL --capacity N   (--data DIR | --database URL)\n"
+               "       picl-keyserver node list                   (--data DIR | --database URL)\n"
+               "       picl-keyserver node drain URL              (--data DIR | --database URL)\n"
+               "       picl-keyserver node secret URL [--secret-file FILE] (--data DIR | --database URL)\n"
+               "       picl-keyserver node migrate URL [--secret-file FILE] (--data DIR | --database URL)\n"
+               "       picl-keyserver purge [--grace SECONDS] [--secret-file FILE]\n"
+               "                                                  (--data DIR | --database URL)\n"
+               "  node secret prints the node's secret for picl-storage --secret-file; after a\n"
+               "  drain it is rotated (the drained node then answers 401 to older tokens).\n"
+               "  node migrate copies a drained node's users' records to their next nodes\n"
+               "  (after the drained node was restarted with its new secret).\n"
+               "  purge deletes, on their nodes, the data of users moved away more than\n"
+               "  --grace seconds ago (default 604800) and of destroyed accounts.\n"
+               "exit: 0 ok, 1 failure, 2 usage, 5 the node exists already\n");
 }
 
 static void admin_log(void *ctx, const char *line)
@@ -43,7 +42,9 @@ static void admin_log(void *ctx, const char *line)
 static void print_node(void *ctx, const ks_node *n)
 {
     printf("%s\tcapacity %" PRId64 "\tload %" PRId64 "\t%s\n", n->url, n->capacity, n->load,
-           n->downed ? "drained" : n->available ? "available" : "unavailable");
+           n->downed      ? "drained"
+           : n->available ? "available"
+                          : "unavailable");
 }
 
 /* The command line of an admin command. */
@@ -72,8 +73,8 @@ static int admin_parse(int argc, char **argv, admin_args *a)
     /* "-": the words (node add URL) come back in order as ch 1 */
     while ((ch = getopt_long(argc, argv, "-:h", opts, NULL)) != -1) {
         if (optarg && ch != 1 && optarg == argv[optind - 1] && !strncmp(optarg, "--", 2)) {
-            fprintf(stderr, "picl-keyserver: %s needs a value, not the option %s\n",
-                    argv[optind - 2], optarg);
+            fprintf(stderr, "picl-keyserver: %s needs a value, not the option %s\n", argv[optind - 2],
+                    optarg);
             return 2;
         }
         switch (ch) {
@@ -84,9 +85,15 @@ static int admin_parse(int argc, char **argv, admin_args *a)
             }
             a->words[a->nw++] = optarg;
             break;
-        case 'd': a->data = optarg; break;
-        case 'D': a->database = optarg; break;
-        case 's': a->secret_file = optarg; break;
+        case 'd':
+            a->data = optarg;
+            break;
+        case 'D':
+            a->database = optarg;
+            break;
+        case 's':
+            a->secret_file = optarg;
+            break;
         case 'c':
         case 'g': {
             char *end;
@@ -125,12 +132,11 @@ static int admin_check(const admin_args *a, const char **cmd, const char **url)
     int purge = a->nw >= 1 && !strcmp(a->words[0], "purge");
     const char *sub = a->nw >= 2 ? a->words[1] : "";
     *url = purge ? NULL : a->nw >= 3 ? a->words[2] : NULL;
-    int want_url = !purge && (!strcmp(sub, "add") || !strcmp(sub, "drain") ||
-                              !strcmp(sub, "secret") || !strcmp(sub, "migrate"));
+    int want_url = !purge && (!strcmp(sub, "add") || !strcmp(sub, "drain") || !strcmp(sub, "secret") ||
+                              !strcmp(sub, "migrate"));
     int known = purge || want_url || !strcmp(sub, "list");
     *cmd = purge ? "purge" : sub;
-    if (!known || (want_url && !*url) || (!want_url && a->nw > (purge ? 1 : 2)) ||
-        (want_url && a->nw > 3)) {
+    if (!known || (want_url && !*url) || (!want_url && a->nw > (purge ? 1 : 2)) || (want_url && a->nw > 3)) {
         admin_usage(stderr);
         return 2;
     }
@@ -164,8 +170,10 @@ static int admin_add(ks_server *ks, const char *url, int64_t capacity, picl_stat
     else if (*rc == PICL_ERROR_CONFLICT)
         fprintf(stderr, "picl-keyserver: node %s exists already\n", url);
     else if (*rc == PICL_ERROR_INVALID_ARGUMENT)
-        fprintf(stderr, "picl-keyserver: %s is not a node URL (http:// or https://, no "
-                        "trailing slash, at most %d characters)\n", url, KS_NODE_URL_MAX);
+        fprintf(stderr,
+                "picl-keyserver: %s is not a node URL (http:// or https://, no "
+                "trailing slash, at most %d characters)\n",
+                url, KS_NODE_URL_MAX);
     return *rc == PICL_OK ? 0 : *rc == PICL_ERROR_CONFLICT ? 5 : *rc == PICL_ERROR_INVALID_ARGUMENT ? 2 : 1;
 }
 
@@ -225,8 +233,8 @@ static int admin_purge(ks_server *ks, picl_status *rc)
     int64_t purged = 0, failed = 0;
     *rc = ks_server_purge(ks, &purged, &failed);
     if (*rc == PICL_OK)
-        printf("purged %" PRId64 " users' data, %" PRId64 " failed (tried again next time)\n",
-               purged, failed);
+        printf("purged %" PRId64 " users' data, %" PRId64 " failed (tried again next time)\n", purged,
+               failed);
     return *rc == PICL_OK && failed == 0 ? 0 : 1;
 }
 
@@ -261,8 +269,7 @@ int ks_admin_main(int argc, char **argv)
     if (needs_secret) {
         rc = ks_secret_load_or_create(secret_file, &secret, &secret_len);
         if (rc != PICL_OK) {
-            fprintf(stderr, "picl-keyserver: secret file %s: %s\n", secret_file,
-                    picl_strerror(rc));
+            fprintf(stderr, "picl-keyserver: secret file %s: %s\n", secret_file, picl_strerror(rc));
             goto done;
         }
     }

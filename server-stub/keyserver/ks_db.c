@@ -49,20 +49,11 @@ void ks_db_close(ks_db *db)
     free(db);
 }
 
-const char *ks_db_backend(const ks_db *db)
-{
-    return db->ops->name;
-}
+const char *ks_db_backend(const ks_db *db) { return db->ops->name; }
 
-picl_status ks_db_ping(ks_db *db)
-{
-    return db->ops->ping(db->impl);
-}
+picl_status ks_db_ping(ks_db *db) { return db->ops->ping(db->impl); }
 
-picl_status ks_db_account_create(ks_db *db, ks_account *a)
-{
-    return db->ops->account_create(db->impl, a);
-}
+picl_status ks_db_account_create(ks_db *db, ks_account *a) { return db->ops->account_create(db->impl, a); }
 
 picl_status ks_db_account_by_email(ks_db *db, const char *email, size_t len, ks_account *a)
 {
@@ -99,15 +90,9 @@ picl_status ks_db_classmap_put(ks_db *db, int64_t account, int64_t version, cons
     return db->ops->classmap_put(db->impl, account, version, hmac);
 }
 
-picl_status ks_db_account_delete(ks_db *db, int64_t id)
-{
-    return db->ops->account_delete(db->impl, id);
-}
+picl_status ks_db_account_delete(ks_db *db, int64_t id) { return db->ops->account_delete(db->impl, id); }
 
-picl_status ks_db_token_put(ks_db *db, const ks_token *t)
-{
-    return db->ops->token_put(db->impl, t);
-}
+picl_status ks_db_token_put(ks_db *db, const ks_token *t) { return db->ops->token_put(db->impl, t); }
 
 picl_status ks_db_token_get(ks_db *db, const uint8_t id[32], int type, int64_t now, ks_token *t)
 {
@@ -124,32 +109,31 @@ picl_status ks_db_token_delete_account(ks_db *db, int64_t account, int type)
     return db->ops->token_delete_account(db->impl, account, type);
 }
 
-picl_status ks_db_sessions(ks_db *db, int64_t account, int64_t now,
-                           void (*fn)(void *ctx, const ks_token *t), void *ctx)
+picl_status ks_db_sessions(ks_db *db, int64_t account, int64_t now, void (*fn)(void *ctx, const ks_token *t),
+                           void *ctx)
 {
     return db->ops->sessions(db->impl, account, now, fn, ctx);
 }
 
-picl_status ks_db_forgot_guess(ks_db *db, const uint8_t id[32], const char code[8], int64_t now,
-                               int *ok, int *tries_left)
+picl_status ks_db_forgot_guess(ks_db *db, const uint8_t id[32], const char code[8], int64_t now, int *ok,
+                               int *tries_left)
 {
     return db->ops->forgot_guess(db->impl, id, code, now, ok, tries_left);
 }
 
-picl_status ks_db_srp_put(ks_db *db, const uint8_t key[32], int64_t account, const uint8_t *b,
-                          size_t blen, int64_t now, int64_t expires)
+picl_status ks_db_srp_put(ks_db *db, const uint8_t key[32], int64_t account, const uint8_t *b, size_t blen,
+                          int64_t now, int64_t expires)
 {
     return db->ops->srp_put(db->impl, key, account, b, blen, now, expires);
 }
 
-picl_status ks_db_srp_take(ks_db *db, const uint8_t key[32], int64_t now, int64_t *account,
-                           uint8_t b[256], size_t *blen)
+picl_status ks_db_srp_take(ks_db *db, const uint8_t key[32], int64_t now, int64_t *account, uint8_t b[256],
+                           size_t *blen)
 {
     return db->ops->srp_take(db->impl, key, now, account, b, blen);
 }
 
-picl_status ks_db_rate_take(ks_db *db, ks_rate *limits, size_t n, int64_t now, int *ok,
-                            int64_t *retry_after)
+picl_status ks_db_rate_take(ks_db *db, ks_rate *limits, size_t n, int64_t now, int *ok, int64_t *retry_after)
 {
     return db->ops->rate_take(db->impl, limits, n, now, ok, retry_after);
 }
@@ -164,8 +148,7 @@ picl_status ks_db_sweep(ks_db *db, int64_t now, int64_t unverified_before, int64
     return db->ops->sweep(db->impl, now, unverified_before, rate_before);
 }
 
-picl_status ks_db_nonce_take(ks_db *db, const char *id, int64_t ts, const char *nonce,
-                             int64_t expires)
+picl_status ks_db_nonce_take(ks_db *db, const char *id, int64_t ts, const char *nonce, int64_t expires)
 {
     return db->ops->nonce_take(db->impl, id, ts, nonce, expires);
 }
@@ -175,8 +158,7 @@ picl_status ks_db_node_add(ks_db *db, const char *url, int64_t capacity)
     return db->ops->node_add(db->impl, url, capacity);
 }
 
-picl_status ks_db_nodes(ks_db *db, void (*fn)(void *ctx, const ks_node *n), void *ctx,
-                        int64_t *count)
+picl_status ks_db_nodes(ks_db *db, void (*fn)(void *ctx, const ks_node *n), void *ctx, int64_t *count)
 {
     return db->ops->nodes(db->impl, fn, ctx, count);
 }
@@ -201,24 +183,20 @@ picl_status ks_db_assignment(ks_db *db, int64_t uid, ks_assignment *out)
     return db->ops->assignment(db->impl, uid, out);
 }
 
-picl_status ks_db_purgeable(ks_db *db, int64_t replaced_before,
-                            int (*fn)(void *ctx, const ks_assignment *a), void *ctx)
+picl_status ks_db_purgeable(ks_db *db, int64_t replaced_before, int (*fn)(void *ctx, const ks_assignment *a),
+                            void *ctx)
 {
     return db->ops->purgeable(db->impl, replaced_before, fn, ctx);
 }
 
-picl_status ks_db_purged(ks_db *db, int64_t uid)
-{
-    return db->ops->purged(db->impl, uid);
-}
+picl_status ks_db_purged(ks_db *db, int64_t uid) { return db->ops->purged(db->impl, uid); }
 
 picl_status ks_db_session_touch(ks_db *db, const uint8_t id[32], int64_t now)
 {
     return db->ops->session_touch(db->impl, id, now);
 }
 
-picl_status ks_db_session_rename(ks_db *db, const uint8_t id[32], const char *name,
-                                 const char *type)
+picl_status ks_db_session_rename(ks_db *db, const uint8_t id[32], const char *name, const char *type)
 {
     return db->ops->session_rename(db->impl, id, name, type);
 }
@@ -233,8 +211,7 @@ picl_status ks_db_event_add(ks_db *db, int64_t account, const ks_event *e)
     return db->ops->event_add(db->impl, account, e);
 }
 
-picl_status ks_db_events(ks_db *db, int64_t account, void (*fn)(void *ctx, const ks_event *e),
-                         void *ctx)
+picl_status ks_db_events(ks_db *db, int64_t account, void (*fn)(void *ctx, const ks_event *e), void *ctx)
 {
     return db->ops->events(db->impl, account, fn, ctx);
 }
@@ -254,8 +231,8 @@ picl_status ks_db_recovery_delete(ks_db *db, int64_t account)
     return db->ops->recovery_delete(db->impl, account);
 }
 
-picl_status ks_db_outbox_claim(ks_db *db, int64_t due, int64_t until, int64_t *accounts,
-                               size_t cap, size_t *n)
+picl_status ks_db_outbox_claim(ks_db *db, int64_t due, int64_t until, int64_t *accounts, size_t cap,
+                               size_t *n)
 {
     *n = 0;
     if (until <= due || !cap)
@@ -263,7 +240,4 @@ picl_status ks_db_outbox_claim(ks_db *db, int64_t due, int64_t until, int64_t *a
     return db->ops->outbox_claim(db->impl, due, until, accounts, cap, n);
 }
 
-picl_status ks_db_outbox_done(ks_db *db, int64_t account)
-{
-    return db->ops->outbox_done(db->impl, account);
-}
+picl_status ks_db_outbox_done(ks_db *db, int64_t account) { return db->ops->outbox_done(db->impl, account); }

@@ -38,7 +38,7 @@
 typedef struct ks_db ks_db;
 
 typedef struct ks_account {
-    int64_t id;                   /* integer row id: the storage uid */
+    int64_t id; /* integer row id: the storage uid */
     uint8_t uid[KS_UID_BYTES];
     char email[KS_EMAIL_MAX + 1]; /* raw bytes, NUL-terminated */
     size_t email_len;
@@ -50,47 +50,47 @@ typedef struct ks_account {
     uint8_t srp_salt[32];
     uint8_t main_salt[32];
     picl_stretch_params params;
-    int64_t epoch;                /* key epoch: 1 at creation, +1 per change of kB */
-    int64_t created;              /* unix seconds, set by the caller at creation */
+    int64_t epoch;   /* key epoch: 1 at creation, +1 per change of kB */
+    int64_t created; /* unix seconds, set by the caller at creation */
 } ks_account;
 
 typedef struct ks_token {
     uint8_t id[32];
-    int type;                     /* picl_token_type */
+    int type; /* picl_token_type */
     int64_t account;
     uint8_t hmac_key[32];
     uint8_t request_key[32];
     int64_t created;
-    int64_t expires;              /* 0 = never */
-    char device_id[33];           /* sessions only, else "" */
+    int64_t expires;    /* 0 = never */
+    char device_id[33]; /* sessions only, else "" */
     char device_name[65];
     char device_type[65];
-    char code[9];                 /* forgotPasswordToken: 8 digits, else "" */
+    char code[9]; /* forgotPasswordToken: 8 digits, else "" */
     int tries;
-    int mailbox;                  /* accountResetToken from a reset code: it proved
+    int mailbox;         /* accountResetToken from a reset code: it proved
                                      the mailbox (its reset verifies the email) */
-    int64_t last_access;          /* sessions: last authenticated request (0 = none) */
+    int64_t last_access; /* sessions: last authenticated request (0 = none) */
 } ks_token;
 
 /* The class map anchor of an account (keyserver.md section 9). */
 typedef struct ks_classmap {
-    int64_t version;              /* 0 = none registered */
+    int64_t version; /* 0 = none registered */
     uint8_t hmac[32];
     int has_hmac;
-    int64_t epoch;                /* the epoch it was registered in (0 = none) */
-    int64_t current_epoch;        /* the account's epoch now */
+    int64_t epoch;         /* the epoch it was registered in (0 = none) */
+    int64_t current_epoch; /* the account's epoch now */
 } ks_classmap;
 
 /* What a completed /account/reset writes (every pointer the caller's). */
 typedef struct ks_reset {
-    const uint8_t *verifier;      /* KS_VERIFIER_BYTES */
+    const uint8_t *verifier;             /* KS_VERIFIER_BYTES */
     const uint8_t *srp_salt, *main_salt; /* 32 each */
     const picl_stretch_params *params;
-    const uint8_t *wrap_kb;       /* 32: the new wrapKb */
-    int kb_changed;               /* wrap_kb is fresh (kB changes): epoch + 1 */
-    const uint8_t *fresh_keys;    /* 64 random bytes kA || wrapKb, used instead of
+    const uint8_t *wrap_kb;    /* 32: the new wrapKb */
+    int kb_changed;            /* wrap_kb is fresh (kB changes): epoch + 1 */
+    const uint8_t *fresh_keys; /* 64 random bytes kA || wrapKb, used instead of
                                      (kA, wrap_kb) when the account was never verified */
-    int mailbox;                  /* the token proved the mailbox: mark verified */
+    int mailbox;               /* the token proved the mailbox: mark verified */
 } ks_reset;
 
 /* Opens (creating/migrating) the database: target is a file path (SQLite)
@@ -130,8 +130,7 @@ picl_status ks_db_classmap_get(ks_db *db, int64_t account, ks_classmap *out);
  * above the stored one (stored with the current epoch) or equal with the
  * same hmac (compared in constant time; nothing changes); CONFLICT
  * otherwise; INVALID_ARGUMENT for version < 1; NOT_FOUND. */
-picl_status ks_db_classmap_put(ks_db *db, int64_t account, int64_t version,
-                               const uint8_t hmac[32]);
+picl_status ks_db_classmap_put(ks_db *db, int64_t account, int64_t version, const uint8_t hmac[32]);
 /* Deletes the account and everything it owns.  NOT_FOUND when absent. */
 picl_status ks_db_account_delete(ks_db *db, int64_t id);
 
@@ -145,33 +144,33 @@ picl_status ks_db_token_consume(ks_db *db, const uint8_t id[32]);
 /* Deletes every token of `type` of the account (type < 0: all). */
 picl_status ks_db_token_delete_account(ks_db *db, int64_t account, int type);
 /* Calls fn for every live session of the account, in creation order. */
-picl_status ks_db_sessions(ks_db *db, int64_t account, int64_t now,
-                           void (*fn)(void *ctx, const ks_token *t), void *ctx);
+picl_status ks_db_sessions(ks_db *db, int64_t account, int64_t now, void (*fn)(void *ctx, const ks_token *t),
+                           void *ctx);
 
 /* One reset-code guess against the forgotPasswordToken `id`, atomically:
  * a right code (compared in constant time) deletes the token and sets
  * *ok = 1; a wrong one uses a try (deleting the token at 0) and sets *ok = 0
  * and *tries_left.  NOT_FOUND / TOKEN as for ks_db_token_get. */
-picl_status ks_db_forgot_guess(ks_db *db, const uint8_t id[32], const char code[8], int64_t now,
-                               int *ok, int *tries_left);
+picl_status ks_db_forgot_guess(ks_db *db, const uint8_t id[32], const char code[8], int64_t now, int *ok,
+                               int *tries_left);
 
 /* SRP sessions (srpToken hashed to key): b (1..256 bytes) is the server
  * secret, kept until the session is taken or expires (expired sessions are
  * deleted by the next put). */
-picl_status ks_db_srp_put(ks_db *db, const uint8_t key[32], int64_t account, const uint8_t *b,
-                          size_t blen, int64_t now, int64_t expires);
+picl_status ks_db_srp_put(ks_db *db, const uint8_t key[32], int64_t account, const uint8_t *b, size_t blen,
+                          int64_t now, int64_t expires);
 /* Takes (deletes) the session: PICL_OK with account and b (b holds 256
  * bytes, *blen receives its length), TOKEN when unknown, already taken or
  * expired. */
-picl_status ks_db_srp_take(ks_db *db, const uint8_t key[32], int64_t now, int64_t *account,
-                           uint8_t b[256], size_t *blen);
+picl_status ks_db_srp_take(ks_db *db, const uint8_t key[32], int64_t now, int64_t *account, uint8_t b[256],
+                           size_t *blen);
 
 /* One limit: at most max events of key within window seconds. */
 typedef struct ks_rate {
-    char key[96];                 /* "" = not applied */
+    char key[96]; /* "" = not applied */
     int64_t max, window;
-    int count;                    /* 1: this request is an event of key */
-    int64_t event;                /* out: the event added (for a refund), else 0 */
+    int count;     /* 1: this request is an event of key */
+    int64_t event; /* out: the event added (for a refund), else 0 */
 } ks_rate;
 
 /* Rate-limit events are kept in memory (an attached database of the same
@@ -180,8 +179,7 @@ typedef struct ks_rate {
  * those with count = 1, all in ONE transaction (no check-then-act: n
  * concurrent requests never pass a limit of max < n).  *ok = 1 when it may
  * go on, else 0 and *retry_after the seconds until the first slot frees. */
-picl_status ks_db_rate_take(ks_db *db, ks_rate *limits, size_t n, int64_t now, int *ok,
-                            int64_t *retry_after);
+picl_status ks_db_rate_take(ks_db *db, ks_rate *limits, size_t n, int64_t now, int *ok, int64_t *retry_after);
 /* Removes the events a take added (a login that succeeded is no failure). */
 picl_status ks_db_rate_refund(ks_db *db, const ks_rate *limits, size_t n);
 
@@ -200,8 +198,8 @@ picl_status ks_db_sweep(ks_db *db, int64_t now, int64_t unverified_before, int64
 /* Claims, in one transaction, up to cap rows due at `due` (their next try
  * <= due), oldest first: each gets its next try at `until` (> due) and one
  * more attempt; their accounts' ids go to accounts[0 .. *n). */
-picl_status ks_db_outbox_claim(ks_db *db, int64_t due, int64_t until, int64_t *accounts,
-                               size_t cap, size_t *n);
+picl_status ks_db_outbox_claim(ks_db *db, int64_t due, int64_t until, int64_t *accounts, size_t cap,
+                               size_t *n);
 /* The account's mail was delivered (or is not needed any more): its row
  * goes.  PICL_OK also when there was none. */
 picl_status ks_db_outbox_done(ks_db *db, int64_t account);
@@ -210,24 +208,23 @@ picl_status ks_db_outbox_done(ks_db *db, int64_t account);
  * nonce) until expires; CONFLICT when a sibling process (or this one) saw
  * it already.  SQLite answers PICL_OK: one process serves a file, and its
  * in-memory nonce cache covers it.  Expired ones go with ks_db_sweep. */
-picl_status ks_db_nonce_take(ks_db *db, const char *id, int64_t ts, const char *nonce,
-                             int64_t expires);
+picl_status ks_db_nonce_take(ks_db *db, const char *id, int64_t ts, const char *nonce, int64_t expires);
 
 /* ---- storage nodes and assignments (storage.md section 6) ---------------- */
 
 typedef struct ks_node {
     int64_t id;
     char url[KS_NODE_URL_MAX + 1];
-    int64_t capacity, load;       /* load: live assignments on it */
+    int64_t capacity, load; /* load: live assignments on it */
     int available, downed;
-    int64_t generation;           /* secret generation: +1 per drain */
+    int64_t generation; /* secret generation: +1 per drain */
 } ks_node;
 
 typedef struct ks_assignment {
-    int64_t uid;                  /* the storage uid: the assignment's id */
-    int64_t account;              /* 0 once the account is destroyed */
+    int64_t uid;     /* the storage uid: the assignment's id */
+    int64_t account; /* 0 once the account is destroyed */
     char node[KS_NODE_URL_MAX + 1];
-    int64_t generation;           /* of the node's secret */
+    int64_t generation;              /* of the node's secret */
     int64_t created_at, replaced_at; /* replaced_at 0 = live */
 } ks_assignment;
 
@@ -235,8 +232,7 @@ typedef struct ks_assignment {
  * already, INVALID_ARGUMENT for an empty/too long url or capacity < 1. */
 picl_status ks_db_node_add(ks_db *db, const char *url, int64_t capacity);
 /* Calls fn for every node, in id order.  *count (may be NULL) = how many. */
-picl_status ks_db_nodes(ks_db *db, void (*fn)(void *ctx, const ks_node *n), void *ctx,
-                        int64_t *count);
+picl_status ks_db_nodes(ks_db *db, void (*fn)(void *ctx, const ks_node *n), void *ctx, int64_t *count);
 picl_status ks_db_node_get(ks_db *db, const char *url, ks_node *out);
 /* Drains a node in one transaction: downed, not available, its secret
  * generation + 1, every live assignment on it replaced at now (its users
@@ -247,15 +243,14 @@ picl_status ks_db_node_drain(ks_db *db, const char *url, int64_t now, int64_t *m
  * (the available, non-downed node with the most spare capacity; ties: the
  * lowest id; the node's load + 1).  BACKOFF when no node can take it,
  * NOT_FOUND without the account.  *created (may be NULL) = 1 when new. */
-picl_status ks_db_assign(ks_db *db, int64_t account, int64_t now, ks_assignment *out,
-                         int *created);
+picl_status ks_db_assign(ks_db *db, int64_t account, int64_t now, ks_assignment *out, int *created);
 /* The assignment with this uid (live or replaced); NOT_FOUND. */
 picl_status ks_db_assignment(ks_db *db, int64_t uid, ks_assignment *out);
 /* Calls fn for every assignment whose data may go: replaced before
  * `replaced_before`, or of a destroyed account (any time).  fn returns 0
  * to go on.  Rows are collected first, so fn may call ks_db_purged. */
-picl_status ks_db_purgeable(ks_db *db, int64_t replaced_before,
-                            int (*fn)(void *ctx, const ks_assignment *a), void *ctx);
+picl_status ks_db_purgeable(ks_db *db, int64_t replaced_before, int (*fn)(void *ctx, const ks_assignment *a),
+                            void *ctx);
 /* Forgets a purged assignment (its data is gone from the node). */
 picl_status ks_db_purged(ks_db *db, int64_t uid);
 
@@ -265,25 +260,23 @@ picl_status ks_db_purged(ks_db *db, int64_t uid);
 #define KS_RECOVERY_DATA_MAX 1024
 
 typedef struct ks_event {
-    char type[32];                /* "login", "password.reset", ... */
+    char type[32]; /* "login", "password.reset", ... */
     int64_t time;
-    char device[65];              /* device name, "" when none */
-    char address[64];             /* client address, "" when none */
+    char device[65];  /* device name, "" when none */
+    char address[64]; /* client address, "" when none */
 } ks_event;
 
 /* Records the session's last access at now (no write when it is already now). */
 picl_status ks_db_session_touch(ks_db *db, const uint8_t id[32], int64_t now);
 /* Names the session with token id: NOT_FOUND when it is gone. */
-picl_status ks_db_session_rename(ks_db *db, const uint8_t id[32], const char *name,
-                                 const char *type);
+picl_status ks_db_session_rename(ks_db *db, const uint8_t id[32], const char *name, const char *type);
 /* Deletes the account's session whose device id is device_id (and so every
  * request it signs from then on): NOT_FOUND when there is none. */
 picl_status ks_db_session_destroy(ks_db *db, int64_t account, const char *device_id);
 /* Appends an event and keeps only the newest KS_EVENTS_KEPT of the account. */
 picl_status ks_db_event_add(ks_db *db, int64_t account, const ks_event *e);
 /* Calls fn for the account's events, newest first. */
-picl_status ks_db_events(ks_db *db, int64_t account, void (*fn)(void *ctx, const ks_event *e),
-                         void *ctx);
+picl_status ks_db_events(ks_db *db, int64_t account, void (*fn)(void *ctx, const ks_event *e), void *ctx);
 /* Stores the account's recovery key (id: 32 hex; data: at most
  * KS_RECOVERY_DATA_MAX characters), replacing an earlier one. */
 picl_status ks_db_recovery_put(ks_db *db, int64_t account, const char *id, const char *data);

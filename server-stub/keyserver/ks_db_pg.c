@@ -84,36 +84,88 @@ static const char *const schema_v4 =
 
 /* v5: the outbox of verification mails (ks_db.h): written with the
  * account, deleted once the mail is delivered. */
-static const char *const schema_v5 =
-    "CREATE TABLE IF NOT EXISTS outbox ("
-    " account BIGINT PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,"
-    " next_try BIGINT NOT NULL, tries BIGINT NOT NULL DEFAULT 0);"
-    "CREATE INDEX IF NOT EXISTS outbox_due ON outbox(next_try);";
+static const char *const schema_v5 = "CREATE TABLE IF NOT EXISTS outbox ("
+                                     " account BIGINT PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,"
+                                     " next_try BIGINT NOT NULL, tries BIGINT NOT NULL DEFAULT 0);"
+                                     "CREATE INDEX IF NOT EXISTS outbox_due ON outbox(next_try);";
 
-#define ACCOUNT_COLS                                                                          \
-    "SELECT id, uid, email, verified, verify_code, ka, wrap_kb, verifier, srp_salt, main_salt," \
+#define ACCOUNT_COLS                                                                                         \
+    "SELECT id, uid, email, verified, verify_code, ka, wrap_kb, verifier, srp_salt, main_salt,"              \
     " pbkdf2_rounds_1, scrypt_n, scrypt_r, scrypt_p, pbkdf2_rounds_2, epoch FROM accounts "
-#define TOKEN_COLS                                                                   \
-    "SELECT id, type, account, hmac_key, request_key, created, expires, device_id," \
+#define TOKEN_COLS                                                                                           \
+    "SELECT id, type, account, hmac_key, request_key, created, expires, device_id,"                          \
     " device_name, device_type, code, tries, mailbox FROM tokens "
 #define NODE_COLS "SELECT id, url, capacity, current_load, available, downed, generation FROM nodes "
-#define ASSIGN_COLS                                                                         \
-    "SELECT a.id, coalesce(a.account, 0), n.url, n.generation, a.created_at, a.replaced_at," \
+#define ASSIGN_COLS                                                                                          \
+    "SELECT a.id, coalesce(a.account, 0), n.url, n.generation, a.created_at, a.replaced_at,"                 \
     " n.downed FROM assignments a JOIN nodes n ON n.id = a.node "
 
 /* The prepared statements (prepared on each connection at first use). */
 enum {
-    S_PING, S_ACC_INSERT, S_ACC_BY_EMAIL, S_ACC_BY_ID, S_ACC_BY_UID, S_ACC_VERIFY,
-    S_ACC_LOCK_VERIFIED, S_ACC_RESET, S_TOK_DEL_ACCOUNT, S_TOK_DEL_ACCOUNT_TYPE,
-    S_SRP_DEL_ACCOUNT, S_CM_GET, S_CM_LOCK, S_CM_SET, S_NODES_DEC_ACCOUNT, S_ASSIGN_ORPHAN,
-    S_ACC_DELETE, S_TOK_PUT, S_TOK_GET, S_TOK_GET_LOCK, S_TOK_DEL, S_TOK_TRIES, S_SESSIONS,
-    S_SRP_PUT, S_SRP_GC, S_SRP_TAKE, S_RATE_LOCK, S_RATE_PRUNE, S_RATE_COUNT, S_RATE_ADD,
-    S_RATE_DEL, S_SWEEP_TOK, S_SWEEP_SRP, S_SWEEP_RATE, S_SWEEP_ACC, S_NODE_ADD, S_NODES,
-    S_NODE_GET, S_NODE_DRAIN, S_NODE_DRAIN_ASSIGN, S_ACC_LOCK, S_ASSIGN_LIVE, S_ASSIGN_REPLACE,
-    S_NODE_PICK, S_ASSIGN_INSERT, S_NODE_INC, S_ASSIGN_GET, S_PURGEABLE, S_PURGED,
-    S_SESS_TOUCH, S_SESS_RENAME, S_SESS_DESTROY, S_EVENT_ADD, S_EVENT_PRUNE, S_EVENTS,
-    S_RK_PUT, S_RK_GET, S_RK_DEL,
-    S_NONCE_ADD, S_SWEEP_NONCES, S_OUTBOX_ADD, S_OUTBOX_CLAIM, S_OUTBOX_DONE, S_COUNT
+    S_PING,
+    S_ACC_INSERT,
+    S_ACC_BY_EMAIL,
+    S_ACC_BY_ID,
+    S_ACC_BY_UID,
+    S_ACC_VERIFY,
+    S_ACC_LOCK_VERIFIED,
+    S_ACC_RESET,
+    S_TOK_DEL_ACCOUNT,
+    S_TOK_DEL_ACCOUNT_TYPE,
+    S_SRP_DEL_ACCOUNT,
+    S_CM_GET,
+    S_CM_LOCK,
+    S_CM_SET,
+    S_NODES_DEC_ACCOUNT,
+    S_ASSIGN_ORPHAN,
+    S_ACC_DELETE,
+    S_TOK_PUT,
+    S_TOK_GET,
+    S_TOK_GET_LOCK,
+    S_TOK_DEL,
+    S_TOK_TRIES,
+    S_SESSIONS,
+    S_SRP_PUT,
+    S_SRP_GC,
+    S_SRP_TAKE,
+    S_RATE_LOCK,
+    S_RATE_PRUNE,
+    S_RATE_COUNT,
+    S_RATE_ADD,
+    S_RATE_DEL,
+    S_SWEEP_TOK,
+    S_SWEEP_SRP,
+    S_SWEEP_RATE,
+    S_SWEEP_ACC,
+    S_NODE_ADD,
+    S_NODES,
+    S_NODE_GET,
+    S_NODE_DRAIN,
+    S_NODE_DRAIN_ASSIGN,
+    S_ACC_LOCK,
+    S_ASSIGN_LIVE,
+    S_ASSIGN_REPLACE,
+    S_NODE_PICK,
+    S_ASSIGN_INSERT,
+    S_NODE_INC,
+    S_ASSIGN_GET,
+    S_PURGEABLE,
+    S_PURGED,
+    S_SESS_TOUCH,
+    S_SESS_RENAME,
+    S_SESS_DESTROY,
+    S_EVENT_ADD,
+    S_EVENT_PRUNE,
+    S_EVENTS,
+    S_RK_PUT,
+    S_RK_GET,
+    S_RK_DEL,
+    S_NONCE_ADD,
+    S_SWEEP_NONCES,
+    S_OUTBOX_ADD,
+    S_OUTBOX_CLAIM,
+    S_OUTBOX_DONE,
+    S_COUNT
 };
 
 static const char *const sql[S_COUNT] = {
@@ -387,8 +439,8 @@ static picl_status q(pconn *c, int s, const pq_args *a, PGresult **res, int64_t 
             return PICL_ERROR_DATABASE;
         c->prepared[s] = 1;
     }
-    PGresult *r = PQexecPrepared(c->c, name, a ? a->n : 0, a ? a->v : NULL, a ? a->len : NULL,
-                                 a ? a->fmt : NULL, 1);
+    PGresult *r =
+        PQexecPrepared(c->c, name, a ? a->n : 0, a ? a->v : NULL, a ? a->len : NULL, a ? a->fmt : NULL, 1);
     ExecStatusType st = PQresultStatus(r);
     picl_status rc = PICL_OK;
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
@@ -414,10 +466,7 @@ static picl_status simple(pconn *c, const char *text)
     return rc;
 }
 
-static picl_status begin(pconn *c)
-{
-    return simple(c, "BEGIN");
-}
+static picl_status begin(pconn *c) { return simple(c, "BEGIN"); }
 
 /* COMMIT when rc is PICL_OK, else ROLLBACK (also when COMMIT fails). */
 static picl_status end_tx(pconn *c, picl_status rc)
@@ -465,8 +514,8 @@ static picl_status migrate(pconn *c, const char **why)
     if (rc == PICL_OK)
         rc = simple(c, "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BIGINT)");
     if (rc == PICL_OK) {
-        r = PQexecParams(c->c, "SELECT value FROM meta WHERE key = 'schema_version'", 0, NULL,
-                         NULL, NULL, NULL, 1);
+        r = PQexecParams(c->c, "SELECT value FROM meta WHERE key = 'schema_version'", 0, NULL, NULL, NULL,
+                         NULL, 1);
         if (PQresultStatus(r) != PGRES_TUPLES_OK)
             rc = PICL_ERROR_DATABASE;
         else if (PQntuples(r) == 1)
@@ -522,8 +571,7 @@ static picl_status pg_open(ks_db_impl **out, const char *url, unsigned pool, con
     pthread_cond_init(&db->cv, NULL);
     db->n = pool ? pool : 8;
     picl_status rc = PICL_ERROR_NO_MEMORY;
-    if (db->n > 256 || !(db->url = strdup(url)) ||
-        !(db->conns = calloc(db->n, sizeof *db->conns)))
+    if (db->n > 256 || !(db->url = strdup(url)) || !(db->conns = calloc(db->n, sizeof *db->conns)))
         goto done;
     /* the first connection now: an unreachable server or a wrong URL is an
      * error at start, not at the first request */
@@ -778,8 +826,7 @@ static picl_status pg_classmap_get(pg_db *db, int64_t account, ks_classmap *out)
     return rc;
 }
 
-static picl_status pg_classmap_put(pg_db *db, int64_t account, int64_t version,
-                                   const uint8_t hmac[32])
+static picl_status pg_classmap_put(pg_db *db, int64_t account, int64_t version, const uint8_t hmac[32])
 {
     if (version < 1)
         return PICL_ERROR_INVALID_ARGUMENT;
@@ -895,8 +942,7 @@ static picl_status token_row(const PGresult *r, int row, ks_token *t)
 
 /* Reads token (id, type) on c (s: S_TOK_GET or, in a transaction,
  * S_TOK_GET_LOCK); an expired one is deleted and TOKEN. */
-static picl_status token_get_on(pconn *c, int s, const uint8_t id[32], int type, int64_t now,
-                                ks_token *t)
+static picl_status token_get_on(pconn *c, int s, const uint8_t id[32], int type, int64_t now, ks_token *t)
 {
     pq_args g = {0};
     a_bin(&g, id, 32);
@@ -919,8 +965,7 @@ static picl_status token_get_on(pconn *c, int s, const uint8_t id[32], int type,
     return rc;
 }
 
-static picl_status pg_token_get(pg_db *db, const uint8_t id[32], int type, int64_t now,
-                                ks_token *t)
+static picl_status pg_token_get(pg_db *db, const uint8_t id[32], int type, int64_t now, ks_token *t)
 {
     pconn *c = conn_get(db);
     picl_status rc = token_get_on(c, S_TOK_GET, id, type, now, t);
@@ -975,8 +1020,8 @@ static picl_status pg_sessions(pg_db *db, int64_t account, int64_t now,
     return rc;
 }
 
-static picl_status pg_forgot_guess(pg_db *db, const uint8_t id[32], const char code[8],
-                                   int64_t now, int *ok, int *tries_left)
+static picl_status pg_forgot_guess(pg_db *db, const uint8_t id[32], const char code[8], int64_t now, int *ok,
+                                   int *tries_left)
 {
     *ok = 0;
     *tries_left = 0;
@@ -1016,8 +1061,8 @@ out:
 
 /* ---- SRP sessions ------------------------------------------------------------------- */
 
-static picl_status pg_srp_put(pg_db *db, const uint8_t key[32], int64_t account,
-                              const uint8_t *b, size_t blen, int64_t now, int64_t expires)
+static picl_status pg_srp_put(pg_db *db, const uint8_t key[32], int64_t account, const uint8_t *b,
+                              size_t blen, int64_t now, int64_t expires)
 {
     if (!blen || blen > 256)
         return PICL_ERROR_INVALID_ARGUMENT;
@@ -1165,8 +1210,7 @@ static picl_status pg_rate_refund(pg_db *db, const ks_rate *limits, size_t n)
     return rc;
 }
 
-static picl_status pg_sweep(pg_db *db, int64_t now, int64_t unverified_before,
-                            int64_t rate_before)
+static picl_status pg_sweep(pg_db *db, int64_t now, int64_t unverified_before, int64_t rate_before)
 {
     pconn *c = conn_get(db);
     pq_args g = {0}, u = {0}, rt = {0};
@@ -1191,8 +1235,7 @@ static picl_status pg_sweep(pg_db *db, int64_t now, int64_t unverified_before,
 
 /* ---- Hawk nonces shared by sibling processes ------------------------------------------------ */
 
-static picl_status pg_nonce_take(pg_db *db, const char *id, int64_t ts, const char *nonce,
-                                 int64_t expires)
+static picl_status pg_nonce_take(pg_db *db, const char *id, int64_t ts, const char *nonce, int64_t expires)
 {
     char key[512];
     if ((size_t)snprintf(key, sizeof key, "%s|%lld|%s", id, (long long)ts, nonce) >= sizeof key)
@@ -1235,8 +1278,7 @@ static void node_row(const PGresult *r, int row, ks_node *n)
     n->generation = g_i64(r, row, 6);
 }
 
-static picl_status pg_nodes(pg_db *db, void (*fn)(void *ctx, const ks_node *n), void *ctx,
-                            int64_t *count)
+static picl_status pg_nodes(pg_db *db, void (*fn)(void *ctx, const ks_node *n), void *ctx, int64_t *count)
 {
     if (count)
         *count = 0;
@@ -1313,8 +1355,7 @@ static int assignment_row(const PGresult *r, int row, ks_assignment *a)
     return (int)g_i64(r, row, 6); /* downed */
 }
 
-static picl_status pg_assign(pg_db *db, int64_t account, int64_t now, ks_assignment *out,
-                             int *created)
+static picl_status pg_assign(pg_db *db, int64_t account, int64_t now, ks_assignment *out, int *created)
 {
     memset(out, 0, sizeof *out);
     if (created)
@@ -1449,8 +1490,7 @@ static picl_status pg_session_touch(pg_db *db, const uint8_t id[32], int64_t now
     return rc;
 }
 
-static picl_status pg_session_rename(pg_db *db, const uint8_t id[32], const char *name,
-                                     const char *type)
+static picl_status pg_session_rename(pg_db *db, const uint8_t id[32], const char *name, const char *type)
 {
     pq_args g = {0};
     a_text(&g, name);
@@ -1498,8 +1538,7 @@ static picl_status pg_event_add(pg_db *db, int64_t account, const ks_event *e)
     return rc;
 }
 
-static picl_status pg_events(pg_db *db, int64_t account, void (*fn)(void *ctx, const ks_event *e),
-                             void *ctx)
+static picl_status pg_events(pg_db *db, int64_t account, void (*fn)(void *ctx, const ks_event *e), void *ctx)
 {
     pq_args g = {0};
     a_i64(&g, account);
@@ -1535,8 +1574,7 @@ static picl_status pg_recovery_put(pg_db *db, int64_t account, const char *id, c
     return rc;
 }
 
-static picl_status pg_recovery_get(pg_db *db, int64_t account, char id[33], char *data,
-                                   size_t cap)
+static picl_status pg_recovery_get(pg_db *db, int64_t account, char id[33], char *data, size_t cap)
 {
     id[0] = 0;
     if (cap)
@@ -1567,8 +1605,8 @@ static picl_status pg_recovery_delete(pg_db *db, int64_t account)
 
 /* ---- the outbox of verification mails ------------------------------------------ */
 
-static picl_status pg_outbox_claim(pg_db *db, int64_t due, int64_t until, int64_t *accounts,
-                                   size_t cap, size_t *n)
+static picl_status pg_outbox_claim(pg_db *db, int64_t due, int64_t until, int64_t *accounts, size_t cap,
+                                   size_t *n)
 {
     pq_args g = {0};
     a_i64(&g, due);

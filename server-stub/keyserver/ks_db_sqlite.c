@@ -97,11 +97,10 @@ static const char *const schema_v4 =
 
 /* v5: the outbox of verification mails (ks_db.h): written with the
  * account, deleted once the mail is delivered. */
-static const char *const schema_v5 =
-    "CREATE TABLE IF NOT EXISTS outbox ("
-    " account INTEGER PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,"
-    " next_try INTEGER NOT NULL, tries INTEGER NOT NULL DEFAULT 0);"
-    "CREATE INDEX IF NOT EXISTS outbox_due ON outbox(next_try);";
+static const char *const schema_v5 = "CREATE TABLE IF NOT EXISTS outbox ("
+                                     " account INTEGER PRIMARY KEY REFERENCES accounts(id) ON DELETE CASCADE,"
+                                     " next_try INTEGER NOT NULL, tries INTEGER NOT NULL DEFAULT 0);"
+                                     "CREATE INDEX IF NOT EXISTS outbox_due ON outbox(next_try);";
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -128,8 +127,7 @@ static picl_status end_tx(sq_db *db, picl_status rc)
 
 static picl_status prep(sq_db *db, sqlite3_stmt **st, const char *sql)
 {
-    return sqlite3_prepare_v2(db->h, sql, -1, st, NULL) == SQLITE_OK ? PICL_OK
-                                                                     : PICL_ERROR_DATABASE;
+    return sqlite3_prepare_v2(db->h, sql, -1, st, NULL) == SQLITE_OK ? PICL_OK : PICL_ERROR_DATABASE;
 }
 
 /* Copies a blob column of exactly n bytes; PICL_ERROR_DATABASE otherwise. */
@@ -208,8 +206,8 @@ static picl_status sq_open(ks_db_impl **out, const char *path, unsigned pool, co
         return PICL_ERROR_NO_MEMORY;
     pthread_mutex_init(&db->mu, NULL);
     picl_status rc = PICL_ERROR_DATABASE;
-    if (sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                          SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK)
+    if (sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                        NULL) != SQLITE_OK)
         goto done;
     sqlite3_busy_timeout(db->h, 5000);
     rc = exec(db, "PRAGMA journal_mode=WAL");
@@ -269,10 +267,10 @@ static picl_status sq_account_create(sq_db *db, ks_account *a)
     picl_status rc = exec(db, "BEGIN IMMEDIATE");
     if (rc == PICL_OK)
         rc = prep(db, &st,
-                          "INSERT INTO accounts (uid, email, verified, verify_code, ka, wrap_kb,"
-                          " verifier, srp_salt, main_salt, pbkdf2_rounds_1, scrypt_n, scrypt_r,"
-                          " scrypt_p, pbkdf2_rounds_2, created)"
-                          " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                  "INSERT INTO accounts (uid, email, verified, verify_code, ka, wrap_kb,"
+                  " verifier, srp_salt, main_salt, pbkdf2_rounds_1, scrypt_n, scrypt_r,"
+                  " scrypt_p, pbkdf2_rounds_2, created)"
+                  " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     if (rc == PICL_OK) {
         sqlite3_bind_blob(st, 1, a->uid, KS_UID_BYTES, SQLITE_STATIC);
         sqlite3_bind_blob(st, 2, a->email, (int)a->email_len, SQLITE_STATIC);
@@ -314,8 +312,8 @@ static picl_status sq_account_create(sq_db *db, ks_account *a)
     return rc;
 }
 
-#define ACCOUNT_COLS                                                                          \
-    "SELECT id, uid, email, verified, verify_code, ka, wrap_kb, verifier, srp_salt, main_salt," \
+#define ACCOUNT_COLS                                                                                         \
+    "SELECT id, uid, email, verified, verify_code, ka, wrap_kb, verifier, srp_salt, main_salt,"              \
     " pbkdf2_rounds_1, scrypt_n, scrypt_r, scrypt_p, pbkdf2_rounds_2, epoch FROM accounts "
 
 /* Runs a prepared account query (one bound key) and reads the row. */
@@ -359,8 +357,8 @@ static picl_status account_row(sqlite3_stmt *st, ks_account *a)
     return rc;
 }
 
-static picl_status account_by(sq_db *db, const char *where, const void *key, size_t keylen,
-                              int64_t id, ks_account *a)
+static picl_status account_by(sq_db *db, const char *where, const void *key, size_t keylen, int64_t id,
+                              ks_account *a)
 {
     char sql[512];
     snprintf(sql, sizeof sql, "%s%s", ACCOUNT_COLS, where);
@@ -490,8 +488,7 @@ static picl_status sq_classmap_get(sq_db *db, int64_t account, ks_classmap *out)
     memset(out, 0, sizeof *out);
     lock(db);
     sqlite3_stmt *st = NULL;
-    picl_status rc = prep(db, &st,
-                          "SELECT cm_version, cm_hmac, cm_epoch, epoch FROM accounts WHERE id = ?");
+    picl_status rc = prep(db, &st, "SELECT cm_version, cm_hmac, cm_epoch, epoch FROM accounts WHERE id = ?");
     if (rc == PICL_OK) {
         sqlite3_bind_int64(st, 1, account);
         int s = sqlite3_step(st);
@@ -514,8 +511,7 @@ static picl_status sq_classmap_get(sq_db *db, int64_t account, ks_classmap *out)
     return rc;
 }
 
-static picl_status sq_classmap_put(sq_db *db, int64_t account, int64_t version,
-                               const uint8_t hmac[32])
+static picl_status sq_classmap_put(sq_db *db, int64_t account, int64_t version, const uint8_t hmac[32])
 {
     if (version < 1)
         return PICL_ERROR_INVALID_ARGUMENT;
@@ -548,8 +544,9 @@ static picl_status sq_classmap_put(sq_db *db, int64_t account, int64_t version,
     if (rc == PICL_OK && version == have && !(has_old && picl__memeq_ct(old, hmac, 32)))
         rc = PICL_ERROR_CONFLICT;
     if (rc == PICL_OK && version > have)
-        rc = prep(db, &st, "UPDATE accounts SET cm_version = ?, cm_hmac = ?, cm_epoch = epoch"
-                           " WHERE id = ?");
+        rc = prep(db, &st,
+                  "UPDATE accounts SET cm_version = ?, cm_hmac = ?, cm_epoch = epoch"
+                  " WHERE id = ?");
     if (rc == PICL_OK && st) {
         sqlite3_bind_int64(st, 1, version);
         sqlite3_bind_blob(st, 2, hmac, 32, SQLITE_STATIC);
@@ -575,13 +572,17 @@ static picl_status sq_account_delete(sq_db *db, int64_t id)
         rc = change_by_id(db, "DELETE FROM srp_sessions WHERE account = ?", id, NULL);
     /* its storage data is purged at once: live assignments end now */
     if (rc == PICL_OK)
-        rc = change_by_id(db, "UPDATE nodes SET current_load = max(current_load - 1, 0)"
-                              " WHERE id IN (SELECT node FROM assignments WHERE account = ?"
-                              " AND replaced_at = 0)", id, NULL);
+        rc = change_by_id(db,
+                          "UPDATE nodes SET current_load = max(current_load - 1, 0)"
+                          " WHERE id IN (SELECT node FROM assignments WHERE account = ?"
+                          " AND replaced_at = 0)",
+                          id, NULL);
     if (rc == PICL_OK)
-        rc = change_by_id(db, "UPDATE assignments SET account = NULL, replaced_at ="
-                              " CASE replaced_at WHEN 0 THEN strftime('%s','now') ELSE"
-                              " replaced_at END WHERE account = ?", id, NULL);
+        rc = change_by_id(db,
+                          "UPDATE assignments SET account = NULL, replaced_at ="
+                          " CASE replaced_at WHEN 0 THEN strftime('%s','now') ELSE"
+                          " replaced_at END WHERE account = ?",
+                          id, NULL);
     if (rc == PICL_OK)
         rc = change_by_id(db, "DELETE FROM accounts WHERE id = ?", id, &n);
     if (rc == PICL_OK && n == 0)
@@ -623,8 +624,8 @@ static picl_status sq_token_put(sq_db *db, const ks_token *t)
     return rc;
 }
 
-#define TOKEN_COLS                                                                     \
-    "SELECT id, type, account, hmac_key, request_key, created, expires, device_id,"   \
+#define TOKEN_COLS                                                                                           \
+    "SELECT id, type, account, hmac_key, request_key, created, expires, device_id,"                          \
     " device_name, device_type, code, tries, mailbox FROM tokens "
 
 static picl_status token_row(sqlite3_stmt *st, ks_token *t)
@@ -651,8 +652,7 @@ static picl_status token_row(sqlite3_stmt *st, ks_token *t)
 }
 
 /* Reads token (id, type) under the lock already held. */
-static picl_status token_get_locked(sq_db *db, const uint8_t id[32], int type, int64_t now,
-                                    ks_token *t)
+static picl_status token_get_locked(sq_db *db, const uint8_t id[32], int type, int64_t now, ks_token *t)
 {
     sqlite3_stmt *st = NULL;
     picl_status rc = prep(db, &st, TOKEN_COLS "WHERE id = ? AND type = ?");
@@ -714,8 +714,9 @@ static picl_status sq_token_delete_account(sq_db *db, int64_t account, int type)
 {
     lock(db);
     sqlite3_stmt *st = NULL;
-    picl_status rc = prep(db, &st, type < 0 ? "DELETE FROM tokens WHERE account = ?"
-                                            : "DELETE FROM tokens WHERE account = ? AND type = ?");
+    picl_status rc = prep(db, &st,
+                          type < 0 ? "DELETE FROM tokens WHERE account = ?"
+                                   : "DELETE FROM tokens WHERE account = ? AND type = ?");
     if (rc == PICL_OK) {
         sqlite3_bind_int64(st, 1, account);
         if (type >= 0)
@@ -729,7 +730,7 @@ static picl_status sq_token_delete_account(sq_db *db, int64_t account, int type)
 }
 
 static picl_status sq_sessions(sq_db *db, int64_t account, int64_t now,
-                           void (*fn)(void *ctx, const ks_token *t), void *ctx)
+                               void (*fn)(void *ctx, const ks_token *t), void *ctx)
 {
     lock(db);
     sqlite3_stmt *st = NULL;
@@ -760,8 +761,8 @@ static picl_status sq_sessions(sq_db *db, int64_t account, int64_t now,
     return rc;
 }
 
-static picl_status sq_forgot_guess(sq_db *db, const uint8_t id[32], const char code[8], int64_t now,
-                               int *ok, int *tries_left)
+static picl_status sq_forgot_guess(sq_db *db, const uint8_t id[32], const char code[8], int64_t now, int *ok,
+                                   int *tries_left)
 {
     *ok = 0;
     *tries_left = 0;
@@ -809,7 +810,7 @@ out:
 /* ---- SRP sessions -------------------------------------------------------- */
 
 static picl_status sq_srp_put(sq_db *db, const uint8_t key[32], int64_t account, const uint8_t *b,
-                          size_t blen, int64_t now, int64_t expires)
+                              size_t blen, int64_t now, int64_t expires)
 {
     if (!blen || blen > 256)
         return PICL_ERROR_INVALID_ARGUMENT;
@@ -821,8 +822,9 @@ static picl_status sq_srp_put(sq_db *db, const uint8_t key[32], int64_t account,
         unlock(db);
         return rc;
     }
-    rc = prep(db, &st, "INSERT INTO srp_sessions (key, account, b, expires)"
-                       " VALUES (?,?,?,?)");
+    rc = prep(db, &st,
+              "INSERT INTO srp_sessions (key, account, b, expires)"
+              " VALUES (?,?,?,?)");
     if (rc == PICL_OK) {
         sqlite3_bind_blob(st, 1, key, 32, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, account);
@@ -847,7 +849,7 @@ static picl_status sq_srp_put(sq_db *db, const uint8_t key[32], int64_t account,
 }
 
 static picl_status sq_srp_take(sq_db *db, const uint8_t key[32], int64_t now, int64_t *account,
-                           uint8_t b[256], size_t *blen)
+                               uint8_t b[256], size_t *blen)
 {
     *account = 0;
     *blen = 0;
@@ -935,7 +937,7 @@ static picl_status rate_count_locked(sq_db *db, const char *key, int64_t since, 
 }
 
 static picl_status sq_rate_take(sq_db *db, ks_rate *limits, size_t n, int64_t now, int *ok,
-                            int64_t *retry_after)
+                                int64_t *retry_after)
 {
     *ok = 0;
     *retry_after = 0;
@@ -990,8 +992,7 @@ static picl_status sq_rate_refund(sq_db *db, const ks_rate *limits, size_t n)
     picl_status rc = exec(db, "BEGIN IMMEDIATE");
     for (size_t i = 0; rc == PICL_OK && i < n; i++)
         if (limits[i].event > 0)
-            rc = change_by_id(db, "DELETE FROM mem.rate_events WHERE rowid = ?", limits[i].event,
-                              NULL);
+            rc = change_by_id(db, "DELETE FROM mem.rate_events WHERE rowid = ?", limits[i].event, NULL);
     rc = end_tx(db, rc);
     unlock(db);
     return rc;
@@ -1009,23 +1010,25 @@ static picl_status sq_sweep(sq_db *db, int64_t now, int64_t unverified_before, i
         rc = change_by_id(db, "DELETE FROM mem.rate_events WHERE t < ?", rate_before, NULL);
     /* accounts never verified in time, with everything they own */
     if (rc == PICL_OK)
-        rc = change_by_id(db, "DELETE FROM tokens WHERE account IN (SELECT id FROM accounts"
-                              " WHERE verified = 0 AND created < ?)", unverified_before, NULL);
-    if (rc == PICL_OK)
-        rc = change_by_id(db, "DELETE FROM srp_sessions WHERE account IN (SELECT id FROM"
-                              " accounts WHERE verified = 0 AND created < ?)", unverified_before,
-                          NULL);
-    if (rc == PICL_OK)
-        rc = change_by_id(db, "DELETE FROM accounts WHERE verified = 0 AND created < ?",
+        rc = change_by_id(db,
+                          "DELETE FROM tokens WHERE account IN (SELECT id FROM accounts"
+                          " WHERE verified = 0 AND created < ?)",
                           unverified_before, NULL);
+    if (rc == PICL_OK)
+        rc = change_by_id(db,
+                          "DELETE FROM srp_sessions WHERE account IN (SELECT id FROM"
+                          " accounts WHERE verified = 0 AND created < ?)",
+                          unverified_before, NULL);
+    if (rc == PICL_OK)
+        rc = change_by_id(db, "DELETE FROM accounts WHERE verified = 0 AND created < ?", unverified_before,
+                          NULL);
     rc = end_tx(db, rc);
     unlock(db);
     return rc;
 }
 
 /* One process serves an SQLite file: its in-memory nonce cache is enough. */
-static picl_status sq_nonce_take(sq_db *db, const char *id, int64_t ts, const char *nonce,
-                                 int64_t expires)
+static picl_status sq_nonce_take(sq_db *db, const char *id, int64_t ts, const char *nonce, int64_t expires)
 {
     return PICL_OK;
 }
@@ -1065,8 +1068,7 @@ static void node_row(sqlite3_stmt *st, ks_node *n)
     n->generation = sqlite3_column_int64(st, 6);
 }
 
-static picl_status sq_nodes(sq_db *db, void (*fn)(void *ctx, const ks_node *n), void *ctx,
-                            int64_t *count)
+static picl_status sq_nodes(sq_db *db, void (*fn)(void *ctx, const ks_node *n), void *ctx, int64_t *count)
 {
     if (count)
         *count = 0;
@@ -1132,11 +1134,14 @@ static picl_status sq_node_drain(sq_db *db, const char *url, int64_t now, int64_
     sqlite3_finalize(st);
     st = NULL;
     if (rc == PICL_OK)
-        rc = change_by_id(db, "UPDATE nodes SET downed = 1, available = 0, current_load = 0,"
-                              " generation = generation + 1 WHERE id = ?", id, NULL);
+        rc = change_by_id(db,
+                          "UPDATE nodes SET downed = 1, available = 0, current_load = 0,"
+                          " generation = generation + 1 WHERE id = ?",
+                          id, NULL);
     if (rc == PICL_OK)
-        rc = prep(db, &st, "UPDATE assignments SET replaced_at = ? WHERE node = ? AND"
-                           " replaced_at = 0");
+        rc = prep(db, &st,
+                  "UPDATE assignments SET replaced_at = ? WHERE node = ? AND"
+                  " replaced_at = 0");
     if (rc == PICL_OK) {
         sqlite3_bind_int64(st, 1, now > 0 ? now : 1);
         sqlite3_bind_int64(st, 2, id);
@@ -1152,8 +1157,8 @@ out:
     return rc;
 }
 
-#define ASSIGN_COLS                                                                         \
-    "SELECT a.id, coalesce(a.account, 0), n.url, n.generation, a.created_at, a.replaced_at," \
+#define ASSIGN_COLS                                                                                          \
+    "SELECT a.id, coalesce(a.account, 0), n.url, n.generation, a.created_at, a.replaced_at,"                 \
     " n.downed FROM assignments a JOIN nodes n ON n.id = a.node "
 
 static int assignment_row(sqlite3_stmt *st, ks_assignment *a)
@@ -1168,8 +1173,7 @@ static int assignment_row(sqlite3_stmt *st, ks_assignment *a)
     return sqlite3_column_int(st, 6); /* downed */
 }
 
-static picl_status sq_assign(sq_db *db, int64_t account, int64_t now, ks_assignment *out,
-                             int *created)
+static picl_status sq_assign(sq_db *db, int64_t account, int64_t now, ks_assignment *out, int *created)
 {
     memset(out, 0, sizeof *out);
     if (created)
@@ -1193,8 +1197,9 @@ static picl_status sq_assign(sq_db *db, int64_t account, int64_t now, ks_assignm
      * so that is only a node downed by hand: it is replaced now) */
     int found = 0;
     if (rc == PICL_OK)
-        rc = prep(db, &st, ASSIGN_COLS "WHERE a.account = ? AND a.replaced_at = 0"
-                                       " ORDER BY a.id DESC LIMIT 1");
+        rc = prep(db, &st,
+                  ASSIGN_COLS "WHERE a.account = ? AND a.replaced_at = 0"
+                              " ORDER BY a.id DESC LIMIT 1");
     if (rc == PICL_OK) {
         sqlite3_bind_int64(st, 1, account);
         int s = sqlite3_step(st);
@@ -1220,9 +1225,10 @@ static picl_status sq_assign(sq_db *db, int64_t account, int64_t now, ks_assignm
     }
     memset(out, 0, sizeof *out);
     if (rc == PICL_OK)
-        rc = prep(db, &st, "SELECT id, url, generation FROM nodes WHERE available = 1 AND"
-                           " downed = 0 AND current_load < capacity"
-                           " ORDER BY capacity - current_load DESC, id LIMIT 1");
+        rc = prep(db, &st,
+                  "SELECT id, url, generation FROM nodes WHERE available = 1 AND"
+                  " downed = 0 AND current_load < capacity"
+                  " ORDER BY capacity - current_load DESC, id LIMIT 1");
     if (rc == PICL_OK) {
         int s = sqlite3_step(st);
         if (s == SQLITE_ROW) {
@@ -1249,8 +1255,7 @@ static picl_status sq_assign(sq_db *db, int64_t account, int64_t now, ks_assignm
     }
     sqlite3_finalize(st);
     if (rc == PICL_OK)
-        rc = change_by_id(db, "UPDATE nodes SET current_load = current_load + 1 WHERE id = ?",
-                          node, NULL);
+        rc = change_by_id(db, "UPDATE nodes SET current_load = current_load + 1 WHERE id = ?", node, NULL);
     if (rc == PICL_OK && created)
         *created = 1;
 commit:
@@ -1291,8 +1296,9 @@ static picl_status sq_purgeable(sq_db *db, int64_t replaced_before,
     size_t n = 0, cap = 0;
     lock(db);
     sqlite3_stmt *st = NULL;
-    picl_status rc = prep(db, &st, ASSIGN_COLS "WHERE a.replaced_at > 0 AND (a.replaced_at < ?"
-                                              " OR a.account IS NULL) ORDER BY a.id");
+    picl_status rc = prep(db, &st,
+                          ASSIGN_COLS "WHERE a.replaced_at > 0 AND (a.replaced_at < ?"
+                                      " OR a.account IS NULL) ORDER BY a.id");
     if (rc == PICL_OK) {
         sqlite3_bind_int64(st, 1, replaced_before);
         int s;
@@ -1325,8 +1331,7 @@ static picl_status sq_purged(sq_db *db, int64_t uid)
 {
     lock(db);
     int n = 0;
-    picl_status rc =
-        change_by_id(db, "DELETE FROM assignments WHERE id = ? AND replaced_at > 0", uid, &n);
+    picl_status rc = change_by_id(db, "DELETE FROM assignments WHERE id = ? AND replaced_at > 0", uid, &n);
     unlock(db);
     return rc == PICL_OK && n == 0 ? PICL_ERROR_NOT_FOUND : rc;
 }
@@ -1337,9 +1342,10 @@ static picl_status sq_session_touch(sq_db *db, const uint8_t id[32], int64_t now
 {
     lock(db);
     sqlite3_stmt *st = NULL;
-    picl_status rc = prep(db, &st, "INSERT INTO session_access (id, t) VALUES (?, ?)"
-                                   " ON CONFLICT (id) DO UPDATE SET t = excluded.t"
-                                   " WHERE t <> excluded.t");
+    picl_status rc = prep(db, &st,
+                          "INSERT INTO session_access (id, t) VALUES (?, ?)"
+                          " ON CONFLICT (id) DO UPDATE SET t = excluded.t"
+                          " WHERE t <> excluded.t");
     if (rc == PICL_OK) {
         sqlite3_bind_blob(st, 1, id, 32, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, now);
@@ -1351,13 +1357,13 @@ static picl_status sq_session_touch(sq_db *db, const uint8_t id[32], int64_t now
     return rc;
 }
 
-static picl_status sq_session_rename(sq_db *db, const uint8_t id[32], const char *name,
-                                     const char *type)
+static picl_status sq_session_rename(sq_db *db, const uint8_t id[32], const char *name, const char *type)
 {
     lock(db);
     sqlite3_stmt *st = NULL;
-    picl_status rc = prep(db, &st, "UPDATE tokens SET device_name = ?, device_type = ?"
-                                   " WHERE id = ? AND type = ?");
+    picl_status rc = prep(db, &st,
+                          "UPDATE tokens SET device_name = ?, device_type = ?"
+                          " WHERE id = ? AND type = ?");
     if (rc == PICL_OK) {
         sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
@@ -1377,8 +1383,9 @@ static picl_status sq_session_destroy(sq_db *db, int64_t account, const char *de
 {
     lock(db);
     sqlite3_stmt *st = NULL;
-    picl_status rc = prep(db, &st, "DELETE FROM tokens WHERE account = ? AND type = ? AND"
-                                   " device_id = ? AND device_id <> ''");
+    picl_status rc = prep(db, &st,
+                          "DELETE FROM tokens WHERE account = ? AND type = ? AND"
+                          " device_id = ? AND device_id <> ''");
     if (rc == PICL_OK) {
         sqlite3_bind_int64(st, 1, account);
         sqlite3_bind_int(st, 2, PICL_TOKEN_SESSION);
@@ -1399,8 +1406,9 @@ static picl_status sq_event_add(sq_db *db, int64_t account, const ks_event *e)
     sqlite3_stmt *st = NULL;
     picl_status rc = exec(db, "BEGIN IMMEDIATE");
     if (rc == PICL_OK)
-        rc = prep(db, &st, "INSERT INTO events (account, type, t, device, address)"
-                           " VALUES (?,?,?,?,?)");
+        rc = prep(db, &st,
+                  "INSERT INTO events (account, type, t, device, address)"
+                  " VALUES (?,?,?,?,?)");
     if (rc == PICL_OK) {
         sqlite3_bind_int64(st, 1, account);
         sqlite3_bind_text(st, 2, e->type, -1, SQLITE_STATIC);
@@ -1413,8 +1421,9 @@ static picl_status sq_event_add(sq_db *db, int64_t account, const ks_event *e)
     sqlite3_finalize(st);
     st = NULL;
     if (rc == PICL_OK)
-        rc = prep(db, &st, "DELETE FROM events WHERE account = ?1 AND id NOT IN (SELECT id"
-                           " FROM events WHERE account = ?1 ORDER BY id DESC LIMIT ?2)");
+        rc = prep(db, &st,
+                  "DELETE FROM events WHERE account = ?1 AND id NOT IN (SELECT id"
+                  " FROM events WHERE account = ?1 ORDER BY id DESC LIMIT ?2)");
     if (rc == PICL_OK) {
         sqlite3_bind_int64(st, 1, account);
         sqlite3_bind_int(st, 2, KS_EVENTS_KEPT);
@@ -1427,13 +1436,13 @@ static picl_status sq_event_add(sq_db *db, int64_t account, const ks_event *e)
     return rc;
 }
 
-static picl_status sq_events(sq_db *db, int64_t account, void (*fn)(void *ctx, const ks_event *e),
-                             void *ctx)
+static picl_status sq_events(sq_db *db, int64_t account, void (*fn)(void *ctx, const ks_event *e), void *ctx)
 {
     lock(db);
     sqlite3_stmt *st = NULL;
-    picl_status rc = prep(db, &st, "SELECT type, t, device, address FROM events"
-                                   " WHERE account = ? ORDER BY id DESC LIMIT ?");
+    picl_status rc = prep(db, &st,
+                          "SELECT type, t, device, address FROM events"
+                          " WHERE account = ? ORDER BY id DESC LIMIT ?");
     if (rc == PICL_OK) {
         sqlite3_bind_int64(st, 1, account);
         sqlite3_bind_int(st, 2, KS_EVENTS_KEPT);
@@ -1461,8 +1470,9 @@ static picl_status sq_recovery_put(sq_db *db, int64_t account, const char *id, c
         return PICL_ERROR_INVALID_ARGUMENT;
     lock(db);
     sqlite3_stmt *st = NULL;
-    picl_status rc = prep(db, &st, "INSERT OR REPLACE INTO recovery_keys (account, key_id, data)"
-                                   " VALUES (?,?,?)");
+    picl_status rc = prep(db, &st,
+                          "INSERT OR REPLACE INTO recovery_keys (account, key_id, data)"
+                          " VALUES (?,?,?)");
     if (rc == PICL_OK) {
         sqlite3_bind_int64(st, 1, account);
         sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
@@ -1475,8 +1485,7 @@ static picl_status sq_recovery_put(sq_db *db, int64_t account, const char *id, c
     return rc;
 }
 
-static picl_status sq_recovery_get(sq_db *db, int64_t account, char id[33], char *data,
-                                   size_t cap)
+static picl_status sq_recovery_get(sq_db *db, int64_t account, char id[33], char *data, size_t cap)
 {
     id[0] = 0;
     if (cap)
@@ -1511,15 +1520,16 @@ static picl_status sq_recovery_delete(sq_db *db, int64_t account)
 
 /* ---- the outbox of verification mails ------------------------------------ */
 
-static picl_status sq_outbox_claim(sq_db *db, int64_t due, int64_t until, int64_t *accounts,
-                                   size_t cap, size_t *n)
+static picl_status sq_outbox_claim(sq_db *db, int64_t due, int64_t until, int64_t *accounts, size_t cap,
+                                   size_t *n)
 {
     lock(db);
     sqlite3_stmt *st = NULL;
     picl_status rc = exec(db, "BEGIN IMMEDIATE");
     if (rc == PICL_OK)
-        rc = prep(db, &st, "SELECT account FROM outbox WHERE next_try <= ?"
-                           " ORDER BY next_try, account LIMIT ?");
+        rc = prep(db, &st,
+                  "SELECT account FROM outbox WHERE next_try <= ?"
+                  " ORDER BY next_try, account LIMIT ?");
     if (rc == PICL_OK) {
         sqlite3_bind_int64(st, 1, due);
         sqlite3_bind_int64(st, 2, (int64_t)cap);

@@ -46,13 +46,12 @@ picl_status ks_body_account(ks_server *s, srv_http_request *req, srv_http_respon
 /* The live token of `type` a Hawk id (64 hex characters) names, into *tok
  * (after the periodic sweep; *now the time it was looked up at); 0 with the
  * answer set when there is none. */
-static int hawk_token(ks_server *s, srv_http_response *resp, const picl_hawk_auth *auth, int type, int64_t *now,
-                      ks_token *tok)
+static int hawk_token(ks_server *s, srv_http_response *resp, const picl_hawk_auth *auth, int type,
+                      int64_t *now, ks_token *tok)
 {
     uint8_t id[32];
     size_t idlen = strlen(auth->id), got = 0;
-    if (idlen != 64 || picl__hex_decode(id, sizeof id, &got, auth->id, idlen) != PICL_OK ||
-        got != 32) {
+    if (idlen != 64 || picl__hex_decode(id, sizeof id, &got, auth->id, idlen) != PICL_OK || got != 32) {
         ks_error(resp, 401, KS_ERR_TOKEN, "invalid token");
         return 0;
     }
@@ -83,8 +82,7 @@ static int hawk_verify_request(ks_server *s, srv_http_request *req, srv_http_res
         ks_error(resp, 401, KS_ERR_SIGNATURE, "invalid Host header");
         return 0;
     }
-    int has_body = !strcmp(req->method, "POST") || !strcmp(req->method, "PUT") ||
-                   req->body_len > 0;
+    int has_body = !strcmp(req->method, "POST") || !strcmp(req->method, "PUT") || req->body_len > 0;
     const char *ctype = srv_http_header(req, "Content-Type");
     picl_hawk_request hr = {
         .method = req->method,
@@ -98,15 +96,11 @@ static int hawk_verify_request(ks_server *s, srv_http_request *req, srv_http_res
     /* the nonce cache share is the account's, whatever token it uses */
     char who[32];
     snprintf(who, sizeof who, "account:%lld", (long long)tok->account);
-    picl_hawk_verify_opts opts = {.now = now,
-                                  .skew = s->skew,
-                                  .require_hash = has_body,
-                                  .nonces = s->nonces,
-                                  .identity = who};
+    picl_hawk_verify_opts opts = {
+        .now = now, .skew = s->skew, .require_hash = has_body, .nonces = s->nonces, .identity = who};
     *rc = picl__hawk_verify(auth, tok->hmac_key, sizeof tok->hmac_key, &hr, &opts);
     if (*rc == PICL_OK) {
-        picl_status nrc = ks_db_nonce_take(s->db, auth->id, auth->ts, auth->nonce,
-                                           now + 2 * s->skew);
+        picl_status nrc = ks_db_nonce_take(s->db, auth->id, auth->ts, auth->nonce, now + 2 * s->skew);
         *rc = nrc == PICL_ERROR_CONFLICT ? PICL_HAWK_ERROR_REPLAY : nrc;
     }
     return 1;
@@ -150,8 +144,7 @@ static int hawk_answer(ks_server *s, srv_http_response *resp, picl_status rc, in
     return 0;
 }
 
-int ks_hawk_auth(ks_server *s, srv_http_request *req, srv_http_response *resp, int type,
-                 ks_token *tok)
+int ks_hawk_auth(ks_server *s, srv_http_request *req, srv_http_response *resp, int type, ks_token *tok)
 {
     memset(tok, 0, sizeof *tok);
     picl_hawk_auth *auth = calloc(1, sizeof *auth);
@@ -182,9 +175,9 @@ done:
 
 /* ---- tokens, rate limits, housekeeping ---------------------------------- */
 
-picl_status ks_token_issue(ks_server *s, int type, int64_t account, uint8_t raw[32],
-                           const char *device_name, const char *device_type, const char *code,
-                           int tries, int mailbox, int64_t expires, ks_token *out)
+picl_status ks_token_issue(ks_server *s, int type, int64_t account, uint8_t raw[32], const char *device_name,
+                           const char *device_type, const char *code, int tries, int mailbox, int64_t expires,
+                           ks_token *out)
 {
     picl_token_keys k;
     ks_token t;
@@ -242,9 +235,8 @@ void ks_sweep(ks_server *s)
 {
     int64_t now = ks_now(s);
     int64_t next = __atomic_load_n(&s->next_sweep, __ATOMIC_RELAXED);
-    if (now < next ||
-        !__atomic_compare_exchange_n(&s->next_sweep, &next, now + KS_SWEEP_EVERY, 0,
-                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    if (now < next || !__atomic_compare_exchange_n(&s->next_sweep, &next, now + KS_SWEEP_EVERY, 0,
+                                                   __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         return;
     int64_t longest = s->login_window > s->reset_window ? s->login_window : s->reset_window;
     /* a failure only delays the next sweep: requests never depend on it */
@@ -254,8 +246,7 @@ void ks_sweep(ks_server *s)
 }
 
 /* Loads the token's account; answers 401/110 when it is gone. */
-int ks_token_account(ks_server *s, srv_http_response *resp, const ks_token *t,
-                         ks_account *a)
+int ks_token_account(ks_server *s, srv_http_response *resp, const ks_token *t, ks_account *a)
 {
     picl_status rc = ks_db_account_by_id(s->db, t->account, a);
     if (rc == PICL_OK)

@@ -22,12 +22,12 @@
 
 struct ks_server {
     char *listen, *data_dir, *maildir, *storage_node, *smtp_url, *mail_from;
-    char *database;               /* NULL = SQLite in data_dir */
+    char *database; /* NULL = SQLite in data_dir */
     unsigned db_pool;
     int64_t purge_grace, purge_every;
-    pthread_t purger;             /* the periodic purge (ks_nodes.c) */
+    pthread_t purger; /* the periodic purge (ks_nodes.c) */
     int purger_running;
-    pthread_mutex_t purge_mu;     /* purger sleeps on purge_cv until stop */
+    pthread_mutex_t purge_mu; /* purger sleeps on purge_cv until stop */
     pthread_cond_t purge_cv;
     int purge_stop;
     uint8_t *secret;
@@ -35,7 +35,7 @@ struct ks_server {
     uint8_t hashed_uid_key[32];
     int64_t skew, srp_ttl, login_max, login_window, reset_max, reset_window;
     int64_t addr_login_max, start_max, addr_start_max;
-    int64_t next_sweep;          /* ks_sweep's clock, atomic */
+    int64_t next_sweep; /* ks_sweep's clock, atomic */
     int limit_loopback;
     picl_stretch_params stretch_floor, stretch_ceiling;
     unsigned threads, timeout_s;
@@ -96,14 +96,12 @@ void ks_reply(srv_http_response *resp, json_t *json);
  * the glue answers itself as a keyserver error, and after every answer the
  * Timestamp header, a storage fault's 503 + Retry-After and the log line of
  * an internal error. */
-void ks_hook_error(srv_http_request *req, srv_http_response *resp, int status, srv_http_error why,
-                   void *ctx);
+void ks_hook_error(srv_http_request *req, srv_http_response *resp, int status, srv_http_error why, void *ctx);
 void ks_hook_finish(srv_http_request *req, srv_http_response *resp, void *ctx);
 
 /* Authenticates a Hawk request with a live token of `type`: on success fills
  * *tok (caller wipes) and returns 1; else answers the error and returns 0. */
-int ks_hawk_auth(ks_server *s, srv_http_request *req, srv_http_response *resp, int type,
-                 ks_token *tok);
+int ks_hawk_auth(ks_server *s, srv_http_request *req, srv_http_response *resp, int type, ks_token *tok);
 
 /* Parses the body as a JSON object, answering 400/106 when it is not. */
 json_t *ks_body(srv_http_request *req, srv_http_response *resp);
@@ -118,9 +116,9 @@ picl_status ks_body_account(ks_server *s, srv_http_request *req, srv_http_respon
 /* Makes, derives and stores a token of `type` for account; writes the raw
  * token to raw (caller wipes).  device fields may be NULL.  mailbox marks
  * an accountResetToken that a reset code earned. */
-picl_status ks_token_issue(ks_server *s, int type, int64_t account, uint8_t raw[32],
-                           const char *device_name, const char *device_type, const char *code,
-                           int tries, int mailbox, int64_t expires, ks_token *out);
+picl_status ks_token_issue(ks_server *s, int type, int64_t account, uint8_t raw[32], const char *device_name,
+                           const char *device_type, const char *code, int tries, int mailbox, int64_t expires,
+                           ks_token *out);
 
 /* Mails a verification (recovery = 0) or reset code (recovery = 1). */
 picl_status ks_send_code(ks_server *s, const ks_account *a, int recovery, const char *code);
@@ -167,8 +165,8 @@ void ks_h_forgot_verify(srv_http_request *req, srv_http_response *resp, void *ct
  * for the account: its node (the --storage-node, else its assignment), the
  * uid, and the secret to sign with (*secret malloc()ed, caller
  * picl__zfree()s it).  BACKOFF when no node can take the user. */
-picl_status ks_nodes_credentials(ks_server *s, int64_t account, char *node, size_t node_cap,
-                                 int64_t *uid, uint8_t **secret, size_t *secret_len);
+picl_status ks_nodes_credentials(ks_server *s, int64_t account, char *node, size_t node_cap, int64_t *uid,
+                                 uint8_t **secret, size_t *secret_len);
 /* The purge thread: started by ks_server_start, stopped (and joined) by
  * ks_server_free. */
 picl_status ks_nodes_start_purger(ks_server *s);
@@ -181,8 +179,7 @@ void ks_nodes_stop_purger(ks_server *s);
 /* Records an event of type for the account (device name may be NULL; the
  * address is req's client, none when req is NULL).  A failure is logged,
  * never answered. */
-void ks_event_log(ks_server *s, srv_http_request *req, int64_t account, const char *type,
-                  const char *device);
+void ks_event_log(ks_server *s, srv_http_request *req, int64_t account, const char *type, const char *device);
 void ks_h_device_name(srv_http_request *req, srv_http_response *resp, void *ctx);
 void ks_h_device_destroy(srv_http_request *req, srv_http_response *resp, void *ctx);
 void ks_h_events(srv_http_request *req, srv_http_response *resp, void *ctx);

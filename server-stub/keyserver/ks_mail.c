@@ -51,8 +51,7 @@ static char *render(const ks_mail_msg *m, size_t *len)
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S +0000", &tm);
-    srv_buf_printf(&b, "From: %s\r\nTo: %s\r\nSubject: %s\r\nDate: %s\r\n", m->from, m->to,
-                    m->subject, date);
+    srv_buf_printf(&b, "From: %s\r\nTo: %s\r\nSubject: %s\r\nDate: %s\r\n", m->from, m->to, m->subject, date);
     srv_buf_printf(&b, "Message-ID: <%s@picl-keyserver>\r\nMIME-Version: 1.0\r\n", m->unique);
     srv_buf_puts(&b, "Content-Type: text/plain; charset=utf-8\r\n");
     srv_buf_printf(&b, "X-Uid: %s\r\n%s: %s\r\n\r\n", m->uid_hex, m->code_header, m->code);
@@ -66,14 +65,13 @@ static char *render(const ks_mail_msg *m, size_t *len)
     return srv_buf_take(&b, len);
 }
 
-static picl_status write_maildir(const char *maildir, const ks_mail_msg *m, const char *text,
-                                 size_t len)
+static picl_status write_maildir(const char *maildir, const ks_mail_msg *m, const char *text, size_t len)
 {
     char tmp[4096], dst[4096];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s/tmp/%lld.%s.picl", maildir, (long long)time(NULL),
-                         m->unique) >= sizeof tmp ||
-        (size_t)snprintf(dst, sizeof dst, "%s/new/%lld.%s.picl", maildir, (long long)time(NULL),
-                         m->unique) >= sizeof dst)
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s/tmp/%lld.%s.picl", maildir, (long long)time(NULL), m->unique) >=
+            sizeof tmp ||
+        (size_t)snprintf(dst, sizeof dst, "%s/new/%lld.%s.picl", maildir, (long long)time(NULL), m->unique) >=
+            sizeof dst)
         return PICL_ERROR_INVALID_ARGUMENT;
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0)
@@ -148,8 +146,7 @@ picl_status ks_mail_send(const char *maildir, const char *smtp_url, const ks_mai
     char *text = render(m, &len);
     if (!text)
         return PICL_ERROR_NO_MEMORY;
-    picl_status rc = smtp_url ? send_smtp(smtp_url, m, text, len)
-                              : write_maildir(maildir, m, text, len);
+    picl_status rc = smtp_url ? send_smtp(smtp_url, m, text, len) : write_maildir(maildir, m, text, len);
     /* The text carries a code that grants access: wipe it. */
     picl__zfree(text, len);
     return rc;
@@ -171,7 +168,8 @@ picl_status ks_send_code(ks_server *s, const ks_account *a, int recovery, const 
         snprintf(body, sizeof body,
                  "Someone asked to reset the password of your PiCL account.\n"
                  "Your reset code is %s (valid 15 minutes, 3 tries).\n"
-                 "Resetting keeps your class-A data; class-B data is lost by design.\n", code);
+                 "Resetting keeps your class-A data; class-B data is lost by design.\n",
+                 code);
     else
         snprintf(body, sizeof body,
                  "Welcome to PiCL.\nVerify your email with:\n\n  picl account verify --code %s\n"
@@ -216,8 +214,8 @@ static void outbox_log(ks_server *s, int64_t account, const char *what, picl_sta
     if (!s->log)
         return;
     char line[256];
-    snprintf(line, sizeof line, "keyserver: outbox: verification mail of account %" PRId64 " %s: %s",
-             account, what, picl_strerror(rc));
+    snprintf(line, sizeof line, "keyserver: outbox: verification mail of account %" PRId64 " %s: %s", account,
+             what, picl_strerror(rc));
     srvlog(s->log, s->hook_ctx, SRVLOG_WARN, "%s", line);
 }
 

@@ -17,13 +17,13 @@
  */
 typedef struct ks_mail_msg {
     const char *from;
-    const char *to;          /* raw bytes, NUL-terminated */
+    const char *to; /* raw bytes, NUL-terminated */
     const char *subject;
     const char *uid_hex;
     const char *code_header; /* "X-Verify-Code" or "X-Recovery-Code" */
     const char *code;
-    const char *body;        /* text, lines separated by "\n" */
-    const char *unique;      /* a unique name part (random hex) */
+    const char *body;   /* text, lines separated by "\n" */
+    const char *unique; /* a unique name part (random hex) */
 } ks_mail_msg;
 
 /* Creates maildir and its tmp/new/cur subdirectories (mode 0700). */

@@ -19,8 +19,8 @@
 #include "protocol/hawk.h"
 #include "protocol/tokenlib.h"
 
-#define PAGE 500       /* records per GET */
-#define CHUNK 100      /* records per POST (max_post_records' default) */
+#define PAGE 500  /* records per GET */
+#define CHUNK 100 /* records per POST (max_post_records' default) */
 #define BODY_MAX (64u * 1024 * 1024)
 
 /* One side of a copy: a node, a uid there, the node's current secret. */
@@ -66,8 +66,7 @@ static void side_close(side *d)
 /* One Hawk-signed request to <node>/1.5/<uid><suffix> through the clients'
  * one HTTP exchange (client/http_exchange.h); the HTTP status (0 when it
  * could not be made), the body and next offset into r. */
-static long call(const side *d, const char *method, const char *suffix, const char *body,
-                 reply *r)
+static long call(const side *d, const char *method, const char *suffix, const char *body, reply *r)
 {
     long status = 0;
     char url[1024], resource[1024];
@@ -79,8 +78,7 @@ static long call(const side *d, const char *method, const char *suffix, const ch
     srv_buf_free(&r->body);
     srv_buf_init(&r->body, BODY_MAX);
     r->next[0] = 0;
-    if ((size_t)snprintf(url, sizeof url, "%s/1.5/%" PRId64 "%s", d->node, d->uid, suffix) >=
-        sizeof url)
+    if ((size_t)snprintf(url, sizeof url, "%s/1.5/%" PRId64 "%s", d->node, d->uid, suffix) >= sizeof url)
         goto done;
     if (!(u = curl_url()) || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
         curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
@@ -89,17 +87,23 @@ static long call(const side *d, const char *method, const char *suffix, const ch
         goto done;
     curl_url_get(u, CURLUPART_QUERY, &query, 0);
     snprintf(resource, sizeof resource, "%s%s%s", path, query ? "?" : "", query ? query : "");
-    picl_hawk_request hr = {.method = method, .resource = resource, .host = host,
+    picl_hawk_request hr = {.method = method,
+                            .resource = resource,
+                            .host = host,
                             .port = (unsigned)strtoul(port, NULL, 10),
                             .content_type = body ? "application/json" : NULL,
-                            .body = body, .bodylen = body ? strlen(body) : 0};
-    if (picl__hx_hawk_line(&authz, d->token, d->key, strlen(d->key), &hr, (int64_t)time(NULL)) !=
-            PICL_OK ||
+                            .body = body,
+                            .bodylen = body ? strlen(body) : 0};
+    if (picl__hx_hawk_line(&authz, d->token, d->key, strlen(d->key), &hr, (int64_t)time(NULL)) != PICL_OK ||
         !(c = curl_easy_init()))
         goto done;
     const char *headers[] = {authz, body ? "Content-Type: application/json" : NULL, NULL};
-    picl_hx_request rq = {.method = method, .url = url, .headers = headers, .body = body,
-                          .body_len = body ? strlen(body) : 0, .max_answer = BODY_MAX,
+    picl_hx_request rq = {.method = method,
+                          .url = url,
+                          .headers = headers,
+                          .body = body,
+                          .body_len = body ? strlen(body) : 0,
+                          .max_answer = BODY_MAX,
                           .timeout_s = 60L};
     if (picl__hx_perform(c, &rq, &rs) != PICL_OK)
         goto done;
@@ -129,7 +133,8 @@ static int post_chunk(const side *to, const char *coll, json_t *records, reply *
 {
     size_t i;
     json_t *v;
-    json_array_foreach(records, i, v) json_object_del(v, "modified");
+    json_array_foreach (records, i, v)
+        json_object_del(v, "modified");
     char *text = json_dumps(records, JSON_COMPACT);
     char suffix[64];
     snprintf(suffix, sizeof suffix, "/storage/%s", coll);
@@ -145,8 +150,7 @@ static int post_chunk(const side *to, const char *coll, json_t *records, reply *
 }
 
 /* Copies one collection page by page; *records counts what was copied. */
-static int copy_coll(const side *from, const side *to, const char *coll, reply *r,
-                     int64_t *records)
+static int copy_coll(const side *from, const side *to, const char *coll, reply *r, int64_t *records)
 {
     char next[256] = "";
     do {
@@ -197,7 +201,7 @@ static int copy_user(const side *from, const side *to, int64_t *records)
     const char *name;
     json_t *v;
     rc = 0;
-    json_object_foreach(cols, name, v) {
+    json_object_foreach (cols, name, v) {
         if (!strcmp(name, "meta"))
             has_meta = 1;
         else if (rc == 0)
@@ -238,8 +242,8 @@ static int collect(void *ctx, const ks_assignment *a)
     return 0;
 }
 
-picl_status ks_server_node_migrate(ks_server *s, const char *url, int64_t *users,
-                                   int64_t *records, int64_t *failed)
+picl_status ks_server_node_migrate(ks_server *s, const char *url, int64_t *users, int64_t *records,
+                                   int64_t *failed)
 {
     *users = *records = *failed = 0;
     ks_node node;

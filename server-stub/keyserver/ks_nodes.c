@@ -18,29 +18,26 @@
 #include "protocol/tokenlib.h"
 
 /* hex(HKDF(secret, no salt, info, 32)) into out (65 bytes). */
-static picl_status node_secret_hex(const ks_server *s, const char *url, int64_t generation,
-                                   char out[65])
+static picl_status node_secret_hex(const ks_server *s, const char *url, int64_t generation, char out[65])
 {
     char info[KS_NODE_URL_MAX + 64];
     uint8_t k[32];
     memset(out, 0, 65);
     if (!s->secret)
         return PICL_ERROR_INVALID_ARGUMENT;
-    int n = generation > 0
-                ? snprintf(info, sizeof info, "picl/node-secret/%s#%" PRId64, url, generation)
-                : snprintf(info, sizeof info, "picl/node-secret/%s", url);
+    int n = generation > 0 ? snprintf(info, sizeof info, "picl/node-secret/%s#%" PRId64, url, generation)
+                           : snprintf(info, sizeof info, "picl/node-secret/%s", url);
     if (n < 0 || (size_t)n >= sizeof info)
         return PICL_ERROR_INVALID_ARGUMENT;
-    picl_status rc = picl__hkdf_sha256(k, sizeof k, s->secret, s->secret_len, NULL, 0, info,
-                                       (size_t)n);
+    picl_status rc = picl__hkdf_sha256(k, sizeof k, s->secret, s->secret_len, NULL, 0, info, (size_t)n);
     if (rc == PICL_OK)
         picl__hex_encode(out, k, sizeof k);
     picl__wipe(k, sizeof k);
     return rc;
 }
 
-picl_status ks_nodes_credentials(ks_server *s, int64_t account, char *node, size_t node_cap,
-                                 int64_t *uid, uint8_t **secret, size_t *secret_len)
+picl_status ks_nodes_credentials(ks_server *s, int64_t account, char *node, size_t node_cap, int64_t *uid,
+                                 uint8_t **secret, size_t *secret_len)
 {
     *uid = 0;
     *secret = NULL;
@@ -154,14 +151,13 @@ static long purge_one(ks_server *s, const ks_assignment *a)
         curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK ||
         curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK)
         goto done;
-    picl_hawk_request hr = {.method = "DELETE", .resource = path, .host = host,
-                            .port = (unsigned)strtoul(port, NULL, 10)};
-    if (picl__hx_hawk_line(&authz, token, key, strlen(key), &hr, wall) != PICL_OK ||
-        !(c = curl_easy_init()))
+    picl_hawk_request hr = {
+        .method = "DELETE", .resource = path, .host = host, .port = (unsigned)strtoul(port, NULL, 10)};
+    if (picl__hx_hawk_line(&authz, token, key, strlen(key), &hr, wall) != PICL_OK || !(c = curl_easy_init()))
         goto done;
     const char *headers[] = {authz, NULL};
-    picl_hx_request rq = {.method = "DELETE", .url = target, .headers = headers,
-                          .max_answer = 64 * 1024, .timeout_s = 30L};
+    picl_hx_request rq = {
+        .method = "DELETE", .url = target, .headers = headers, .max_answer = 64 * 1024, .timeout_s = 30L};
     if (picl__hx_perform(c, &rq, &rs) == PICL_OK)
         status = rs.status;
 done:
@@ -227,8 +223,7 @@ static void *purger(void *arg)
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_sec += s->purge_every;
-        while (!s->purge_stop &&
-               pthread_cond_timedwait(&s->purge_cv, &s->purge_mu, &until) != ETIMEDOUT)
+        while (!s->purge_stop && pthread_cond_timedwait(&s->purge_cv, &s->purge_mu, &until) != ETIMEDOUT)
             ;
         if (s->purge_stop)
             break;

@@ -77,8 +77,7 @@ bad:
 }
 
 /* obj[key] as an integer in [lo, hi]. */
-static picl_status get_int(const json_t *obj, const char *key, json_int_t lo, json_int_t hi,
-                           json_int_t *out)
+static picl_status get_int(const json_t *obj, const char *key, json_int_t lo, json_int_t hi, json_int_t *out)
 {
     json_t *v = json_object_get(obj, key);
     if (!v || json_is_null(v))

@@ -25,8 +25,7 @@ void ks_h_email_status(srv_http_request *req, srv_http_response *resp, void *ctx
     ks_account *a = calloc(1, sizeof *a);
     if (!a)
         ks_error_internal(resp);
-    else if (ks_hawk_auth(s, req, resp, PICL_TOKEN_SESSION, &t) &&
-             ks_token_account(s, resp, &t, a)) {
+    else if (ks_hawk_auth(s, req, resp, PICL_TOKEN_SESSION, &t) && ks_token_account(s, resp, &t, a)) {
         json_t *j = json_pack("{s:b}", "verified", a->verified);
         if (j && ks_set_hex(j, "email", (const uint8_t *)a->email, a->email_len)) {
             json_decref(j);
@@ -133,8 +132,8 @@ static picl_status reset_code(ks_server *s, char out[9])
 
 static json_t *forgot_json(const uint8_t *token, int64_t ttl, int tries)
 {
-    json_t *j = json_pack("{s:I, s:i, s:i}", "ttl", (json_int_t)(ttl > 0 ? ttl : 0),
-                          "codeLength", 8, "tries", tries);
+    json_t *j =
+        json_pack("{s:I, s:i, s:i}", "ttl", (json_int_t)(ttl > 0 ? ttl : 0), "codeLength", 8, "tries", tries);
     if (j && token && ks_set_hex(j, "forgotPasswordToken", token, 32)) {
         ks_json_free(j);
         j = NULL;
@@ -168,8 +167,8 @@ void ks_h_forgot_send(srv_http_request *req, srv_http_response *resp, void *ctx)
     if (rc == PICL_OK)
         rc = reset_code(s, code);
     if (rc == PICL_OK)
-        rc = ks_token_issue(s, PICL_TOKEN_FORGOT_PASSWORD, a->id, token, NULL, NULL, code,
-                            RESET_CODE_TRIES, 0, now + RESET_CODE_TTL, NULL);
+        rc = ks_token_issue(s, PICL_TOKEN_FORGOT_PASSWORD, a->id, token, NULL, NULL, code, RESET_CODE_TRIES,
+                            0, now + RESET_CODE_TTL, NULL);
     if (rc == PICL_OK)
         rc = ks_send_code(s, a, 1, code);
     if (rc != PICL_OK)
@@ -196,8 +195,7 @@ void ks_h_forgot_resend(srv_http_request *req, srv_http_response *resp, void *ct
         ks_error_internal(resp);
         return;
     }
-    if (!ks_hawk_auth(s, req, resp, PICL_TOKEN_FORGOT_PASSWORD, &t) ||
-        !(body = ks_body(req, resp)))
+    if (!ks_hawk_auth(s, req, resp, PICL_TOKEN_FORGOT_PASSWORD, &t) || !(body = ks_body(req, resp)))
         goto done;
     picl_status rc = ks_parse_email(body, "email", email, &elen);
     if (rc != PICL_OK) {
@@ -234,8 +232,7 @@ void ks_h_forgot_verify(srv_http_request *req, srv_http_response *resp, void *ct
     char code[9];
     uint8_t reset[32];
     memset(reset, 0, sizeof reset);
-    if (!ks_hawk_auth(s, req, resp, PICL_TOKEN_FORGOT_PASSWORD, &t) ||
-        !(body = ks_body(req, resp)))
+    if (!ks_hawk_auth(s, req, resp, PICL_TOKEN_FORGOT_PASSWORD, &t) || !(body = ks_body(req, resp)))
         goto done;
     picl_status rc = ks_parse_digits8(body, "code", code);
     if (rc != PICL_OK) {
@@ -253,9 +250,8 @@ void ks_h_forgot_verify(srv_http_request *req, srv_http_response *resp, void *ct
         goto done;
     }
     if (!ok) {
-        json_t *j = json_pack("{s:i, s:i, s:s, s:s, s:i}", "code", 400, "errno", KS_ERR_CODE,
-                              "error", "Bad Request", "message", "invalid verification code",
-                              "tries", left);
+        json_t *j = json_pack("{s:i, s:i, s:s, s:s, s:i}", "code", 400, "errno", KS_ERR_CODE, "error",
+                              "Bad Request", "message", "invalid verification code", "tries", left);
         if (!j) {
             resp->failed = 1;
         } else {

@@ -43,23 +43,33 @@ picl_status ks_random(const ks_server *s, const char *what, uint8_t *out, size_t
 static const char *reason(int code)
 {
     switch (code) {
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 409: return "Conflict";
-    case 411: return "Length Required";
-    case 413: return "Request Entity Too Large";
-    case 429: return "Too Many Requests";
-    case 503: return "Service Unavailable";
-    default: return "Internal Server Error";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 409:
+        return "Conflict";
+    case 411:
+        return "Length Required";
+    case 413:
+        return "Request Entity Too Large";
+    case 429:
+        return "Too Many Requests";
+    case 503:
+        return "Service Unavailable";
+    default:
+        return "Internal Server Error";
     }
 }
 
 json_t *ks_error_json(int code, int errnum, const char *message)
 {
-    return json_pack("{s:i, s:i, s:s, s:s}", "code", code, "errno", errnum, "error",
-                     reason(code), "message", message);
+    return json_pack("{s:i, s:i, s:s, s:s}", "code", code, "errno", errnum, "error", reason(code), "message",
+                     message);
 }
 
 /* ---- secrets in JSON ---------------------------------------------------- */
@@ -75,9 +85,11 @@ static void wipe_strings(json_t *j, int depth)
     if (json_is_string(j))
         picl__wipe((char *)json_string_value(j), json_string_length(j));
     else if (json_is_object(j))
-        json_object_foreach(j, key, v) wipe_strings(v, depth + 1);
+        json_object_foreach (j, key, v)
+            wipe_strings(v, depth + 1);
     else if (json_is_array(j))
-        json_array_foreach(j, i, v) wipe_strings(v, depth + 1);
+        json_array_foreach (j, i, v)
+            wipe_strings(v, depth + 1);
 }
 
 void ks_json_free(json_t *j)
@@ -91,10 +103,7 @@ void ks_json_free(json_t *j)
 
 /* jansson's own buffers (the parser's, json_dumps's, replaced values) are
  * freed through this: wiped whatever they held. */
-static void *json_alloc(size_t n)
-{
-    return malloc(n);
-}
+static void *json_alloc(size_t n) { return malloc(n); }
 
 static void json_wipe_free(void *p)
 {
@@ -104,10 +113,7 @@ static void json_wipe_free(void *p)
     }
 }
 
-static void install_json_alloc(void)
-{
-    json_set_alloc_funcs(json_alloc, json_wipe_free);
-}
+static void install_json_alloc(void) { json_set_alloc_funcs(json_alloc, json_wipe_free); }
 
 void ks_json_wipe_on_free(void)
 {
@@ -223,15 +229,13 @@ int ks_client_addr(ks_server *s, srv_http_request *req, char *out, size_t cap)
         snprintf(out, cap, "unknown");
     /* Loopback is a local proxy (every user at once) or a test: limiting it
      * would let anyone lock everybody out, so it is exempt unless asked. */
-    int loopback = !strncmp(out, "127.", 4) || !strcmp(out, "::1") ||
-                   !strncmp(out, "::ffff:127.", 11);
+    int loopback = !strncmp(out, "127.", 4) || !strcmp(out, "::1") || !strncmp(out, "::ffff:127.", 11);
     return !loopback || s->limit_loopback;
 }
 
 /* ---- hooks ----------------------------------------------------------- */
 
-void ks_hook_error(srv_http_request *req, srv_http_response *resp, int status, srv_http_error why,
-                   void *ctx)
+void ks_hook_error(srv_http_request *req, srv_http_response *resp, int status, srv_http_error why, void *ctx)
 {
     switch (why) {
     case SRV_HTTP_ERR_LENGTH_REQUIRED:
@@ -272,8 +276,8 @@ void ks_hook_finish(srv_http_request *req, srv_http_response *resp, void *ctx)
         resp->failed = 0;
         ks_error_retry(resp, 503, KS_ERR_OVERLOADED, 30);
         snprintf(fault, sizeof fault, "; %s on the database in %.200s: %.120s",
-                 storage_fault == 2 ? "disk full" : "I/O error",
-                 s->data_dir ? s->data_dir : "(database URL)", storage_fault_msg);
+                 storage_fault == 2 ? "disk full" : "I/O error", s->data_dir ? s->data_dir : "(database URL)",
+                 storage_fault_msg);
     }
     storage_fault = 0;
     errno = 0;
@@ -284,9 +288,8 @@ void ks_hook_finish(srv_http_request *req, srv_http_response *resp, void *ctx)
         char target[330], method[40];
         srvlog_redact_target(target, sizeof target, req->target);
         srv_http_log_escape(method, sizeof method, req->method ? req->method : "-", 16);
-        srvlog(s->log, s->hook_ctx, SRVLOG_ERROR, "keyserver: %s %s %d: internal error in %.60s:%d%s",
-               method, target, resp->failed ? 500 : resp->status, internal_func, internal_line,
-               fault);
+        srvlog(s->log, s->hook_ctx, SRVLOG_ERROR, "keyserver: %s %s %d: internal error in %.60s:%d%s", method,
+               target, resp->failed ? 500 : resp->status, internal_func, internal_line, fault);
     }
     internal_func = NULL;
 }
@@ -307,9 +310,8 @@ void ks_stretch_bounds(picl_stretch_params *floor, picl_stretch_params *ceiling)
 
 picl_status ks_stretch_ok(const ks_server *s, const picl_stretch_params *p)
 {
-    return picl__stretch_check_params(p, &s->stretch_floor) == PICL_OK
-               ? PICL_OK
-               : PICL_ERROR_INVALID_ARGUMENT;
+    return picl__stretch_check_params(p, &s->stretch_floor) == PICL_OK ? PICL_OK
+                                                                       : PICL_ERROR_INVALID_ARGUMENT;
 }
 
 /* ---- JSON helpers ----------------------------------------------------------- */

@@ -16,8 +16,8 @@
 #include "protocol/tokens.h"
 
 /* Seals payload under key/context and answers {bundle} (plus extra). */
-static void reply_bundle(srv_http_response *resp, json_t *extra, const uint8_t key[32],
-                         const char *context, const uint8_t *payload, size_t len)
+static void reply_bundle(srv_http_response *resp, json_t *extra, const uint8_t key[32], const char *context,
+                         const uint8_t *payload, size_t len)
 {
     char *hex = NULL;
     json_t *j = extra ? extra : json_object();
@@ -34,12 +34,11 @@ static void reply_bundle(srv_http_response *resp, json_t *extra, const uint8_t k
 
 static json_t *stretch_json(const ks_account *a)
 {
-    json_t *p = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "type", PICL_STRETCH_TYPE,
-                          "PBKDF2_rounds_1", (json_int_t)a->params.pbkdf2_rounds_1, "scrypt_N",
-                          (json_int_t)a->params.scrypt_n, "scrypt_r",
-                          (json_int_t)a->params.scrypt_r, "scrypt_p",
-                          (json_int_t)a->params.scrypt_p, "PBKDF2_rounds_2",
-                          (json_int_t)a->params.pbkdf2_rounds_2);
+    json_t *p =
+        json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "type", PICL_STRETCH_TYPE, "PBKDF2_rounds_1",
+                  (json_int_t)a->params.pbkdf2_rounds_1, "scrypt_N", (json_int_t)a->params.scrypt_n,
+                  "scrypt_r", (json_int_t)a->params.scrypt_r, "scrypt_p", (json_int_t)a->params.scrypt_p,
+                  "PBKDF2_rounds_2", (json_int_t)a->params.pbkdf2_rounds_2);
     if (p && ks_set_hex(p, "salt", a->main_salt, 32)) {
         json_decref(p);
         p = NULL;
@@ -50,16 +49,13 @@ static json_t *stretch_json(const ks_account *a)
 /* The login limits of an account and the client's address: failed proofs
  * (lim[0..1], counted at /auth/finish) and /auth/start calls (lim[2..3],
  * counted at /auth/start).  An address limit is "" when it does not apply. */
-static void login_limits(ks_server *s, srv_http_request *req, int64_t account, int at_start,
-                         ks_rate lim[4])
+static void login_limits(ks_server *s, srv_http_request *req, int64_t account, int at_start, ks_rate lim[4])
 {
     char addr[64];
     int by_addr = ks_client_addr(s, req, addr, sizeof addr);
-    ks_rate_set(&lim[0], s->login_max, s->login_window, !at_start, "login:%lld",
-                (long long)account);
+    ks_rate_set(&lim[0], s->login_max, s->login_window, !at_start, "login:%lld", (long long)account);
     ks_rate_set(&lim[1], s->addr_login_max, s->login_window, !at_start, "ip:%s", addr);
-    ks_rate_set(&lim[2], s->start_max, s->login_window, at_start, "start:%lld",
-                (long long)account);
+    ks_rate_set(&lim[2], s->start_max, s->login_window, at_start, "start:%lld", (long long)account);
     ks_rate_set(&lim[3], s->addr_start_max, s->login_window, at_start, "start-ip:%s", addr);
     if (!by_addr)
         lim[1].key[0] = lim[3].key[0] = 0;
@@ -255,8 +251,7 @@ static void h_auth_finish(srv_http_request *req, srv_http_response *resp, void *
     login_limits(s, req, a->id, 0, lim);
     if (!ks_take(s, resp, lim, 2))
         goto done;
-    rc = picl__srp_server_new_with_b(picl__srp_group_picl(), a->verifier, KS_VERIFIER_BYTES, b,
-                                     blen, &srp);
+    rc = picl__srp_server_new_with_b(picl__srp_group_picl(), a->verifier, KS_VERIFIER_BYTES, b, blen, &srp);
     if (rc == PICL_OK)
         rc = picl__srp_server_verify(srp, A, sizeof A, M, sizeof M, K, sizeof K);
     if (rc == PICL_ERROR_SRP_BAD_A) {
@@ -271,8 +266,8 @@ static void h_auth_finish(srv_http_request *req, srv_http_response *resp, void *
     if (rc == PICL_OK)
         rc = ks_db_rate_refund(s->db, lim, 2);
     if (rc == PICL_OK)
-        rc = ks_token_issue(s, PICL_TOKEN_AUTH, a->id, auth, NULL, NULL, NULL, 0, 0,
-                            ks_now(s) + KS_TTL_AUTH, NULL);
+        rc = ks_token_issue(s, PICL_TOKEN_AUTH, a->id, auth, NULL, NULL, NULL, 0, 0, ks_now(s) + KS_TTL_AUTH,
+                            NULL);
     if (rc != PICL_OK) {
         ks_error_internal(resp);
         goto done;
@@ -292,8 +287,8 @@ done:
 /* ---- POST /v1/session/create, /v1/password/change/start ----------------- */
 
 /* Both spend an authToken and answer a 64-byte bundle of two new tokens. */
-static void two_tokens(ks_server *s, srv_http_request *req, srv_http_response *resp,
-                       int second_type, const char *context)
+static void two_tokens(ks_server *s, srv_http_request *req, srv_http_response *resp, int second_type,
+                       const char *context)
 {
     ks_token t;
     ks_account *a = calloc(1, sizeof *a);
@@ -321,12 +316,11 @@ static void two_tokens(ks_server *s, srv_http_request *req, srv_http_response *r
     if (!ks_token_account(s, resp, &t, a) || !ks_consume(s, resp, &t))
         goto done;
     int64_t now = ks_now(s);
-    picl_status rc = ks_token_issue(s, PICL_TOKEN_KEY_FETCH, a->id, pair, NULL, NULL, NULL, 0,
-                                    0, now + KS_TTL_KEY_FETCH, NULL);
+    picl_status rc = ks_token_issue(s, PICL_TOKEN_KEY_FETCH, a->id, pair, NULL, NULL, NULL, 0, 0,
+                                    now + KS_TTL_KEY_FETCH, NULL);
     if (rc == PICL_OK)
         rc = ks_token_issue(s, second_type, a->id, pair + 32, name, type, NULL, 0, 0,
-                            second_type == PICL_TOKEN_SESSION ? KS_TTL_SESSION
-                                                              : now + KS_TTL_ACCOUNT_RESET,
+                            second_type == PICL_TOKEN_SESSION ? KS_TTL_SESSION : now + KS_TTL_ACCOUNT_RESET,
                             NULL);
     if (rc != PICL_OK) {
         ks_error_internal(resp);
@@ -408,18 +402,17 @@ done:
 
 struct device_list {
     json_t *list;
-    const uint8_t *caller;        /* the caller's token id */
+    const uint8_t *caller; /* the caller's token id */
 };
 
 static void add_device(void *ctx, const ks_token *t)
 {
     struct device_list *d = ctx;
     int64_t last = t->last_access > t->created ? t->last_access : t->created;
-    json_array_append_new(d->list,
-                          json_pack("{s:s, s:s, s:s, s:I, s:I, s:b}", "id", t->device_id, "type",
-                                    t->device_type, "name", t->device_name, "createdAt",
-                                    (json_int_t)t->created, "lastAccessAt", (json_int_t)last,
-                                    "current", picl__memeq_ct(t->id, d->caller, 32)));
+    json_array_append_new(d->list, json_pack("{s:s, s:s, s:s, s:I, s:I, s:b}", "id", t->device_id, "type",
+                                             t->device_type, "name", t->device_name, "createdAt",
+                                             (json_int_t)t->created, "lastAccessAt", (json_int_t)last,
+                                             "current", picl__memeq_ct(t->id, d->caller, 32)));
 }
 
 static void h_account_devices(srv_http_request *req, srv_http_response *resp, void *ctx)
@@ -611,8 +604,8 @@ static void h_storage_token(srv_http_request *req, srv_http_response *resp, void
         goto done;
     }
     /* its node: the --storage-node, or its assignment (storage.md 6) */
-    picl_status nrc = ks_nodes_credentials(s, a->id, p->node, sizeof p->node, &uid, &node_secret,
-                                           &node_secret_len);
+    picl_status nrc =
+        ks_nodes_credentials(s, a->id, p->node, sizeof p->node, &uid, &node_secret, &node_secret_len);
     if (nrc == PICL_ERROR_BACKOFF || nrc == PICL_ERROR_NOT_FOUND) {
         ks_error_retry(resp, 503, KS_ERR_OVERLOADED, nrc == PICL_ERROR_BACKOFF ? 300 : 3600);
         goto done;
@@ -655,9 +648,9 @@ static void h_storage_token(srv_http_request *req, srv_http_response *resp, void
     }
     char endpoint[PICL_TOKENLIB_MAX_NODE + 64];
     snprintf(endpoint, sizeof endpoint, "%s/1.5/%lld", p->node, (long long)uid);
-    ks_reply(resp, json_pack("{s:s, s:s, s:I, s:s, s:i, s:s}", "id", token, "key", key, "uid",
-                             (json_int_t)uid, "api_endpoint", endpoint, "duration", 3600,
-                             "hashed_fxa_uid", p->hashed_fxa_uid));
+    ks_reply(resp,
+             json_pack("{s:s, s:s, s:I, s:s, s:i, s:s}", "id", token, "key", key, "uid", (json_int_t)uid,
+                       "api_endpoint", endpoint, "duration", 3600, "hashed_fxa_uid", p->hashed_fxa_uid));
 done:
     free(token);
     if (key)
@@ -683,8 +676,8 @@ static void h_classmap_get(srv_http_request *req, srv_http_response *resp, void 
     picl_status rc = ks_db_classmap_get(s->db, t.account, &cm);
     json_t *j = NULL;
     if (rc == PICL_OK)
-        j = json_pack("{s:I, s:I, s:I}", "version", (json_int_t)cm.version, "epoch",
-                      (json_int_t)cm.epoch, "currentEpoch", (json_int_t)cm.current_epoch);
+        j = json_pack("{s:I, s:I, s:I}", "version", (json_int_t)cm.version, "epoch", (json_int_t)cm.epoch,
+                      "currentEpoch", (json_int_t)cm.current_epoch);
     if (j && (cm.has_hmac ? ks_set_hex(j, "hmac", cm.hmac, sizeof cm.hmac)
                           : json_object_set_new(j, "hmac", json_null()))) {
         json_decref(j);

@@ -139,16 +139,29 @@ static int parse_args(int argc, char **argv, ks_args *a)
     while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         /* "--data --listen X": an option is never the value of another */
         if (optarg && optarg == argv[optind - 1] && !strncmp(optarg, "--", 2)) {
-            fprintf(stderr, "picl-keyserver: %s needs a value, not the option %s\n", argv[optind - 2], optarg);
+            fprintf(stderr, "picl-keyserver: %s needs a value, not the option %s\n", argv[optind - 2],
+                    optarg);
             return 2;
         }
         switch (ch) {
-        case 'l': a->listen = optarg; break;
-        case 'd': a->data = optarg; break;
-        case 'n': a->node = optarg; break;
-        case 's': a->secret_file = optarg; break;
-        case 'm': a->smtp = optarg; break;
-        case 'D': a->database = optarg; break;
+        case 'l':
+            a->listen = optarg;
+            break;
+        case 'd':
+            a->data = optarg;
+            break;
+        case 'n':
+            a->node = optarg;
+            break;
+        case 's':
+            a->secret_file = optarg;
+            break;
+        case 'm':
+            a->smtp = optarg;
+            break;
+        case 'D':
+            a->database = optarg;
+            break;
         case 'p':
             if (number_arg("db-pool", optarg, 1, 256, &a->db_pool) != 0)
                 return 2;
@@ -156,8 +169,13 @@ static int parse_args(int argc, char **argv, ks_args *a)
         case 'C':
         case 'P':
         case 'T':
-            if (number_arg(ch == 'C' ? "max-connections" : ch == 'P' ? "per-ip-connections" : "request-timeout",
-                           optarg, 1, 1000000, &a->lim[ch == 'C' ? 0 : ch == 'P' ? 1 : 2]) != 0)
+            if (number_arg(ch == 'C'   ? "max-connections"
+                           : ch == 'P' ? "per-ip-connections"
+                                       : "request-timeout",
+                           optarg, 1, 1000000,
+                           &a->lim[ch == 'C'   ? 0
+                                   : ch == 'P' ? 1
+                                               : 2]) != 0)
                 return 2;
             break;
         case 'h':

@@ -19,32 +19,31 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: picl-storage --listen HOST:PORT --data DIR --secret-file FILE [--node URL]\n"
-            "                    [--quota-kb N] [--max-connections N] [--per-ip-connections N]\n"
-            "                    [--request-timeout S] [--restore-days N]\n"
-            "       picl-storage --listen HOST:PORT --database postgresql://... [--db-pool N]\n"
-            "                    --secret-file FILE [--node URL] [options as above]\n"
-            "       picl-storage --listen HOST:PORT --secret-file FILE [--node URL]\n"
-            "                    --mint-token UID [--hawk METHOD URL]\n"
-            "       picl-storage --help | --version\n"
-            "\n"
-            "  --node URL        the node tokens must name (default http://HOST:PORT)\n"
-            "  --database URL    a PostgreSQL database instead of DIR/storage.db; several\n"
-            "                    picl-storage processes may serve one database\n"
-            "  --db-pool N       PostgreSQL connections at most (1 to 256, default 8)\n"
-            "  --quota-kb N      per-user quota in KiB (default: none)\n"
-            "  --restore-days N  keep the previous version of every overwritten or deleted\n"
-            "                    record N days, for picl restore (default 30, 0 = off)\n"
-            "  --max-connections N      open connections at most (default 1000, and never\n"
-            "                           more than the descriptor limit allows)\n"
-            "  --per-ip-connections N   open connections per client address (default 64)\n"
-            "  --request-timeout S      seconds a request's headers and body may take to\n"
-            "                           arrive, however slowly they trickle (default 60)\n"
-            "  --mint-token UID  DEVELOPMENT HELPER: print a 1-hour token for UID signed\n"
-            "                    with the secret file, as the keyserver would, and exit;\n"
-            "                    with --hawk, print instead an Authorization header for\n"
-            "                    one request (e.g. curl -H \"$(picl-storage ... --hawk GET URL)\")\n");
+    fprintf(f, "usage: picl-storage --listen HOST:PORT --data DIR --secret-file FILE [--node URL]\n"
+               "                    [--quota-kb N] [--max-connections N] [--per-ip-connections N]\n"
+               "                    [--request-timeout S] [--restore-days N]\n"
+               "       picl-storage --listen HOST:PORT --database postgresql://... [--db-pool N]\n"
+               "                    --secret-file FILE [--node URL] [options as above]\n"
+               "       picl-storage --listen HOST:PORT --secret-file FILE [--node URL]\n"
+               "                    --mint-token UID [--hawk METHOD URL]\n"
+               "       picl-storage --help | --version\n"
+               "\n"
+               "  --node URL        the node tokens must name (default http://HOST:PORT)\n"
+               "  --database URL    a PostgreSQL database instead of DIR/storage.db; several\n"
+               "                    picl-storage processes may serve one database\n"
+               "  --db-pool N       PostgreSQL connections at most (1 to 256, default 8)\n"
+               "  --quota-kb N      per-user quota in KiB (default: none)\n"
+               "  --restore-days N  keep the previous version of every overwritten or deleted\n"
+               "                    record N days, for picl restore (default 30, 0 = off)\n"
+               "  --max-connections N      open connections at most (default 1000, and never\n"
+               "                           more than the descriptor limit allows)\n"
+               "  --per-ip-connections N   open connections per client address (default 64)\n"
+               "  --request-timeout S      seconds a request's headers and body may take to\n"
+               "                           arrive, however slowly they trickle (default 60)\n"
+               "  --mint-token UID  DEVELOPMENT HELPER: print a 1-hour token for UID signed\n"
+               "                    with the secret file, as the keyserver would, and exit;\n"
+               "                    with --hawk, print instead an Authorization header for\n"
+               "                    one request (e.g. curl -H \"$(picl-storage ... --hawk GET URL)\")\n");
 }
 
 /* Reads the secret file; trailing newlines/spaces are not part of it. */
@@ -118,8 +117,8 @@ done:
     return rc;
 }
 
-static int mint(const uint8_t *secret, size_t slen, const char *node, int64_t uid,
-                const char *hawk_method, const char *hawk_url)
+static int mint(const uint8_t *secret, size_t slen, const char *node, int64_t uid, const char *hawk_method,
+                const char *hawk_url)
 {
     picl_tokenlib_payload p;
     memset(&p, 0, sizeof p);
@@ -148,10 +147,9 @@ static int mint(const uint8_t *secret, size_t slen, const char *node, int64_t ui
             fprintf(stderr, "picl-storage: --hawk needs an http:// or https:// URL\n");
             rc = 1;
         } else {
-            picl_hawk_request hr = {.method = hawk_method, .resource = res, .host = host,
-                                    .port = port};
-            if (picl__hawk_client_header(&hdr, token, key, strlen(key), &hr, (int64_t)time(NULL),
-                                         NULL, NULL) != PICL_OK) {
+            picl_hawk_request hr = {.method = hawk_method, .resource = res, .host = host, .port = port};
+            if (picl__hawk_client_header(&hdr, token, key, strlen(key), &hr, (int64_t)time(NULL), NULL,
+                                         NULL) != PICL_OK) {
                 fprintf(stderr, "picl-storage: cannot sign the request\n");
                 rc = 1;
             } else {
@@ -161,8 +159,8 @@ static int mint(const uint8_t *secret, size_t slen, const char *node, int64_t ui
         }
         free(res);
     } else {
-        printf("{\"id\": \"%s\", \"key\": \"%s\", \"uid\": %" PRId64
-               ", \"api_endpoint\": \"%s/1.5/%" PRId64 "\", \"duration\": 3600}\n",
+        printf("{\"id\": \"%s\", \"key\": \"%s\", \"uid\": %" PRId64 ", \"api_endpoint\": \"%s/1.5/%" PRId64
+               "\", \"duration\": 3600}\n",
                token, key, uid, node, uid);
     }
     free(token);
@@ -209,7 +207,9 @@ static int parse_number(int ch, const char *v, args *a)
         int64_t *n = &a->lim[ch == 'C' ? 0 : ch == 'P' ? 1 : 2];
         if (parse_int(v, n) != 0 || *n < 1 || *n > 1000000) {
             fprintf(stderr, "picl-storage: --%s takes a number from 1 to 1000000, not %s\n",
-                    ch == 'C' ? "max-connections" : ch == 'P' ? "per-ip-connections" : "request-timeout",
+                    ch == 'C'   ? "max-connections"
+                    : ch == 'P' ? "per-ip-connections"
+                                : "request-timeout",
                     v);
             return -1;
         }
@@ -249,11 +249,21 @@ static int parse_args(int argc, char **argv, args *a)
             return 2;
         }
         switch (ch) {
-        case 'l': a->listen = optarg; break;
-        case 'd': a->data = optarg; break;
-        case 'D': a->database = optarg; break;
-        case 's': a->secret_file = optarg; break;
-        case 'n': a->node = optarg; break;
+        case 'l':
+            a->listen = optarg;
+            break;
+        case 'd':
+            a->data = optarg;
+            break;
+        case 'D':
+            a->database = optarg;
+            break;
+        case 's':
+            a->secret_file = optarg;
+            break;
+        case 'n':
+            a->node = optarg;
+            break;
         case 'p':
         case 'q':
         case 'R':
@@ -293,8 +303,7 @@ static int parse_args(int argc, char **argv, args *a)
         usage(stderr);
         return 2;
     }
-    if (a->database && strncmp(a->database, "postgresql://", 13) &&
-        strncmp(a->database, "postgres://", 11)) {
+    if (a->database && strncmp(a->database, "postgresql://", 13) && strncmp(a->database, "postgres://", 11)) {
         fprintf(stderr, "picl-storage: --database takes a postgresql:// URL\n");
         return 2;
     }

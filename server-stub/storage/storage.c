@@ -17,7 +17,6 @@
 #include "crypto/nss.h"
 #include "protocol/hostport.h"
 
-
 /* The node before the port is bound: no token names it. */
 static char unbound[] = "";
 
@@ -41,8 +40,8 @@ static int parse_uid(const char *s, int64_t *uid)
  * The preamble of every /1.5/<uid> request: availability, authentication,
  * conditional headers.  Returns 1 to go on; 0 when the answer is set.
  */
-static int begin_req(sreq *r, storage_server *s, srv_http_request *req,
-                     srv_http_response *resp, int64_t grace)
+static int begin_req(sreq *r, storage_server *s, srv_http_request *req, srv_http_response *resp,
+                     int64_t grace)
 {
     memset(r, 0, sizeof *r);
     r->s = s;
@@ -59,8 +58,7 @@ static int begin_req(sreq *r, storage_server *s, srv_http_request *req,
     }
     int64_t uid = -1;
     int ok = req->nparams >= 1 && parse_uid(req->params[0], &uid);
-    picl_status st = ok ? storage_auth_check(s->auth, req, atomic_load(&s->node), uid, grace,
-                                             r->now / 100)
+    picl_status st = ok ? storage_auth_check(s->auth, req, atomic_load(&s->node), uid, grace, r->now / 100)
                         : PICL_ERROR_TOKEN;
     if (st == PICL_ERROR_BACKOFF) {
         storage__error(resp, 503, 0);
@@ -89,8 +87,8 @@ static int begin_req(sreq *r, storage_server *s, srv_http_request *req,
 
 /* ---- hooks ------------------------------------------------------------ */
 
-static void on_glue_error(srv_http_request *req, srv_http_response *resp, int status,
-                          srv_http_error why, void *ctx)
+static void on_glue_error(srv_http_request *req, srv_http_response *resp, int status, srv_http_error why,
+                          void *ctx)
 {
     storage__error(resp, status, status == 413 ? 17 : status == 400 ? 1 : 0);
 }
@@ -102,9 +100,9 @@ static void on_before_body(srv_http_request *req, srv_http_response *resp, void 
     storage_server *s = ctx;
     int64_t uid = -1;
     int ok = req->nparams >= 1 && parse_uid(req->params[0], &uid);
-    picl_status st = ok ? storage_auth_check_headers(s->auth, req, atomic_load(&s->node), uid, 0,
-                                                     sdb_now() / 100)
-                        : PICL_ERROR_TOKEN;
+    picl_status st =
+        ok ? storage_auth_check_headers(s->auth, req, atomic_load(&s->node), uid, 0, sdb_now() / 100)
+           : PICL_ERROR_TOKEN;
     if (st == PICL_ERROR_BACKOFF || st == PICL_ERROR_NO_MEMORY) {
         storage__error(resp, 503, 0);
         srv_http_set_header(resp, "Retry-After", "10");
@@ -133,8 +131,7 @@ static void on_finish(srv_http_request *req, srv_http_response *resp, void *ctx)
 
 typedef enum info_kind { INFO_COLLECTIONS, INFO_QUOTA, INFO_USAGE, INFO_COUNTS, INFO_CONFIG } info_kind;
 
-static void info(srv_http_request *req, srv_http_response *resp, storage_server *s,
-                 info_kind kind)
+static void info(srv_http_request *req, srv_http_response *resp, storage_server *s, info_kind kind)
 {
     sreq r;
     if (!begin_req(&r, s, req, resp, kind == INFO_COLLECTIONS ? s->expired_grace_s : 0))
@@ -154,17 +151,23 @@ static void info(srv_http_request *req, srv_http_response *resp, storage_server 
     switch (kind) {
     case INFO_CONFIG:
         srv_buf_printf(&out,
-                        "{\"max_request_bytes\":%" PRId64 ",\"max_post_records\":%" PRId64
-                        ",\"max_post_bytes\":%" PRId64 ",\"max_total_records\":%" PRId64
-                        ",\"max_total_bytes\":%" PRId64 ",\"max_record_payload_bytes\":%" PRId64
-                        ",\"picl_restore_days\":%" PRId64 "}",
-                        s->lim.max_request_bytes, s->lim.max_post_records, s->lim.max_post_bytes,
-                        s->lim.max_total_records, s->lim.max_total_bytes,
-                        s->lim.max_record_payload_bytes, s->restore_days);
+                       "{\"max_request_bytes\":%" PRId64 ",\"max_post_records\":%" PRId64
+                       ",\"max_post_bytes\":%" PRId64 ",\"max_total_records\":%" PRId64
+                       ",\"max_total_bytes\":%" PRId64 ",\"max_record_payload_bytes\":%" PRId64
+                       ",\"picl_restore_days\":%" PRId64 "}",
+                       s->lim.max_request_bytes, s->lim.max_post_records, s->lim.max_post_bytes,
+                       s->lim.max_total_records, s->lim.max_total_bytes, s->lim.max_record_payload_bytes,
+                       s->restore_days);
         break;
-    case INFO_COLLECTIONS: st = sdb_info_collections(c, r.uid, &out); break;
-    case INFO_COUNTS: st = sdb_info_counts(c, r.uid, r.now, &out); break;
-    case INFO_USAGE: st = sdb_info_usage(c, r.uid, r.now, &out); break;
+    case INFO_COLLECTIONS:
+        st = sdb_info_collections(c, r.uid, &out);
+        break;
+    case INFO_COUNTS:
+        st = sdb_info_counts(c, r.uid, r.now, &out);
+        break;
+    case INFO_USAGE:
+        st = sdb_info_usage(c, r.uid, r.now, &out);
+        break;
     default: {
         int64_t bytes = 0;
         st = sdb_usage(c, r.uid, r.now, &bytes);
@@ -191,7 +194,10 @@ done:
     sdb_release(s->db, c);
 }
 
-static void h_info_collections(srv_http_request *q, srv_http_response *p, void *s) { info(q, p, s, INFO_COLLECTIONS); }
+static void h_info_collections(srv_http_request *q, srv_http_response *p, void *s)
+{
+    info(q, p, s, INFO_COLLECTIONS);
+}
 static void h_info_quota(srv_http_request *q, srv_http_response *p, void *s) { info(q, p, s, INFO_QUOTA); }
 static void h_info_usage(srv_http_request *q, srv_http_response *p, void *s) { info(q, p, s, INFO_USAGE); }
 static void h_info_counts(srv_http_request *q, srv_http_response *p, void *s) { info(q, p, s, INFO_COUNTS); }
@@ -338,8 +344,7 @@ static void h_coll(srv_http_request *req, srv_http_response *resp, void *ctx)
 static void h_item(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     sreq r;
-    if (!begin_req(&r, ctx, req, resp, 0) || !coll_ok(&r, req->params[1]) ||
-        !id_ok(&r, req->params[2]))
+    if (!begin_req(&r, ctx, req, resp, 0) || !coll_ok(&r, req->params[1]) || !id_ok(&r, req->params[2]))
         return;
     if (!strcmp(req->method, "GET"))
         storage__get_item(&r, req->params[1], req->params[2]);
@@ -407,8 +412,7 @@ picl_status storage_server_mount(storage_server *s, srv_http_server *http, int s
     for (size_t i = 0; i < sizeof routes / sizeof routes[0] && st == PICL_OK; i++) {
         if (skip_heartbeat && routes[i].fn == h_heartbeat)
             continue;
-        st = srv_http_route(http, routes[i].method, routes[i].pattern, routes[i].fn, s,
-                             &s->hooks);
+        st = srv_http_route(http, routes[i].method, routes[i].pattern, routes[i].fn, s, &s->hooks);
     }
     /* TTL pruning runs for as long as the server object lives. */
     if (st == PICL_OK && s->prune_interval_s > 0 && !s->pruner_running) {
@@ -441,7 +445,9 @@ picl_status storage_server_new(storage_server **out, const storage_config *cfg)
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     s->lim = cfg->limits;
-#define DEF(f, v) if (s->lim.f <= 0) s->lim.f = (v)
+#define DEF(f, v)                                                                                            \
+    if (s->lim.f <= 0)                                                                                       \
+    s->lim.f = (v)
     DEF(max_request_bytes, 2 * 1024 * 1024 + 4096);
     DEF(max_post_records, 100);
     DEF(max_post_bytes, 2 * 1024 * 1024);
@@ -482,8 +488,8 @@ picl_status storage_server_new(storage_server **out, const storage_config *cfg)
     s->log = cfg->log;
     s->log_ctx = cfg->log_ctx;
     const char *why = NULL;
-    if ((st = sdb_open(&s->db, s->database ? s->database : s->data_dir, cfg->busy_timeout_ms,
-                       cfg->db_pool, &why)) != PICL_OK) {
+    if ((st = sdb_open(&s->db, s->database ? s->database : s->data_dir, cfg->busy_timeout_ms, cfg->db_pool,
+                       &why)) != PICL_OK) {
         describe_open_failure(s, st, why);
         goto fail;
     }
@@ -510,8 +516,7 @@ static void describe_open_failure(storage_server *s, picl_status st, const char 
         return;
     if (s->database) {
         /* never the URL: it may hold a password */
-        snprintf(s->error, s->error_cap, "PostgreSQL database: %s",
-                 why ? why : picl_strerror(st));
+        snprintf(s->error, s->error_cap, "PostgreSQL database: %s", why ? why : picl_strerror(st));
         return;
     }
     struct stat sb;
@@ -539,8 +544,8 @@ static picl_status check_writable(storage_server *s)
         if (s->database)
             snprintf(s->error, s->error_cap, "PostgreSQL database cannot be written: %s", why);
         else
-            snprintf(s->error, s->error_cap, "database %s/storage.db cannot be written: %s",
-                     s->data_dir, why);
+            snprintf(s->error, s->error_cap, "database %s/storage.db cannot be written: %s", s->data_dir,
+                     why);
     }
     return st;
 }
@@ -594,30 +599,15 @@ fail:
     return st;
 }
 
-unsigned storage_server_port(const storage_server *s)
-{
-    return s ? srv_http_server_port(s->http) : 0;
-}
+unsigned storage_server_port(const storage_server *s) { return s ? srv_http_server_port(s->http) : 0; }
 
-const char *storage_server_node(const storage_server *s)
-{
-    return atomic_load(&s->node);
-}
+const char *storage_server_node(const storage_server *s) { return atomic_load(&s->node); }
 
-const storage_limits *storage_server_limits(const storage_server *s)
-{
-    return &s->lim;
-}
+const storage_limits *storage_server_limits(const storage_server *s) { return &s->lim; }
 
-void storage_server_set_backoff(storage_server *s, int secs)
-{
-    atomic_store(&s->backoff, secs);
-}
+void storage_server_set_backoff(storage_server *s, int secs) { atomic_store(&s->backoff, secs); }
 
-void storage_server_set_unavailable(storage_server *s, int secs)
-{
-    atomic_store(&s->unavailable, secs);
-}
+void storage_server_set_unavailable(storage_server *s, int secs) { atomic_store(&s->unavailable, secs); }
 
 picl_status storage_server_prune(storage_server *s, int64_t *removed)
 {

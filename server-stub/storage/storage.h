@@ -65,29 +65,29 @@ typedef struct storage_limits {
 } storage_limits;
 
 typedef struct storage_config {
-    const char *listen;        /* "HOST:PORT" for storage_server_start (port 0 = any) */
-    const char *data_dir;      /* existing directory (SQLite); may be NULL with database */
-    const char *database;      /* NULL, or a postgresql:// URL: the database instead of
+    const char *listen;    /* "HOST:PORT" for storage_server_start (port 0 = any) */
+    const char *data_dir;  /* existing directory (SQLite); may be NULL with database */
+    const char *database;  /* NULL, or a postgresql:// URL: the database instead of
                                   <data_dir>/storage.db */
-    unsigned db_pool;          /* PostgreSQL connections at most; 0 = 8 */
-    const uint8_t *secret;     /* token secret, >= 32 bytes (copied) */
+    unsigned db_pool;      /* PostgreSQL connections at most; 0 = 8 */
+    const uint8_t *secret; /* token secret, >= 32 bytes (copied) */
     size_t secret_len;
-    const char *node;          /* NULL = "http://HOST:PORT" of the bound listener */
-    int64_t quota_kb;          /* 0 = no quota */
-    int64_t restore_days;      /* PiCL undo: previous versions kept this many days
+    const char *node;           /* NULL = "http://HOST:PORT" of the bound listener */
+    int64_t quota_kb;           /* 0 = no quota */
+    int64_t restore_days;       /* PiCL undo: previous versions kept this many days
                                   (picl_restore_days); 0 = 30, < 0 = off */
-    storage_limits limits;     /* a 0 field = its default */
-    int64_t batch_ttl_s;       /* 0 = 7200 */
-    int64_t prune_interval_s;  /* 0 = 3600, < 0 = no pruning thread */
-    int64_t hawk_skew_s;       /* 0 = 60 */
-    int64_t expired_grace_s;   /* GET /info/collections accepts tokens expired this
+    storage_limits limits;      /* a 0 field = its default */
+    int64_t batch_ttl_s;        /* 0 = 7200 */
+    int64_t prune_interval_s;   /* 0 = 3600, < 0 = no pruning thread */
+    int64_t hawk_skew_s;        /* 0 = 60 */
+    int64_t expired_grace_s;    /* GET /info/collections accepts tokens expired this
                                   long ago; 0 = 300 */
-    unsigned threads;          /* HTTP thread pool, 0 = 4 */
-    int busy_timeout_ms;       /* a write waits this long for another writer before
+    unsigned threads;           /* HTTP thread pool, 0 = 4 */
+    int busy_timeout_ms;        /* a write waits this long for another writer before
                                   409 + Retry-After; 0 = 10000 */
-    int64_t max_open_batches;  /* per user; 0 = 10 */
-    size_t nonce_cache_entries;/* live Hawk nonces held; 0 = 2^19 (one user: 1/32) */
-    char *error;               /* NULL, or where storage_server_new/_start describe a
+    int64_t max_open_batches;   /* per user; 0 = 10 */
+    size_t nonce_cache_entries; /* live Hawk nonces held; 0 = 2^19 (one user: 1/32) */
+    char *error;                /* NULL, or where storage_server_new/_start describe a
                                   failure (the path and the cause); kept by the
                                   caller for as long as the server lives */
     size_t error_cap;

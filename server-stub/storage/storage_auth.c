@@ -37,7 +37,7 @@ struct storage_auth {
     size_t secretlen;
     int64_t skew;
     picl_hawk_nonce_cache *nonces;
-    storage_nonce_store shared;  /* NULL, or the store sibling processes share */
+    storage_nonce_store shared; /* NULL, or the store sibling processes share */
     void *shared_ctx;
     pthread_mutex_t mu;
     token_slot cache[TOKEN_CACHE_SLOTS];
@@ -72,8 +72,7 @@ static int cache_get(storage_auth *a, const char *token, picl_tokenlib_payload *
     return hit;
 }
 
-static void cache_put(storage_auth *a, const char *token, const picl_tokenlib_payload *p,
-                      const char *key)
+static void cache_put(storage_auth *a, const char *token, const picl_tokenlib_payload *p, const char *key)
 {
     char *copy = strdup(token);
     if (!copy)
@@ -87,8 +86,7 @@ static void cache_put(storage_auth *a, const char *token, const picl_tokenlib_pa
     pthread_mutex_unlock(&a->mu);
 }
 
-picl_status storage_auth_new(storage_auth **out, const uint8_t *secret, size_t secretlen,
-                             int64_t skew_s)
+picl_status storage_auth_new(storage_auth **out, const uint8_t *secret, size_t secretlen, int64_t skew_s)
 {
     return storage_auth_new_sized(out, secret, secretlen, skew_s, 0);
 }
@@ -115,9 +113,8 @@ picl_status storage_auth_new_sized(storage_auth **out, const uint8_t *secret, si
     pthread_mutex_init(&a->mu, NULL);
     picl_status st = picl__hawk_nonce_cache_new(&a->nonces, nonce_entries);
     if (st == PICL_OK)
-        st = picl__hawk_nonce_cache_set_share(a->nonces, nonce_entries / NONCE_SHARE_DIV
-                                                             ? nonce_entries / NONCE_SHARE_DIV
-                                                             : 1);
+        st = picl__hawk_nonce_cache_set_share(
+            a->nonces, nonce_entries / NONCE_SHARE_DIV ? nonce_entries / NONCE_SHARE_DIV : 1);
     if (st != PICL_OK) {
         storage_auth_free(a);
         return st;
@@ -176,15 +173,14 @@ static picl_status take_shared(storage_auth *a, const picl_hawk_auth *auth)
     key[64] = 0;
     /* a replay is accepted while its ts is within the skew: remembered that long */
     st = a->shared(a->shared_ctx, key, auth->ts + a->skew + 1);
-    return st == PICL_OK ? PICL_OK : st == PICL_ERROR_CONFLICT ? PICL_ERROR_TOKEN
-                                                               : PICL_ERROR_BACKOFF;
+    return st == PICL_OK ? PICL_OK : st == PICL_ERROR_CONFLICT ? PICL_ERROR_TOKEN : PICL_ERROR_BACKOFF;
 }
 
 /* headers_only: the body has not been read: the MAC is checked over the
  * payload hash the client announced, the hash itself and the nonce are left
  * for the full check once the body is in. */
-static picl_status check(storage_auth *a, const srv_http_request *req, const char *node,
-                         int64_t path_uid, int64_t grace_s, int64_t now_s, int headers_only)
+static picl_status check(storage_auth *a, const srv_http_request *req, const char *node, int64_t path_uid,
+                         int64_t grace_s, int64_t now_s, int headers_only)
 {
     picl_status st = PICL_ERROR_TOKEN;
     picl_hawk_auth *auth = NULL;
@@ -209,11 +205,11 @@ static picl_status check(storage_auth *a, const srv_http_request *req, const cha
         if (now_s > p->expires + grace_s)
             goto done;
     } else {
-        if (picl__tokenlib_parse(p, a->secret, a->secretlen, auth->id, strlen(auth->id), now_s,
-                                 grace_s) != PICL_OK)
+        if (picl__tokenlib_parse(p, a->secret, a->secretlen, auth->id, strlen(auth->id), now_s, grace_s) !=
+            PICL_OK)
             goto done;
-        if (picl__tokenlib_derive_key(key, a->secret, a->secretlen, auth->id, strlen(auth->id),
-                                      p->salt) != PICL_OK)
+        if (picl__tokenlib_derive_key(key, a->secret, a->secretlen, auth->id, strlen(auth->id), p->salt) !=
+            PICL_OK)
             goto done;
         cache_put(a, auth->id, p, key);
     }
@@ -245,8 +241,8 @@ static picl_status check(storage_auth *a, const srv_http_request *req, const cha
             st = PICL_OK;
         goto done;
     }
-    picl_hawk_verify_opts opts = {.now = now_s, .skew = a->skew, .require_hash = 0,
-                                  .nonces = a->nonces, .identity = who};
+    picl_hawk_verify_opts opts = {
+        .now = now_s, .skew = a->skew, .require_hash = 0, .nonces = a->nonces, .identity = who};
     picl_status v = picl__hawk_verify(auth, key, strlen(key), &hr, &opts);
     if (v == PICL_OK)
         st = take_shared(a, auth);
@@ -266,9 +262,8 @@ picl_status storage_auth_check(storage_auth *a, const srv_http_request *req, con
     return check(a, req, node, path_uid, grace_s, now_s, 0);
 }
 
-picl_status storage_auth_check_headers(storage_auth *a, const srv_http_request *req,
-                                       const char *node, int64_t path_uid, int64_t grace_s,
-                                       int64_t now_s)
+picl_status storage_auth_check_headers(storage_auth *a, const srv_http_request *req, const char *node,
+                                       int64_t path_uid, int64_t grace_s, int64_t now_s)
 {
     return check(a, req, node, path_uid, grace_s, now_s, 1);
 }
@@ -291,8 +286,8 @@ void storage_auth_challenge(storage_auth *a, const srv_http_request *req, int64_
         have_key = 1;
     else if (picl__tokenlib_parse(p, a->secret, a->secretlen, auth->id, strlen(auth->id), now_s,
                                   (int64_t)3650 * 86400) == PICL_OK &&
-             picl__tokenlib_derive_key(key, a->secret, a->secretlen, auth->id, strlen(auth->id),
-                                       p->salt) == PICL_OK)
+             picl__tokenlib_derive_key(key, a->secret, a->secretlen, auth->id, strlen(auth->id), p->salt) ==
+                 PICL_OK)
         have_key = 1;
     if (have_key) {
         char text[48], tsm[PICL_HAWK_B64_BYTES + 1];
@@ -300,8 +295,7 @@ void storage_auth_challenge(storage_auth *a, const srv_http_request *req, int64_
         int n = snprintf(text, sizeof text, "hawk.1.ts\n%lld\n", (long long)now_s);
         if (picl__hmac_sha256(mac, key, strlen(key), text, (size_t)n) == PICL_OK) {
             picl__base64_encode(tsm, mac, sizeof mac);
-            snprintf(out, cap, "Hawk ts=\"%lld\", tsm=\"%s\", error=\"Unauthorized\"", (long long)now_s,
-                     tsm);
+            snprintf(out, cap, "Hawk ts=\"%lld\", tsm=\"%s\", error=\"Unauthorized\"", (long long)now_s, tsm);
         }
         picl__wipe(mac, sizeof mac);
     }

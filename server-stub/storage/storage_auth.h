@@ -14,8 +14,7 @@ typedef struct storage_auth storage_auth;
 
 /* secret is copied (wiped on free); secretlen < 32 is PICL_ERROR_INVALID_ARGUMENT.
  * skew_s: allowed Hawk clock skew.  Caller frees with storage_auth_free(). */
-picl_status storage_auth_new(storage_auth **out, const uint8_t *secret, size_t secretlen,
-                             int64_t skew_s);
+picl_status storage_auth_new(storage_auth **out, const uint8_t *secret, size_t secretlen, int64_t skew_s);
 /* The same with a nonce cache of nonce_entries live entries (0 = the
  * default, 2^19); each user (uid) may hold 1/32 of them (at least 1): past
  * its share a user's requests get PICL_ERROR_BACKOFF (503), others' not. */
@@ -50,9 +49,8 @@ picl_status storage_auth_check(storage_auth *a, const srv_http_request *req, con
  * before_body): token, node, uid, MAC over the announced payload hash, ts.
  * It neither checks the payload hash nor records the nonce, so a request
  * it lets through still goes through storage_auth_check with its body. */
-picl_status storage_auth_check_headers(storage_auth *a, const srv_http_request *req,
-                                       const char *node, int64_t path_uid, int64_t grace_s,
-                                       int64_t now_s);
+picl_status storage_auth_check_headers(storage_auth *a, const srv_http_request *req, const char *node,
+                                       int64_t path_uid, int64_t grace_s, int64_t now_s);
 
 /* The WWW-Authenticate value of a 401 into out: Hawk ts="<now_s>", and when
  * the request's token is genuine (expired or not) tsm="<HMAC-SHA256 of

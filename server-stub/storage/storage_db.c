@@ -25,8 +25,7 @@ int sdb_is_url(const char *target)
     return target && (!strncmp(target, "postgresql://", 13) || !strncmp(target, "postgres://", 11));
 }
 
-picl_status sdb_open(sdb **out, const char *target, int busy_timeout_ms, unsigned pool,
-                     const char **why)
+picl_status sdb_open(sdb **out, const char *target, int busy_timeout_ms, unsigned pool, const char **why)
 {
     *out = NULL;
     const char *reason = NULL;
@@ -57,25 +56,13 @@ void sdb_close(sdb *db)
     free(db);
 }
 
-const char *sdb_backend(const sdb *db)
-{
-    return db->ops->name;
-}
+const char *sdb_backend(const sdb *db) { return db->ops->name; }
 
-const char *sdb_where(const sdb *db)
-{
-    return db->ops->where(db->impl);
-}
+const char *sdb_where(const sdb *db) { return db->ops->where(db->impl); }
 
-picl_status sdb_check_writable(sdb *db, const char **why)
-{
-    return db->ops->check_writable(db->impl, why);
-}
+picl_status sdb_check_writable(sdb *db, const char **why) { return db->ops->check_writable(db->impl, why); }
 
-picl_status sdb_acquire(sdb *db, sdb_conn **conn)
-{
-    return db->ops->acquire(db->impl, conn);
-}
+picl_status sdb_acquire(sdb *db, sdb_conn **conn) { return db->ops->acquire(db->impl, conn); }
 
 void sdb_release(sdb *db, sdb_conn *conn)
 {
@@ -93,60 +80,33 @@ picl_status sdb_nonce_take(sdb *db, const char *key, int64_t expires)
     return db->ops->nonce_take(db->impl, key, expires);
 }
 
-int sdb_shares_nonces(const sdb *db)
-{
-    return db->ops->shares_nonces;
-}
+int sdb_shares_nonces(const sdb *db) { return db->ops->shares_nonces; }
 
 /* ---- per-connection calls ---------------------------------------------- */
 
-picl_status sdb_ping(sdb_conn *c)
-{
-    return c->ops->ping(c);
-}
+picl_status sdb_ping(sdb_conn *c) { return c->ops->ping(c); }
 
-picl_status sdb_begin_write(sdb_conn *c, int64_t uid, int64_t *m)
-{
-    return c->ops->begin_write(c, uid, m);
-}
+picl_status sdb_begin_write(sdb_conn *c, int64_t uid, int64_t *m) { return c->ops->begin_write(c, uid, m); }
 
-picl_status sdb_begin_read(sdb_conn *c, int64_t uid, int64_t *m)
-{
-    return c->ops->begin_read(c, uid, m);
-}
+picl_status sdb_begin_read(sdb_conn *c, int64_t uid, int64_t *m) { return c->ops->begin_read(c, uid, m); }
 
-picl_status sdb_begin_maint(sdb_conn *c)
-{
-    return c->ops->begin_maint(c);
-}
+picl_status sdb_begin_maint(sdb_conn *c) { return c->ops->begin_maint(c); }
 
-picl_status sdb_commit(sdb_conn *c)
-{
-    return c->ops->commit(c);
-}
+picl_status sdb_commit(sdb_conn *c) { return c->ops->commit(c); }
 
-void sdb_rollback(sdb_conn *c)
-{
-    c->ops->rollback(c);
-}
+void sdb_rollback(sdb_conn *c) { c->ops->rollback(c); }
 
-int sdb_in_tx(sdb_conn *c)
-{
-    return c->ops->in_tx(c);
-}
+int sdb_in_tx(sdb_conn *c) { return c->ops->in_tx(c); }
 
-void sdb_set_write_time(sdb_conn *c, int64_t t)
-{
-    c->ops->set_write_time(c, t);
-}
+void sdb_set_write_time(sdb_conn *c, int64_t t) { c->ops->set_write_time(c, t); }
 
 picl_status sdb_coll_modified(sdb_conn *c, int64_t uid, const char *coll, int64_t *modified)
 {
     return c->ops->coll_modified(c, uid, coll, modified);
 }
 
-picl_status sdb_item_modified(sdb_conn *c, int64_t uid, const char *coll, const char *id,
-                              int64_t now, int64_t *modified)
+picl_status sdb_item_modified(sdb_conn *c, int64_t uid, const char *coll, const char *id, int64_t now,
+                              int64_t *modified)
 {
     return c->ops->item_modified(c, uid, coll, id, now, modified);
 }
@@ -158,16 +118,13 @@ picl_status sdb_upserter_init(sdb_conn *c, sdb_upserter *u)
     return c->ops->upserter_init(c, u);
 }
 
-picl_status sdb_upserter_run(sdb_upserter *u, int64_t uid, const char *coll, const sdb_bso *b,
-                             int64_t t, int64_t now)
+picl_status sdb_upserter_run(sdb_upserter *u, int64_t uid, const char *coll, const sdb_bso *b, int64_t t,
+                             int64_t now)
 {
     return u->c->ops->upserter_run(u, uid, coll, b, t, now);
 }
 
-picl_status sdb_upserter_flush(sdb_upserter *u)
-{
-    return u->c->ops->upserter_flush(u);
-}
+picl_status sdb_upserter_flush(sdb_upserter *u) { return u->c->ops->upserter_flush(u); }
 
 void sdb_upserter_done(sdb_upserter *u)
 {
@@ -175,8 +132,7 @@ void sdb_upserter_done(sdb_upserter *u)
         u->c->ops->upserter_done(u);
 }
 
-picl_status sdb_upsert(sdb_conn *c, int64_t uid, const char *coll, const sdb_bso *b, int64_t t,
-                       int64_t now)
+picl_status sdb_upsert(sdb_conn *c, int64_t uid, const char *coll, const sdb_bso *b, int64_t t, int64_t now)
 {
     sdb_upserter u;
     picl_status st = sdb_upserter_init(c, &u);
@@ -198,16 +154,13 @@ picl_status sdb_delete_coll(sdb_conn *c, int64_t uid, const char *coll)
     return c->ops->delete_coll(c, uid, coll);
 }
 
-picl_status sdb_delete_item(sdb_conn *c, int64_t uid, const char *coll, const char *id,
-                            int64_t now, int *deleted)
+picl_status sdb_delete_item(sdb_conn *c, int64_t uid, const char *coll, const char *id, int64_t now,
+                            int *deleted)
 {
     return c->ops->delete_item(c, uid, coll, id, now, deleted);
 }
 
-picl_status sdb_delete_all(sdb_conn *c, int64_t uid)
-{
-    return c->ops->delete_all(c, uid);
-}
+picl_status sdb_delete_all(sdb_conn *c, int64_t uid) { return c->ops->delete_all(c, uid); }
 
 picl_status sdb_usage(sdb_conn *c, int64_t uid, int64_t now, int64_t *bytes)
 {
@@ -251,8 +204,8 @@ picl_status sdb_batch_create(sdb_conn *c, int64_t uid, const char *coll, int64_t
     return c->ops->batch_create(c, uid, coll, expires, id);
 }
 
-picl_status sdb_batch_check(sdb_conn *c, const char *id, int64_t uid, const char *coll,
-                            int64_t now, int64_t *records, int64_t *bytes)
+picl_status sdb_batch_check(sdb_conn *c, const char *id, int64_t uid, const char *coll, int64_t now,
+                            int64_t *records, int64_t *bytes)
 {
     return c->ops->batch_check(c, id, uid, coll, now, records, bytes);
 }
@@ -267,16 +220,13 @@ picl_status sdb_batch_count(sdb_conn *c, int64_t uid, int64_t now, int64_t *open
     return c->ops->batch_count(c, uid, now, open);
 }
 
-picl_status sdb_batch_apply(sdb_conn *c, const char *id, int64_t uid, const char *coll,
-                            int64_t t, int64_t now)
+picl_status sdb_batch_apply(sdb_conn *c, const char *id, int64_t uid, const char *coll, int64_t t,
+                            int64_t now)
 {
     return c->ops->batch_apply(c, id, uid, coll, t, now);
 }
 
-picl_status sdb_prune(sdb_conn *c, int64_t now, int64_t *removed)
-{
-    return c->ops->prune(c, now, removed);
-}
+picl_status sdb_prune(sdb_conn *c, int64_t now, int64_t *removed) { return c->ops->prune(c, now, removed); }
 
 picl_status sdb_history_evict(sdb_conn *c, int64_t uid, int64_t bytes)
 {

@@ -46,8 +46,7 @@ typedef struct sdb_conn sdb_conn;
  * before it fails with PICL_ERROR_CONFLICT.  *why (may be NULL) receives a
  * static or thread-local reason on failure (may stay NULL).  The caller
  * frees with sdb_close(). */
-picl_status sdb_open(sdb **out, const char *target, int busy_timeout_ms, unsigned pool,
-                     const char **why);
+picl_status sdb_open(sdb **out, const char *target, int busy_timeout_ms, unsigned pool, const char **why);
 void sdb_close(sdb *db);
 
 /* 1 when target names a PostgreSQL database (postgresql:// or postgres://). */
@@ -87,14 +86,14 @@ int64_t sdb_now(void);
 /* A BSO as parsed from a request.  has_* say whether the field was given;
  * *_null that it was given as JSON null (reset to the default). */
 typedef struct sdb_bso {
-    char *id;                       /* malloc()ed, owned by the array holding it */
+    char *id; /* malloc()ed, owned by the array holding it */
     int has_sortindex, sortindex_null;
     int64_t sortindex;
-    int has_payload;                /* payload NULL with has_payload = null given */
-    char *payload;                  /* malloc()ed or NULL */
+    int has_payload; /* payload NULL with has_payload = null given */
+    char *payload;   /* malloc()ed or NULL */
     size_t payload_len;
     int has_ttl, ttl_null;
-    int64_t ttl;                    /* seconds */
+    int64_t ttl; /* seconds */
 } sdb_bso;
 
 /* Transactions.  sdb_begin_write takes the user's write lock and reads
@@ -115,13 +114,12 @@ void sdb_set_write_time(sdb_conn *c, int64_t t);
 /* Last-modified of a collection (NOT_FOUND when it does not exist). */
 picl_status sdb_coll_modified(sdb_conn *c, int64_t uid, const char *coll, int64_t *modified);
 /* Last-modified of a live item (NOT_FOUND when absent or expired). */
-picl_status sdb_item_modified(sdb_conn *c, int64_t uid, const char *coll, const char *id,
-                              int64_t now, int64_t *modified);
+picl_status sdb_item_modified(sdb_conn *c, int64_t uid, const char *coll, const char *id, int64_t now,
+                              int64_t *modified);
 
 /* Creates or merges one BSO at time t (fields not given are kept; an expired
  * row is replaced as if absent). */
-picl_status sdb_upsert(sdb_conn *c, int64_t uid, const char *coll, const sdb_bso *b, int64_t t,
-                       int64_t now);
+picl_status sdb_upsert(sdb_conn *c, int64_t uid, const char *coll, const sdb_bso *b, int64_t t, int64_t now);
 
 /* The same for many BSOs in one transaction, preparing the statements once:
  * init, run for each, flush (the status of every run: a backend may send
@@ -132,8 +130,8 @@ typedef struct sdb_upserter {
     void *priv[2]; /* the backend's prepared statements */
 } sdb_upserter;
 picl_status sdb_upserter_init(sdb_conn *c, sdb_upserter *u);
-picl_status sdb_upserter_run(sdb_upserter *u, int64_t uid, const char *coll, const sdb_bso *b,
-                             int64_t t, int64_t now);
+picl_status sdb_upserter_run(sdb_upserter *u, int64_t uid, const char *coll, const sdb_bso *b, int64_t t,
+                             int64_t now);
 picl_status sdb_upserter_flush(sdb_upserter *u);
 void sdb_upserter_done(sdb_upserter *u);
 /* Sets the user's (and when coll != NULL the collection's) last-modified to t. */
@@ -141,8 +139,8 @@ picl_status sdb_touch(sdb_conn *c, int64_t uid, const char *coll, int64_t t);
 
 /* Deletes.  *deleted receives the number of rows removed (may be NULL). */
 picl_status sdb_delete_coll(sdb_conn *c, int64_t uid, const char *coll);
-picl_status sdb_delete_item(sdb_conn *c, int64_t uid, const char *coll, const char *id,
-                            int64_t now, int *deleted);
+picl_status sdb_delete_item(sdb_conn *c, int64_t uid, const char *coll, const char *id, int64_t now,
+                            int *deleted);
 picl_status sdb_delete_all(sdb_conn *c, int64_t uid);
 
 /* Sum of the payload bytes of the user's live BSOs and of the items of the
@@ -164,17 +162,17 @@ typedef struct sdb_query {
     int64_t uid;
     const char *coll;
     int64_t now;
-    char **ids;          /* NULL or nids ids */
+    char **ids; /* NULL or nids ids */
     size_t nids;
     int has_newer, has_older;
     int64_t newer, older;
     int full, newlines;
-    int64_t limit;       /* 0 = none */
+    int64_t limit; /* 0 = none */
     sdb_sort sort;
-    const char *offset;  /* an X-Weave-Next-Offset value, or NULL */
-    int64_t max_bytes;   /* 0 = none; else the page ends (with a next offset)
+    const char *offset; /* an X-Weave-Next-Offset value, or NULL */
+    int64_t max_bytes;  /* 0 = none; else the page ends (with a next offset)
                             before the output passes this, after >= 1 item */
-    int has_as_of;       /* PiCL undo: list the collection as it was at as_of */
+    int has_as_of;      /* PiCL undo: list the collection as it was at as_of */
     int64_t as_of;
 } sdb_query;
 
@@ -190,14 +188,14 @@ picl_status sdb_batch_create(sdb_conn *c, int64_t uid, const char *coll, int64_t
                              char id[SDB_BATCH_ID_LEN + 1]);
 /* NOT_FOUND for an id that is unknown, expired, or of another user or
  * collection; else its current record count and payload bytes. */
-picl_status sdb_batch_check(sdb_conn *c, const char *id, int64_t uid, const char *coll,
-                            int64_t now, int64_t *records, int64_t *bytes);
+picl_status sdb_batch_check(sdb_conn *c, const char *id, int64_t uid, const char *coll, int64_t now,
+                            int64_t *records, int64_t *bytes);
 picl_status sdb_batch_add(sdb_conn *c, const char *id, const sdb_bso *b);
 /* The number of the user's open (unexpired) batches. */
 picl_status sdb_batch_count(sdb_conn *c, int64_t uid, int64_t now, int64_t *open);
 /* Applies every item of the batch at time t, then deletes the batch. */
-picl_status sdb_batch_apply(sdb_conn *c, const char *id, int64_t uid, const char *coll,
-                            int64_t t, int64_t now);
+picl_status sdb_batch_apply(sdb_conn *c, const char *id, int64_t uid, const char *coll, int64_t t,
+                            int64_t now);
 
 /* Deletes expired BSOs, batches, kept versions (and shared Hawk nonces);
  * *removed (may be NULL) gets the count of BSOs and kept versions. */
@@ -212,6 +210,5 @@ picl_status sdb_history_configure(sdb *db, int64_t days);
  * payload (fewer when there are not that many), so that freeing space by
  * deleting still makes room for new writes. */
 picl_status sdb_history_evict(sdb_conn *c, int64_t uid, int64_t bytes);
-
 
 #endif

@@ -23,8 +23,7 @@ typedef struct sdb_impl sdb_impl;
 struct sdb_ops {
     const char *name;
     int shares_nonces;
-    picl_status (*open)(sdb_impl **out, const char *target, int busy_ms, unsigned pool,
-                        const char **why);
+    picl_status (*open)(sdb_impl **out, const char *target, int busy_ms, unsigned pool, const char **why);
     void (*close)(sdb_impl *db);
     const char *(*where)(const sdb_impl *db);
     picl_status (*check_writable)(sdb_impl *db, const char **why);
@@ -42,34 +41,32 @@ struct sdb_ops {
     int (*in_tx)(sdb_conn *c);
     void (*set_write_time)(sdb_conn *c, int64_t t);
     picl_status (*coll_modified)(sdb_conn *c, int64_t uid, const char *coll, int64_t *m);
-    picl_status (*item_modified)(sdb_conn *c, int64_t uid, const char *coll, const char *id,
-                                 int64_t now, int64_t *m);
+    picl_status (*item_modified)(sdb_conn *c, int64_t uid, const char *coll, const char *id, int64_t now,
+                                 int64_t *m);
     picl_status (*upserter_init)(sdb_conn *c, sdb_upserter *u);
-    picl_status (*upserter_run)(sdb_upserter *u, int64_t uid, const char *coll,
-                                const sdb_bso *b, int64_t t, int64_t now);
+    picl_status (*upserter_run)(sdb_upserter *u, int64_t uid, const char *coll, const sdb_bso *b, int64_t t,
+                                int64_t now);
     picl_status (*upserter_flush)(sdb_upserter *u);
     void (*upserter_done)(sdb_upserter *u);
     picl_status (*touch)(sdb_conn *c, int64_t uid, const char *coll, int64_t t);
     picl_status (*delete_coll)(sdb_conn *c, int64_t uid, const char *coll);
-    picl_status (*delete_item)(sdb_conn *c, int64_t uid, const char *coll, const char *id,
-                               int64_t now, int *deleted);
+    picl_status (*delete_item)(sdb_conn *c, int64_t uid, const char *coll, const char *id, int64_t now,
+                               int *deleted);
     picl_status (*delete_all)(sdb_conn *c, int64_t uid);
     picl_status (*usage)(sdb_conn *c, int64_t uid, int64_t now, int64_t *bytes);
     picl_status (*info_collections)(sdb_conn *c, int64_t uid, srv_buf *out);
     picl_status (*info_counts)(sdb_conn *c, int64_t uid, int64_t now, srv_buf *out);
     picl_status (*info_usage)(sdb_conn *c, int64_t uid, int64_t now, srv_buf *out);
-    picl_status (*get_item)(sdb_conn *c, int64_t uid, const char *coll, const char *id,
-                            int64_t now, srv_buf *out, int64_t *m);
-    picl_status (*list)(sdb_conn *c, const sdb_query *q, srv_buf *out, int64_t *count,
-                        char **next);
-    picl_status (*batch_create)(sdb_conn *c, int64_t uid, const char *coll, int64_t expires,
-                                const char *id);
-    picl_status (*batch_check)(sdb_conn *c, const char *id, int64_t uid, const char *coll,
-                               int64_t now, int64_t *records, int64_t *bytes);
+    picl_status (*get_item)(sdb_conn *c, int64_t uid, const char *coll, const char *id, int64_t now,
+                            srv_buf *out, int64_t *m);
+    picl_status (*list)(sdb_conn *c, const sdb_query *q, srv_buf *out, int64_t *count, char **next);
+    picl_status (*batch_create)(sdb_conn *c, int64_t uid, const char *coll, int64_t expires, const char *id);
+    picl_status (*batch_check)(sdb_conn *c, const char *id, int64_t uid, const char *coll, int64_t now,
+                               int64_t *records, int64_t *bytes);
     picl_status (*batch_add)(sdb_conn *c, const char *id, const sdb_bso *b);
     picl_status (*batch_count)(sdb_conn *c, int64_t uid, int64_t now, int64_t *open);
-    picl_status (*batch_apply)(sdb_conn *c, const char *id, int64_t uid, const char *coll,
-                               int64_t t, int64_t now);
+    picl_status (*batch_apply)(sdb_conn *c, const char *id, int64_t uid, const char *coll, int64_t t,
+                               int64_t now);
     picl_status (*prune)(sdb_conn *c, int64_t now, int64_t *removed);
     picl_status (*history_evict)(sdb_conn *c, int64_t uid, int64_t bytes);
 };
@@ -89,7 +86,7 @@ typedef struct sdb_row {
     size_t payload_len;
     int has_sortindex;
     int64_t sortindex;
-    int64_t key;         /* the sort key of the query's order (offset tokens) */
+    int64_t key; /* the sort key of the query's order (offset tokens) */
 } sdb_row;
 
 /* Writes {"id":..,"modified":..,"payload":..[,"sortindex":..]}. */

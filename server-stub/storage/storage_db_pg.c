@@ -87,12 +87,47 @@ static const char *const schema_v3 =
 
 /* The prepared statements (prepared on each connection at first use). */
 enum {
-    S_PING, S_USER_LOCK, S_USER_ADD, S_COLL_MOD, S_ITEM_MOD, S_UPSERT, S_TOUCH_USER,
-    S_TOUCH_COLL, S_DC_BSOS, S_DC_COLL, S_DC_ITEMS, S_DC_BATCHES, S_DA_BSOS, S_DA_COLLS,
-    S_DA_ITEMS, S_DA_BATCHES, S_DA_HISTORY, S_DEL_ITEM, S_USAGE, S_INFO_COLLS, S_INFO_COUNTS,
-    S_INFO_USAGE, S_GET_ITEM, S_B_CREATE, S_B_CHECK, S_B_ADD, S_B_COUNT, S_B_ITEMS, S_B_DEL_ITEMS,
-    S_B_DEL, S_P_BSOS, S_P_HISTORY, S_P_ITEMS, S_P_BATCHES, S_P_NONCES, S_H_KEEP, S_H_EVICT,
-    S_NONCE_ADD, S_WRITABLE, S_WRITE_TIME, S_COUNT
+    S_PING,
+    S_USER_LOCK,
+    S_USER_ADD,
+    S_COLL_MOD,
+    S_ITEM_MOD,
+    S_UPSERT,
+    S_TOUCH_USER,
+    S_TOUCH_COLL,
+    S_DC_BSOS,
+    S_DC_COLL,
+    S_DC_ITEMS,
+    S_DC_BATCHES,
+    S_DA_BSOS,
+    S_DA_COLLS,
+    S_DA_ITEMS,
+    S_DA_BATCHES,
+    S_DA_HISTORY,
+    S_DEL_ITEM,
+    S_USAGE,
+    S_INFO_COLLS,
+    S_INFO_COUNTS,
+    S_INFO_USAGE,
+    S_GET_ITEM,
+    S_B_CREATE,
+    S_B_CHECK,
+    S_B_ADD,
+    S_B_COUNT,
+    S_B_ITEMS,
+    S_B_DEL_ITEMS,
+    S_B_DEL,
+    S_P_BSOS,
+    S_P_HISTORY,
+    S_P_ITEMS,
+    S_P_BATCHES,
+    S_P_NONCES,
+    S_H_KEEP,
+    S_H_EVICT,
+    S_NONCE_ADD,
+    S_WRITABLE,
+    S_WRITE_TIME,
+    S_COUNT
 };
 
 static const char *const sql[S_COUNT] = {
@@ -187,8 +222,8 @@ typedef struct pg_conn {
     sdb_conn base;
     PGconn *c;
     int busy, busy_ms;
-    int pending;         /* a ROLLBACK sent at release whose answer is not read yet */
-    int64_t write_time;  /* to hand to the database before a deletion; 0 = none */
+    int pending;        /* a ROLLBACK sent at release whose answer is not read yet */
+    int64_t write_time; /* to hand to the database before a deletion; 0 = none */
     unsigned char prepared[S_COUNT];
 } pg_conn;
 
@@ -204,10 +239,7 @@ struct sdb_impl {
     pg_conn *conns;
 };
 
-static PGconn *pq_of(sdb_conn *c)
-{
-    return ((pg_conn *)c)->c;
-}
+static PGconn *pq_of(sdb_conn *c) { return ((pg_conn *)c)->c; }
 
 /* ---- parameters and results ------------------------------------------------ */
 
@@ -238,10 +270,7 @@ static void a_text(pq_args *a, const char *s)
     a->n++;
 }
 
-static void a_bool(pq_args *a, int b)
-{
-    a_text(a, b ? "t" : "f");
-}
+static void a_bool(pq_args *a, int b) { a_text(a, b ? "t" : "f"); }
 
 /* bytea in binary format: the bytes as they are */
 static void a_bin(pq_args *a, const void *p, size_t n)
@@ -281,8 +310,8 @@ static int64_t g_i64(const PGresult *r, int row, int col)
 static picl_status map_state(const PGresult *r)
 {
     const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-    if (state && (!strcmp(state, "55P03") || !strcmp(state, "40P01") ||
-                  !strcmp(state, "40001") || !strcmp(state, "23505")))
+    if (state && (!strcmp(state, "55P03") || !strcmp(state, "40P01") || !strcmp(state, "40001") ||
+                  !strcmp(state, "23505")))
         return PICL_ERROR_CONFLICT;
     if (state && !strcmp(state, "53200"))
         return PICL_ERROR_NO_MEMORY;
@@ -306,8 +335,8 @@ static picl_status q(sdb_conn *conn, int s, const pq_args *a, PGresult **res, in
             return rc;
         c->prepared[s] = 1;
     }
-    PGresult *r = PQexecPrepared(c->c, name, a ? a->n : 0, a ? a->v : NULL, a ? a->len : NULL,
-                                 a ? a->fmt : NULL, 1);
+    PGresult *r =
+        PQexecPrepared(c->c, name, a ? a->n : 0, a ? a->v : NULL, a ? a->len : NULL, a ? a->fmt : NULL, 1);
     ExecStatusType st = PQresultStatus(r);
     picl_status rc = PICL_OK;
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
@@ -469,8 +498,10 @@ static picl_status migrate(PGconn *c, const char **why)
         rc = simple(c, "CREATE TABLE IF NOT EXISTS storage_meta (key TEXT PRIMARY KEY,"
                        " value BIGINT)");
     if (rc == PICL_OK) {
-        PGresult *r = PQexecParams(c, "SELECT value FROM storage_meta WHERE key ="
-                                      " 'schema_version'", 0, NULL, NULL, NULL, NULL, 1);
+        PGresult *r = PQexecParams(c,
+                                   "SELECT value FROM storage_meta WHERE key ="
+                                   " 'schema_version'",
+                                   0, NULL, NULL, NULL, NULL, 1);
         if (PQresultStatus(r) != PGRES_TUPLES_OK)
             rc = PICL_ERROR_DATABASE;
         else if (PQntuples(r) == 1)
@@ -502,8 +533,7 @@ static picl_status migrate(PGconn *c, const char **why)
 
 static void pg_close(pg_db *db);
 
-static picl_status pg_open(pg_db **out, const char *url, int busy_ms, unsigned pool,
-                           const char **why)
+static picl_status pg_open(pg_db **out, const char *url, int busy_ms, unsigned pool, const char **why)
 {
     *out = NULL;
     *why = NULL;
@@ -622,10 +652,7 @@ static picl_status pg_nonce_take(pg_db *db, const char *key, int64_t expires)
 
 /* ---- transactions -------------------------------------------------------------- */
 
-static picl_status pg_ping(sdb_conn *c)
-{
-    return q(c, S_PING, NULL, NULL, NULL);
-}
+static picl_status pg_ping(sdb_conn *c) { return q(c, S_PING, NULL, NULL, NULL); }
 
 static void pg_rollback(sdb_conn *c)
 {
@@ -645,8 +672,7 @@ static picl_status begin_locking(sdb_conn *c)
 /* BEGIN (begin_sql) and the user's last-modified in one round trip (the
  * simple protocol; uid is our own integer): *m, or NOT_FOUND without a
  * row.  On failure the transaction is rolled back. */
-static picl_status begin_user(sdb_conn *c, const char *begin_sql, int64_t uid,
-                              const char *lock, int64_t *m)
+static picl_status begin_user(sdb_conn *c, const char *begin_sql, int64_t uid, const char *lock, int64_t *m)
 {
     char text[256];
     snprintf(text, sizeof text, "%s; SELECT modified FROM users WHERE uid = %lld%s", begin_sql,
@@ -706,15 +732,9 @@ static picl_status pg_commit(sdb_conn *c)
     return rc;
 }
 
-static int pg_in_tx(sdb_conn *c)
-{
-    return PQtransactionStatus(pq_of(c)) != PQTRANS_IDLE;
-}
+static int pg_in_tx(sdb_conn *c) { return PQtransactionStatus(pq_of(c)) != PQTRANS_IDLE; }
 
-static void pg_set_write_time(sdb_conn *c, int64_t t)
-{
-    ((pg_conn *)c)->write_time = t;
-}
+static void pg_set_write_time(sdb_conn *c, int64_t t) { ((pg_conn *)c)->write_time = t; }
 
 /* Before a deletion: the write's timestamp into the transaction, for the
  * history trigger (the replaced time of what it deletes). */
@@ -742,8 +762,7 @@ static picl_status pg_coll_modified(sdb_conn *c, int64_t uid, const char *coll, 
 }
 
 /* ?1 uid, ?2 collection, ?3 BSO id, ?4 now: every query on one live BSO. */
-static void live_item_args(pq_args *a, int64_t uid, const char *coll, const char *id,
-                           int64_t now)
+static void live_item_args(pq_args *a, int64_t uid, const char *coll, const char *id, int64_t now)
 {
     a_i64(a, uid);
     a_text(a, coll);
@@ -751,8 +770,8 @@ static void live_item_args(pq_args *a, int64_t uid, const char *coll, const char
     a_i64(a, now);
 }
 
-static picl_status pg_item_modified(sdb_conn *c, int64_t uid, const char *coll, const char *id,
-                                    int64_t now, int64_t *m)
+static picl_status pg_item_modified(sdb_conn *c, int64_t uid, const char *coll, const char *id, int64_t now,
+                                    int64_t *m)
 {
     pq_args a = {0};
     live_item_args(&a, uid, coll, id, now);
@@ -824,13 +843,10 @@ static picl_status pg_upserter_flush(sdb_upserter *u)
     return rc;
 }
 
-static void pg_upserter_done(sdb_upserter *u)
-{
-    pg_upserter_flush(u);
-}
+static void pg_upserter_done(sdb_upserter *u) { pg_upserter_flush(u); }
 
-static picl_status pg_upserter_run(sdb_upserter *u, int64_t uid, const char *coll,
-                                   const sdb_bso *b, int64_t t, int64_t now)
+static picl_status pg_upserter_run(sdb_upserter *u, int64_t uid, const char *coll, const sdb_bso *b,
+                                   int64_t t, int64_t now)
 {
     pq_args a = {0};
     a_i64(&a, uid);
@@ -902,8 +918,8 @@ static picl_status pg_delete_all(sdb_conn *c, int64_t uid)
     return run_uc(c, s, sizeof s / sizeof s[0], uid, NULL);
 }
 
-static picl_status pg_delete_item(sdb_conn *c, int64_t uid, const char *coll, const char *id,
-                                  int64_t now, int *deleted)
+static picl_status pg_delete_item(sdb_conn *c, int64_t uid, const char *coll, const char *id, int64_t now,
+                                  int *deleted)
 {
     int64_t m;
     int live = pg_item_modified(c, uid, coll, id, now, &m) == PICL_OK;
@@ -971,8 +987,8 @@ static void row_of(const PGresult *r, int i, sdb_row *row)
     row->key = PQnfields(r) > 4 ? g_i64(r, i, 4) : 0;
 }
 
-static picl_status pg_get_item(sdb_conn *c, int64_t uid, const char *coll, const char *id,
-                               int64_t now, srv_buf *out, int64_t *m)
+static picl_status pg_get_item(sdb_conn *c, int64_t uid, const char *coll, const char *id, int64_t now,
+                               srv_buf *out, int64_t *m)
 {
     pq_args a = {0};
     live_item_args(&a, uid, coll, id, now);
@@ -1000,8 +1016,7 @@ static picl_status render_map(sdb_conn *c, int s, const pq_args *a, srv_buf *out
         return rc;
     srv_buf_puts(out, "{");
     for (int i = 0; i < PQntuples(r); i++)
-        sdb__map_entry(out, i == 0, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0),
-                       g_i64(r, i, 1), kind);
+        sdb__map_entry(out, i == 0, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0), g_i64(r, i, 1), kind);
     srv_buf_puts(out, "}");
     PQclear(r);
     return out->failed ? PICL_ERROR_NO_MEMORY : PICL_OK;
@@ -1038,25 +1053,25 @@ static picl_status list_sql(const sdb_query *q, int has_offset, srv_buf *sqlb)
 {
     static const char *const keyexpr[] = {"0::bigint", "modified", "modified",
                                           "coalesce(sortindex, " SDB_NULL_SORTINDEX ")"};
-    static const char *const order[] = {
-        " ORDER BY id", " ORDER BY modified DESC, id", " ORDER BY modified, id",
-        " ORDER BY coalesce(sortindex, " SDB_NULL_SORTINDEX ") DESC, id"};
-    static const char *const offset[] = {
-        " AND id > $7", " AND (modified < $6 OR (modified = $6 AND id > $7))",
-        " AND (modified > $6 OR (modified = $6 AND id > $7))",
-        " AND (coalesce(sortindex, " SDB_NULL_SORTINDEX ") < $6 OR"
-        " (coalesce(sortindex, " SDB_NULL_SORTINDEX ") = $6 AND id > $7))"};
-    srv_buf_printf(sqlb, "SELECT id, modified, %s, sortindex, %s FROM %s"
-                          " WHERE uid = $1 AND coll = $2 AND expiry > $3",
-                    q->full ? "payload" : "''::bytea", keyexpr[q->sort],
-                    q->has_as_of
-                        ? "(SELECT uid, coll, id, modified, payload, sortindex, expiry FROM bsos"
-                          " WHERE uid = $1 AND coll = $2 AND modified <= $9 UNION ALL"
-                          " SELECT uid, coll, id, modified, payload, sortindex,"
-                          " 4611686018427387903::bigint FROM bso_history WHERE uid = $1"
-                          " AND coll = $2 AND modified <= $9 AND replaced > $9"
-                          " AND expiry > $9) AS src"
-                        : "bsos");
+    static const char *const order[] = {" ORDER BY id", " ORDER BY modified DESC, id",
+                                        " ORDER BY modified, id",
+                                        " ORDER BY coalesce(sortindex, " SDB_NULL_SORTINDEX ") DESC, id"};
+    static const char *const offset[] = {" AND id > $7",
+                                         " AND (modified < $6 OR (modified = $6 AND id > $7))",
+                                         " AND (modified > $6 OR (modified = $6 AND id > $7))",
+                                         " AND (coalesce(sortindex, " SDB_NULL_SORTINDEX ") < $6 OR"
+                                         " (coalesce(sortindex, " SDB_NULL_SORTINDEX ") = $6 AND id > $7))"};
+    srv_buf_printf(sqlb,
+                   "SELECT id, modified, %s, sortindex, %s FROM %s"
+                   " WHERE uid = $1 AND coll = $2 AND expiry > $3",
+                   q->full ? "payload" : "''::bytea", keyexpr[q->sort],
+                   q->has_as_of ? "(SELECT uid, coll, id, modified, payload, sortindex, expiry FROM bsos"
+                                  " WHERE uid = $1 AND coll = $2 AND modified <= $9 UNION ALL"
+                                  " SELECT uid, coll, id, modified, payload, sortindex,"
+                                  " 4611686018427387903::bigint FROM bso_history WHERE uid = $1"
+                                  " AND coll = $2 AND modified <= $9 AND replaced > $9"
+                                  " AND expiry > $9) AS src"
+                                : "bsos");
     if (q->has_newer)
         srv_buf_puts(sqlb, " AND modified > $4");
     if (q->has_older)
@@ -1079,16 +1094,14 @@ static picl_status list_sql(const sdb_query *q, int has_offset, srv_buf *sqlb)
  * single-row mode: its rows are read one by one (list_rows), so that a
  * page of a thousand full records is never a megabyte-sized result that
  * is allocated, faulted in and freed again at every request. */
-static picl_status list_send(sdb_conn *c, const sdb_query *q, const char *text, int64_t okey,
-                             const char *oid)
+static picl_status list_send(sdb_conn *c, const sdb_query *q, const char *text, int64_t okey, const char *oid)
 {
     enum { NP = 9 + 100 };
     Oid types[NP];
     const char *v[NP];
     char num[9][24];
     int64_t iv[9] = {q->uid, 0, q->now, q->newer, q->older, okey, 0, q->limit + 1, q->as_of};
-    int use[9] = {1, 0, 1, q->has_newer, q->has_older, oid != NULL, 0, q->limit > 0,
-                  q->has_as_of};
+    int use[9] = {1, 0, 1, q->has_newer, q->has_older, oid != NULL, 0, q->limit > 0, q->has_as_of};
     size_t np = 9 + q->nids;
     if (q->nids > 100)
         return PICL_ERROR_TOO_LARGE;
@@ -1133,8 +1146,7 @@ static picl_status list_rows(sdb_conn *c, sdb_pager *pg)
     return rc;
 }
 
-static picl_status pg_list(sdb_conn *c, const sdb_query *q, srv_buf *out, int64_t *count,
-                           char **next)
+static picl_status pg_list(sdb_conn *c, const sdb_query *q, srv_buf *out, int64_t *count, char **next)
 {
     *count = 0;
     *next = NULL;
@@ -1170,8 +1182,8 @@ static picl_status pg_batch_create(sdb_conn *c, int64_t uid, const char *coll, i
     return q(c, S_B_CREATE, &a, NULL, NULL);
 }
 
-static picl_status pg_batch_check(sdb_conn *c, const char *id, int64_t uid, const char *coll,
-                                  int64_t now, int64_t *records, int64_t *bytes)
+static picl_status pg_batch_check(sdb_conn *c, const char *id, int64_t uid, const char *coll, int64_t now,
+                                  int64_t *records, int64_t *bytes)
 {
     pq_args a = {0};
     a_text(&a, id);
@@ -1239,8 +1251,8 @@ static void batch_item(const PGresult *r, int i, sdb_bso *b)
     b->ttl = g_i64(r, i, 5);
 }
 
-static picl_status pg_batch_apply(sdb_conn *c, const char *id, int64_t uid, const char *coll,
-                                  int64_t t, int64_t now)
+static picl_status pg_batch_apply(sdb_conn *c, const char *id, int64_t uid, const char *coll, int64_t t,
+                                  int64_t now)
 {
     pq_args a = {0};
     a_text(&a, id);

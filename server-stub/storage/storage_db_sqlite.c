@@ -164,8 +164,8 @@ static picl_status conn_open(const char *path, int busy_ms, sqlite3 **out)
 {
     sqlite3 *c = NULL;
     *out = NULL;
-    int rc = sqlite3_open_v2(path, &c, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                           SQLITE_OPEN_NOMUTEX, NULL);
+    int rc =
+        sqlite3_open_v2(path, &c, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
         sqlite3_close(c);
         return rc == SQLITE_CANTOPEN ? PICL_ERROR_IO : sdb__map_rc(rc);
@@ -280,8 +280,7 @@ static void conn_free(sq_conn *k)
     free(k);
 }
 
-static picl_status sq_open(sq_db **out, const char *dir, int busy_timeout_ms, unsigned pool,
-                           const char **why)
+static picl_status sq_open(sq_db **out, const char *dir, int busy_timeout_ms, unsigned pool, const char **why)
 {
     (void)pool; /* SQLite opens connections as the load needs */
     (void)why;
@@ -329,10 +328,7 @@ static void sq_close(sq_db *db)
     free(db);
 }
 
-static const char *sq_where(const sq_db *db)
-{
-    return db->path;
-}
+static const char *sq_where(const sq_db *db) { return db->path; }
 
 static picl_status sq_acquire(sq_db *db, sdb_conn **conn)
 {
@@ -415,8 +411,7 @@ static picl_status sq_nonce_take(sq_db *db, const char *key, int64_t expires)
 
 static picl_status sq_ping(sdb_conn *c)
 {
-    return sqlite3_exec(sq_of(c), "SELECT 1", NULL, NULL, NULL) == SQLITE_OK ? PICL_OK
-                                                                           : PICL_ERROR_DATABASE;
+    return sqlite3_exec(sq_of(c), "SELECT 1", NULL, NULL, NULL) == SQLITE_OK ? PICL_OK : PICL_ERROR_DATABASE;
 }
 
 /* ---- transactions ---------------------------------------------------- */
@@ -461,10 +456,7 @@ static picl_status sq_begin_write(sdb_conn *c, int64_t uid, int64_t *m)
     return begin(c, "BEGIN IMMEDIATE", uid, m);
 }
 
-static picl_status sq_begin_read(sdb_conn *c, int64_t uid, int64_t *m)
-{
-    return begin(c, "BEGIN", uid, m);
-}
+static picl_status sq_begin_read(sdb_conn *c, int64_t uid, int64_t *m) { return begin(c, "BEGIN", uid, m); }
 
 static picl_status sq_begin_maint(sdb_conn *c)
 {
@@ -479,15 +471,9 @@ static picl_status sq_commit(sdb_conn *c)
     return st;
 }
 
-static void sq_rollback(sdb_conn *c)
-{
-    rollback_raw(c);
-}
+static void sq_rollback(sdb_conn *c) { rollback_raw(c); }
 
-static int sq_in_tx(sdb_conn *c)
-{
-    return !sqlite3_get_autocommit(sq_of(c));
-}
+static int sq_in_tx(sdb_conn *c) { return !sqlite3_get_autocommit(sq_of(c)); }
 
 /* The history trigger reads SQLite's own clock. */
 static void sq_set_write_time(sdb_conn *c, int64_t t)
@@ -538,11 +524,13 @@ static picl_status prep_live_item(sdb_conn *c, const char *sql, int64_t uid, con
 }
 
 static picl_status sq_item_modified(sdb_conn *conn, int64_t uid, const char *coll, const char *id,
-                              int64_t now, int64_t *modified)
+                                    int64_t now, int64_t *modified)
 {
     sqlite3_stmt *q;
-    picl_status st = prep_live_item(conn, "SELECT modified FROM bsos WHERE uid=?1 AND coll=?2 AND id=?3"
-                                          " AND expiry>?4", uid, coll, id, now, &q);
+    picl_status st = prep_live_item(conn,
+                                    "SELECT modified FROM bsos WHERE uid=?1 AND coll=?2 AND id=?3"
+                                    " AND expiry>?4",
+                                    uid, coll, id, now, &q);
     if (st != PICL_OK)
         return st;
     return one_int(conn, q, modified);
@@ -552,10 +540,12 @@ static picl_status sq_usage(sdb_conn *conn, int64_t uid, int64_t now, int64_t *b
 {
     sqlite3_stmt *q;
     /* an open batch's bytes are kept in its row (schema v4) */
-    picl_status st = sq_stmt(conn, "SELECT IFNULL((SELECT SUM(payload_size) FROM bsos WHERE uid=?1"
-                                   " AND expiry>?2),0) + IFNULL((SELECT SUM(bytes) FROM batches"
-                                   " WHERE uid=?1 AND expires>?2),0) + IFNULL((SELECT SUM(payload_size)"
-                                   " FROM bso_history WHERE uid=?1 AND keep_until>?2),0)", &q);
+    picl_status st = sq_stmt(conn,
+                             "SELECT IFNULL((SELECT SUM(payload_size) FROM bsos WHERE uid=?1"
+                             " AND expiry>?2),0) + IFNULL((SELECT SUM(bytes) FROM batches"
+                             " WHERE uid=?1 AND expires>?2),0) + IFNULL((SELECT SUM(payload_size)"
+                             " FROM bso_history WHERE uid=?1 AND keep_until>?2),0)",
+                             &q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_int64(q, 1, uid);
@@ -571,18 +561,18 @@ static picl_status sq_upserter_init(sdb_conn *conn, sdb_upserter *u)
 {
     sqlite3_stmt *del = NULL, *ins = NULL;
     u->c = conn;
-    picl_status st = sq_stmt(
-        conn, "DELETE FROM bsos WHERE uid=?1 AND coll=?2 AND id=?3 AND expiry<=?4", &del);
+    picl_status st =
+        sq_stmt(conn, "DELETE FROM bsos WHERE uid=?1 AND coll=?2 AND id=?3 AND expiry<=?4", &del);
     if (st == PICL_OK)
         st = sq_stmt(conn,
-                       "INSERT INTO bsos(uid,coll,id,sortindex,payload,payload_size,modified,expiry)"
-                       " VALUES(?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT(uid,coll,id) DO UPDATE SET"
-                       " sortindex=CASE WHEN ?9 THEN excluded.sortindex ELSE sortindex END,"
-                       " payload=CASE WHEN ?10 THEN excluded.payload ELSE payload END,"
-                       " payload_size=CASE WHEN ?10 THEN excluded.payload_size ELSE payload_size END,"
-                       " expiry=CASE WHEN ?11 THEN excluded.expiry ELSE expiry END,"
-                       " modified=excluded.modified",
-                       &ins);
+                     "INSERT INTO bsos(uid,coll,id,sortindex,payload,payload_size,modified,expiry)"
+                     " VALUES(?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT(uid,coll,id) DO UPDATE SET"
+                     " sortindex=CASE WHEN ?9 THEN excluded.sortindex ELSE sortindex END,"
+                     " payload=CASE WHEN ?10 THEN excluded.payload ELSE payload END,"
+                     " payload_size=CASE WHEN ?10 THEN excluded.payload_size ELSE payload_size END,"
+                     " expiry=CASE WHEN ?11 THEN excluded.expiry ELSE expiry END,"
+                     " modified=excluded.modified",
+                     &ins);
     u->priv[0] = del;
     u->priv[1] = ins;
     if (st != PICL_OK)
@@ -613,8 +603,8 @@ static picl_status step_reset(sqlite3_stmt *q)
     return rc == SQLITE_DONE ? PICL_OK : sdb__map_rc(rc);
 }
 
-static picl_status sq_upserter_run(sdb_upserter *u, int64_t uid, const char *coll,
-                                   const sdb_bso *b, int64_t t, int64_t now)
+static picl_status sq_upserter_run(sdb_upserter *u, int64_t uid, const char *coll, const sdb_bso *b,
+                                   int64_t t, int64_t now)
 {
     sqlite3_stmt *q = u->priv[0];
     sqlite3_bind_int64(q, 1, uid);
@@ -650,16 +640,20 @@ static picl_status sq_upserter_run(sdb_upserter *u, int64_t uid, const char *col
 static picl_status sq_touch(sdb_conn *conn, int64_t uid, const char *coll, int64_t t)
 {
     sqlite3_stmt *q;
-    picl_status st = sq_stmt(conn, "INSERT INTO users(uid,modified) VALUES(?1,?2)"
-                                   " ON CONFLICT(uid) DO UPDATE SET modified=excluded.modified", &q);
+    picl_status st = sq_stmt(conn,
+                             "INSERT INTO users(uid,modified) VALUES(?1,?2)"
+                             " ON CONFLICT(uid) DO UPDATE SET modified=excluded.modified",
+                             &q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_int64(q, 1, uid);
     sqlite3_bind_int64(q, 2, t);
     if ((st = sq_run(conn, q)) != PICL_OK || !coll)
         return st;
-    st = sq_stmt(conn, "INSERT INTO collections(uid,name,modified) VALUES(?1,?2,?3)"
-                       " ON CONFLICT(uid,name) DO UPDATE SET modified=excluded.modified", &q);
+    st = sq_stmt(conn,
+                 "INSERT INTO collections(uid,name,modified) VALUES(?1,?2,?3)"
+                 " ON CONFLICT(uid,name) DO UPDATE SET modified=excluded.modified",
+                 &q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_int64(q, 1, uid);
@@ -713,8 +707,8 @@ static picl_status sq_delete_all(sdb_conn *conn, int64_t uid)
     return st;
 }
 
-static picl_status sq_delete_item(sdb_conn *conn, int64_t uid, const char *coll, const char *id,
-                            int64_t now, int *deleted)
+static picl_status sq_delete_item(sdb_conn *conn, int64_t uid, const char *coll, const char *id, int64_t now,
+                                  int *deleted)
 {
     sqlite3 *c = sq_of(conn);
     sqlite3_stmt *q;
@@ -746,8 +740,8 @@ static picl_status sq_prune(sdb_conn *conn, int64_t now, int64_t *removed)
         *removed = sqlite3_changes(c);
     if ((st = sdb__history_prune(c, now, removed)) != PICL_OK)
         return st;
-    st = sdb__prep(c, "DELETE FROM batch_items WHERE batch IN (SELECT id FROM batches WHERE expires<=?1)",
-              &q);
+    st =
+        sdb__prep(c, "DELETE FROM batch_items WHERE batch IN (SELECT id FROM batches WHERE expires<=?1)", &q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_int64(q, 1, now);
@@ -776,11 +770,12 @@ static void row_of(sqlite3_stmt *q, sdb_row *row)
 }
 
 static picl_status sq_get_item(sdb_conn *conn, int64_t uid, const char *coll, const char *id, int64_t now,
-                         srv_buf *out, int64_t *modified)
+                               srv_buf *out, int64_t *modified)
 {
     sqlite3_stmt *q;
-    picl_status st = prep_live_item(conn, "SELECT id, modified, payload, sortindex FROM bsos"
-                                          " WHERE uid=?1 AND coll=?2 AND id=?3 AND expiry>?4",
+    picl_status st = prep_live_item(conn,
+                                    "SELECT id, modified, payload, sortindex FROM bsos"
+                                    " WHERE uid=?1 AND coll=?2 AND id=?3 AND expiry>?4",
                                     uid, coll, id, now, &q);
     if (st != PICL_OK)
         return st;
@@ -819,8 +814,7 @@ static picl_status render_map(sdb_conn *conn, sqlite3_stmt *q, srv_buf *out, int
 static picl_status sq_info_collections(sdb_conn *conn, int64_t uid, srv_buf *out)
 {
     sqlite3_stmt *q;
-    picl_status st = sq_stmt(conn, "SELECT name, modified FROM collections WHERE uid=?1 ORDER BY name",
-                             &q);
+    picl_status st = sq_stmt(conn, "SELECT name, modified FROM collections WHERE uid=?1 ORDER BY name", &q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_int64(q, 1, uid);
@@ -828,7 +822,8 @@ static picl_status sq_info_collections(sdb_conn *conn, int64_t uid, srv_buf *out
 }
 
 /* A {collection: aggregate} map over the user's live BSOs (mode as render_map). */
-static picl_status info_per_coll(sdb_conn *c, int64_t uid, int64_t now, const char *sql, int mode, srv_buf *out)
+static picl_status info_per_coll(sdb_conn *c, int64_t uid, int64_t now, const char *sql, int mode,
+                                 srv_buf *out)
 {
     sqlite3_stmt *q;
     picl_status st = sq_stmt(c, sql, &q);
@@ -841,9 +836,9 @@ static picl_status info_per_coll(sdb_conn *c, int64_t uid, int64_t now, const ch
 
 static picl_status sq_info_counts(sdb_conn *conn, int64_t uid, int64_t now, srv_buf *out)
 {
-    return info_per_coll(conn, uid, now,
-                         "SELECT coll, count(*) FROM bsos WHERE uid=?1 AND expiry>?2 GROUP BY coll ORDER BY coll", 1,
-                         out);
+    return info_per_coll(
+        conn, uid, now,
+        "SELECT coll, count(*) FROM bsos WHERE uid=?1 AND expiry>?2 GROUP BY coll ORDER BY coll", 1, out);
 }
 
 static picl_status sq_info_usage(sdb_conn *conn, int64_t uid, int64_t now, srv_buf *out)
@@ -857,31 +852,37 @@ static picl_status sq_info_usage(sdb_conn *conn, int64_t uid, int64_t now, srv_b
 /* The statement of a listing: columns id, modified, payload, sortindex,
  * sort key; parameters ?1 uid, ?2 collection, ?3 now, ?4 newer, ?5 older,
  * ?6 ?7 the offset's key and id, ?8 limit + 1, ?9 as_of, ?10... ids. */
-static picl_status list_prepare(sdb_conn *c, const sdb_query *q, int has_offset,
-                                sqlite3_stmt **s)
+static picl_status list_prepare(sdb_conn *c, const sdb_query *q, int has_offset, sqlite3_stmt **s)
 {
     static const char *const keyexpr[] = {"0", "modified", "modified",
                                           "IFNULL(sortindex," NULL_SORTINDEX ")"};
-    static const char *const order[] = {
-        " ORDER BY id", " ORDER BY modified DESC, id", " ORDER BY modified, id",
-        " ORDER BY IFNULL(sortindex," NULL_SORTINDEX ") DESC, id"};
+    static const char *const order[] = {" ORDER BY id", " ORDER BY modified DESC, id",
+                                        " ORDER BY modified, id",
+                                        " ORDER BY IFNULL(sortindex," NULL_SORTINDEX ") DESC, id"};
     srv_buf sql;
     srv_buf_init(&sql, 64 * 1024);
-    srv_buf_printf(&sql, "SELECT id, modified, %s, sortindex, %s FROM %s"
-                          " WHERE uid=?1 AND coll=?2 AND expiry>?3",
-                    q->full ? "payload" : "''", keyexpr[q->sort], sdb__history_source(q->has_as_of));
+    srv_buf_printf(&sql,
+                   "SELECT id, modified, %s, sortindex, %s FROM %s"
+                   " WHERE uid=?1 AND coll=?2 AND expiry>?3",
+                   q->full ? "payload" : "''", keyexpr[q->sort], sdb__history_source(q->has_as_of));
     if (q->has_newer)
         srv_buf_puts(&sql, " AND modified>?4");
     if (q->has_older)
         srv_buf_puts(&sql, " AND modified<?5");
     if (has_offset) {
         switch (q->sort) {
-        case SDB_SORT_NONE: srv_buf_puts(&sql, " AND id>?7"); break;
-        case SDB_SORT_OLDEST: srv_buf_puts(&sql, " AND (modified>?6 OR (modified=?6 AND id>?7))"); break;
-        case SDB_SORT_NEWEST: srv_buf_puts(&sql, " AND (modified<?6 OR (modified=?6 AND id>?7))"); break;
+        case SDB_SORT_NONE:
+            srv_buf_puts(&sql, " AND id>?7");
+            break;
+        case SDB_SORT_OLDEST:
+            srv_buf_puts(&sql, " AND (modified>?6 OR (modified=?6 AND id>?7))");
+            break;
+        case SDB_SORT_NEWEST:
+            srv_buf_puts(&sql, " AND (modified<?6 OR (modified=?6 AND id>?7))");
+            break;
         case SDB_SORT_INDEX:
             srv_buf_puts(&sql, " AND (IFNULL(sortindex," NULL_SORTINDEX ")<?6 OR"
-                                " (IFNULL(sortindex," NULL_SORTINDEX ")=?6 AND id>?7))");
+                               " (IFNULL(sortindex," NULL_SORTINDEX ")=?6 AND id>?7))");
             break;
         }
     }
@@ -923,8 +924,7 @@ static void list_bind(sqlite3_stmt *s, const sdb_query *q, int64_t okey, const c
         sqlite3_bind_text(s, (int)(10 + i), q->ids[i], -1, SQLITE_STATIC);
 }
 
-static picl_status sq_list(sdb_conn *conn, const sdb_query *q, srv_buf *out, int64_t *count,
-                           char **next)
+static picl_status sq_list(sdb_conn *conn, const sdb_query *q, srv_buf *out, int64_t *count, char **next)
 {
     *count = 0;
     *next = NULL;
@@ -946,8 +946,7 @@ static picl_status sq_list(sdb_conn *conn, const sdb_query *q, srv_buf *out, int
         if (!sdb__pager_row(&pg, &row))
             break;
     }
-    st = sdb__pager_end(&pg, rc == SQLITE_ROW || rc == SQLITE_DONE ? PICL_OK : sdb__map_rc(rc),
-                        count, next);
+    st = sdb__pager_end(&pg, rc == SQLITE_ROW || rc == SQLITE_DONE ? PICL_OK : sdb__map_rc(rc), count, next);
 done:
     sq_put(conn, s);
     free(oid);

@@ -28,10 +28,7 @@ typedef struct sq_conn {
 } sq_conn;
 
 /* The SQLite handle of a connection of this backend. */
-static inline sqlite3 *sq_of(sdb_conn *c)
-{
-    return ((sq_conn *)c)->c;
-}
+static inline sqlite3 *sq_of(sdb_conn *c) { return ((sq_conn *)c)->c; }
 
 /* An SQLite code as a status; prepare; step a statement that returns no
  * row and finalize it. */
@@ -51,14 +48,13 @@ picl_status sq_run(sdb_conn *c, sqlite3_stmt *st);
 void sq_stmts_free(sq_conn *k);
 
 /* storage_db_sqlite_batch.c: the batch entries of the table. */
-picl_status sdb__sq_batch_create(sdb_conn *c, int64_t uid, const char *coll, int64_t expires,
-                                 const char *id);
-picl_status sdb__sq_batch_check(sdb_conn *c, const char *id, int64_t uid, const char *coll,
-                                int64_t now, int64_t *records, int64_t *bytes);
+picl_status sdb__sq_batch_create(sdb_conn *c, int64_t uid, const char *coll, int64_t expires, const char *id);
+picl_status sdb__sq_batch_check(sdb_conn *c, const char *id, int64_t uid, const char *coll, int64_t now,
+                                int64_t *records, int64_t *bytes);
 picl_status sdb__sq_batch_add(sdb_conn *c, const char *id, const sdb_bso *b);
 picl_status sdb__sq_batch_count(sdb_conn *c, int64_t uid, int64_t now, int64_t *open);
-picl_status sdb__sq_batch_apply(sdb_conn *c, const char *id, int64_t uid, const char *coll,
-                                int64_t t, int64_t now);
+picl_status sdb__sq_batch_apply(sdb_conn *c, const char *id, int64_t uid, const char *coll, int64_t t,
+                                int64_t now);
 
 /* storage_db_sqlite_history.c: the v3 schema; the keep time (on a
  * connection); pruning (adds to *removed, may be NULL); a user's history;

@@ -10,8 +10,7 @@ picl_status sdb__sq_batch_create(sdb_conn *conn, int64_t uid, const char *coll, 
 {
     sqlite3_stmt *q;
     picl_status st;
-    if ((st = sq_stmt(conn, "INSERT INTO batches(id,uid,coll,expires) VALUES(?1,?2,?3,?4)", &q)) !=
-        PICL_OK)
+    if ((st = sq_stmt(conn, "INSERT INTO batches(id,uid,coll,expires) VALUES(?1,?2,?3,?4)", &q)) != PICL_OK)
         return st;
     sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(q, 2, uid);
@@ -20,13 +19,15 @@ picl_status sdb__sq_batch_create(sdb_conn *conn, int64_t uid, const char *coll, 
     return sq_run(conn, q);
 }
 
-picl_status sdb__sq_batch_check(sdb_conn *conn, const char *id, int64_t uid, const char *coll,
-                                    int64_t now, int64_t *records, int64_t *bytes)
+picl_status sdb__sq_batch_check(sdb_conn *conn, const char *id, int64_t uid, const char *coll, int64_t now,
+                                int64_t *records, int64_t *bytes)
 {
     sqlite3_stmt *q;
     /* the totals sdb__sq_batch_add keeps */
-    picl_status st = sq_stmt(conn, "SELECT records, bytes FROM batches"
-                                   " WHERE id=?1 AND uid=?2 AND coll=?3 AND expires>?4", &q);
+    picl_status st = sq_stmt(conn,
+                             "SELECT records, bytes FROM batches"
+                             " WHERE id=?1 AND uid=?2 AND coll=?3 AND expires>?4",
+                             &q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
@@ -46,14 +47,15 @@ picl_status sdb__sq_batch_check(sdb_conn *conn, const char *id, int64_t uid, con
 
 /* The payload bytes item `bid` of batch `id` holds now: *exists 0 when it
  * is not in the batch yet. */
-static picl_status item_bytes(sdb_conn *conn, const char *id, const char *bid, int *exists,
-                              int64_t *bytes)
+static picl_status item_bytes(sdb_conn *conn, const char *id, const char *bid, int *exists, int64_t *bytes)
 {
     sqlite3_stmt *q;
     *exists = 0;
     *bytes = 0;
-    picl_status st = sq_stmt(conn, "SELECT IFNULL(length(CAST(payload AS BLOB)),0) FROM batch_items"
-                                   " WHERE batch=?1 AND id=?2", &q);
+    picl_status st = sq_stmt(conn,
+                             "SELECT IFNULL(length(CAST(payload AS BLOB)),0) FROM batch_items"
+                             " WHERE batch=?1 AND id=?2",
+                             &q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
@@ -81,17 +83,16 @@ picl_status sdb__sq_batch_add(sdb_conn *conn, const char *id, const sdb_bso *b)
     /* a merge keeps the old payload unless this one gives a payload */
     int64_t new_bytes = !b->has_payload ? old_bytes : b->payload ? (int64_t)b->payload_len : 0;
     sqlite3_stmt *q;
-    st = sq_stmt(
-        conn,
-        "INSERT INTO batch_items(batch,id,sortindex,has_sortindex,payload,has_payload,ttl,has_ttl)"
-        " VALUES(?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT(batch,id) DO UPDATE SET"
-        " sortindex=CASE WHEN excluded.has_sortindex THEN excluded.sortindex ELSE sortindex END,"
-        " has_sortindex=has_sortindex OR excluded.has_sortindex,"
-        " payload=CASE WHEN excluded.has_payload THEN excluded.payload ELSE payload END,"
-        " has_payload=has_payload OR excluded.has_payload,"
-        " ttl=CASE WHEN excluded.has_ttl THEN excluded.ttl ELSE ttl END,"
-        " has_ttl=has_ttl OR excluded.has_ttl",
-        &q);
+    st = sq_stmt(conn,
+                 "INSERT INTO batch_items(batch,id,sortindex,has_sortindex,payload,has_payload,ttl,has_ttl)"
+                 " VALUES(?1,?2,?3,?4,?5,?6,?7,?8) ON CONFLICT(batch,id) DO UPDATE SET"
+                 " sortindex=CASE WHEN excluded.has_sortindex THEN excluded.sortindex ELSE sortindex END,"
+                 " has_sortindex=has_sortindex OR excluded.has_sortindex,"
+                 " payload=CASE WHEN excluded.has_payload THEN excluded.payload ELSE payload END,"
+                 " has_payload=has_payload OR excluded.has_payload,"
+                 " ttl=CASE WHEN excluded.has_ttl THEN excluded.ttl ELSE ttl END,"
+                 " has_ttl=has_ttl OR excluded.has_ttl",
+                 &q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
@@ -122,12 +123,14 @@ picl_status sdb__sq_batch_add(sdb_conn *conn, const char *id, const sdb_bso *b)
     return sq_run(conn, q);
 }
 
-picl_status sdb__sq_batch_apply(sdb_conn *conn, const char *id, int64_t uid, const char *coll,
-                                    int64_t t, int64_t now)
+picl_status sdb__sq_batch_apply(sdb_conn *conn, const char *id, int64_t uid, const char *coll, int64_t t,
+                                int64_t now)
 {
     sqlite3_stmt *q;
-    picl_status st = sq_stmt(conn, "SELECT id, sortindex, has_sortindex, payload, has_payload, ttl,"
-                                   " has_ttl FROM batch_items WHERE batch=?1", &q);
+    picl_status st = sq_stmt(conn,
+                             "SELECT id, sortindex, has_sortindex, payload, has_payload, ttl,"
+                             " has_ttl FROM batch_items WHERE batch=?1",
+                             &q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);

@@ -86,7 +86,8 @@ const char *sdb__history_source(int as_of)
     /* the columns sdb_list reads, ?1 uid, ?2 collection, ?3 now, ?9 as_of */
     return as_of ? "(SELECT uid, coll, id, modified, payload, sortindex, expiry FROM bsos"
                    " WHERE uid=?1 AND coll=?2 AND modified<=?9"
-                   " UNION ALL SELECT uid, coll, id, modified, payload, sortindex, " "4611686018427387903"
+                   " UNION ALL SELECT uid, coll, id, modified, payload, sortindex, "
+                   "4611686018427387903"
                    " FROM bso_history WHERE uid=?1 AND coll=?2 AND modified<=?9 AND replaced>?9"
                    " AND expiry>?9)"
                  : "bsos";
@@ -97,9 +98,11 @@ picl_status sdb__sq_history_evict(sdb_conn *conn, int64_t uid, int64_t bytes)
     sqlite3 *c = sq_of(conn);
     sqlite3_stmt *q;
     /* the oldest kept versions whose running total reaches `bytes` */
-    picl_status st = sdb__prep(c, "DELETE FROM bso_history WHERE rowid IN (SELECT rid FROM (SELECT rowid AS rid,"
-                                  " payload_size AS sz, SUM(payload_size) OVER (ORDER BY replaced, rowid) AS run"
-                                  " FROM bso_history WHERE uid=?1) WHERE run - sz < ?2)", &q);
+    picl_status st = sdb__prep(c,
+                               "DELETE FROM bso_history WHERE rowid IN (SELECT rid FROM (SELECT rowid AS rid,"
+                               " payload_size AS sz, SUM(payload_size) OVER (ORDER BY replaced, rowid) AS run"
+                               " FROM bso_history WHERE uid=?1) WHERE run - sz < ?2)",
+                               &q);
     if (st != PICL_OK)
         return st;
     sqlite3_bind_int64(q, 1, uid);

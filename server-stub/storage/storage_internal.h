@@ -14,11 +14,11 @@
 
 struct storage_server {
     char *listen, *data_dir;
-    char *database;         /* a postgresql:// URL instead of data_dir, or NULL */
-    _Atomic(char *) node;   /* published once the port is bound; read by handlers */
+    char *database;       /* a postgresql:// URL instead of data_dir, or NULL */
+    _Atomic(char *) node; /* published once the port is bound; read by handlers */
     storage_limits lim;
     int64_t quota_kb, batch_ttl_s, prune_interval_s, expired_grace_s, max_open_batches;
-    int64_t restore_days;   /* picl_restore_days: 0 = off */
+    int64_t restore_days; /* picl_restore_days: 0 = off */
     unsigned threads;
     sdb *db;
     storage_auth *auth;
@@ -30,7 +30,7 @@ struct storage_server {
     int pruner_running, stopping;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    char *error;            /* the config's error buffer, or NULL */
+    char *error; /* the config's error buffer, or NULL */
     size_t error_cap;
     void (*log)(void *ctx, const char *line);
     void *log_ctx;
@@ -82,23 +82,16 @@ int storage__valid_id(const char *id, size_t len);
  * the body is a JSON list, 0 another value, -1 empty.  Not a validator.
  */
 #define STORAGE_MAX_BSO_VALUES 16 /* an object + its at most 7 known fields, with room */
-int storage__scan_json(const uint8_t *body, size_t len, int newlines, int64_t *records,
-                       int64_t *values);
-picl_status storage__parse_bso(json_t *obj, const storage_limits *lim, sdb_bso *out,
-                               const char **reason);
-picl_status storage__parse_bsos(const uint8_t *body, size_t len, int newlines,
-                                const storage_limits *lim, sdb_bso **items, size_t *n,
-                                json_t *failed);
-picl_status storage__parse_bsos_json(const uint8_t *body, size_t len, int newlines,
-                                     const storage_limits *lim, sdb_bso **items, size_t *n,
-                                     json_t *failed);
+int storage__scan_json(const uint8_t *body, size_t len, int newlines, int64_t *records, int64_t *values);
+picl_status storage__parse_bso(json_t *obj, const storage_limits *lim, sdb_bso *out, const char **reason);
+picl_status storage__parse_bsos(const uint8_t *body, size_t len, int newlines, const storage_limits *lim,
+                                sdb_bso **items, size_t *n, json_t *failed);
+picl_status storage__parse_bsos_json(const uint8_t *body, size_t len, int newlines, const storage_limits *lim,
+                                     sdb_bso **items, size_t *n, json_t *failed);
 void storage__bso_clear(sdb_bso *b);
 void storage__bsos_free(sdb_bso *items, size_t n);
 
-static inline int64_t storage__max64(int64_t a, int64_t b)
-{
-    return a > b ? a : b;
-}
+static inline int64_t storage__max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 /* X-If-Modified-Since / X-If-Unmodified-Since for a read of a resource last
  * modified at m: 1 to go on, 0 when the 304/412 answer is set. */

@@ -115,8 +115,7 @@ static int query_int(sreq *r, const char *name, int64_t *v)
  * frees).  1 to go on, 0 when it answered 400. */
 static int listing_params(sreq *r, sdb_query *q, char **sort, char **offset)
 {
-    if (!storage__parse_ids(r, &q->ids, &q->nids) ||
-        !query_ts(r, "newer", &q->has_newer, &q->newer) ||
+    if (!storage__parse_ids(r, &q->ids, &q->nids) || !query_ts(r, "newer", &q->has_newer, &q->newer) ||
         !query_ts(r, "older", &q->has_older, &q->older) || !query_int(r, "limit", &q->limit) ||
         !query_ts(r, "as_of", &q->has_as_of, &q->as_of)) /* PiCL undo: as it was at as_of */
         return 0;
@@ -170,8 +169,8 @@ void storage__get_coll(sreq *r, const char *coll)
     srv_buf out;
     /* a page stops before max_request_bytes; one item alone may pass it by
      * its JSON escaping (at most 6 bytes per payload byte) */
-    srv_buf_init(&out, (size_t)r->s->lim.max_request_bytes +
-                            (size_t)r->s->lim.max_record_payload_bytes * 6 + 4096);
+    srv_buf_init(&out,
+                 (size_t)r->s->lim.max_request_bytes + (size_t)r->s->lim.max_record_payload_bytes * 6 + 4096);
     char *next = NULL;
     picl_status st = PICL_OK;
 
@@ -204,8 +203,7 @@ void storage__get_coll(sreq *r, const char *coll)
         st = PICL_ERROR_NO_MEMORY;
         goto done;
     }
-    srv_http_respond_owned(r->resp, 200, q.newlines ? "application/newlines" : "application/json",
-                            body, len);
+    srv_http_respond_owned(r->resp, 200, q.newlines ? "application/newlines" : "application/json", body, len);
     storage__set_modified(r, cmod, wts);
     char n[24];
     snprintf(n, sizeof n, "%" PRId64, count);
@@ -259,4 +257,3 @@ done:
     srv_buf_free(&out);
     sdb_release(r->s->db, c);
 }
-

@@ -35,8 +35,8 @@ void storage__db_error(sreq *r, picl_status st)
          * file), not only the client */
         char line[512], target[200];
         srvlog_redact_target(target, sizeof target, r->req->target); /* no query secrets */
-        snprintf(line, sizeof line, "storage: %s %s: database failure in %s: %s",
-                 r->req->method, target, sdb_where(r->s->db), picl_strerror(st));
+        snprintf(line, sizeof line, "storage: %s %s: database failure in %s: %s", r->req->method, target,
+                 sdb_where(r->s->db), picl_strerror(st));
         srvlog(r->s->log, r->s->log_ctx, SRVLOG_ERROR, "%s", line);
     }
     if (st == PICL_ERROR_CONFLICT) {
@@ -57,8 +57,8 @@ int storage__valid_coll(const char *name)
         return 0;
     for (size_t i = 0; i < n; i++) {
         char c = name[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-'))
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+              c == '_' || c == '-'))
             return 0;
     }
     return 1;

@@ -28,8 +28,7 @@ void storage__bsos_free(sdb_bso *items, size_t n)
     free(items);
 }
 
-picl_status storage__parse_bso(json_t *obj, const storage_limits *lim, sdb_bso *out,
-                               const char **reason)
+picl_status storage__parse_bso(json_t *obj, const storage_limits *lim, sdb_bso *out, const char **reason)
 {
     memset(out, 0, sizeof *out);
     *reason = NULL;
@@ -39,10 +38,9 @@ picl_status storage__parse_bso(json_t *obj, const storage_limits *lim, sdb_bso *
     }
     const char *key;
     json_t *v;
-    json_object_foreach(obj, key, v) {
+    json_object_foreach (obj, key, v) {
         if (!strcmp(key, "id")) {
-            if (!json_is_string(v) ||
-                !storage__valid_id(json_string_value(v), json_string_length(v))) {
+            if (!json_is_string(v) || !storage__valid_id(json_string_value(v), json_string_length(v))) {
                 *reason = "invalid id";
                 goto bad;
             }
@@ -107,8 +105,8 @@ static picl_status add_failed(json_t *failed, json_t *obj, size_t idx, const cha
 {
     char key[80];
     json_t *id = json_is_object(obj) ? json_object_get(obj, "id") : NULL;
-    if (id && json_is_string(id) && json_string_length(id) >= 1 &&
-        json_string_length(id) <= 64 && strlen(json_string_value(id)) == json_string_length(id))
+    if (id && json_is_string(id) && json_string_length(id) >= 1 && json_string_length(id) <= 64 &&
+        strlen(json_string_value(id)) == json_string_length(id))
         snprintf(key, sizeof key, "%s", json_string_value(id));
     else
         snprintf(key, sizeof key, "#%zu", idx);
@@ -116,8 +114,8 @@ static picl_status add_failed(json_t *failed, json_t *obj, size_t idx, const cha
 }
 
 /* Parses element idx; appends it to items or to failed. */
-static picl_status take_one(json_t *obj, size_t idx, const storage_limits *lim, sdb_bso *items,
-                            size_t *n, json_t *failed)
+static picl_status take_one(json_t *obj, size_t idx, const storage_limits *lim, sdb_bso *items, size_t *n,
+                            json_t *failed)
 {
     const char *reason;
     picl_status st = storage__parse_bso(obj, lim, &items[*n], &reason);
@@ -143,8 +141,7 @@ static picl_status take_one(json_t *obj, size_t idx, const storage_limits *lim, 
     return PICL_OK;
 }
 
-int storage__scan_json(const uint8_t *body, size_t len, int newlines, int64_t *records,
-                       int64_t *values)
+int storage__scan_json(const uint8_t *body, size_t len, int newlines, int64_t *records, int64_t *values)
 {
     int64_t depth = 0, nrec = 0, nval = 0;
     int line_has = 0, top_array = -1; /* -1 nothing yet, 1 a list, 0 another value */
@@ -218,23 +215,40 @@ typedef struct fastp {
 
 static void fp_ws(fastp *f)
 {
-    while (f->i < f->len && (f->s[f->i] == ' ' || f->s[f->i] == '\t' || f->s[f->i] == '\n' ||
-                             f->s[f->i] == '\r'))
+    while (f->i < f->len &&
+           (f->s[f->i] == ' ' || f->s[f->i] == '\t' || f->s[f->i] == '\n' || f->s[f->i] == '\r'))
         f->i++;
 }
 
 static int fp_escape(uint8_t c, char *out)
 {
     switch (c) {
-    case '"': *out = '"'; return 1;
-    case '\\': *out = '\\'; return 1;
-    case '/': *out = '/'; return 1;
-    case 'b': *out = '\b'; return 1;
-    case 'f': *out = '\f'; return 1;
-    case 'n': *out = '\n'; return 1;
-    case 'r': *out = '\r'; return 1;
-    case 't': *out = '\t'; return 1;
-    default: return 0; /* \u and anything else: the jansson path */
+    case '"':
+        *out = '"';
+        return 1;
+    case '\\':
+        *out = '\\';
+        return 1;
+    case '/':
+        *out = '/';
+        return 1;
+    case 'b':
+        *out = '\b';
+        return 1;
+    case 'f':
+        *out = '\f';
+        return 1;
+    case 'n':
+        *out = '\n';
+        return 1;
+    case 'r':
+        *out = '\r';
+        return 1;
+    case 't':
+        *out = '\t';
+        return 1;
+    default:
+        return 0; /* \u and anything else: the jansson path */
     }
 }
 
@@ -294,8 +308,8 @@ static int fp_int(fastp *f, int64_t *v)
         x = x * 10 + (f->s[i++] - '0');
     size_t nd = i - d0;
     if (!nd || nd > 15 || (f->s[d0] == '0' && nd > 1) ||
-        (i < f->len && (f->s[i] == '.' || f->s[i] == 'e' || f->s[i] == 'E' ||
-                        (f->s[i] >= '0' && f->s[i] <= '9'))))
+        (i < f->len &&
+         (f->s[i] == '.' || f->s[i] == 'e' || f->s[i] == 'E' || (f->s[i] >= '0' && f->s[i] <= '9'))))
         return 0;
     *v = neg ? -x : x;
     f->i = i;
@@ -356,9 +370,8 @@ static int fp_object(fastp *f, const storage_limits *lim, sdb_bso *b)
                 goto out;
         } else if (k == FK_PAYLOAD) {
             b->has_payload = 1;
-            if (!fp_null(f) &&
-                ((r = fp_string(f, &b->payload, &b->payload_len)) != 1 ||
-                 (int64_t)b->payload_len > lim->max_record_payload_bytes))
+            if (!fp_null(f) && ((r = fp_string(f, &b->payload, &b->payload_len)) != 1 ||
+                                (int64_t)b->payload_len > lim->max_record_payload_bytes))
                 goto out;
         } else if (k == FK_SORTINDEX) {
             b->has_sortindex = 1;
@@ -398,8 +411,7 @@ out:
     return r < 0 ? -1 : 0;
 }
 
-static int fast_list(const uint8_t *body, size_t len, const storage_limits *lim, sdb_bso **items,
-                     size_t *n)
+static int fast_list(const uint8_t *body, size_t len, const storage_limits *lim, sdb_bso **items, size_t *n)
 {
     fastp f = {body, 0, len};
     sdb_bso *arr = NULL;
@@ -467,9 +479,8 @@ fail:
     return r;
 }
 
-picl_status storage__parse_bsos(const uint8_t *body, size_t len, int newlines,
-                                const storage_limits *lim, sdb_bso **items, size_t *n,
-                                json_t *failed)
+picl_status storage__parse_bsos(const uint8_t *body, size_t len, int newlines, const storage_limits *lim,
+                                sdb_bso **items, size_t *n, json_t *failed)
 {
     if (!newlines) {
         int r = fast_list(body, len, lim, items, n);
@@ -479,9 +490,8 @@ picl_status storage__parse_bsos(const uint8_t *body, size_t len, int newlines,
     return storage__parse_bsos_json(body, len, newlines, lim, items, n, failed);
 }
 
-picl_status storage__parse_bsos_json(const uint8_t *body, size_t len, int newlines,
-                                     const storage_limits *lim, sdb_bso **items, size_t *n,
-                                     json_t *failed)
+picl_status storage__parse_bsos_json(const uint8_t *body, size_t len, int newlines, const storage_limits *lim,
+                                     sdb_bso **items, size_t *n, json_t *failed)
 {
     *items = NULL;
     *n = 0;
@@ -690,8 +700,8 @@ static int64_t count_header(const srv_http_request *req, const char *name)
 }
 
 /* Renders {"modified":T,"success":[..],"failed":{..}} or the 202 form. */
-static char *render_post(const char *batch, int64_t t, const sdb_bso *ok, size_t nok,
-                         json_t *failed, size_t *len)
+static char *render_post(const char *batch, int64_t t, const sdb_bso *ok, size_t nok, json_t *failed,
+                         size_t *len)
 {
     srv_buf b;
     srv_buf_init(&b, 0);
@@ -743,9 +753,8 @@ static int post_params(post_ctx *p)
     picl_status bq = srv_http_query(r->req, "batch", &p->batch);
     picl_status cq = srv_http_query(r->req, "commit", &p->commit);
     const char *batch = p->batch, *commit = p->commit;
-    if ((bq != PICL_OK && bq != PICL_ERROR_NOT_FOUND) ||
-        (cq != PICL_OK && cq != PICL_ERROR_NOT_FOUND) || (batch && !batch[0]) ||
-        (commit && strcmp(commit, "true")) || (commit && !batch)) {
+    if ((bq != PICL_OK && bq != PICL_ERROR_NOT_FOUND) || (cq != PICL_OK && cq != PICL_ERROR_NOT_FOUND) ||
+        (batch && !batch[0]) || (commit && strcmp(commit, "true")) || (commit && !batch)) {
         storage__error(r->resp, 400, 1);
         return 0;
     }
@@ -765,8 +774,8 @@ static int post_params(post_ctx *p)
         storage__error(r->resp, 400, 1);
         return 0;
     }
-    if (hr > lim->max_post_records || hb > lim->max_post_bytes ||
-        htr > lim->max_total_records || htb > lim->max_total_bytes) {
+    if (hr > lim->max_post_records || hb > lim->max_post_bytes || htr > lim->max_total_records ||
+        htb > lim->max_total_bytes) {
         storage__error(r->resp, 400, 17);
         return 0;
     }
@@ -787,8 +796,7 @@ static int post_body(post_ctx *p, int kind, picl_status *st)
         storage__error(r->resp, 400, 17);
         return 0;
     }
-    *st = storage__parse_bsos(r->req->body, r->req->body_len, kind == 1, lim, &p->items, &p->n,
-                              p->failed);
+    *st = storage__parse_bsos(r->req->body, r->req->body_len, kind == 1, lim, &p->items, &p->n, p->failed);
     if (*st == PICL_ERROR_ENCODING || *st == PICL_ERROR_INVALID_ARGUMENT) {
         /* not JSON at all: 6; JSON but not a list of BSOs: 8 */
         storage__error(r->resp, 400, *st == PICL_ERROR_ENCODING ? 6 : 8);

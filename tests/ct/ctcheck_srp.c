@@ -49,8 +49,7 @@ static int fail(const char *what, picl_status st)
 static int run_verifier(const picl_srp_group *g)
 {
     SECRET(P, sizeof P);
-    picl_status st = picl__srp_verifier(g, I, sizeof I - 1, P, sizeof P, salt, sizeof salt, v,
-                                        sizeof v);
+    picl_status st = picl__srp_verifier(g, I, sizeof I - 1, P, sizeof P, salt, sizeof salt, v, sizeof v);
     return st == PICL_OK ? 0 : fail("verifier", st);
 }
 
@@ -88,8 +87,8 @@ static int run_login(const picl_srp_group *g, int do_client, int do_server)
         fail("setup", st);
         goto done;
     }
-    st = picl__srp_client_process(c, I, sizeof I - 1, P, sizeof P, salt, sizeof salt, B,
-                                  sizeof B, M1, sizeof M1);
+    st = picl__srp_client_process(c, I, sizeof I - 1, P, sizeof P, salt, sizeof salt, B, sizeof B, M1,
+                                  sizeof M1);
     if (st != PICL_OK || (st = picl__srp_client_key(c, Kc, sizeof Kc)) != PICL_OK) {
         fail("client", st);
         goto done;

@@ -65,7 +65,8 @@ static int should_fail(int fd, const char *call)
     if (!strstr(path, want))
         return 0;
     const char *at_s = getenv("PICL_EIO_AT"), *count_s = getenv("PICL_EIO_COUNT");
-    unsigned long at = at_s && *at_s ? strtoul(at_s, NULL, 10) : 1, count = count_s ? strtoul(count_s, NULL, 10) : 0;
+    unsigned long at = at_s && *at_s ? strtoul(at_s, NULL, 10) : 1,
+                  count = count_s ? strtoul(count_s, NULL, 10) : 0;
     pthread_mutex_lock(&lock);
     unsigned long k = ++matched;
     pthread_mutex_unlock(&lock);
@@ -78,7 +79,8 @@ static int should_fail(int fd, const char *call)
         if (lfd >= 0) {
             char line[4200];
             int len = snprintf(line, sizeof line, "%s %s\n", call, path);
-            ssize_t (*real)(int, const void *, size_t) = (ssize_t(*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
+            ssize_t (*real)(int, const void *, size_t) =
+                (ssize_t(*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
             if (real && len > 0)
                 (void)!real(lfd, line, (size_t)len);
             close(lfd);
@@ -97,9 +99,9 @@ typedef int (*fsync_fn)(int);
 typedef fsync_fn fdatasync_fn;
 
 /* the next definition of name (libc's) */
-#define REAL(name)                                                                                                     \
-    static name##_fn real_##name;                                                                                      \
-    if (!real_##name)                                                                                                  \
+#define REAL(name)                                                                                           \
+    static name##_fn real_##name;                                                                            \
+    if (!real_##name)                                                                                        \
     real_##name = (name##_fn)dlsym(RTLD_NEXT, #name)
 
 ssize_t write(int fd, const void *buf, size_t n)

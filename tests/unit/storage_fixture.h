@@ -64,10 +64,7 @@ static inline void sf_setup_with(const storage_config *extra)
     tu_mint(&SF.cred, SF_SECRET, SF_SECRET_LEN, SF.node, SF_UID, 3600);
 }
 
-static inline void sf_setup(void)
-{
-    sf_setup_with(NULL);
-}
+static inline void sf_setup(void) { sf_setup_with(NULL); }
 
 /* Stops and starts the server on the same data directory (a new port). */
 static inline void sf_restart(void)
@@ -101,13 +98,13 @@ static inline void sf_teardown(void)
 }
 
 /* A request as user SF_UID: path is below /1.5/<uid>. */
-static inline tu_resp sf_req_h(const char *method, const char *path, const char *ctype,
-                               const char *body, const char *const *headers)
+static inline tu_resp sf_req_h(const char *method, const char *path, const char *ctype, const char *body,
+                               const char *const *headers)
 {
     char target[4096];
     snprintf(target, sizeof target, "/1.5/%d%s", SF_UID, path);
-    tu_req o = {.ctype = ctype, .body = body, .len = body ? strlen(body) : 0,
-                .headers = headers, .cred = &SF.cred};
+    tu_req o = {
+        .ctype = ctype, .body = body, .len = body ? strlen(body) : 0, .headers = headers, .cred = &SF.cred};
     tu_resp r;
     ck_assert_int_eq(tu_http(&r, method, SF.base, target, &o), 0);
     return r;
@@ -122,8 +119,8 @@ static inline tu_resp sf_req(const char *method, const char *path, const char *b
 #define sf_expect(r, st, code) sf_expect_((r), (st), (code), __LINE__)
 static inline void sf_expect_(tu_resp *r, long status, int code, int line)
 {
-    ck_assert_msg(r->status == status, "line %d: status %ld, want %ld (body %.200s)", line,
-                  r->status, status, r->body);
+    ck_assert_msg(r->status == status, "line %d: status %ld, want %ld (body %.200s)", line, r->status, status,
+                  r->body);
     if (code >= 0) {
         char want[16];
         snprintf(want, sizeof want, "%d", code);
@@ -166,7 +163,7 @@ static inline char *sf_snapshot(void)
     tu_resp_free(&r);
     const char *name;
     json_t *v;
-    json_object_foreach(cols, name, v) {
+    json_object_foreach (cols, name, v) {
         char path[256];
         snprintf(path, sizeof path, "/storage/%s?full=1&sort=oldest", name);
         tu_resp c = sf_req("GET", path, NULL);

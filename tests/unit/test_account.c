@@ -53,8 +53,7 @@ static void restart(const ks_config *cfg)
 static void create_verified(char uid[33])
 {
     char code[128];
-    ck_assert_int_eq(picl__account_create(cl, EMAIL, strlen(EMAIL), PW, strlen(PW), tuks_params(),
-                                          uid),
+    ck_assert_int_eq(picl__account_create(cl, EMAIL, strlen(EMAIL), PW, strlen(PW), tuks_params(), uid),
                      PICL_OK);
     ck_assert_uint_eq(strlen(uid), 32);
     ck_assert(tuks_take_mail(&srv, EMAIL, "X-Verify-Code", code, sizeof code));
@@ -64,8 +63,7 @@ static void create_verified(char uid[33])
 
 static void login(const char *pw, picl_account *a)
 {
-    ck_assert_int_eq(picl__account_login(cl, EMAIL, strlen(EMAIL), pw, strlen(pw), tuks_params(),
-                                         a),
+    ck_assert_int_eq(picl__account_login(cl, EMAIL, strlen(EMAIL), pw, strlen(pw), tuks_params(), a),
                      PICL_OK);
 }
 
@@ -112,11 +110,9 @@ END_TEST
 START_TEST(unverified_login_has_no_keys)
 {
     char uid[33], uid2[33], code[128];
-    ck_assert_int_eq(picl__account_create(cl, EMAIL, strlen(EMAIL), PW, strlen(PW), tuks_params(),
-                                          uid),
+    ck_assert_int_eq(picl__account_create(cl, EMAIL, strlen(EMAIL), PW, strlen(PW), tuks_params(), uid),
                      PICL_OK);
-    ck_assert_int_eq(picl__account_create(cl, EMAIL, strlen(EMAIL), PW, strlen(PW), tuks_params(),
-                                          uid2),
+    ck_assert_int_eq(picl__account_create(cl, EMAIL, strlen(EMAIL), PW, strlen(PW), tuks_params(), uid2),
                      PICL_ERROR_ACCOUNT_EXISTS);
     ck_assert_str_eq(uid2, "");
     picl_account a;
@@ -160,9 +156,8 @@ START_TEST(password_change_keeps_kb)
     create_verified(uid);
     picl_account before, after, again;
     login(PW, &before);
-    ck_assert_int_eq(picl__account_change_password(cl, EMAIL, strlen(EMAIL), PW, strlen(PW), PW2,
-                                                   strlen(PW2), tuks_params(), tuks_params(),
-                                                   &after),
+    ck_assert_int_eq(picl__account_change_password(cl, EMAIL, strlen(EMAIL), PW, strlen(PW), PW2, strlen(PW2),
+                                                   tuks_params(), tuks_params(), &after),
                      PICL_OK);
     ck_assert(after.have_keys);
     ck_assert_mem_eq(before.ka, after.ka, 32);
@@ -170,16 +165,14 @@ START_TEST(password_change_keeps_kb)
     login(PW2, &again);
     ck_assert_mem_eq(before.kb, again.kb, 32);
     /* the old password is gone, and so is every token made before */
-    ck_assert_int_eq(picl__account_login(cl, EMAIL, strlen(EMAIL), PW, strlen(PW), tuks_params(),
-                                         &again),
+    ck_assert_int_eq(picl__account_login(cl, EMAIL, strlen(EMAIL), PW, strlen(PW), tuks_params(), &again),
                      PICL_ERROR_WRONG_PASSWORD);
     char email[256];
     int v;
-    ck_assert_int_eq(picl__ksc_email_status(cl, before.session_token, email, &v),
-                     PICL_ERROR_TOKEN);
+    ck_assert_int_eq(picl__ksc_email_status(cl, before.session_token, email, &v), PICL_ERROR_TOKEN);
     ck_assert_int_eq(picl__ksc_last(cl)->errnum, 110);
-    ck_assert_int_eq(picl__account_change_password(cl, EMAIL, strlen(EMAIL), "nope", 4, PW,
-                                                   strlen(PW), tuks_params(), tuks_params(), NULL),
+    ck_assert_int_eq(picl__account_change_password(cl, EMAIL, strlen(EMAIL), "nope", 4, PW, strlen(PW),
+                                                   tuks_params(), tuks_params(), NULL),
                      PICL_ERROR_WRONG_PASSWORD);
     picl__account_wipe(&before);
     picl__account_wipe(&after);
@@ -197,12 +190,12 @@ START_TEST(forgot_and_reset_new_kb_same_ka)
     ck_assert(tuks_take_mail(&srv, EMAIL, "X-Recovery-Code", code, sizeof code));
     char wrong[9];
     snprintf(wrong, sizeof wrong, "%.7s%c", code, code[7] == '9' ? '0' : (char)(code[7] + 1));
-    ck_assert_int_eq(picl__account_forgot_finish(cl, ft, wrong, EMAIL, strlen(EMAIL), PW2,
-                                                 strlen(PW2), tuks_params()),
-                     PICL_ERROR_INVALID_CODE);
-    ck_assert_int_eq(picl__account_forgot_finish(cl, ft, code, EMAIL, strlen(EMAIL), PW2,
-                                                 strlen(PW2), tuks_params()),
-                     PICL_OK);
+    ck_assert_int_eq(
+        picl__account_forgot_finish(cl, ft, wrong, EMAIL, strlen(EMAIL), PW2, strlen(PW2), tuks_params()),
+        PICL_ERROR_INVALID_CODE);
+    ck_assert_int_eq(
+        picl__account_forgot_finish(cl, ft, code, EMAIL, strlen(EMAIL), PW2, strlen(PW2), tuks_params()),
+        PICL_OK);
     login(PW2, &after);
     ck_assert(after.have_keys);
     ck_assert_mem_eq(before.ka, after.ka, 32);
@@ -214,16 +207,14 @@ START_TEST(forgot_and_reset_new_kb_same_ka)
     /* old tokens all rejected, the old password too */
     char email[256];
     int v;
-    ck_assert_int_eq(picl__ksc_email_status(cl, before.session_token, email, &v),
-                     PICL_ERROR_TOKEN);
+    ck_assert_int_eq(picl__ksc_email_status(cl, before.session_token, email, &v), PICL_ERROR_TOKEN);
     picl_account x;
-    ck_assert_int_eq(picl__account_login(cl, EMAIL, strlen(EMAIL), PW, strlen(PW), tuks_params(),
-                                         &x),
+    ck_assert_int_eq(picl__account_login(cl, EMAIL, strlen(EMAIL), PW, strlen(PW), tuks_params(), &x),
                      PICL_ERROR_WRONG_PASSWORD);
     /* the forgotPasswordToken was spent */
-    ck_assert_int_eq(picl__account_forgot_finish(cl, ft, code, EMAIL, strlen(EMAIL), PW,
-                                                 strlen(PW), tuks_params()),
-                     PICL_ERROR_TOKEN);
+    ck_assert_int_eq(
+        picl__account_forgot_finish(cl, ft, code, EMAIL, strlen(EMAIL), PW, strlen(PW), tuks_params()),
+        PICL_ERROR_TOKEN);
     picl__account_wipe(&before);
     picl__account_wipe(&after);
 }
@@ -235,12 +226,9 @@ START_TEST(destroy)
     create_verified(uid);
     ck_assert_int_eq(picl__account_destroy(cl, EMAIL, strlen(EMAIL), "bad", 3, tuks_params()),
                      PICL_ERROR_WRONG_PASSWORD);
-    ck_assert_int_eq(picl__account_destroy(cl, EMAIL, strlen(EMAIL), PW, strlen(PW),
-                                           tuks_params()),
-                     PICL_OK);
+    ck_assert_int_eq(picl__account_destroy(cl, EMAIL, strlen(EMAIL), PW, strlen(PW), tuks_params()), PICL_OK);
     picl_account a;
-    ck_assert_int_eq(picl__account_login(cl, EMAIL, strlen(EMAIL), PW, strlen(PW), tuks_params(),
-                                         &a),
+    ck_assert_int_eq(picl__account_login(cl, EMAIL, strlen(EMAIL), PW, strlen(PW), tuks_params(), &a),
                      PICL_ERROR_UNKNOWN_ACCOUNT);
 }
 END_TEST
@@ -301,8 +289,7 @@ START_TEST(network_errors)
     ck_assert_int_eq(picl__ksc_new(&c2, "ftp://x"), PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(picl__ksc_new(&c2, "http://127.0.0.1:1"), PICL_OK);
     char uid[33];
-    ck_assert_int_eq(picl__account_create(c2, EMAIL, strlen(EMAIL), PW, strlen(PW), tuks_params(),
-                                          uid),
+    ck_assert_int_eq(picl__account_create(c2, EMAIL, strlen(EMAIL), PW, strlen(PW), tuks_params(), uid),
                      PICL_ERROR_NETWORK);
     picl__ksc_free(c2);
 }
@@ -330,9 +317,7 @@ static void run_hostile(const char *answer, picl_status want)
     ck_assert_int_eq(picl__ksc_new(&c, base), PICL_OK);
     hostile_answer = answer;
     picl_account a;
-    ck_assert_int_eq(picl__account_login(c, EMAIL, strlen(EMAIL), PW, strlen(PW), tuks_params(),
-                                         &a),
-                     want);
+    ck_assert_int_eq(picl__account_login(c, EMAIL, strlen(EMAIL), PW, strlen(PW), tuks_params(), &a), want);
     ck_assert(picl__iszero_ct(&a, sizeof a));
     picl__ksc_free(c);
     srv_http_server_free(h);
@@ -345,7 +330,8 @@ START_TEST(hostile_server_refused)
     snprintf(psb, sizeof psb,
              "\"passwordStretching\":{\"type\":\"PBKDF2/scrypt/PBKDF2/v1\","
              "\"PBKDF2_rounds_1\":1000,\"scrypt_N\":1024,\"scrypt_r\":8,\"scrypt_p\":1,"
-             "\"PBKDF2_rounds_2\":1000,\"salt\":\"%064d\"}", 1);
+             "\"PBKDF2_rounds_2\":1000,\"salt\":\"%064d\"}",
+             1);
     /* B = 0: the client must refuse (a forged login otherwise) */
     memset(B, '0', 512);
     B[512] = 0;
@@ -365,7 +351,8 @@ START_TEST(hostile_server_refused)
     snprintf(weak, sizeof weak,
              "\"passwordStretching\":{\"type\":\"PBKDF2/scrypt/PBKDF2/v1\","
              "\"PBKDF2_rounds_1\":1,\"scrypt_N\":2,\"scrypt_r\":1,\"scrypt_p\":1,"
-             "\"PBKDF2_rounds_2\":1,\"salt\":\"%064d\"}", 1);
+             "\"PBKDF2_rounds_2\":1,\"salt\":\"%064d\"}",
+             1);
     B[511] = '2';
     snprintf(body, sizeof body,
              "{\"srpToken\":\"%064d\",\"srp\":{\"type\":\"SRP-6a/SHA256/2048/v1\","
@@ -383,14 +370,12 @@ static const char *canned_body;
 
 static void canned(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
-    srv_http_respond(resp, canned_status, "application/json", canned_body,
-                      strlen(canned_body));
+    srv_http_respond(resp, canned_status, "application/json", canned_body, strlen(canned_body));
     if (canned_status == 503)
         srv_http_set_header(resp, "Retry-After", "7");
 }
 
-static srv_http_server *canned_server(const char *method, const char *path, char *base,
-                                       size_t cap)
+static srv_http_server *canned_server(const char *method, const char *path, char *base, size_t cap)
 {
     srv_http_server *h;
     srv_http_config hc = {.listen = "127.0.0.1:0", .max_body = 1 << 20};
@@ -493,7 +478,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

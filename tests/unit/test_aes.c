@@ -61,8 +61,16 @@ START_TEST(test_gcm_file)
         ck_assert_int_eq(picl__aes256_gcm_decrypt(back, key, iv, il, aad, al, out, pl + tl, tl), PICL_OK);
         ck_assert(memcmp(back, pt, pl) == 0);
         out[pl + tl - 1] ^= 1; /* tag bit flipped */
-        ck_assert_int_eq(picl__aes256_gcm_decrypt(back, key, iv, il, aad, al, out, pl + tl, tl), PICL_ERROR_DECRYPT);
-        free(key); free(iv); free(aad); free(pt); free(ct); free(tag); free(out); free(back);
+        ck_assert_int_eq(picl__aes256_gcm_decrypt(back, key, iv, il, aad, al, out, pl + tl, tl),
+                         PICL_ERROR_DECRYPT);
+        free(key);
+        free(iv);
+        free(aad);
+        free(pt);
+        free(ct);
+        free(tag);
+        free(out);
+        free(back);
         n++;
     }
     ck_assert_int_eq(n, 6);
@@ -75,8 +83,8 @@ START_TEST(test_cbc_wycheproof)
     json_t *j = tu_json_load("wycheproof/aes_cbc_pkcs5_test.json");
     size_t gi, ti, n = 0, invalid = 0;
     json_t *g, *t;
-    json_array_foreach(json_object_get(j, "testGroups"), gi, g) {
-        json_array_foreach(json_object_get(g, "tests"), ti, t) {
+    json_array_foreach (json_object_get(j, "testGroups"), gi, g) {
+        json_array_foreach (json_object_get(g, "tests"), ti, t) {
             size_t kl, il, ml, cl, ol;
             uint8_t *key = tu_unhex(json_string_value(json_object_get(t, "key")), &kl);
             uint8_t *iv = tu_unhex(json_string_value(json_object_get(t, "iv")), &il);
@@ -97,7 +105,11 @@ START_TEST(test_cbc_wycheproof)
                 ck_assert_uint_eq(ol, 0);
                 invalid++;
             }
-            free(out); free(key); free(iv); free(msg); free(ct);
+            free(out);
+            free(key);
+            free(iv);
+            free(msg);
+            free(ct);
             n++;
         }
     }
@@ -112,9 +124,9 @@ START_TEST(test_gcm_wycheproof)
     json_t *j = tu_json_load("wycheproof/aes_gcm_test.json");
     size_t gi, ti, n = 0, valid = 0, invalid = 0, unsupported = 0;
     json_t *g, *t;
-    json_array_foreach(json_object_get(j, "testGroups"), gi, g) {
+    json_array_foreach (json_object_get(j, "testGroups"), gi, g) {
         size_t taglen = (size_t)json_integer_value(json_object_get(g, "tagSize")) / 8;
-        json_array_foreach(json_object_get(g, "tests"), ti, t) {
+        json_array_foreach (json_object_get(g, "tests"), ti, t) {
             size_t kl, il, al, ml, cl, tl;
             uint8_t *key = tu_unhex(json_string_value(json_object_get(t, "key")), &kl);
             uint8_t *iv = tu_unhex(json_string_value(json_object_get(t, "iv")), &il);
@@ -137,14 +149,22 @@ START_TEST(test_gcm_wycheproof)
             } else if (!strcmp(result, "valid") || !strcmp(result, "acceptable")) {
                 ck_assert_msg(st == PICL_OK, "tcId %lld: %d", id, st);
                 ck_assert_msg(memcmp(out, msg, ml) == 0, "tcId %lld", id);
-                ck_assert_int_eq(picl__aes_gcm_encrypt_k(out, key, kl, iv, il, aad, al, msg, ml, taglen), PICL_OK);
+                ck_assert_int_eq(picl__aes_gcm_encrypt_k(out, key, kl, iv, il, aad, al, msg, ml, taglen),
+                                 PICL_OK);
                 ck_assert_msg(memcmp(out, in, cl + tl) == 0, "tcId %lld encrypt", id);
                 valid++;
             } else {
                 ck_assert_msg(st == PICL_ERROR_DECRYPT, "invalid tcId %lld: %d", id, st);
                 invalid++;
             }
-            free(in); free(out); free(key); free(iv); free(aad); free(msg); free(ct); free(tag);
+            free(in);
+            free(out);
+            free(key);
+            free(iv);
+            free(aad);
+            free(msg);
+            free(ct);
+            free(tag);
             n++;
         }
     }
@@ -168,7 +188,8 @@ START_TEST(test_cbc_bad_lengths)
         ck_assert_int_eq(out[i], 0); /* output zeroed */
     ck_assert_int_eq(picl__aes256_cbc_raw(1, out, key, iv, buf, 17), PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(picl__aes_cbc_encrypt_k(out, &n, key, 20, iv, buf, 16), PICL_ERROR_INVALID_ARGUMENT);
-    ck_assert_int_eq(picl__aes256_gcm_encrypt(out, key, iv, 12, NULL, 0, buf, 16, 8), PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__aes256_gcm_encrypt(out, key, iv, 12, NULL, 0, buf, 16, 8),
+                     PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(picl__aes256_gcm_decrypt(out, key, iv, 12, NULL, 0, buf, 10, 16), PICL_ERROR_DECRYPT);
 }
 END_TEST

@@ -47,25 +47,13 @@ void *__wrap_realloc(void *p, size_t n);
 char *__wrap_strdup(const char *s);
 char *__wrap_strndup(const char *s, size_t n);
 
-void *__wrap_malloc(size_t n)
-{
-    return picl__test_alloc_fail_now() ? NULL : __real_malloc(n);
-}
+void *__wrap_malloc(size_t n) { return picl__test_alloc_fail_now() ? NULL : __real_malloc(n); }
 
-void *__wrap_calloc(size_t a, size_t b)
-{
-    return picl__test_alloc_fail_now() ? NULL : __real_calloc(a, b);
-}
+void *__wrap_calloc(size_t a, size_t b) { return picl__test_alloc_fail_now() ? NULL : __real_calloc(a, b); }
 
-void *__wrap_realloc(void *p, size_t n)
-{
-    return picl__test_alloc_fail_now() ? NULL : __real_realloc(p, n);
-}
+void *__wrap_realloc(void *p, size_t n) { return picl__test_alloc_fail_now() ? NULL : __real_realloc(p, n); }
 
-char *__wrap_strdup(const char *s)
-{
-    return picl__test_alloc_fail_now() ? NULL : __real_strdup(s);
-}
+char *__wrap_strdup(const char *s) { return picl__test_alloc_fail_now() ? NULL : __real_strdup(s); }
 
 char *__wrap_strndup(const char *s, size_t n)
 {
@@ -147,20 +135,14 @@ static long sweep(const sweep_path *p)
     if (step == 1)
         printf("alloc sweep %s: %ld allocations, each failed in turn: clean\n", p->name, total);
     else
-        printf("alloc sweep %s: %ld allocations, every %ld-th failed (PICL_ALLOC_FULL=1: each): clean\n", p->name,
-               total, step);
+        printf("alloc sweep %s: %ld allocations, every %ld-th failed (PICL_ALLOC_FULL=1: each): clean\n",
+               p->name, total, step);
     return total;
 }
 
-static void setup(void)
-{
-    tu_nss_setup();
-}
+static void setup(void) { tu_nss_setup(); }
 
-static void teardown(void)
-{
-    tu_nss_teardown();
-}
+static void teardown(void) { tu_nss_teardown(); }
 
 /* ---- crypto: record seal/open, codecs ------------------------------------ */
 
@@ -299,8 +281,8 @@ static picl_status proto_op(void *c_)
     st = picl__tokenlib_parse(&c->out, SECRET, sizeof SECRET - 1, c->token, strlen(c->token), 0, 0);
     if (st != PICL_OK)
         return st;
-    picl_hawk_request req = {"POST", "/1.5/42/storage/bookmarks?batch=true", "example.com", 443,
-                             "application/json", "[]", 2};
+    picl_hawk_request req = {
+        "POST", "/1.5/42/storage/bookmarks?batch=true", "example.com", 443, "application/json", "[]", 2};
     st = picl__hawk_client_header(&c->header, c->token, c->key, strlen(c->key), &req, 1700000000, NULL, NULL);
     if (st != PICL_OK)
         return st;
@@ -367,8 +349,12 @@ START_TEST(test_protocol_tokens_hawk_bundles)
     snprintf(c.in.hashed_fxa_uid, sizeof c.in.hashed_fxa_uid, "h42");
     snprintf(c.in.hashed_device_id, sizeof c.in.hashed_device_id, "dev");
     snprintf(c.in.salt, sizeof c.in.salt, "abc123");
-    sweep_path p = {"protocol (tokenlib mint+parse, Hawk header+parse+verify, bundle seal+open)", proto_op, proto_check,
-                    &c, {0, 0}, 1};
+    sweep_path p = {"protocol (tokenlib mint+parse, Hawk header+parse+verify, bundle seal+open)",
+                    proto_op,
+                    proto_check,
+                    &c,
+                    {0, 0},
+                    1};
     ck_assert_int_gt(sweep(&p), 3);
     picl__hawk_nonce_cache_free(c.nonces);
 }
@@ -424,8 +410,8 @@ START_TEST(test_classmap_sign_verify_parse)
     map_ctx c;
     memset(&c, 0, sizeof c);
     memset(c.kb, 0x42, sizeof c.kb);
-    sweep_path p = {"class map (defaults, set, sign, verify, parse_trusted)", map_op, map_check, &c,
-                    {0, 0}, 1};
+    sweep_path p = {
+        "class map (defaults, set, sign, verify, parse_trusted)", map_op, map_check, &c, {0, 0}, 1};
     ck_assert_int_gt(sweep(&p), 3);
 }
 END_TEST
@@ -456,12 +442,12 @@ typedef struct store_ctx {
     char dir[64];
     char file[128];
     const char *collection;
-    const char *records;   /* JSON text applied in each pass */
-    const char *probe_id;  /* a record the pass adds */
-    char *before;          /* the file before the pass */
+    const char *records;  /* JSON text applied in each pass */
+    const char *probe_id; /* a record the pass adds */
+    char *before;         /* the file before the pass */
     size_t before_len;
     picl_store *s;
-    int applied_anyway;    /* failed passes whose transaction was durable */
+    int applied_anyway; /* failed passes whose transaction was durable */
 } store_ctx;
 
 static picl_status store_open(store_ctx *c, picl_store **s)
@@ -521,7 +507,8 @@ static void store_check(void *c_, picl_status st, int failed)
             c->applied_anyway++;
         } else if (probe) {
             ck_assert_str_eq(json_string_value(json_object_get(probe, "title")), "Rust");
-            ck_assert_str_eq(json_string_value(json_object_get(probe, "bmkUri")), "https://www.rust-lang.org/");
+            ck_assert_str_eq(json_string_value(json_object_get(probe, "bmkUri")),
+                             "https://www.rust-lang.org/");
             ck_assert_str_eq(json_string_value(json_object_get(probe, "parentid")), "toolbar");
             c->applied_anyway++;
         } else if (!strcmp(c->collection, "passwords")) {
@@ -558,7 +545,8 @@ static void store_check(void *c_, picl_status st, int failed)
             ck_assert_int_eq(store_open(c, &s), PICL_OK);
             json_t *del = json_pack("[{s:s, s:b}]", "id", c->probe_id, "deleted", 1);
             picl_status ust = picl__store_apply(s, del);
-            ck_assert_msg(ust == PICL_OK, "undo after pass %ld: %d %s", sweep_n, (int)ust, picl__store_error(s));
+            ck_assert_msg(ust == PICL_OK, "undo after pass %ld: %d %s", sweep_n, (int)ust,
+                          picl__store_error(s));
             json_decref(del);
             picl__store_close(s);
         }
@@ -572,39 +560,57 @@ static void store_check(void *c_, picl_status st, int failed)
 /* Places schema 86 as Firefox ESR creates it (the tables the stores use). */
 static const char PLACES[] =
     "PRAGMA journal_mode = WAL;"
-    "CREATE TABLE moz_origins (id INTEGER PRIMARY KEY, prefix TEXT NOT NULL, host TEXT NOT NULL, frecency INTEGER "
-    " NOT NULL, recalc_frecency INTEGER NOT NULL DEFAULT 0, alt_frecency INTEGER, recalc_alt_frecency INTEGER NOT "
+    "CREATE TABLE moz_origins (id INTEGER PRIMARY KEY, prefix TEXT NOT NULL, host TEXT NOT NULL, frecency "
+    "INTEGER "
+    " NOT NULL, recalc_frecency INTEGER NOT NULL DEFAULT 0, alt_frecency INTEGER, recalc_alt_frecency "
+    "INTEGER NOT "
     " NULL DEFAULT 0, block_until_ms INTEGER, block_pages_until_ms INTEGER, UNIQUE (prefix, host));"
-    "CREATE TABLE moz_places (id INTEGER PRIMARY KEY, url LONGVARCHAR, title LONGVARCHAR, rev_host LONGVARCHAR, "
-    " visit_count INTEGER DEFAULT 0, hidden INTEGER DEFAULT 0 NOT NULL, typed INTEGER DEFAULT 0 NOT NULL, frecency "
-    " INTEGER DEFAULT -1 NOT NULL, last_visit_date INTEGER, guid TEXT, foreign_count INTEGER DEFAULT 0 NOT NULL, "
-    " url_hash INTEGER DEFAULT 0 NOT NULL, description TEXT, preview_image_url TEXT, site_name TEXT, origin_id "
+    "CREATE TABLE moz_places (id INTEGER PRIMARY KEY, url LONGVARCHAR, title LONGVARCHAR, rev_host "
+    "LONGVARCHAR, "
+    " visit_count INTEGER DEFAULT 0, hidden INTEGER DEFAULT 0 NOT NULL, typed INTEGER DEFAULT 0 NOT NULL, "
+    "frecency "
+    " INTEGER DEFAULT -1 NOT NULL, last_visit_date INTEGER, guid TEXT, foreign_count INTEGER DEFAULT 0 NOT "
+    "NULL, "
+    " url_hash INTEGER DEFAULT 0 NOT NULL, description TEXT, preview_image_url TEXT, site_name TEXT, "
+    "origin_id "
     " INTEGER REFERENCES moz_origins(id), recalc_frecency INTEGER NOT NULL DEFAULT 0, alt_frecency INTEGER, "
     " recalc_alt_frecency INTEGER NOT NULL DEFAULT 0);"
     "CREATE UNIQUE INDEX moz_places_guid_uniqueindex ON moz_places (guid);"
     "CREATE INDEX moz_places_url_hashindex ON moz_places (url_hash);"
     "CREATE TABLE moz_places_extra (place_id INTEGER PRIMARY KEY NOT NULL, sync_json TEXT);"
-    "CREATE TABLE moz_historyvisits (id INTEGER PRIMARY KEY, from_visit INTEGER, place_id INTEGER, visit_date "
-    " INTEGER, visit_type INTEGER, session INTEGER, source INTEGER DEFAULT 0 NOT NULL, triggeringPlaceId INTEGER);"
+    "CREATE TABLE moz_historyvisits (id INTEGER PRIMARY KEY, from_visit INTEGER, place_id INTEGER, "
+    "visit_date "
+    " INTEGER, visit_type INTEGER, session INTEGER, source INTEGER DEFAULT 0 NOT NULL, triggeringPlaceId "
+    "INTEGER);"
     "CREATE TABLE moz_historyvisits_extra (visit_id INTEGER PRIMARY KEY NOT NULL, sync_json TEXT);"
-    "CREATE TABLE moz_inputhistory (place_id INTEGER NOT NULL, input LONGVARCHAR NOT NULL, use_count INTEGER, "
+    "CREATE TABLE moz_inputhistory (place_id INTEGER NOT NULL, input LONGVARCHAR NOT NULL, use_count "
+    "INTEGER, "
     " PRIMARY KEY (place_id, input));"
-    "CREATE TABLE moz_bookmarks (id INTEGER PRIMARY KEY, type INTEGER, fk INTEGER DEFAULT NULL, parent INTEGER, "
-    " position INTEGER, title LONGVARCHAR, keyword_id INTEGER, folder_type TEXT, dateAdded INTEGER, lastModified "
-    " INTEGER, guid TEXT, syncStatus INTEGER NOT NULL DEFAULT 0, syncChangeCounter INTEGER NOT NULL DEFAULT 1);"
+    "CREATE TABLE moz_bookmarks (id INTEGER PRIMARY KEY, type INTEGER, fk INTEGER DEFAULT NULL, parent "
+    "INTEGER, "
+    " position INTEGER, title LONGVARCHAR, keyword_id INTEGER, folder_type TEXT, dateAdded INTEGER, "
+    "lastModified "
+    " INTEGER, guid TEXT, syncStatus INTEGER NOT NULL DEFAULT 0, syncChangeCounter INTEGER NOT NULL DEFAULT "
+    "1);"
     "CREATE UNIQUE INDEX moz_bookmarks_guid_uniqueindex ON moz_bookmarks (guid);"
     "CREATE TABLE moz_bookmarks_deleted (guid TEXT PRIMARY KEY, dateRemoved INTEGER NOT NULL DEFAULT 0);"
     "CREATE TABLE moz_keywords (id INTEGER PRIMARY KEY AUTOINCREMENT, keyword TEXT UNIQUE, place_id INTEGER, "
     " post_data TEXT);"
     "CREATE UNIQUE INDEX moz_keywords_placepostdata_uniqueindex ON moz_keywords (place_id, post_data);"
-    "CREATE TABLE moz_annos (id INTEGER PRIMARY KEY, place_id INTEGER NOT NULL, anno_attribute_id INTEGER, content "
-    " LONGVARCHAR, flags INTEGER DEFAULT 0, expiration INTEGER DEFAULT 0, type INTEGER DEFAULT 0, dateAdded INTEGER "
+    "CREATE TABLE moz_annos (id INTEGER PRIMARY KEY, place_id INTEGER NOT NULL, anno_attribute_id INTEGER, "
+    "content "
+    " LONGVARCHAR, flags INTEGER DEFAULT 0, expiration INTEGER DEFAULT 0, type INTEGER DEFAULT 0, dateAdded "
+    "INTEGER "
     " DEFAULT 0, lastModified INTEGER DEFAULT 0);"
     "CREATE TABLE moz_meta (key TEXT PRIMARY KEY, value NOT NULL) WITHOUT ROWID;"
-    "CREATE TABLE moz_places_metadata (id INTEGER PRIMARY KEY, place_id INTEGER NOT NULL, referrer_place_id INTEGER, "
-    " created_at INTEGER NOT NULL DEFAULT 0, updated_at INTEGER NOT NULL DEFAULT 0, total_view_time INTEGER NOT NULL "
-    " DEFAULT 0, typing_time INTEGER NOT NULL DEFAULT 0, key_presses INTEGER NOT NULL DEFAULT 0, scrolling_time "
-    " INTEGER NOT NULL DEFAULT 0, scrolling_distance INTEGER NOT NULL DEFAULT 0, document_type INTEGER NOT NULL "
+    "CREATE TABLE moz_places_metadata (id INTEGER PRIMARY KEY, place_id INTEGER NOT NULL, referrer_place_id "
+    "INTEGER, "
+    " created_at INTEGER NOT NULL DEFAULT 0, updated_at INTEGER NOT NULL DEFAULT 0, total_view_time INTEGER "
+    "NOT NULL "
+    " DEFAULT 0, typing_time INTEGER NOT NULL DEFAULT 0, key_presses INTEGER NOT NULL DEFAULT 0, "
+    "scrolling_time "
+    " INTEGER NOT NULL DEFAULT 0, scrolling_distance INTEGER NOT NULL DEFAULT 0, document_type INTEGER NOT "
+    "NULL "
     " DEFAULT 0, search_query_id INTEGER);"
     "INSERT INTO moz_bookmarks(id, type, parent, position, title, guid, dateAdded, lastModified) VALUES"
     " (1, 2, 0, 0, '', 'root________', 1, 1), (2, 2, 1, 0, 'menu', 'menu________', 1, 1),"
@@ -633,11 +639,12 @@ static void store_sweep(const char *collection, const char *records, const char 
     if (!strcmp(collection, "passwords")) {
         picl_store *s = NULL;
         ck_assert_int_eq(store_open(&c, &s), PICL_OK);
-        json_t *one = json_loads("[{\"id\":\"{00000000-0000-4000-8000-000000000001}\",\"hostname\":"
-                                 "\"https://old.example\",\"formSubmitURL\":\"https://old.example\",\"httpRealm\":null,"
-                                 "\"username\":\"old\",\"password\":\"old-pw\",\"usernameField\":\"u\","
-                                 "\"passwordField\":\"p\"}]",
-                                 0, NULL);
+        json_t *one =
+            json_loads("[{\"id\":\"{00000000-0000-4000-8000-000000000001}\",\"hostname\":"
+                       "\"https://old.example\",\"formSubmitURL\":\"https://old.example\",\"httpRealm\":null,"
+                       "\"username\":\"old\",\"password\":\"old-pw\",\"usernameField\":\"u\","
+                       "\"passwordField\":\"p\"}]",
+                       0, NULL);
         ck_assert_int_eq(picl__store_apply(s, one), PICL_OK);
         json_decref(one);
         picl__store_close(s);
@@ -664,22 +671,24 @@ static void store_sweep(const char *collection, const char *records, const char 
 
 START_TEST(test_store_logins_apply)
 {
-    store_sweep("passwords",
-                "[{\"id\":\"{11111111-2222-4333-8444-555555555555}\",\"hostname\":\"https://new.example.net\","
-                "\"formSubmitURL\":\"https://new.example.net\",\"httpRealm\":null,\"username\":\"carol\","
-                "\"password\":\"pw\",\"usernameField\":\"u\",\"passwordField\":\"p\",\"timesUsed\":3,"
-                "\"futureField\":{\"x\":1}}]",
-                "{11111111-2222-4333-8444-555555555555}", "logins.json", 7);
+    store_sweep(
+        "passwords",
+        "[{\"id\":\"{11111111-2222-4333-8444-555555555555}\",\"hostname\":\"https://new.example.net\","
+        "\"formSubmitURL\":\"https://new.example.net\",\"httpRealm\":null,\"username\":\"carol\","
+        "\"password\":\"pw\",\"usernameField\":\"u\",\"passwordField\":\"p\",\"timesUsed\":3,"
+        "\"futureField\":{\"x\":1}}]",
+        "{11111111-2222-4333-8444-555555555555}", "logins.json", 7);
 }
 END_TEST
 
 START_TEST(test_store_bookmarks_apply)
 {
-    store_sweep("bookmarks",
-                "[{\"id\":\"toolbar\",\"type\":\"folder\",\"parentid\":\"places\",\"children\":[\"newBookmk001\"]},"
-                "{\"id\":\"newBookmk001\",\"type\":\"bookmark\",\"parentid\":\"toolbar\",\"title\":\"Rust\","
-                "\"bmkUri\":\"https://www.rust-lang.org/\",\"tags\":[\"a\"],\"keyword\":\"rs\"}]",
-                "newBookmk001", "places.sqlite", 23);
+    store_sweep(
+        "bookmarks",
+        "[{\"id\":\"toolbar\",\"type\":\"folder\",\"parentid\":\"places\",\"children\":[\"newBookmk001\"]},"
+        "{\"id\":\"newBookmk001\",\"type\":\"bookmark\",\"parentid\":\"toolbar\",\"title\":\"Rust\","
+        "\"bmkUri\":\"https://www.rust-lang.org/\",\"tags\":[\"a\"],\"keyword\":\"rs\"}]",
+        "newBookmk001", "places.sqlite", 23);
 }
 END_TEST
 
@@ -688,8 +697,9 @@ END_TEST
  * {"id":"rec1",":"hunter2"} and its loader drops a character of a string. */
 START_TEST(test_json_text_whole_or_nothing)
 {
-    static const char TEXT[] = "{\"id\":\"rec1\",\"password\":\"hunter2\",\"hostname\":\"https://example.com/a/b\","
-                               "\"n\":[1,2,{\"deep\":\"value with \\u00e9\"}]}";
+    static const char TEXT[] =
+        "{\"id\":\"rec1\",\"password\":\"hunter2\",\"hostname\":\"https://example.com/a/b\","
+        "\"n\":[1,2,{\"deep\":\"value with \\u00e9\"}]}";
     json_t *want = json_loads(TEXT, 0, NULL);
     ck_assert_ptr_nonnull(want);
     char *exact = picl__json_dumps(want, JSON_COMPACT | JSON_SORT_KEYS);
@@ -739,7 +749,8 @@ START_TEST(test_json_text_whole_or_nothing)
     }
     ck_assert_int_gt(dumps, 3);
     ck_assert_int_gt(loads, 3);
-    printf("alloc sweep json text: %ld dump and %ld load allocations: never damaged (jansson alone damaged %ld)\n",
+    printf("alloc sweep json text: %ld dump and %ld load allocations: never damaged (jansson alone damaged "
+           "%ld)\n",
            dumps, loads, damaged_by_jansson);
     free(exact);
     json_decref(want);

@@ -10,10 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int is_hex(const char *s)
-{
-    return *s && strspn(s, "0123456789abcdef") == strlen(s);
-}
+static int is_hex(const char *s) { return *s && strspn(s, "0123456789abcdef") == strlen(s); }
 
 /* Index of the nth (1-based) `label` in the file's single case. */
 static size_t nth(const tu_case *c, const char *label, int n)
@@ -161,7 +158,11 @@ static void check_bundle(const char *context, const char *anchor, int n, const c
     free(hexbad);
 
     free(hex);
-    free(key); free(hk); free(xk); free(plain); free(resp);
+    free(key);
+    free(hk);
+    free(xk);
+    free(plain);
+    free(resp);
     tu_vec_free(f);
 }
 
@@ -173,22 +174,21 @@ END_TEST
 
 START_TEST(test_session_create)
 {
-    check_bundle(PICL_BUNDLE_SESSION_CREATE, "respHMACkey", 2, "requestKey", "respHMACkey",
-                 "respXORkey", 64);
+    check_bundle(PICL_BUNDLE_SESSION_CREATE, "respHMACkey", 2, "requestKey", "respHMACkey", "respXORkey", 64);
 }
 END_TEST
 
 START_TEST(test_account_keys)
 {
-    check_bundle(PICL_BUNDLE_ACCOUNT_KEYS, "respHMACkey", 3, "keyRequestKey", "respHMACkey",
-                 "respXORkey", 64);
+    check_bundle(PICL_BUNDLE_ACCOUNT_KEYS, "respHMACkey", 3, "keyRequestKey", "respHMACkey", "respXORkey",
+                 64);
 }
 END_TEST
 
 START_TEST(test_password_change)
 {
-    check_bundle(PICL_BUNDLE_PASSWORD_CHANGE, "respHMACkey", 4, "requestKey", "respHMACkey",
-                 "respXORkey", 64);
+    check_bundle(PICL_BUNDLE_PASSWORD_CHANGE, "respHMACkey", 4, "requestKey", "respHMACkey", "respXORkey",
+                 64);
 }
 END_TEST
 
@@ -220,7 +220,9 @@ START_TEST(test_chain_key_fetch)
     ck_assert_int_eq(picl__bundle_open(out, 64, k.hmac_key, PICL_BUNDLE_ACCOUNT_KEYS, resp, rl),
                      PICL_ERROR_DECRYPT);
     expect_fill(out, 64, 0);
-    free(token); free(resp); free(plain);
+    free(token);
+    free(resp);
+    free(plain);
     tu_vec_free(f);
 }
 END_TEST
@@ -258,8 +260,9 @@ START_TEST(test_caps_and_arguments)
                      PICL_ERROR_TOO_LARGE);
     ck_assert_ptr_null(hex);
     ck_assert_int_eq(picl__bundle_keys(hk, xk, PICL_BUNDLE_MAX_PAYLOAD + 1, key, "c"), PICL_ERROR_TOO_LARGE);
-    ck_assert_int_eq(picl__bundle_open(out, PICL_BUNDLE_MAX_PAYLOAD + 1, key, "c", sealed,
-                                       PICL_BUNDLE_MAX_PAYLOAD + 33), PICL_ERROR_TOO_LARGE);
+    ck_assert_int_eq(
+        picl__bundle_open(out, PICL_BUNDLE_MAX_PAYLOAD + 1, key, "c", sealed, PICL_BUNDLE_MAX_PAYLOAD + 33),
+        PICL_ERROR_TOO_LARGE);
 
     memset(sealed, 0xAA, sizeof sealed);
     ck_assert_int_eq(picl__bundle_seal(sealed, key, "", payload, 4), PICL_ERROR_INVALID_ARGUMENT);

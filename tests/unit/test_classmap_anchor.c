@@ -19,15 +19,9 @@ static tucli T;
 
 #define run(out, cap, ...) tucli_run(&T, (out), (cap), "export PICL_PASSWORD=password1 && ", __VA_ARGS__)
 
-static void setup(void)
-{
-    tucli_start(&T);
-}
+static void setup(void) { tucli_start(&T); }
 
-static void teardown(void)
-{
-    tucli_stop(&T);
-}
+static void teardown(void) { tucli_stop(&T); }
 
 /* An account, verified, signed in on two devices (state dirs s1, s2), each
  * with its own store directory (f1, f2). */
@@ -35,8 +29,8 @@ static void account(void)
 {
     char code[256];
     ck_assert_int_eq(run(NULL, 0, "$P --state s1 -q account create --server %s --email a@x.org", T.url), 0);
-    ck_assert_int_eq(run(code, sizeof code, "grep -h '^X-Verify-Code:' data/mail/new/* | tr -d '\\r' | cut -d' ' -f2"),
-                     0);
+    ck_assert_int_eq(
+        run(code, sizeof code, "grep -h '^X-Verify-Code:' data/mail/new/* | tr -d '\\r' | cut -d' ' -f2"), 0);
     code[strcspn(code, "\n")] = 0;
     ck_assert_int_eq(run(NULL, 0, "$P --state s1 -q account verify --code %s", code), 0);
     ck_assert_int_eq(run(NULL, 0, "$P --state s1 -q login --email a@x.org"), 0);
@@ -72,8 +66,9 @@ static void db_exec(sqlite3 *db, const char *sql, const char *a, const char *b, 
 /* The collection's timestamp moves on, as after any write the server makes. */
 static void db_touch(sqlite3 *db, const char *coll)
 {
-    db_exec(db, "UPDATE collections SET modified = (SELECT max(m) + 1 FROM (SELECT max(modified) AS m FROM "
-                "collections UNION SELECT max(modified) FROM users)) WHERE name = ?",
+    db_exec(db,
+            "UPDATE collections SET modified = (SELECT max(m) + 1 FROM (SELECT max(modified) AS m FROM "
+            "collections UNION SELECT max(modified) FROM users)) WHERE name = ?",
             coll, NULL, NULL);
     db_exec(db, "UPDATE users SET modified = (SELECT max(modified) FROM collections)", NULL, NULL, NULL);
 }
@@ -83,8 +78,9 @@ static char *db_payload(const char *coll, const char *id)
 {
     sqlite3 *db = db_open();
     sqlite3_stmt *q;
-    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT payload FROM bsos WHERE coll = ? AND id = ?", -1, &q, NULL),
-                     SQLITE_OK);
+    ck_assert_int_eq(
+        sqlite3_prepare_v2(db, "SELECT payload FROM bsos WHERE coll = ? AND id = ?", -1, &q, NULL),
+        SQLITE_OK);
     sqlite3_bind_text(q, 1, coll, -1, SQLITE_STATIC);
     sqlite3_bind_text(q, 2, id, -1, SQLITE_STATIC);
     char *p = sqlite3_step(q) == SQLITE_ROW ? strdup((const char *)sqlite3_column_text(q, 0)) : NULL;
@@ -96,12 +92,15 @@ static char *db_payload(const char *coll, const char *id)
 static void db_set_payload(const char *coll, const char *id, const char *payload)
 {
     sqlite3 *db = db_open();
-    db_exec(db, "UPDATE bsos SET payload = ?, payload_size = length(?1) WHERE coll = ?2 AND id = ?3", payload, coll,
-            id);
+    db_exec(db, "UPDATE bsos SET payload = ?, payload_size = length(?1) WHERE coll = ?2 AND id = ?3", payload,
+            coll, id);
     ck_assert_int_eq(sqlite3_changes(db), 1);
     db_touch(db, coll);
-    db_exec(db, "UPDATE bsos SET modified = (SELECT modified FROM collections WHERE name = ?1) WHERE coll = ?1 AND "
-                "id = ?2", coll, id, NULL);
+    db_exec(
+        db,
+        "UPDATE bsos SET modified = (SELECT modified FROM collections WHERE name = ?1) WHERE coll = ?1 AND "
+        "id = ?2",
+        coll, id, NULL);
     sqlite3_close(db);
 }
 
@@ -121,8 +120,11 @@ static void db_rename(const char *coll, const char *id, const char *to)
     db_exec(db, "UPDATE bsos SET id = ?3 WHERE coll = ?1 AND id = ?2", coll, id, to);
     ck_assert_int_eq(sqlite3_changes(db), 1);
     db_touch(db, coll);
-    db_exec(db, "UPDATE bsos SET modified = (SELECT modified FROM collections WHERE name = ?1) WHERE coll = ?1 AND "
-                "id = ?2", coll, to, NULL);
+    db_exec(
+        db,
+        "UPDATE bsos SET modified = (SELECT modified FROM collections WHERE name = ?1) WHERE coll = ?1 AND "
+        "id = ?2",
+        coll, to, NULL);
     sqlite3_close(db);
 }
 
@@ -131,7 +133,8 @@ static int db_count(const char *coll, const char *kid)
 {
     sqlite3 *db = db_open();
     sqlite3_stmt *q;
-    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT payload FROM bsos WHERE coll = ?", -1, &q, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT payload FROM bsos WHERE coll = ?", -1, &q, NULL),
+                     SQLITE_OK);
     sqlite3_bind_text(q, 1, coll, -1, SQLITE_STATIC);
     int n = 0;
     while (sqlite3_step(q) == SQLITE_ROW) {
@@ -148,7 +151,8 @@ static int db_count(const char *coll, const char *kid)
 
 static const char *map_class(json_t *map, const char *c)
 {
-    return json_string_value(json_object_get(json_object_get(json_object_get(map, "collections"), c), "class"));
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(map, "collections"), c), "class"));
 }
 
 static json_t *server_map(void)
@@ -171,8 +175,9 @@ static json_t *sync_json(const char *state, const char *store, int want_rc)
     return j;
 }
 
-static const char *BM = "{\"id\":\"bm1_________\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"title\":\"One\","
-                        "\"bmkUri\":\"https://one.example/\",\"tags\":[],\"dateAdded\":1}";
+static const char *BM =
+    "{\"id\":\"bm1_________\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"title\":\"One\","
+    "\"bmkUri\":\"https://one.example/\",\"tags\":[],\"dateAdded\":1}";
 
 /* A storage server serves meta/classes with another kB field and any hmac
  * (the old client took that for a reset elsewhere and rebuilt the map from
@@ -191,14 +196,18 @@ START_TEST(test_forged_map_refused)
     json_object_set_new(json_object_get(json_object_get(forged, "collections"), "passwords"), "class",
                         json_string("A"));
     json_object_set_new(forged, "kB", json_string("00112233445566778899aabbccddeeff"));
-    json_object_set_new(forged, "hmac", json_string("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"));
-    json_object_set_new(forged, "version", json_integer(json_integer_value(json_object_get(forged, "version")) + 5));
+    json_object_set_new(forged, "hmac",
+                        json_string("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"));
+    json_object_set_new(forged, "version",
+                        json_integer(json_integer_value(json_object_get(forged, "version")) + 5));
     char *text = json_dumps(forged, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(forged);
     db_set_payload("meta", "classes", text);
     /* the other device, with a new bookmark: refused, exit 5, nothing uploaded */
-    ck_assert_int_eq(run(NULL, 0, "echo '[{\"id\":\"bm2_________\",\"type\":\"bookmark\",\"parentid\":\"menu\","
-                                  "\"title\":\"Two\"}]' > f2/bookmarks.json"), 0);
+    ck_assert_int_eq(run(NULL, 0,
+                         "echo '[{\"id\":\"bm2_________\",\"type\":\"bookmark\",\"parentid\":\"menu\","
+                         "\"title\":\"Two\"}]' > f2/bookmarks.json"),
+                     0);
     json_t *j = sync_json("s2", "f2", 5);
     ck_assert_str_eq(json_string_value(json_object_get(j, "status")), "error");
     ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(j, "message")), "forged"));
@@ -236,8 +245,10 @@ START_TEST(test_replay_and_deletion_refused)
     ck_assert_int_eq(json_integer_value(json_object_get(m, "version")), 2);
     json_decref(m);
     db_set_payload("meta", "classes", v1); /* the replay */
-    ck_assert_int_eq(run(NULL, 0, "echo '[{\"id\":\"hi1_________\",\"histUri\":\"https://h.example/\",\"visits\":[]}]'"
-                                  " > f2/history.json"), 0);
+    ck_assert_int_eq(run(NULL, 0,
+                         "echo '[{\"id\":\"hi1_________\",\"histUri\":\"https://h.example/\",\"visits\":[]}]'"
+                         " > f2/history.json"),
+                     0);
     json_t *j = sync_json("s2", "f2", 5); /* s2 has never synced: min version 0 */
     ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(j, "message")), "old version"));
     json_decref(j);
@@ -266,7 +277,7 @@ static const char *failure_reason(json_t *sum, const char *coll, const char *id)
 {
     size_t i;
     json_t *f;
-    json_array_foreach(json_object_get(sum, "failed"), i, f) {
+    json_array_foreach (json_object_get(sum, "failed"), i, f) {
         if (!strcmp(json_string_value(json_object_get(f, "collection")), coll) &&
             !strcmp(json_string_value(json_object_get(f, "id")), id))
             return json_string_value(json_object_get(f, "reason"));
@@ -294,14 +305,16 @@ static char *tamper(const char *payload, const char *field, size_t at)
 START_TEST(test_tampered_records_named)
 {
     account();
-    ck_assert_int_eq(run(NULL, 0, "echo '[{\"id\":\"{aaa-111}\",\"hostname\":\"https://1.example\",\"password\":\"p1\","
-                                  "\"timePasswordChanged\":1},{\"id\":\"{bbb-222}\",\"hostname\":\"https://2.example\","
-                                  "\"password\":\"p2\",\"timePasswordChanged\":2},{\"id\":\"{ccc-333}\",\"hostname\":"
-                                  "\"https://3.example\",\"password\":\"p3\",\"timePasswordChanged\":3},{\"id\":"
-                                  "\"{ddd-444}\",\"hostname\":\"https://4.example\",\"password\":\"p4\","
-                                  "\"timePasswordChanged\":4}]' > f1/passwords.json && echo '[%s]' > f1/bookmarks.json",
-                     BM),
-                     0);
+    ck_assert_int_eq(
+        run(NULL, 0,
+            "echo '[{\"id\":\"{aaa-111}\",\"hostname\":\"https://1.example\",\"password\":\"p1\","
+            "\"timePasswordChanged\":1},{\"id\":\"{bbb-222}\",\"hostname\":\"https://2.example\","
+            "\"password\":\"p2\",\"timePasswordChanged\":2},{\"id\":\"{ccc-333}\",\"hostname\":"
+            "\"https://3.example\",\"password\":\"p3\",\"timePasswordChanged\":3},{\"id\":"
+            "\"{ddd-444}\",\"hostname\":\"https://4.example\",\"password\":\"p4\","
+            "\"timePasswordChanged\":4}]' > f1/passwords.json && echo '[%s]' > f1/bookmarks.json",
+            BM),
+        0);
     json_decref(sync_json("s1", "f1", 0));
     char *p1 = db_payload("passwords", "{aaa-111}"), *p3 = db_payload("passwords", "{ccc-333}");
     char *t1 = tamper(p1, "IV", 0), *t3 = tamper(p3, "ciphertext", 5);
@@ -316,11 +329,13 @@ START_TEST(test_tampered_records_named)
     ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(sum, "message")), "integrity"));
     json_t *ps = json_object_get(json_object_get(sum, "collections"), "passwords");
     ck_assert_int_eq(json_integer_value(json_object_get(ps, "applied")), 1);
-    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(json_object_get(sum, "collections"),
-                                                                        "bookmarks"), "applied")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(
+                         json_object_get(json_object_get(sum, "collections"), "bookmarks"), "applied")),
+                     1);
     json_decref(sum);
     /* the rest applied, the refused ones not */
-    ck_assert_int_eq(run(NULL, 0, "grep -q 'ddd-444' f2/passwords.json && grep -q bm1_ f2/bookmarks.json"), 0);
+    ck_assert_int_eq(run(NULL, 0, "grep -q 'ddd-444' f2/passwords.json && grep -q bm1_ f2/bookmarks.json"),
+                     0);
     ck_assert_int_ne(run(NULL, 0, "grep -q -e aaa-111 -e 222 -e ccc-333 f2/passwords.json"), 0);
     /* on the terminal: one line per record, and exit 5 */
     char out[8192];
@@ -341,9 +356,10 @@ END_TEST
 START_TEST(test_password_reset_keeps_class_b)
 {
     account();
-    ck_assert_int_eq(run(NULL, 0, "echo '[%s]' > f1/bookmarks.json && echo '[{\"id\":\"{pw-1}\",\"hostname\":"
-                                  "\"https://1.example\",\"password\":\"p1\",\"timePasswordChanged\":1}]' > "
-                                  "f1/passwords.json",
+    ck_assert_int_eq(run(NULL, 0,
+                         "echo '[%s]' > f1/bookmarks.json && echo '[{\"id\":\"{pw-1}\",\"hostname\":"
+                         "\"https://1.example\",\"password\":\"p1\",\"timePasswordChanged\":1}]' > "
+                         "f1/passwords.json",
                          BM),
                      0);
     json_decref(sync_json("s1", "f1", 0));
@@ -353,11 +369,13 @@ START_TEST(test_password_reset_keeps_class_b)
     /* s2 forgets the password and resets it */
     char code[64], out[16384];
     ck_assert_int_eq(run(NULL, 0, "$P --state s2 -q password forgot --email a@x.org"), 0);
-    ck_assert_int_eq(run(code, sizeof code, "grep -h '^X-Recovery-Code:' data/mail/new/* | tr -d '\\r' | cut -d' ' -f2 "
-                                            "| tail -1"),
+    ck_assert_int_eq(run(code, sizeof code,
+                         "grep -h '^X-Recovery-Code:' data/mail/new/* | tr -d '\\r' | cut -d' ' -f2 "
+                         "| tail -1"),
                      0);
     code[strcspn(code, "\n")] = 0;
-    ck_assert_int_eq(run(NULL, 0, "PICL_NEW_PASSWORD=password2 $P --state s2 -q password reset --code %s", code), 0);
+    ck_assert_int_eq(
+        run(NULL, 0, "PICL_NEW_PASSWORD=password2 $P --state s2 -q password reset --code %s", code), 0);
     ck_assert_int_eq(run(out, sizeof out, "$P --state s2 sync --store-dir f2"), 0);
     ck_assert_ptr_nonnull(strstr(out, "Class B: [\"bookmarks\",\"passwords\"]"));
     json_t *m = server_map();
@@ -373,8 +391,9 @@ START_TEST(test_password_reset_keeps_class_b)
     ck_assert_int_eq(db_count("passwords", "B:1"), 0);
     ck_assert_int_eq(db_count("passwords", NULL), db_count("passwords", "B:2"));
     /* s1 still holds the old keys: exit 3, sign in again, nothing uploaded */
-    ck_assert_int_eq(run(NULL, 0, "echo '[%s,{\"id\":\"bm9_________\",\"type\":\"bookmark\",\"parentid\":\"menu\","
-                                  "\"title\":\"Nine\"}]' > f1/bookmarks.json",
+    ck_assert_int_eq(run(NULL, 0,
+                         "echo '[%s,{\"id\":\"bm9_________\",\"type\":\"bookmark\",\"parentid\":\"menu\","
+                         "\"title\":\"Nine\"}]' > f1/bookmarks.json",
                          BM),
                      0);
     ck_assert_int_eq(run(out, sizeof out, "$P --state s1 sync --store-dir f1 2>&1"), 3);

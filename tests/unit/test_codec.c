@@ -7,9 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const struct { const char *in, *b64; } rfc4648[] = {
-    {"", ""}, {"f", "Zg=="}, {"fo", "Zm8="}, {"foo", "Zm9v"},
-    {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="}, {"foobar", "Zm9vYmFy"},
+static const struct {
+    const char *in, *b64;
+} rfc4648[] = {
+    {"", ""},
+    {"f", "Zg=="},
+    {"fo", "Zm8="},
+    {"foo", "Zm9v"},
+    {"foob", "Zm9vYg=="},
+    {"fooba", "Zm9vYmE="},
+    {"foobar", "Zm9vYmFy"},
 };
 
 START_TEST(test_base64_rfc4648)
@@ -64,30 +71,31 @@ END_TEST
 START_TEST(test_base64_rejects_malformed)
 {
     static const char *bad[] = {
-        "Zg",      /* std requires padding */
-        "Zg=",     /* partial padding */
-        "Zg===",   /* too much padding */
-        "Z===",    /* three pad characters */
-        "Zh==",    /* non-zero pad bits */
-        "Zm9=",    /* non-zero pad bits (2-byte group) */
-        "Zm9v\n",  /* whitespace */
-        " Zm9v",   /* whitespace */
-        "Zm9v!A==",/* bad character */
-        "Zm-v",    /* url alphabet in std */
-        "Zm_v",
-        "=Zm9",    /* padding first */
-        "Zm=v",    /* padding inside */
-        "Z",       /* one char group */
-        "Zm9vY",   /* 5 chars */
+        "Zg",               /* std requires padding */
+        "Zg=",              /* partial padding */
+        "Zg===",            /* too much padding */
+        "Z===",             /* three pad characters */
+        "Zh==",             /* non-zero pad bits */
+        "Zm9=",             /* non-zero pad bits (2-byte group) */
+        "Zm9v\n",           /* whitespace */
+        " Zm9v",            /* whitespace */
+        "Zm9v!A==",         /* bad character */
+        "Zm-v",             /* url alphabet in std */
+        "Zm_v",     "=Zm9", /* padding first */
+        "Zm=v",             /* padding inside */
+        "Z",                /* one char group */
+        "Zm9vY",            /* 5 chars */
     };
     uint8_t out[16];
     size_t n;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         ck_assert_msg(picl__base64_decode(out, sizeof out, &n, bad[i], strlen(bad[i])) == PICL_ERROR_ENCODING,
                       "accepted %s", bad[i]);
-    static const char *badurl[] = {"Zg=", "Zg===", "Zh", "Zm9", "Zm+v", "Zm/v", "Z", "Zm9vY", "Zm9v ", "Zm=v"};
+    static const char *badurl[] = {"Zg=",  "Zg===", "Zh",    "Zm9",   "Zm+v",
+                                   "Zm/v", "Z",     "Zm9vY", "Zm9v ", "Zm=v"};
     for (size_t i = 0; i < sizeof badurl / sizeof badurl[0]; i++)
-        ck_assert_msg(picl__base64url_decode(out, sizeof out, &n, badurl[i], strlen(badurl[i])) == PICL_ERROR_ENCODING,
+        ck_assert_msg(picl__base64url_decode(out, sizeof out, &n, badurl[i], strlen(badurl[i])) ==
+                          PICL_ERROR_ENCODING,
                       "url accepted %s", badurl[i]);
     /* too small an output buffer is its own error */
     ck_assert_int_eq(picl__base64_decode(out, 2, &n, "Zm9v", 4), PICL_ERROR_TOO_LARGE);
@@ -124,7 +132,11 @@ START_TEST(test_hex)
     ck_assert(n == 2 && a[0] == 0xbe && a[1] == 0xef);
     free(a);
     /* embedded NUL inside the counted length is not hex */
-    ck_assert_int_eq(picl__hex_decode(out, sizeof out, &n, "00\0" "0", 4), PICL_ERROR_ENCODING);
+    ck_assert_int_eq(picl__hex_decode(out, sizeof out, &n,
+                                      "00\0"
+                                      "0",
+                                      4),
+                     PICL_ERROR_ENCODING);
 }
 END_TEST
 

@@ -32,7 +32,7 @@ static tucli T;
 static char ksbin[4096];
 static pid_t ks = -1;
 static char pgurl[256], pgname[64]; /* PostgreSQL: the keyserver's database */
-static const char *crash_at;       /* PICL_TEST_CRASH_AT for the next ks_start */
+static const char *crash_at;        /* PICL_TEST_CRASH_AT for the next ks_start */
 
 #define run(out, cap, ...) tucli_run(&T, (out), (cap), "", __VA_ARGS__)
 
@@ -60,8 +60,7 @@ static void ks_start(void)
         if (crash_at)
             setenv("PICL_TEST_CRASH_AT", crash_at, 1);
         if (pgurl[0])
-            execl(ksbin, ksbin, "--listen", "127.0.0.1:0", "--data", data, "--database", pgurl,
-                  (char *)NULL);
+            execl(ksbin, ksbin, "--listen", "127.0.0.1:0", "--data", data, "--database", pgurl, (char *)NULL);
         else
             execl(ksbin, ksbin, "--listen", "127.0.0.1:0", "--data", data, (char *)NULL);
         _exit(127);
@@ -183,8 +182,10 @@ static int run_killed(long delay_us, const char *cmd)
 static int mail(const char *to, const char *h, char *out, size_t cap)
 {
     char buf[512];
-    run(buf, sizeof buf, "f=$(grep -l '^To: %s' data/mail/new/* 2>/dev/null | xargs -r ls -t | head -1); "
-                         "[ -n \"$f\" ] && grep -h '^%s:' \"$f\" | tr -d '\\r' | cut -d' ' -f2", to, h);
+    run(buf, sizeof buf,
+        "f=$(grep -l '^To: %s' data/mail/new/* 2>/dev/null | xargs -r ls -t | head -1); "
+        "[ -n \"$f\" ] && grep -h '^%s:' \"$f\" | tr -d '\\r' | cut -d' ' -f2",
+        to, h);
     buf[strcspn(buf, "\n")] = 0;
     size_t n = strlen(buf);
     if (n >= cap)
@@ -198,16 +199,15 @@ static int mail(const char *to, const char *h, char *out, size_t cap)
  * refused as a wrong password; anything else fails the test. */
 static int signs_in(const char *email, const char *pw)
 {
-    int rc = run(NULL, 0, "rm -rf chk && PICL_PASSWORD='%s' $P --state chk -q login --server %s --email %s "
-                          ">/dev/null 2>&1", pw, T.url, email);
+    int rc = run(NULL, 0,
+                 "rm -rf chk && PICL_PASSWORD='%s' $P --state chk -q login --server %s --email %s "
+                 ">/dev/null 2>&1",
+                 pw, T.url, email);
     ck_assert_msg(rc == 0 || rc == 3, "login as %s: exit %d", email, rc);
     return rc == 0;
 }
 
-static long delay(void)
-{
-    return rand() % 500000; /* a create, change or reset takes ~150-300 ms here */
-}
+static long delay(void) { return rand() % 500000; /* a create, change or reset takes ~150-300 ms here */ }
 
 START_TEST(test_kill_during_account_changes)
 {
@@ -216,8 +216,10 @@ START_TEST(test_kill_during_account_changes)
     ks_start();
     /* one verified account for the changes and resets */
     char code[128], cur[32] = "password-0", next[32];
-    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=%s $P --state sa -q account create --server %s --email a@x.org",
-                         cur, T.url), 0);
+    ck_assert_int_eq(run(NULL, 0,
+                         "PICL_PASSWORD=%s $P --state sa -q account create --server %s --email a@x.org", cur,
+                         T.url),
+                     0);
     ck_assert(mail("a@x.org", "X-Verify-Code", code, sizeof code));
     ck_assert_int_eq(run(NULL, 0, "$P --state sa -q account verify --code %s", code), 0);
     int creates = 0, create_acked = 0, changes = 0, change_acked = 0, resets = 0, reset_acked = 0;
@@ -228,14 +230,18 @@ START_TEST(test_kill_during_account_changes)
         if (kind == 0) { /* create */
             char email[64];
             snprintf(email, sizeof email, "c%d@x.org", round);
-            snprintf(cmd, sizeof cmd, "PICL_PASSWORD=crashpw-%d $P --state c%d -q account create --server %s --email %s",
+            snprintf(cmd, sizeof cmd,
+                     "PICL_PASSWORD=crashpw-%d $P --state c%d -q account create --server %s --email %s",
                      round, round, T.url, email);
             int rc = run_killed(delay(), cmd);
             creates++;
             create_acked += rc == 0;
             /* the same create again: done now, or refused because it exists */
-            int again = run(NULL, 0, "PICL_PASSWORD=crashpw-%d $P --state c%dx -q account create --server %s --email %s "
-                                     ">/dev/null 2>&1", round, round, T.url, email);
+            int again =
+                run(NULL, 0,
+                    "PICL_PASSWORD=crashpw-%d $P --state c%dx -q account create --server %s --email %s "
+                    ">/dev/null 2>&1",
+                    round, round, T.url, email);
             ck_assert_msg(again == 0 || again == 3, "round %d: create again: exit %d", round, again);
             if (rc == 0 && again == 0) {
                 fprintf(stderr, "round %d: acknowledged account %s was lost\n", round, email);
@@ -260,24 +266,31 @@ START_TEST(test_kill_during_account_changes)
                 continue;
             }
             /* signed in (state chk): the mailed code verifies it */
-            ck_assert_int_eq(run(NULL, 0, "$P --state chk -q account verify --code %s >/dev/null 2>&1", code), 0);
+            ck_assert_int_eq(run(NULL, 0, "$P --state chk -q account verify --code %s >/dev/null 2>&1", code),
+                             0);
             continue;
         }
         snprintf(next, sizeof next, "password-%d", round);
         int rc;
         if (kind == 1) { /* change */
-            ck_assert_int_eq(run(NULL, 0, "rm -rf sa && PICL_PASSWORD=%s $P --state sa -q login --server %s "
-                                          "--email a@x.org", cur, T.url), 0);
-            snprintf(cmd, sizeof cmd, "PICL_PASSWORD=%s PICL_NEW_PASSWORD=%s $P --state sa -q password change", cur,
-                     next);
+            ck_assert_int_eq(run(NULL, 0,
+                                 "rm -rf sa && PICL_PASSWORD=%s $P --state sa -q login --server %s "
+                                 "--email a@x.org",
+                                 cur, T.url),
+                             0);
+            snprintf(cmd, sizeof cmd,
+                     "PICL_PASSWORD=%s PICL_NEW_PASSWORD=%s $P --state sa -q password change", cur, next);
             rc = run_killed(delay(), cmd);
             changes++;
             change_acked += rc == 0;
         } else { /* reset */
-            ck_assert_int_eq(run(NULL, 0, "rm -rf sr && $P --state sr -q password forgot --server %s --email a@x.org",
-                                 T.url), 0);
+            ck_assert_int_eq(run(NULL, 0,
+                                 "rm -rf sr && $P --state sr -q password forgot --server %s --email a@x.org",
+                                 T.url),
+                             0);
             ck_assert(mail("a@x.org", "X-Recovery-Code", code, sizeof code));
-            snprintf(cmd, sizeof cmd, "PICL_NEW_PASSWORD=%s $P --state sr -q password reset --code %s", next, code);
+            snprintf(cmd, sizeof cmd, "PICL_NEW_PASSWORD=%s $P --state sr -q password reset --code %s", next,
+                     code);
             rc = run_killed(delay(), cmd);
             resets++;
             reset_acked += rc == 0;
@@ -286,7 +299,8 @@ START_TEST(test_kill_during_account_changes)
         neither += !old_ok && !new_ok;
         both += old_ok && new_ok;
         ck_assert_msg(old_ok != new_ok, "round %d (%s): old password %s, new password %s", round,
-                      kind == 1 ? "change" : "reset", old_ok ? "works" : "refused", new_ok ? "works" : "refused");
+                      kind == 1 ? "change" : "reset", old_ok ? "works" : "refused",
+                      new_ok ? "works" : "refused");
         if (rc == 0 && !new_ok) {
             fprintf(stderr, "round %d: acknowledged %s lost\n", round, kind == 1 ? "change" : "reset");
             lost++;
@@ -294,11 +308,13 @@ START_TEST(test_kill_during_account_changes)
         if (new_ok)
             snprintf(cur, sizeof cur, "%s", next);
     }
-    fprintf(stderr, "crash sweep keyserver (%s): %d rounds; %d creates (%d acknowledged), %d changes (%d acknowledged), "
-                    "%d resets (%d acknowledged); %d lost, %d half-made accounts (%d without their mail), "
-                    "%d with neither password, %d with both\n",
-            pgurl[0] ? "postgresql" : "sqlite", n, creates, create_acked, changes, change_acked, resets,
-            reset_acked, lost, half, no_mail, neither, both);
+    fprintf(
+        stderr,
+        "crash sweep keyserver (%s): %d rounds; %d creates (%d acknowledged), %d changes (%d acknowledged), "
+        "%d resets (%d acknowledged); %d lost, %d half-made accounts (%d without their mail), "
+        "%d with neither password, %d with both\n",
+        pgurl[0] ? "postgresql" : "sqlite", n, creates, create_acked, changes, change_acked, resets,
+        reset_acked, lost, half, no_mail, neither, both);
     ck_assert_int_eq(lost, 0);
     ck_assert_int_eq(half, 0);
     ck_assert_int_eq(neither + both, 0);
@@ -340,8 +356,10 @@ START_TEST(test_kill_between_commit_and_mail)
         ks_start();
         crash_at = NULL;
         long long accounts = db_int("SELECT count(*) FROM accounts");
-        int rc = run(NULL, 0, "PICL_PASSWORD=%s $P --state m%d -q account create --server %s --email %s "
-                              ">/dev/null 2>&1", pw, i, T.url, email);
+        int rc = run(NULL, 0,
+                     "PICL_PASSWORD=%s $P --state m%d -q account create --server %s --email %s "
+                     ">/dev/null 2>&1",
+                     pw, i, T.url, email);
         /* the keyserver died at that point (SIGKILL), the answer with it */
         int st = 0;
         pid_t w = 0;
@@ -349,7 +367,8 @@ START_TEST(test_kill_between_commit_and_mail)
             usleep(20000);
         ck_assert_msg(w == ks, "%s: the keyserver is still running (no such crash point)", points[i]);
         ks = -1;
-        ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "%s: the keyserver did not die there", points[i]);
+        ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "%s: the keyserver did not die there",
+                      points[i]);
         ck_assert_int_eq(rc, 4);
         /* dead: the account and its mail's row were committed together */
         ck_assert_int_eq(db_int("SELECT count(*) FROM accounts"), accounts + 1);
@@ -382,7 +401,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

@@ -82,14 +82,17 @@ static void reap(proc *p)
 
 /* As user uid (SF_UID: p->cred, else a token minted here): the status, or 0
  * when the transport failed; *out (optional) keeps the body. */
-static long request_as(proc *p, int64_t uid, const char *method, const char *path, const char *body, tu_resp *out)
+static long request_as(proc *p, int64_t uid, const char *method, const char *path, const char *body,
+                       tu_resp *out)
 {
     char target[256];
     snprintf(target, sizeof target, "/1.5/%lld%s", (long long)uid, path);
     tu_cred other = {0};
     if (uid != SF_UID)
         tu_mint(&other, SF_SECRET, SF_SECRET_LEN, p->base, uid, 3600);
-    tu_req o = {.ctype = body ? "application/json" : NULL, .body = body, .len = body ? strlen(body) : 0,
+    tu_req o = {.ctype = body ? "application/json" : NULL,
+                .body = body,
+                .len = body ? strlen(body) : 0,
                 .cred = uid == SF_UID ? &p->cred : &other};
     tu_resp r;
     int fail = tu_http(&r, method, p->base, target, &o) != 0;
@@ -154,20 +157,20 @@ static void teardown(void)
     ck_assert_int_eq(tu_rmtree(datadir), 0);
 }
 
-#define NKEYS 40   /* PUT targets, overwritten again and again */
-#define MAXB 4096  /* batches tracked */
+#define NKEYS 40  /* PUT targets, overwritten again and again */
+#define MAXB 4096 /* batches tracked */
 
 /* What the client was told: the newest acknowledged version of each PUT
  * key, every acknowledged POST id, every batch and whether its commit was
  * acknowledged. */
 typedef struct ledger {
-    int put_acked[NKEYS];  /* newest acknowledged version, -1 = none */
-    int put_sent[NKEYS];   /* newest version sent (acknowledged or not) */
+    int put_acked[NKEYS]; /* newest acknowledged version, -1 = none */
+    int put_sent[NKEYS];  /* newest version sent (acknowledged or not) */
     char (*posted)[16];
     size_t nposted, capposted;
     struct {
         char coll[24];
-        int64_t uid;  /* each round's batches belong to a user of their own: a
+        int64_t uid;                    /* each round's batches belong to a user of their own: a
                          batch a kill left open counts toward the open-batch
                          limit (10) of its user until it expires */
         int parts, per_part, committed; /* committed: 1 acknowledged */
@@ -197,8 +200,8 @@ static int one_write(proc *p, ledger *L, int round, int *seq)
         char ids[20][16];
         for (int i = 0; i < n; i++) {
             snprintf(ids[i], sizeof ids[i], "r%03dn%06d", round % 1000, (*seq)++ % 1000000);
-            o += (size_t)snprintf(body + o, sizeof body - o, "%s{\"id\":\"%s\",\"payload\":\"p\"}", i ? "," : "",
-                                  ids[i]);
+            o += (size_t)snprintf(body + o, sizeof body - o, "%s{\"id\":\"%s\",\"payload\":\"p\"}",
+                                  i ? "," : "", ids[i]);
         }
         snprintf(body + o, sizeof body - o, "]");
         tu_resp r;
@@ -236,9 +239,11 @@ static int one_write(proc *p, ledger *L, int round, int *seq)
         snprintf(body + o, sizeof body - o, "]");
         int last = part == L->batch[b].parts - 1;
         if (!*id)
-            snprintf(path, sizeof path, "/storage/%s?batch=true%s", L->batch[b].coll, last ? "&commit=true" : "");
+            snprintf(path, sizeof path, "/storage/%s?batch=true%s", L->batch[b].coll,
+                     last ? "&commit=true" : "");
         else
-            snprintf(path, sizeof path, "/storage/%s?batch=%s%s", L->batch[b].coll, id, last ? "&commit=true" : "");
+            snprintf(path, sizeof path, "/storage/%s?batch=%s%s", L->batch[b].coll, id,
+                     last ? "&commit=true" : "");
         tu_resp r;
         long st = request_as(p, L->batch[b].uid, "POST", path, body, &r);
         if (st != (last ? 200 : 202)) {
@@ -274,8 +279,9 @@ static size_t verify(proc *p, const ledger *L, int round, size_t *half)
         int v = -1;
         size_t i;
         json_t *b;
-        json_array_foreach(j, i, b) if (!strcmp(json_string_value(json_object_get(b, "id")), id))
-            v = (int)strtol(json_string_value(json_object_get(b, "payload")) + 1, NULL, 10);
+        json_array_foreach (j, i, b)
+            if (!strcmp(json_string_value(json_object_get(b, "id")), id))
+                v = (int)strtol(json_string_value(json_object_get(b, "payload")) + 1, NULL, 10);
         if (v < L->put_acked[k] || v > L->put_sent[k]) {
             fprintf(stderr, "round %d: %s holds version %d, acknowledged %d, sent %d\n", round, id, v,
                     L->put_acked[k], L->put_sent[k]);
@@ -291,7 +297,8 @@ static size_t verify(proc *p, const ledger *L, int round, size_t *half)
     json_t *have = json_object(); /* id -> true, for lookups */
     size_t i;
     json_t *id;
-    json_array_foreach(j, i, id) json_object_set_new(have, json_string_value(id), json_true());
+    json_array_foreach (j, i, id)
+        json_object_set_new(have, json_string_value(id), json_true());
     json_decref(j);
     j = have;
     for (size_t n = 0; n < L->nposted; n++) {
@@ -321,7 +328,8 @@ static size_t verify(proc *p, const ledger *L, int round, size_t *half)
             (*half)++;
         }
         if (L->batch[b].committed && n != all) {
-            fprintf(stderr, "round %d: acknowledged batch %s has %zu of %zu\n", round, L->batch[b].coll, n, all);
+            fprintf(stderr, "round %d: acknowledged batch %s has %zu of %zu\n", round, L->batch[b].coll, n,
+                    all);
             lost++;
         }
     }
@@ -376,10 +384,12 @@ START_TEST(test_kill_during_mixed_writes)
     size_t committed = 0;
     for (size_t b = 0; b < L->nbatch; b++)
         committed += (size_t)L->batch[b].committed;
-    fprintf(stderr, "crash sweep storage PUT/POST/batch (%s): %d rounds, %zu interrupted by kill -9, %zu acknowledged "
-                    "records (%zu PUT keys, %zu POSTed, %zu of %zu batches committed), %zu lost, %zu half batches%s\n",
-            pgurl[0] ? "postgresql" : "sqlite", n, interrupted, L->acked, (size_t)NKEYS, L->nposted, committed,
-            L->nbatch, lost, half, pgurl[0] ? "" : ", integrity_check ok");
+    fprintf(
+        stderr,
+        "crash sweep storage PUT/POST/batch (%s): %d rounds, %zu interrupted by kill -9, %zu acknowledged "
+        "records (%zu PUT keys, %zu POSTed, %zu of %zu batches committed), %zu lost, %zu half batches%s\n",
+        pgurl[0] ? "postgresql" : "sqlite", n, interrupted, L->acked, (size_t)NKEYS, L->nposted, committed,
+        L->nbatch, lost, half, pgurl[0] ? "" : ", integrity_check ok");
     ck_assert_int_eq(lost, 0);
     ck_assert_int_eq(half, 0);
     ck_assert_uint_eq(interrupted, (size_t)n);
@@ -401,8 +411,5 @@ static Suite *suite(void)
 }
 
 #ifndef CRASH_STORAGE_NO_MAIN
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }
 #endif

@@ -36,23 +36,17 @@ static int rounds(int dflt)
     return n >= 3 ? n : tu_slow() ? dflt : 3;
 }
 
-static void setup(void)
-{
-    tucli_start(&T);
-}
+static void setup(void) { tucli_start(&T); }
 
-static void teardown(void)
-{
-    tucli_stop(&T);
-}
+static void teardown(void) { tucli_stop(&T); }
 
 /* s1 and s2 signed in to one verified account. */
 static void account(const char *email)
 {
     char code[256];
     ck_assert_int_eq(run(NULL, 0, "$P --state s1 -q account create --server %s --email %s", T.url, email), 0);
-    ck_assert_int_eq(run(code, sizeof code, "grep -h '^X-Verify-Code:' data/mail/new/* | tr -d '\\r' | cut -d' ' -f2"),
-                     0);
+    ck_assert_int_eq(
+        run(code, sizeof code, "grep -h '^X-Verify-Code:' data/mail/new/* | tr -d '\\r' | cut -d' ' -f2"), 0);
     code[strcspn(code, "\n")] = 0;
     ck_assert_int_eq(run(NULL, 0, "$P --state s1 -q account verify --code %s", code), 0);
     ck_assert_int_eq(run(NULL, 0, "$P --state s1 -q login --email %s", email), 0);
@@ -95,10 +89,10 @@ static size_t check_set(const json_t *records, const char *k, const json_t *want
     size_t lost = 0, i, j;
     json_t *w, *r;
     ck_assert_msg(json_is_array(records), "round %d: %s is not an array", round, what);
-    json_array_foreach(want, i, w) {
+    json_array_foreach (want, i, w) {
         int seen = 0;
-        json_array_foreach(records, j, r) seen += !strcmp(json_string_value(json_object_get(r, k)) ?: "",
-                                                          json_string_value(w));
+        json_array_foreach (records, j, r)
+            seen += !strcmp(json_string_value(json_object_get(r, k)) ?: "", json_string_value(w));
         ck_assert_msg(seen <= 1, "round %d: %s holds %s %d times", round, what, json_string_value(w), seen);
         lost += seen == 0;
     }
@@ -123,7 +117,8 @@ START_TEST(test_sync_killed_store_dir)
 {
     int n = rounds(21);
     account("crash@x.org");
-    ck_assert_int_eq(run(NULL, 0, "mkdir f1 f2 && echo '[]' > f1/passwords.json && echo '[]' > f2/passwords.json"), 0);
+    ck_assert_int_eq(
+        run(NULL, 0, "mkdir f1 f2 && echo '[]' > f1/passwords.json && echo '[]' > f2/passwords.json"), 0);
     json_t *want = json_array();
     size_t lost = 0, killed = 0;
     for (int round = 0; round < n; round++) {
@@ -131,7 +126,9 @@ START_TEST(test_sync_killed_store_dir)
         add_records("f2", "b", round, 5, want);
         ck_assert_int_eq(run(NULL, 0, "$P --state s2 -q sync --store-dir f2 --collections passwords"), 0);
         add_records("f1", "a", round, 5, want);
-        int rc = run(NULL, 0, "PICL_TEST_CRASH_AT=%s $P --state s1 -q sync --store-dir f1 --collections passwords", pt);
+        int rc =
+            run(NULL, 0, "PICL_TEST_CRASH_AT=%s $P --state s1 -q sync --store-dir f1 --collections passwords",
+                pt);
         ck_assert_msg(rc == 128 + SIGKILL, "round %d: %s not reached (exit %d)", round, pt, rc);
         killed++;
         ck_assert_int_eq(run(NULL, 0, "$P --state s1 -q sync --store-dir f1 --collections passwords"), 0);
@@ -144,13 +141,18 @@ START_TEST(test_sync_killed_store_dir)
         ck_assert_msg(lost == 0, "round %d (%s): %zu records lost", round, pt, lost);
     }
     /* a third device from nothing: the server holds each record once */
-    ck_assert_int_eq(run(NULL, 0, "$P --state s3 -q login --server %s --email crash@x.org && mkdir f3 && "
-                                  "$P --state s3 -q sync --store-dir f3 --collections passwords", T.url), 0);
+    ck_assert_int_eq(run(NULL, 0,
+                         "$P --state s3 -q login --server %s --email crash@x.org && mkdir f3 && "
+                         "$P --state s3 -q sync --store-dir f3 --collections passwords",
+                         T.url),
+                     0);
     json_t *c = load_store("f3");
     lost += check_set(c, "id", want, "a new device", n);
     json_decref(c);
-    fprintf(stderr, "crash sweep picl sync --store-dir: %d rounds, %zu kills, %zu acknowledged records, %zu lost, "
-                    "0 duplicates\n", n, killed, json_array_size(want), lost);
+    fprintf(stderr,
+            "crash sweep picl sync --store-dir: %d rounds, %zu kills, %zu acknowledged records, %zu lost, "
+            "0 duplicates\n",
+            n, killed, json_array_size(want), lost);
     ck_assert_int_eq(lost, 0);
     json_decref(want);
 }
@@ -173,7 +175,8 @@ START_TEST(test_sync_killed_profile)
         const char *pt = round == 0 ? "sync-uploaded" : POINTS[round % 2];
         add_records("f2", "p", round, 5, want);
         ck_assert_int_eq(run(NULL, 0, "$P --state s2 -q sync --store-dir f2 --collections passwords"), 0);
-        int rc = run(NULL, 0, "PICL_TEST_CRASH_AT=%s $P --state s1 -q sync --profile p1 --collections passwords", pt);
+        int rc = run(NULL, 0,
+                     "PICL_TEST_CRASH_AT=%s $P --state s1 -q sync --profile p1 --collections passwords", pt);
         ck_assert_msg(rc == 128 + SIGKILL, "round %d: %s not reached (exit %d)", round, pt, rc);
         killed++;
         ck_assert_int_eq(run(NULL, 0, "$P --state s1 -q sync --profile p1 --collections passwords"), 0);
@@ -194,10 +197,12 @@ START_TEST(test_sync_killed_profile)
     size_t i;
     /* every login of device 2's file is in Firefox exactly once */
     json_t *all = json_array();
-    json_array_foreach(b, i, rec) json_array_append(all, json_object_get(rec, "hostname"));
+    json_array_foreach (b, i, rec)
+        json_array_append(all, json_object_get(rec, "hostname"));
     lost = check_set(logins, "hostname", all, "the profile", n);
-    fprintf(stderr, "crash sweep picl sync --profile: %d rounds, %zu kills, %zu acknowledged records "
-                    "(+%zu from the profile), %zu lost, 0 duplicates\n",
+    fprintf(stderr,
+            "crash sweep picl sync --profile: %d rounds, %zu kills, %zu acknowledged records "
+            "(+%zu from the profile), %zu lost, 0 duplicates\n",
             n, killed, json_array_size(want), own, lost);
     ck_assert_int_eq(lost, 0);
     json_decref(all);
@@ -275,7 +280,8 @@ START_TEST(test_server_killed_during_sync)
     int n = rounds(20);
     srand(99);
     account("crashs@x.org");
-    ck_assert_int_eq(run(NULL, 0, "mkdir f1 f2 && echo '[]' > f1/passwords.json && echo '[]' > f2/passwords.json"), 0);
+    ck_assert_int_eq(
+        run(NULL, 0, "mkdir f1 f2 && echo '[]' > f1/passwords.json && echo '[]' > f2/passwords.json"), 0);
     ck_assert_int_eq(run(NULL, 0, "$P --state s1 -q sync --store-dir f1 --collections passwords"), 0);
     json_t *want = json_array();
     int failed = 0, finished = 0;
@@ -300,8 +306,10 @@ START_TEST(test_server_killed_during_sync)
     json_t *b = load_store("f2");
     size_t lost = check_set(b, "id", want, "device 2", n);
     json_decref(b);
-    fprintf(stderr, "crash sweep picl server killed under picl sync: %d rounds (%d syncs failed, %d finished "
-                    "first), %zu records, %zu lost, 0 duplicates\n", n, failed, finished, json_array_size(want), lost);
+    fprintf(stderr,
+            "crash sweep picl server killed under picl sync: %d rounds (%d syncs failed, %d finished "
+            "first), %zu records, %zu lost, 0 duplicates\n",
+            n, failed, finished, json_array_size(want), lost);
     ck_assert_int_eq(lost, 0);
     json_decref(want);
 }
@@ -320,7 +328,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

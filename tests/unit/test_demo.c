@@ -22,21 +22,20 @@ static void setup(void)
     ck_assert_ptr_nonnull(mkdtemp(T.dir));
 }
 
-static void teardown(void)
-{
-    ck_assert_int_eq(tu_rmtree(T.dir), 0);
-}
+static void teardown(void) { ck_assert_int_eq(tu_rmtree(T.dir), 0); }
 
 /* A demo script standing in for the real one: says which one ran and the
  * BUILD_DIR it was given. */
-#define FAKE(dir, tag) "mkdir -p " dir " && printf '#!/bin/sh\\necho \"" tag " ran with $1\"\\n' > " dir "/demo.sh"
+#define FAKE(dir, tag)                                                                                       \
+    "mkdir -p " dir " && printf '#!/bin/sh\\necho \"" tag " ran with $1\"\\n' > " dir "/demo.sh"
 
 START_TEST(test_installed_copy)
 {
     char out[4096], want[512];
     /* as make install lays it out (prefix p, or DESTDIR/prefix) */
-    ck_assert_int_eq(run(NULL, 0, "mkdir -p p/bin && cp $P p/bin/picl && " FAKE("p/share/picl/demo/scripts", "installed")),
-                     0);
+    ck_assert_int_eq(
+        run(NULL, 0, "mkdir -p p/bin && cp $P p/bin/picl && " FAKE("p/share/picl/demo/scripts", "installed")),
+        0);
     ck_assert_int_eq(run(out, sizeof out, "p/bin/picl demo 2>&1"), 0);
     snprintf(want, sizeof want, "installed ran with %s/p/bin\n", T.dir);
     ck_assert_str_eq(out, want);
@@ -74,17 +73,20 @@ END_TEST
 START_TEST(test_install_list_covers_the_demo)
 {
     char out[4096];
-    ck_assert_int_eq(run(out, sizeof out,
-                         "cd %s && list=$(sed -n 's/^DEMO_\\(EXEC\\|DATA\\) *= *//p' Makefile.in | tr '\\n' ' ') && "
-                         "for f in tests/make-profile.sh tests/xpcshell/make_profile.js tests/xpcshell/dump_profile.js "
-                         "tests/xpcshell/profile_env.js scripts/demo.sh; do "
-                         "case \" $list \" in *\" $f \"*) ;; *) echo missing $f;; esac; done; "
-                         "grep -o 'xpcshell/[a-z_]*\\.js' scripts/demo.sh tests/make-profile.sh | sed 's/.*xpcshell/x/' | sort -u",
-                         T.src),
-                     0);
+    ck_assert_int_eq(
+        run(out, sizeof out,
+            "cd %s && list=$(sed -n 's/^DEMO_\\(EXEC\\|DATA\\) *= *//p' Makefile.in | tr '\\n' ' ') && "
+            "for f in tests/make-profile.sh tests/xpcshell/make_profile.js tests/xpcshell/dump_profile.js "
+            "tests/xpcshell/profile_env.js scripts/demo.sh; do "
+            "case \" $list \" in *\" $f \"*) ;; *) echo missing $f;; esac; done; "
+            "grep -o 'xpcshell/[a-z_]*\\.js' scripts/demo.sh tests/make-profile.sh | sed 's/.*xpcshell/x/' | "
+            "sort -u",
+            T.src),
+        0);
     ck_assert_msg(strstr(out, "missing") == NULL, "%s", out);
     /* make-profile.sh's modes the demo uses: the default and --dump */
-    ck_assert_msg(strstr(out, "x/make_profile.js") != NULL && strstr(out, "x/dump_profile.js") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "x/make_profile.js") != NULL && strstr(out, "x/dump_profile.js") != NULL, "%s",
+                  out);
 }
 END_TEST
 

@@ -193,7 +193,7 @@ static void assert_same_store(picl_store *a, picl_store *b)
     ck_assert_uint_eq(json_array_size(x), json_array_size(y));
     size_t i;
     json_t *r;
-    json_array_foreach(x, i, r) {
+    json_array_foreach (x, i, r) {
         json_t *o = get(b, json_string_value(json_object_get(r, "id")));
         ck_assert_msg(o && json_equal(o, r), "%s differs: %s", a->collection, json_dumps(r, JSON_COMPACT));
         json_decref(o);
@@ -218,8 +218,9 @@ static json_t *server_payload(const char *coll, const char *id)
     return p;
 }
 
-static const char *BM1 = "{\"id\":\"bm1_________\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"title\":\"One\","
-                         "\"bmkUri\":\"https://one.example/\",\"tags\":[],\"dateAdded\":1}";
+static const char *BM1 =
+    "{\"id\":\"bm1_________\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"title\":\"One\","
+    "\"bmkUri\":\"https://one.example/\",\"tags\":[],\"dateAdded\":1}";
 static const char *PW1 = "{\"id\":\"{pw-1}\",\"hostname\":\"https://site.example\",\"username\":\"u\","
                          "\"password\":\"p1\",\"timePasswordChanged\":1000}";
 static const char *HI1 = "{\"id\":\"hi1_________\",\"histUri\":\"https://h.example/\",\"title\":\"H\","
@@ -256,7 +257,8 @@ START_TEST(test_two_and_three_devices_converge)
     /* interleaved edits on three devices */
     put(d2.bm, "{\"id\":\"bm2_________\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"title\":\"Two\"}");
     sync_ok(&d3);
-    put(d3.pw, "{\"id\":\"{pw-3}\",\"hostname\":\"https://three.example\",\"password\":\"p3\",\"timePasswordChanged\":5}");
+    put(d3.pw, "{\"id\":\"{pw-3}\",\"hostname\":\"https://"
+               "three.example\",\"password\":\"p3\",\"timePasswordChanged\":5}");
     ck_assert_int_eq(picl__memstore_delete(d1.hi, "hi1_________"), PICL_OK);
     sync_ok(&d2);
     sync_ok(&d3);
@@ -295,7 +297,8 @@ START_TEST(test_two_and_three_devices_converge)
     ck_assert_uint_eq(picl__stc_request_count(d1.stc) - r0, 1);
     /* nothing changed: the next sync is a no-op */
     ck_assert_int_eq(dev_sync(&d1, &sum, NULL), PICL_OK);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(sum, "bookmarks"), "status")), "unchanged");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(sum, "bookmarks"), "status")),
+                     "unchanged");
     json_decref(sum);
     dev_close(&d1);
     dev_close(&d2);
@@ -313,10 +316,12 @@ START_TEST(test_conflicts)
     sync_ok(&d1);
     sync_ok(&d2);
     /* both change the same login; the later change wins everywhere */
-    put(d1.pw, "{\"id\":\"{pw-1}\",\"hostname\":\"https://site.example\",\"username\":\"u\",\"password\":\"late\","
-               "\"timePasswordChanged\":3000}");
-    put(d2.pw, "{\"id\":\"{pw-1}\",\"hostname\":\"https://site.example\",\"username\":\"u\",\"password\":\"early\","
-               "\"timePasswordChanged\":2000}");
+    put(d1.pw,
+        "{\"id\":\"{pw-1}\",\"hostname\":\"https://site.example\",\"username\":\"u\",\"password\":\"late\","
+        "\"timePasswordChanged\":3000}");
+    put(d2.pw,
+        "{\"id\":\"{pw-1}\",\"hostname\":\"https://site.example\",\"username\":\"u\",\"password\":\"early\","
+        "\"timePasswordChanged\":2000}");
     /* both visit the same page */
     put(d1.hi, "{\"id\":\"hi1_________\",\"histUri\":\"https://h.example/\",\"title\":\"H\","
                "\"visits\":[{\"date\":3000000,\"type\":1},{\"date\":1000000,\"type\":1}]}");
@@ -339,8 +344,9 @@ START_TEST(test_conflicts)
     /* deleted on one device, edited on the other: the edit survives */
     ck_assert_int_eq(picl__memstore_delete(d1.pw, "{pw-1}"), PICL_OK);
     sync_ok(&d1);
-    put(d2.pw, "{\"id\":\"{pw-1}\",\"hostname\":\"https://site.example\",\"username\":\"u\",\"password\":\"kept\","
-               "\"timePasswordChanged\":4000}");
+    put(d2.pw,
+        "{\"id\":\"{pw-1}\",\"hostname\":\"https://site.example\",\"username\":\"u\",\"password\":\"kept\","
+        "\"timePasswordChanged\":4000}");
     /* d2 had not seen the deletion: it downloads the tombstone with its own edit pending */
     sync_ok(&d2);
     sync_ok(&d1);
@@ -358,7 +364,8 @@ START_TEST(test_bookmark_orphan_to_unfiled)
     device d1, d2;
     dev_open(&d1, KB);
     dev_open(&d2, KB);
-    put(d1.bm, "{\"id\":\"child_______\",\"type\":\"bookmark\",\"parentid\":\"folderGone__\",\"title\":\"C\"}");
+    put(d1.bm,
+        "{\"id\":\"child_______\",\"type\":\"bookmark\",\"parentid\":\"folderGone__\",\"title\":\"C\"}");
     sync_ok(&d1);
     sync_ok(&d2);
     json_t *c = get(d2.bm, "child_______");
@@ -393,7 +400,8 @@ static void server_put(const char *coll, const char *id, const char *payload)
 
 static const char *map_class(json_t *map, const char *c)
 {
-    return json_string_value(json_object_get(json_object_get(json_object_get(map, "collections"), c), "class"));
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(map, "collections"), c), "class"));
 }
 
 START_TEST(test_class_map_attacks)
@@ -408,17 +416,20 @@ START_TEST(test_class_map_attacks)
     ck_assert_uint_eq(ANCHOR.version, 1); /* registered on the keyserver */
     /* the server rewrites passwords to class A (to read them with kA) */
     json_t *forged = json_deep_copy(map);
-    json_object_set_new(json_object_get(json_object_get(forged, "collections"), "passwords"), "class", json_string("A"));
+    json_object_set_new(json_object_get(json_object_get(forged, "collections"), "passwords"), "class",
+                        json_string("A"));
     char *text = json_dumps(forged, JSON_COMPACT | JSON_SORT_KEYS);
     server_put("meta", "classes", text);
     free(text);
     /* ... also with another kB field and a garbage hmac, which the old code
      * took for a password reset and "repaired" from the defaults */
     json_object_set_new(forged, "kB", json_string("00112233445566778899aabbccddeeff"));
-    json_object_set_new(forged, "hmac", json_string("6a6b6c6d6e6f6a6b6c6d6e6f6a6b6c6d6e6f6a6b6c6d6e6f6a6b6c6d6e6f0000"));
+    json_object_set_new(forged, "hmac",
+                        json_string("6a6b6c6d6e6f6a6b6c6d6e6f6a6b6c6d6e6f6a6b6c6d6e6f6a6b6c6d6e6f0000"));
     char *text2 = json_dumps(forged, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(forged);
-    put(d2.pw, "{\"id\":\"{pw-2}\",\"hostname\":\"https://two.example\",\"password\":\"secret2\",\"timePasswordChanged\":1}");
+    put(d2.pw, "{\"id\":\"{pw-2}\",\"hostname\":\"https://"
+               "two.example\",\"password\":\"secret2\",\"timePasswordChanged\":1}");
     char err[256];
     ck_assert_int_eq(dev_sync(&d2, NULL, err), PICL_ERROR_CLASSMAP);
     ck_assert_ptr_nonnull(strstr(err, "forged"));
@@ -428,7 +439,7 @@ START_TEST(test_class_map_attacks)
     ck_assert_ptr_nonnull(strstr(err, "forged"));
     ck_assert_int_eq(dev_sync(&d1, NULL, err), PICL_ERROR_CLASSMAP);
     json_t *none = server_payload("passwords", "{pw-2}");
-    ck_assert_ptr_null(none); /* nothing uploaded under a weaker class */
+    ck_assert_ptr_null(none);                          /* nothing uploaded under a weaker class */
     json_t *still = server_payload("meta", "classes"); /* and the forgery was not replaced by a "repair" */
     ck_assert_str_eq(json_string_value(json_object_get(still, "kB")), "00112233445566778899aabbccddeeff");
     json_decref(still);
@@ -541,7 +552,8 @@ static int64_t total_failed(json_t *sum)
     const char *c;
     json_t *v;
     int64_t n = 0;
-    json_object_foreach(sum, c, v) n += json_integer_value(json_object_get(v, "failed"));
+    json_object_foreach (sum, c, v)
+        n += json_integer_value(json_object_get(v, "failed"));
     return n;
 }
 
@@ -566,7 +578,8 @@ START_TEST(test_password_reset_elsewhere)
     uint8_t kb2[32];
     memset(kb2, 0x77, 32);
     dev_open(&d2, kb2);
-    put(d2.pw, "{\"id\":\"{pw-2}\",\"hostname\":\"https://two.example\",\"password\":\"mine\",\"timePasswordChanged\":1}");
+    put(d2.pw, "{\"id\":\"{pw-2}\",\"hostname\":\"https://"
+               "two.example\",\"password\":\"mine\",\"timePasswordChanged\":1}");
     json_t *sum;
     char err[256];
     ck_assert_int_eq(dev_sync(&d2, &sum, err), PICL_OK);
@@ -780,7 +793,8 @@ START_TEST(test_strict_mode_locks_class_b)
     sync_ok(&d1);
     json_t *sum;
     ck_assert_int_eq(dev_sync(&d2, &sum, NULL), PICL_OK);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(sum, "passwords"), "status")), "locked");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(sum, "passwords"), "status")),
+                     "locked");
     json_decref(sum);
     json_t *b = get(d2.bm, "bm2_________"); /* class A still syncs */
     ck_assert_ptr_nonnull(b);
@@ -790,13 +804,12 @@ START_TEST(test_strict_mode_locks_class_b)
 }
 END_TEST
 
-
 /* The reason given for a (collection, id) in LAST_FAILURES, or NULL. */
 static const char *failure_reason(const char *c, const char *id)
 {
     size_t i;
     json_t *f;
-    json_array_foreach(LAST_FAILURES, i, f) {
+    json_array_foreach (LAST_FAILURES, i, f) {
         if (!strcmp(json_string_value(json_object_get(f, "collection")), c) &&
             !strcmp(json_string_value(json_object_get(f, "id")), id))
             return json_string_value(json_object_get(f, "reason"));
@@ -814,8 +827,10 @@ START_TEST(test_malicious_records)
     const char *ids[7] = {"{r1}", "{r2}", "{r3}", "{r4}", "{r5}", "{r6}", "{r7}"};
     for (int i = 0; i < 7; i++) {
         char rec[256];
-        snprintf(rec, sizeof rec, "{\"id\":\"%s\",\"hostname\":\"https://%d.example\",\"password\":\"p%d\","
-                                  "\"timePasswordChanged\":%d}", ids[i], i, i, i + 1);
+        snprintf(rec, sizeof rec,
+                 "{\"id\":\"%s\",\"hostname\":\"https://%d.example\",\"password\":\"p%d\","
+                 "\"timePasswordChanged\":%d}",
+                 ids[i], i, i, i + 1);
         put(d1.pw, rec);
     }
     sync_ok(&d1);
@@ -828,7 +843,8 @@ START_TEST(test_malicious_records)
     json_decref(p1);
     json_decref(p2);
     json_t *p3 = server_payload("passwords", "{r3}");
-    json_object_set_new(p3, "hmac", json_string("0000000000000000000000000000000000000000000000000000000000000000"));
+    json_object_set_new(p3, "hmac",
+                        json_string("0000000000000000000000000000000000000000000000000000000000000000"));
     char *t3 = json_dumps(p3, JSON_COMPACT);
     server_put("passwords", "{r3}", t3); /* a bad HMAC */
     t3[strlen(t3) / 2] = 0;
@@ -909,14 +925,20 @@ START_TEST(test_random_interleavings)
         }
         clock++;
         if (s == x->pw)
-            snprintf(rec, sizeof rec, "{\"id\":\"%s\",\"hostname\":\"https://h%d\",\"password\":\"v%d\","
-                                      "\"timePasswordChanged\":%d}", id, k, clock, clock);
+            snprintf(rec, sizeof rec,
+                     "{\"id\":\"%s\",\"hostname\":\"https://h%d\",\"password\":\"v%d\","
+                     "\"timePasswordChanged\":%d}",
+                     id, k, clock, clock);
         else if (s == x->hi)
-            snprintf(rec, sizeof rec, "{\"id\":\"%s\",\"histUri\":\"https://h%d/\",\"title\":\"t\","
-                                      "\"visits\":[{\"date\":%d,\"type\":1}]}", id, k, clock * 1000);
+            snprintf(rec, sizeof rec,
+                     "{\"id\":\"%s\",\"histUri\":\"https://h%d/\",\"title\":\"t\","
+                     "\"visits\":[{\"date\":%d,\"type\":1}]}",
+                     id, k, clock * 1000);
         else
-            snprintf(rec, sizeof rec, "{\"id\":\"%s\",\"type\":\"bookmark\",\"parentid\":\"menu\","
-                                      "\"title\":\"v%d\"}", id, clock);
+            snprintf(rec, sizeof rec,
+                     "{\"id\":\"%s\",\"type\":\"bookmark\",\"parentid\":\"menu\","
+                     "\"title\":\"v%d\"}",
+                     id, clock);
         put(s, rec);
     }
     for (int i = 0; i < 3; i++) {
@@ -958,7 +980,6 @@ START_TEST(test_timestamps)
 }
 END_TEST
 
-
 /* More records than one batch may hold: uploaded in several batches. */
 START_TEST(test_upload_over_batch_limit)
 {
@@ -967,8 +988,10 @@ START_TEST(test_upload_over_batch_limit)
     dev_open(&d2, KB);
     for (int i = 0; i < 60; i++) {
         char rec[256];
-        snprintf(rec, sizeof rec, "{\"id\":\"bm%010d\",\"type\":\"bookmark\",\"parentid\":\"menu\","
-                                  "\"title\":\"n%d\"}", i, i);
+        snprintf(rec, sizeof rec,
+                 "{\"id\":\"bm%010d\",\"type\":\"bookmark\",\"parentid\":\"menu\","
+                 "\"title\":\"n%d\"}",
+                 i, i);
         put(d1.bm, rec);
     }
     json_t *sum;

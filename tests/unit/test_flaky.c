@@ -34,13 +34,14 @@ static void setup(void)
     nadd = 0;
     char code[256];
     ck_assert_int_eq(run(NULL, 0, "$P --state s0 -q account create --server %s --email fl@x.org", T.url), 0);
-    ck_assert_int_eq(run(code, sizeof code, "grep -h '^X-Verify-Code:' data/mail/new/* | tr -d '\\r' | cut -d' ' -f2"),
-                     0);
+    ck_assert_int_eq(
+        run(code, sizeof code, "grep -h '^X-Verify-Code:' data/mail/new/* | tr -d '\\r' | cut -d' ' -f2"), 0);
     code[strcspn(code, "\n")] = 0;
     ck_assert_int_eq(run(NULL, 0, "$P --state s0 -q account verify --code %s", code), 0);
     ck_assert_int_eq(run(NULL, 0, "$P --state s0 -q login --email fl@x.org"), 0);
     ck_assert_int_eq(run(NULL, 0, "$P --state s1 -q login --server %s --email fl@x.org", tupx_url(P)), 0);
-    ck_assert_int_eq(run(NULL, 0, "mkdir f0 f1 && echo '[]' > f0/passwords.json && echo '[]' > f1/passwords.json"), 0);
+    ck_assert_int_eq(
+        run(NULL, 0, "mkdir f0 f1 && echo '[]' > f0/passwords.json && echo '[]' > f1/passwords.json"), 0);
     /* both devices have synced once (the store's bookkeeping file exists) */
     ck_assert_int_eq(run(NULL, 0, SYNC0), 0);
     ck_assert_int_eq(run(NULL, 0, "$P --state s1 -q sync --store-dir f1 --collections passwords"), 0);
@@ -80,13 +81,14 @@ static void converged(const char *store, const char *what)
     snprintf(path, sizeof path, "%s/%s/passwords.json", T.dir, store);
     json_t *a = json_load_file(path, 0, NULL);
     ck_assert(json_is_array(a));
-    ck_assert_msg(json_array_size(a) == json_array_size(want), "%s: %s holds %zu records, want %zu", what, store,
-                  json_array_size(a), json_array_size(want));
+    ck_assert_msg(json_array_size(a) == json_array_size(want), "%s: %s holds %zu records, want %zu", what,
+                  store, json_array_size(a), json_array_size(want));
     size_t i, j;
     json_t *w, *r;
-    json_array_foreach(want, i, w) {
+    json_array_foreach (want, i, w) {
         int seen = 0;
-        json_array_foreach(a, j, r) seen += !strcmp(json_string_value(json_object_get(r, "id")), json_string_value(w));
+        json_array_foreach (a, j, r)
+            seen += !strcmp(json_string_value(json_object_get(r, "id")), json_string_value(w));
         ck_assert_msg(seen == 1, "%s: %s holds %s %d times", what, store, json_string_value(w), seen);
     }
     json_decref(a);
@@ -103,7 +105,6 @@ static void last_sync(char *out, size_t cap)
     snprintf(out, cap, "%s", json_is_string(v) ? json_string_value(v) : "");
     json_decref(st);
 }
-
 
 /* One flaky sync of device 1: the fault hits (want_hits > 0: at least that
  * many requests), the exit status is want_rc, and -- when it failed -- its
@@ -127,7 +128,8 @@ static void flaky(const char *what, tupx_fault f, const char *match, int count, 
     ck_assert_msg(rc == want_rc, "%s: picl sync exited %d, want %d: %s", what, rc, want_rc, out);
     if (want_rc != 0) {
         last_sync(after_ls, sizeof after_ls);
-        ck_assert_msg(!strcmp(before_ls, after_ls), "%s: lastSync moved from %s to %s", what, before_ls, after_ls);
+        ck_assert_msg(!strcmp(before_ls, after_ls), "%s: lastSync moved from %s to %s", what, before_ls,
+                      after_ls);
         ck_assert_msg(tup_dir_digest(f1) == before, "%s: the store directory changed", what);
     }
     if (f == TUPX_STATUS && arg == 503)
@@ -238,7 +240,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

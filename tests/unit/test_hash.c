@@ -70,7 +70,8 @@ START_TEST(test_hmac_result_restarts)
 {
     uint8_t key[32], out[32], want[32], first[32];
     memset(key, 0x0b, sizeof key);
-    const char *msgs[] = {"picl-record-v2\nbookmarks\nabc\nA:1", "", "a third message, longer than one block of "
+    const char *msgs[] = {"picl-record-v2\nbookmarks\nabc\nA:1", "",
+                          "a third message, longer than one block of "
                           "SHA-256 so that the restart is seen over two blocks: 0123456789abcdef0123456789",
                           "picl-record-v2\nbookmarks\nabc\nA:1"};
     picl_hmac_ctx *ctx;
@@ -94,9 +95,9 @@ START_TEST(test_hmac_wycheproof)
     json_t *j = tu_json_load("wycheproof/hmac_sha256_test.json");
     size_t gi, ti, n = 0, valid = 0, invalid = 0;
     json_t *g, *t;
-    json_array_foreach(json_object_get(j, "testGroups"), gi, g) {
+    json_array_foreach (json_object_get(j, "testGroups"), gi, g) {
         size_t tagbytes = (size_t)json_integer_value(json_object_get(g, "tagSize")) / 8;
-        json_array_foreach(json_object_get(g, "tests"), ti, t) {
+        json_array_foreach (json_object_get(g, "tests"), ti, t) {
             size_t kl, ml, tl;
             uint8_t *key = tu_unhex(json_string_value(json_object_get(t, "key")), &kl);
             uint8_t *msg = tu_unhex(json_string_value(json_object_get(t, "msg")), &ml);
@@ -110,7 +111,8 @@ START_TEST(test_hmac_wycheproof)
                 ck_assert_msg(match, "tcId %lld", json_integer_value(json_object_get(t, "tcId")));
                 valid++;
             } else {
-                ck_assert_msg(!match, "invalid tcId %lld accepted", json_integer_value(json_object_get(t, "tcId")));
+                ck_assert_msg(!match, "invalid tcId %lld accepted",
+                              json_integer_value(json_object_get(t, "tcId")));
                 invalid++;
             }
             free(key);

@@ -31,7 +31,7 @@ START_TEST(test_published_cases)
     json_t *cases = json_object_get(doc, "cases"), *c;
     size_t idx;
     ck_assert_uint_ge(json_array_size(cases), 2);
-    json_array_foreach(cases, idx, c) {
+    json_array_foreach (cases, idx, c) {
         json_t *lines = json_object_get(c, "normalized_lines");
         const char *key = jstr(c, "key"), *id = jstr(c, "id");
         const char *ts = json_string_value(json_array_get(lines, 1));
@@ -51,12 +51,13 @@ START_TEST(test_published_cases)
         size_t li;
 
         ck_assert_uint_eq(json_array_size(lines), 9);
-        json_array_foreach(lines, li, line) {
+        json_array_foreach (lines, li, line) {
             tu_append(want, sizeof want, json_string_value(line));
             tu_append(want, sizeof want, "\n");
         }
         ck_assert_int_eq(picl__hawk_normalized(&norm, &normlen, ts, nonce, method, resource, host, port,
-                                               *hashline ? hashline : NULL, ext), PICL_OK);
+                                               *hashline ? hashline : NULL, ext),
+                         PICL_OK);
         ck_assert_str_eq(norm, want);
         ck_assert_uint_eq(normlen, strlen(want));
         free(norm);
@@ -67,13 +68,15 @@ START_TEST(test_published_cases)
             ck_assert_str_eq(hash, jstr(c, "payload_hash"));
             ck_assert_str_eq(hash, hashline);
         }
-        ck_assert_int_eq(picl__hawk_mac(mac, key, strlen(key), ts, nonce, &req,
-                                        *hashline ? hashline : NULL, ext), PICL_OK);
+        ck_assert_int_eq(
+            picl__hawk_mac(mac, key, strlen(key), ts, nonce, &req, *hashline ? hashline : NULL, ext),
+            PICL_OK);
         ck_assert_str_eq(mac, jstr(c, "mac"));
 
         /* the client produces the published header byte for byte */
-        ck_assert_int_eq(picl__hawk_client_header(&hdr, id, key, strlen(key), &req,
-                                                  strtoll(ts, NULL, 10), nonce, ext), PICL_OK);
+        ck_assert_int_eq(
+            picl__hawk_client_header(&hdr, id, key, strlen(key), &req, strtoll(ts, NULL, 10), nonce, ext),
+            PICL_OK);
         ck_assert_str_eq(hdr, jstr(c, "header"));
         free(hdr);
 
@@ -116,13 +119,19 @@ START_TEST(test_syncstorage_fixture)
         snprintf(knonce, sizeof knonce, "nonce%s", sfx[i]);
         snprintf(kmac, sizeof kmac, "mac%s", sfx[i]);
         json_int_t ts = json_integer_value(json_object_get(fx, kts));
-        picl_hawk_request req = {jstr(fx, kmethod), jstr(fx, kpath), jstr(fx, "host"),
-                                 (unsigned)json_integer_value(json_object_get(fx, "port")), NULL, NULL, 0};
+        picl_hawk_request req = {jstr(fx, kmethod),
+                                 jstr(fx, kpath),
+                                 jstr(fx, "host"),
+                                 (unsigned)json_integer_value(json_object_get(fx, "port")),
+                                 NULL,
+                                 NULL,
+                                 0};
         snprintf(tsbuf, sizeof tsbuf, "%lld", (long long)ts);
-        ck_assert_int_eq(picl__hawk_mac(mac, key, strlen(key), tsbuf, jstr(fx, knonce), &req, NULL, NULL), PICL_OK);
-        ck_assert_str_eq(mac, jstr(fx, kmac));
-        ck_assert_int_eq(picl__hawk_client_header(&hdr, id, key, strlen(key), &req, ts, jstr(fx, knonce), NULL),
+        ck_assert_int_eq(picl__hawk_mac(mac, key, strlen(key), tsbuf, jstr(fx, knonce), &req, NULL, NULL),
                          PICL_OK);
+        ck_assert_str_eq(mac, jstr(fx, kmac));
+        ck_assert_int_eq(
+            picl__hawk_client_header(&hdr, id, key, strlen(key), &req, ts, jstr(fx, knonce), NULL), PICL_OK);
         picl_hawk_auth a;
         ck_assert_int_eq(picl__hawk_parse(&a, hdr, strlen(hdr)), PICL_OK);
         ck_assert_str_eq(a.mac, jstr(fx, kmac));
@@ -186,8 +195,10 @@ static const bad_case bad_headers[] = {
     {"Hawk id=\"a\", ts=\"1\", nonce=\"n\"", PICL_HAWK_ERROR_MALFORMED},
     /* duplicates, unknown names, case of names */
     {"Hawk id=\"a\", id=\"a\", ts=\"1\", nonce=\"n\", mac=\"" MAC_OK "\"", PICL_HAWK_ERROR_MALFORMED},
-    {"Hawk id=\"a\", ts=\"1\", nonce=\"n\", mac=\"" MAC_OK "\", mac=\"" MAC_OK "\"", PICL_HAWK_ERROR_MALFORMED},
-    {"Hawk id=\"a\", ts=\"1\", nonce=\"n\", ext=\"x\", ext=\"x\", mac=\"" MAC_OK "\"", PICL_HAWK_ERROR_MALFORMED},
+    {"Hawk id=\"a\", ts=\"1\", nonce=\"n\", mac=\"" MAC_OK "\", mac=\"" MAC_OK "\"",
+     PICL_HAWK_ERROR_MALFORMED},
+    {"Hawk id=\"a\", ts=\"1\", nonce=\"n\", ext=\"x\", ext=\"x\", mac=\"" MAC_OK "\"",
+     PICL_HAWK_ERROR_MALFORMED},
     {"Hawk id=\"a\", ts=\"1\", nonce=\"n\", app=\"x\", mac=\"" MAC_OK "\"", PICL_HAWK_ERROR_MALFORMED},
     {"Hawk id=\"a\", ts=\"1\", nonce=\"n\", dlg=\"x\", mac=\"" MAC_OK "\"", PICL_HAWK_ERROR_MALFORMED},
     {"Hawk ID=\"a\", ts=\"1\", nonce=\"n\", mac=\"" MAC_OK "\"", PICL_HAWK_ERROR_MALFORMED},
@@ -224,13 +235,21 @@ static const bad_case bad_headers[] = {
     {"Hawk id=\"a\", ts=\"0x10\", nonce=\"n\", mac=\"" MAC_OK "\"", PICL_HAWK_ERROR_MALFORMED},
     {"Hawk id=\"a\", ts=\"1234567890123456\", nonce=\"n\", mac=\"" MAC_OK "\"", PICL_HAWK_ERROR_TOO_LARGE},
     /* mac and hash: canonical base64 of 32 bytes */
-    {"Hawk id=\"a\", ts=\"1\", nonce=\"n\", mac=\"6R4rV5iE+NPoym+WwjeHzjAGXUtLNIxmo1vpMofpLAE\"", PICL_HAWK_ERROR_MALFORMED},
-    {"Hawk id=\"a\", ts=\"1\", nonce=\"n\", mac=\"6R4rV5iE+NPoym+WwjeHzjAGXUtLNIxmo1vpMofpLAF=\"", PICL_HAWK_ERROR_MALFORMED},
-    {"Hawk id=\"a\", ts=\"1\", nonce=\"n\", mac=\"6R4rV5iE-NPoym_WwjeHzjAGXUtLNIxmo1vpMofpLAE=\"", PICL_HAWK_ERROR_MALFORMED},
-    {"Hawk id=\"a\", ts=\"1\", nonce=\"n\", mac=\"6R4rV5iE+NPoym+WwjeHzjAGXUtLNIxmo1vpMofpLA==\"", PICL_HAWK_ERROR_MALFORMED},
-    {"Hawk id=\"a\", ts=\"1\", nonce=\"n\", mac=\"6R4rV5iE+NPoym+WwjeHzjAGXUtLNIxmo1vpMofpLAE=A\"", PICL_HAWK_ERROR_TOO_LARGE},
+    {"Hawk id=\"a\", ts=\"1\", nonce=\"n\", mac=\"6R4rV5iE+NPoym+WwjeHzjAGXUtLNIxmo1vpMofpLAE\"",
+     PICL_HAWK_ERROR_MALFORMED},
+    {"Hawk id=\"a\", ts=\"1\", nonce=\"n\", mac=\"6R4rV5iE+NPoym+WwjeHzjAGXUtLNIxmo1vpMofpLAF=\"",
+     PICL_HAWK_ERROR_MALFORMED},
+    {"Hawk id=\"a\", ts=\"1\", nonce=\"n\", mac=\"6R4rV5iE-NPoym_WwjeHzjAGXUtLNIxmo1vpMofpLAE=\"",
+     PICL_HAWK_ERROR_MALFORMED},
+    {"Hawk id=\"a\", ts=\"1\", nonce=\"n\", mac=\"6R4rV5iE+NPoym+WwjeHzjAGXUtLNIxmo1vpMofpLA==\"",
+     PICL_HAWK_ERROR_MALFORMED},
+    {"Hawk id=\"a\", ts=\"1\", nonce=\"n\", mac=\"6R4rV5iE+NPoym+WwjeHzjAGXUtLNIxmo1vpMofpLAE=A\"",
+     PICL_HAWK_ERROR_TOO_LARGE},
     {"Hawk id=\"a\", ts=\"1\", nonce=\"n\", hash=\"abc\", mac=\"" MAC_OK "\"", PICL_HAWK_ERROR_MALFORMED},
-    {"Hawk id=\"a\", ts=\"1\", nonce=\"n\", hash=\"" "6R4rV5iE+NPoym+WwjeHzjAGXUtLNIxmo1vpMofpLA!=" "\", mac=\"" MAC_OK "\"", PICL_HAWK_ERROR_MALFORMED},
+    {"Hawk id=\"a\", ts=\"1\", nonce=\"n\", hash=\""
+     "6R4rV5iE+NPoym+WwjeHzjAGXUtLNIxmo1vpMofpLA!="
+     "\", mac=\"" MAC_OK "\"",
+     PICL_HAWK_ERROR_MALFORMED},
 };
 
 static void expect_parse(const char *h, size_t len, picl_status want)
@@ -308,7 +327,8 @@ START_TEST(test_parse_caps)
     /* ext */
     memset(v, 'e', PICL_HAWK_MAX_EXT + 1);
     v[PICL_HAWK_MAX_EXT + 1] = 0;
-    snprintf(h, PICL_HAWK_MAX_HEADER + 64, "Hawk id=\"a\", ts=\"1\", nonce=\"n\", ext=\"%s\", mac=\"%s\"", v, MAC_OK);
+    snprintf(h, PICL_HAWK_MAX_HEADER + 64, "Hawk id=\"a\", ts=\"1\", nonce=\"n\", ext=\"%s\", mac=\"%s\"", v,
+             MAC_OK);
     expect_parse(h, strlen(h), PICL_HAWK_ERROR_TOO_LARGE);
     /* the whole header: padding spaces push a valid header over the cap */
     snprintf(h, PICL_HAWK_MAX_HEADER + 64, "Hawk id=\"a\", ts=\"1\", nonce=\"n\", mac=\"%s\"", MAC_OK);
@@ -378,8 +398,9 @@ static void make(picl_hawk_auth *a, const picl_hawk_request *req, int64_t ts, co
 START_TEST(test_verify_fields)
 {
     const char *body = "{\"a\":1}";
-    picl_hawk_request req = {"POST", "/v1/session/create?x=%2F&y", "Example.COM", 443,
-                             "application/json; charset=utf-8", body, strlen(body)};
+    picl_hawk_request req = {"POST",      "/v1/session/create?x=%2F&y",      "Example.COM",
+                             443,         "application/json; charset=utf-8", body,
+                             strlen(body)};
     picl_hawk_auth a;
     picl_hawk_verify_opts o = {.now = 1000, .skew = 60, .require_hash = 1};
     make(&a, &req, 1000, "n1", 1);
@@ -388,38 +409,53 @@ START_TEST(test_verify_fields)
 
     /* each field the MAC covers */
     picl_hawk_request r;
-    r = req; r.method = "post";  /* method is upper-cased: same MAC */
+    r = req;
+    r.method = "post"; /* method is upper-cased: same MAC */
     ck_assert_int_eq(picl__hawk_verify(&a, KEY, strlen(KEY), &r, &o), PICL_OK);
-    r = req; r.host = "example.com"; /* host is lower-cased */
+    r = req;
+    r.host = "example.com"; /* host is lower-cased */
     ck_assert_int_eq(picl__hawk_verify(&a, KEY, strlen(KEY), &r, &o), PICL_OK);
-    r = req; r.method = "PUT";
+    r = req;
+    r.method = "PUT";
     ck_assert_int_eq(picl__hawk_verify(&a, KEY, strlen(KEY), &r, &o), PICL_HAWK_ERROR_BAD_MAC);
-    r = req; r.resource = "/v1/session/create?x=/&y"; /* decoded path: not what was sent */
+    r = req;
+    r.resource = "/v1/session/create?x=/&y"; /* decoded path: not what was sent */
     ck_assert_int_eq(picl__hawk_verify(&a, KEY, strlen(KEY), &r, &o), PICL_HAWK_ERROR_BAD_MAC);
-    r = req; r.resource = "/v1/session/create";
+    r = req;
+    r.resource = "/v1/session/create";
     ck_assert_int_eq(picl__hawk_verify(&a, KEY, strlen(KEY), &r, &o), PICL_HAWK_ERROR_BAD_MAC);
-    r = req; r.host = "example.org";
+    r = req;
+    r.host = "example.org";
     ck_assert_int_eq(picl__hawk_verify(&a, KEY, strlen(KEY), &r, &o), PICL_HAWK_ERROR_BAD_MAC);
-    r = req; r.port = 80;
+    r = req;
+    r.port = 80;
     ck_assert_int_eq(picl__hawk_verify(&a, KEY, strlen(KEY), &r, &o), PICL_HAWK_ERROR_BAD_MAC);
     /* the body and content type are covered through the hash */
-    r = req; r.body = "{\"a\":2}";
+    r = req;
+    r.body = "{\"a\":2}";
     ck_assert_int_eq(picl__hawk_verify(&a, KEY, strlen(KEY), &r, &o), PICL_HAWK_ERROR_BAD_MAC);
-    r = req; r.bodylen = 0;
+    r = req;
+    r.bodylen = 0;
     ck_assert_int_eq(picl__hawk_verify(&a, KEY, strlen(KEY), &r, &o), PICL_HAWK_ERROR_BAD_MAC);
-    r = req; r.content_type = "text/plain";
+    r = req;
+    r.content_type = "text/plain";
     ck_assert_int_eq(picl__hawk_verify(&a, KEY, strlen(KEY), &r, &o), PICL_HAWK_ERROR_BAD_MAC);
-    r = req; r.content_type = "Application/JSON";
+    r = req;
+    r.content_type = "Application/JSON";
     ck_assert_int_eq(picl__hawk_verify(&a, KEY, strlen(KEY), &r, &o), PICL_OK);
     /* the header's own fields */
     picl_hawk_auth t = a;
     t.ts_text[strlen(t.ts_text) - 1] ^= 1;
     ck_assert_int_eq(picl__hawk_verify(&t, KEY, strlen(KEY), &req, &o), PICL_HAWK_ERROR_BAD_MAC);
-    t = a; t.nonce[0] ^= 1;
+    t = a;
+    t.nonce[0] ^= 1;
     ck_assert_int_eq(picl__hawk_verify(&t, KEY, strlen(KEY), &req, &o), PICL_HAWK_ERROR_BAD_MAC);
-    t = a; t.has_ext = 1; memcpy(t.ext, "x", 2);
+    t = a;
+    t.has_ext = 1;
+    memcpy(t.ext, "x", 2);
     ck_assert_int_eq(picl__hawk_verify(&t, KEY, strlen(KEY), &req, &o), PICL_HAWK_ERROR_BAD_MAC);
-    t = a; t.has_hash = 0;
+    t = a;
+    t.has_hash = 0;
     o.require_hash = 0;
     ck_assert_int_eq(picl__hawk_verify(&t, KEY, strlen(KEY), &req, &o), PICL_HAWK_ERROR_BAD_MAC);
     for (size_t i = 0; i < PICL_HAWK_B64_BYTES - 1; i++) {
@@ -428,9 +464,11 @@ START_TEST(test_verify_fields)
         ck_assert_int_eq(picl__hawk_verify(&t, KEY, strlen(KEY), &req, &o), PICL_HAWK_ERROR_BAD_MAC);
     }
     /* wire fields with a newline cannot pose as two lines */
-    r = req; r.resource = "/a\nexample.com";
+    r = req;
+    r.resource = "/a\nexample.com";
     ck_assert_int_eq(picl__hawk_verify(&a, KEY, strlen(KEY), &r, &o), PICL_HAWK_ERROR_MALFORMED);
-    r = req; r.method = "PO ST";
+    r = req;
+    r.method = "PO ST";
     ck_assert_int_eq(picl__hawk_verify(&a, KEY, strlen(KEY), &r, &o), PICL_HAWK_ERROR_MALFORMED);
 }
 END_TEST
@@ -446,8 +484,8 @@ START_TEST(test_verify_hash_policy)
     ck_assert_int_eq(picl__hawk_verify(&a, KEY, strlen(KEY), &get, &o), PICL_HAWK_ERROR_BAD_MAC);
     /* storage: a present hash is checked even when not required */
     const char *body = "[]";
-    picl_hawk_request post = {"POST", "/1.5/1/storage/bookmarks", "localhost", 8000, "application/json",
-                              body, 2};
+    picl_hawk_request post = {"POST", "/1.5/1/storage/bookmarks", "localhost", 8000, "application/json", body,
+                              2};
     make(&a, &post, 5000, "p1", 1);
     o.require_hash = 0;
     ck_assert_int_eq(picl__hawk_verify(&a, KEY, strlen(KEY), &post, &o), PICL_OK);
@@ -466,9 +504,13 @@ START_TEST(test_verify_timestamp)
         int64_t now;
         picl_status want;
     } cases[] = {
-        {100000, PICL_OK}, {100060, PICL_OK}, {99940, PICL_OK},
-        {100061, PICL_HAWK_ERROR_STALE}, {99939, PICL_HAWK_ERROR_STALE},
-        {0, PICL_HAWK_ERROR_STALE}, {200000, PICL_HAWK_ERROR_STALE},
+        {100000, PICL_OK},
+        {100060, PICL_OK},
+        {99940, PICL_OK},
+        {100061, PICL_HAWK_ERROR_STALE},
+        {99939, PICL_HAWK_ERROR_STALE},
+        {0, PICL_HAWK_ERROR_STALE},
+        {200000, PICL_HAWK_ERROR_STALE},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         o.now = cases[i].now;
@@ -606,8 +648,7 @@ START_TEST(test_nonce_cache_share)
         snprintf(n, sizeof n, "d%d", i);
         ck_assert_int_eq(picl__hawk_nonce_check(c, "one-token", n, 200, 100), PICL_OK);
     }
-    ck_assert_int_eq(picl__hawk_nonce_check(c, "one-token", "d4", 200, 100),
-                     PICL_HAWK_ERROR_BUSY);
+    ck_assert_int_eq(picl__hawk_nonce_check(c, "one-token", "d4", 200, 100), PICL_HAWK_ERROR_BUSY);
     ck_assert_int_eq(picl__hawk_nonce_cache_set_share(c, 8), PICL_OK);
     /* account 1 through eight tokens: 4 more fit its share of 8, then BUSY */
     int ok = 0, busy = 0;
@@ -637,8 +678,7 @@ START_TEST(test_nonce_cache_share)
                      PICL_HAWK_ERROR_REPLAY);
     /* a refused nonce was not recorded: it passes once there is room, and
      * the share frees when its entries expire */
-    ck_assert_int_eq(picl__hawk_nonce_check_for(c, "account:1", "token-0", "a63", 300, 201),
-                     PICL_OK);
+    ck_assert_int_eq(picl__hawk_nonce_check_for(c, "account:1", "token-0", "a63", 300, 201), PICL_OK);
     ck_assert_int_eq(picl__hawk_nonce_check_for(c, "account:1", "token-0", "a63", 300, 202),
                      PICL_HAWK_ERROR_REPLAY);
     picl__hawk_nonce_cache_free(c);
@@ -727,18 +767,26 @@ START_TEST(test_client_header)
     req.content_type = NULL;
     /* values that cannot be quoted are refused */
     h1 = (char *)1;
-    ck_assert_int_eq(picl__hawk_client_header(&h1, "i\"d", KEY, 3, &req, 5, "n", NULL), PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__hawk_client_header(&h1, "i\"d", KEY, 3, &req, 5, "n", NULL),
+                     PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_ptr_null(h1);
-    ck_assert_int_eq(picl__hawk_client_header(&h1, "", KEY, 3, &req, 5, "n", NULL), PICL_ERROR_INVALID_ARGUMENT);
-    ck_assert_int_eq(picl__hawk_client_header(&h1, "id", KEY, 3, &req, 5, "n\\", NULL), PICL_ERROR_INVALID_ARGUMENT);
-    ck_assert_int_eq(picl__hawk_client_header(&h1, "id", KEY, 3, &req, 5, "", NULL), PICL_ERROR_INVALID_ARGUMENT);
-    ck_assert_int_eq(picl__hawk_client_header(&h1, "id", KEY, 3, &req, 5, "n", "a\nb"), PICL_ERROR_INVALID_ARGUMENT);
-    ck_assert_int_eq(picl__hawk_client_header(&h1, "id", KEY, 3, &req, -1, "n", NULL), PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__hawk_client_header(&h1, "", KEY, 3, &req, 5, "n", NULL),
+                     PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__hawk_client_header(&h1, "id", KEY, 3, &req, 5, "n\\", NULL),
+                     PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__hawk_client_header(&h1, "id", KEY, 3, &req, 5, "", NULL),
+                     PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__hawk_client_header(&h1, "id", KEY, 3, &req, 5, "n", "a\nb"),
+                     PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__hawk_client_header(&h1, "id", KEY, 3, &req, -1, "n", NULL),
+                     PICL_ERROR_INVALID_ARGUMENT);
     req.resource = "/x\r\n";
-    ck_assert_int_eq(picl__hawk_client_header(&h1, "id", KEY, 3, &req, 5, "n", NULL), PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__hawk_client_header(&h1, "id", KEY, 3, &req, 5, "n", NULL),
+                     PICL_ERROR_INVALID_ARGUMENT);
     req.resource = "/x";
     req.port = 65536;
-    ck_assert_int_eq(picl__hawk_client_header(&h1, "id", KEY, 3, &req, 5, "n", NULL), PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__hawk_client_header(&h1, "id", KEY, 3, &req, 5, "n", NULL),
+                     PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_ptr_null(h1);
 }
 END_TEST

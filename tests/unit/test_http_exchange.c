@@ -18,9 +18,9 @@
 typedef struct one_shot {
     int lfd;
     unsigned port;
-    const char *answer;   /* sent whole after the request's headers */
+    const char *answer; /* sent whole after the request's headers */
     size_t answer_len;
-    char request[4096];   /* what came (headers, and the body if it came along) */
+    char request[4096]; /* what came (headers, and the body if it came along) */
     pthread_t th;
 } one_shot;
 
@@ -95,8 +95,13 @@ START_TEST(headers_read_exactly)
     char url[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%u/1.5/7/storage/a%%2Fb/../c?x=1", o.port);
     const char *h[] = {"Authorization: Hawk id=\"i\"", "Content-Type: application/json", NULL};
-    picl_hx_request rq = {.method = "POST", .url = url, .headers = h, .body = "[1]",
-                          .body_len = 3, .max_answer = 64, .timeout_s = 10};
+    picl_hx_request rq = {.method = "POST",
+                          .url = url,
+                          .headers = h,
+                          .body = "[1]",
+                          .body_len = 3,
+                          .max_answer = 64,
+                          .timeout_s = 10};
     picl_hx_response rs;
     CURL *c = curl_easy_init();
     ck_assert_int_eq(picl__hx_perform(c, &rq, &rs), PICL_OK);
@@ -188,8 +193,8 @@ START_TEST(other_protocols_and_no_server)
 {
     picl_hx_response rs;
     CURL *c = curl_easy_init();
-    picl_hx_request rq = {.method = "GET", .url = "file:///etc/passwd", .max_answer = 1 << 20,
-                          .timeout_s = 5};
+    picl_hx_request rq = {
+        .method = "GET", .url = "file:///etc/passwd", .max_answer = 1 << 20, .timeout_s = 5};
     ck_assert_int_eq(picl__hx_perform(c, &rq, &rs), PICL_ERROR_NETWORK);
     ck_assert_ptr_null(rs.body); /* nothing of the file was read */
     ck_assert_uint_eq(rs.len, 0);
@@ -220,8 +225,9 @@ END_TEST
 START_TEST(keyserver_client_mappings)
 {
     static char big[70 * 1024 + 200];
-    int n = snprintf(big, sizeof big, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                                      "Content-Length: %d\r\nConnection: close\r\n\r\n{\"x\":\"",
+    int n = snprintf(big, sizeof big,
+                     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %d\r\nConnection: close\r\n\r\n{\"x\":\"",
                      70 * 1024 + 8);
     memset(big + n, 'a', 70 * 1024);
     memcpy(big + n + 70 * 1024, "\"}", 2);

@@ -59,7 +59,8 @@ typedef struct srv {
 
 /* Runs bin argv with the shim preloaded and env ("K=V", NULL-terminated),
  * stderr to s->log; waits for the line with `marker` followed by the port. */
-static void spawn(srv *s, const char *name, const char *const *argv, const char *const *env, const char *marker)
+static void spawn(srv *s, const char *name, const char *const *argv, const char *const *env,
+                  const char *marker)
 {
     char bin[4300];
     snprintf(bin, sizeof bin, "%s/%s", bindir, name);
@@ -140,7 +141,9 @@ static long sreq(const srv *s, const tu_cred *cred, const char *method, const ch
 {
     char target[256];
     snprintf(target, sizeof target, "/1.5/%d%s", SF_UID, path);
-    tu_req o = {.ctype = body ? "application/json" : NULL, .body = body, .len = body ? strlen(body) : 0,
+    tu_req o = {.ctype = body ? "application/json" : NULL,
+                .body = body,
+                .len = body ? strlen(body) : 0,
                 .cred = cred};
     tu_resp r;
     ck_assert_int_eq(tu_http(&r, method, s->base, target, &o), 0);
@@ -180,8 +183,8 @@ static int post_n(const srv *s, const tu_cred *cred, const char *coll, const cha
     char body[8192], path[128];
     size_t o = (size_t)snprintf(body, sizeof body, "[");
     for (int i = 0; i < n; i++)
-        o += (size_t)snprintf(body + o, sizeof body - o, "%s{\"id\":\"%s%04d\",\"payload\":\"x\"}", i ? "," : "",
-                              prefix, from + i);
+        o += (size_t)snprintf(body + o, sizeof body - o, "%s{\"id\":\"%s%04d\",\"payload\":\"x\"}",
+                              i ? "," : "", prefix, from + i);
     snprintf(body + o, sizeof body - o, "]");
     snprintf(path, sizeof path, "/storage/%s", coll);
     return (int)sreq(s, cred, "POST", path, body, out);
@@ -242,22 +245,13 @@ static void storage_fault(const char *calls, const char *err)
     tu_cred_free(&cred);
 }
 
-START_TEST(test_storage_write_enospc)
-{
-    storage_fault("write,pwrite,writev", "ENOSPC");
-}
+START_TEST(test_storage_write_enospc) { storage_fault("write,pwrite,writev", "ENOSPC"); }
 END_TEST
 
-START_TEST(test_storage_fsync_eio)
-{
-    storage_fault("fsync", "EIO");
-}
+START_TEST(test_storage_fsync_eio) { storage_fault("fsync", "EIO"); }
 END_TEST
 
-START_TEST(test_storage_write_eio)
-{
-    storage_fault("write,pwrite,writev", "EIO");
-}
+START_TEST(test_storage_write_eio) { storage_fault("write,pwrite,writev", "EIO"); }
 END_TEST
 
 /* A real full disk: picl-storage's data directory on a 2 MiB tmpfs that
@@ -331,8 +325,10 @@ START_TEST(test_storage_disk_full)
     char db[200];
     snprintf(db, sizeof db, "%s/storage.db", data);
     integrity_ok(db);
-    fprintf(stderr, "disk full: %d records of 16 KiB acknowledged on a 2 MiB tmpfs, then 503 + Retry-After; "
-                    "recovered after 512 KiB were freed; integrity_check ok\n", acked);
+    fprintf(stderr,
+            "disk full: %d records of 16 KiB acknowledged on a 2 MiB tmpfs, then 503 + Retry-After; "
+            "recovered after 512 KiB were freed; integrity_check ok\n",
+            acked);
     free(body);
     free(pay);
     tu_cred_free(&cred);
@@ -364,8 +360,11 @@ START_TEST(test_keyserver_write_enospc)
     snprintf(t.url, sizeof t.url, "%s", s.base);
     snprintf(t.picl, sizeof t.picl, "%.400s/picl", bindir);
     snprintf(t.src, sizeof t.src, ".");
-    ck_assert_int_eq(tucli_run(&t, NULL, 0, "", "PICL_PASSWORD=password1 $P --state k1 -q account create "
-                                                "--server %s --email f@x.org >/dev/null 2>&1", s.base), 0);
+    ck_assert_int_eq(tucli_run(&t, NULL, 0, "",
+                               "PICL_PASSWORD=password1 $P --state k1 -q account create "
+                               "--server %s --email f@x.org >/dev/null 2>&1",
+                               s.base),
+                     0);
     touch(sw);
     const char *hdr[] = {"Content-Type: application/json", NULL};
     char body[128], *hex = tuks_hex("f@x.org", 7);
@@ -374,18 +373,25 @@ START_TEST(test_keyserver_write_enospc)
     tuks_resp r;
     tuks_request(s.port, "POST", "/v1/password/forgot/send_code", hdr, body, strlen(body), &r);
     ck_assert_msg(r.status == 503 && *r.retry_after,
-                  "keyserver write under ENOSPC: %ld, Retry-After '%s' (%.200s)", r.status, r.retry_after, r.body);
+                  "keyserver write under ENOSPC: %ld, Retry-After '%s' (%.200s)", r.status, r.retry_after,
+                  r.body);
     tuks_resp_free(&r);
     /* the command line says it is the server, not the password */
-    ck_assert_int_eq(tucli_run(&t, NULL, 0, "", "PICL_PASSWORD=password2 $P --state k2 -q account create "
-                                                "--server %s --email g@x.org >/dev/null 2>&1", s.base), 4);
+    ck_assert_int_eq(tucli_run(&t, NULL, 0, "",
+                               "PICL_PASSWORD=password2 $P --state k2 -q account create "
+                               "--server %s --email g@x.org >/dev/null 2>&1",
+                               s.base),
+                     4);
     ck_assert_msg(access(elog, F_OK) == 0, "the shim failed nothing: the fault was not injected");
     unlink(sw);
     tuks_request(s.port, "POST", "/v1/password/forgot/send_code", hdr, body, strlen(body), &r);
     ck_assert_msg(r.status == 200, "after the fault: %ld %.200s", r.status, r.body);
     tuks_resp_free(&r);
-    ck_assert_int_eq(tucli_run(&t, NULL, 0, "", "PICL_PASSWORD=password2 $P --state k2 -q account create "
-                                                "--server %s --email g@x.org >/dev/null 2>&1", s.base), 0);
+    ck_assert_int_eq(tucli_run(&t, NULL, 0, "",
+                               "PICL_PASSWORD=password2 $P --state k2 -q account create "
+                               "--server %s --email g@x.org >/dev/null 2>&1",
+                               s.base),
+                     0);
     stop(&s);
     char db[200];
     snprintf(db, sizeof db, "%s/keyserver.db", data);
@@ -404,8 +410,8 @@ static void cli_setup(void)
     tucli_start(&T);
     char code[256];
     ck_assert_int_eq(run(NULL, 0, "$P --state s1 -q account create --server %s --email io@x.org", T.url), 0);
-    ck_assert_int_eq(run(code, sizeof code, "grep -h '^X-Verify-Code:' data/mail/new/* | tr -d '\\r' | cut -d' ' -f2"),
-                     0);
+    ck_assert_int_eq(
+        run(code, sizeof code, "grep -h '^X-Verify-Code:' data/mail/new/* | tr -d '\\r' | cut -d' ' -f2"), 0);
     code[strcspn(code, "\n")] = 0;
     ck_assert_int_eq(run(NULL, 0, "$P --state s1 -q account verify --code %s", code), 0);
     ck_assert_int_eq(run(NULL, 0, "$P --state s1 -q login --email io@x.org"), 0);
@@ -421,19 +427,23 @@ static void cli_teardown(void)
 /* device 2 uploads n logins named <tag>NNN */
 static void device2_adds(const char *tag, int n)
 {
-    ck_assert_int_eq(run(NULL, 0, "mkdir -p f2 && python3 -c 'import json,os; p=\"f2/passwords.json\"; "
-                                  "a=json.load(open(p)) if os.path.exists(p) else []; "
-                                  "a+=[{\"id\": \"%s%%09d\" %% i, \"hostname\": \"https://%s%%d.example\" %% i, "
-                                  "\"formSubmitURL\": \"https://%s%%d.example\" %% i, \"username\": \"u\", "
-                                  "\"password\": \"p\", \"timePasswordChanged\": 1} for i in range(%d)]; "
-                                  "json.dump(a, open(p, \"w\"))' && $P --state s2 -q sync --store-dir f2 "
-                                  "--collections passwords", tag, tag, tag, n), 0);
+    ck_assert_int_eq(run(NULL, 0,
+                         "mkdir -p f2 && python3 -c 'import json,os; p=\"f2/passwords.json\"; "
+                         "a=json.load(open(p)) if os.path.exists(p) else []; "
+                         "a+=[{\"id\": \"%s%%09d\" %% i, \"hostname\": \"https://%s%%d.example\" %% i, "
+                         "\"formSubmitURL\": \"https://%s%%d.example\" %% i, \"username\": \"u\", "
+                         "\"password\": \"p\", \"timePasswordChanged\": 1} for i in range(%d)]; "
+                         "json.dump(a, open(p, \"w\"))' && $P --state s2 -q sync --store-dir f2 "
+                         "--collections passwords",
+                         tag, tag, tag, n),
+                     0);
 }
 
 static const char *fault_env(char *buf, size_t cap, const char *path, const char *calls, const char *err)
 {
-    snprintf(buf, cap, "LD_PRELOAD=%s ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 PICL_EIO_PATH=%s/%s "
-                       "PICL_EIO_CALLS=%s PICL_EIO_ERRNO=%s PICL_EIO_LOG=%s/eio-client.log",
+    snprintf(buf, cap,
+             "LD_PRELOAD=%s ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 PICL_EIO_PATH=%s/%s "
+             "PICL_EIO_CALLS=%s PICL_EIO_ERRNO=%s PICL_EIO_LOG=%s/eio-client.log",
              shim, T.dir, path, calls, err, T.dir);
     return buf;
 }
@@ -444,8 +454,10 @@ START_TEST(test_client_store_dir_enospc)
 {
     char env[8192], out[4096];
     device2_adds("aa", 5);
-    ck_assert_int_eq(run(NULL, 0, "mkdir f1 && echo '[]' > f1/passwords.json && "
-                                  "$P --state s1 -q sync --store-dir f1 --collections passwords"), 0);
+    ck_assert_int_eq(run(NULL, 0,
+                         "mkdir f1 && echo '[]' > f1/passwords.json && "
+                         "$P --state s1 -q sync --store-dir f1 --collections passwords"),
+                     0);
     device2_adds("bb", 5);
     char f1[128], s1[128];
     snprintf(f1, sizeof f1, "%s/f1", T.dir);
@@ -459,8 +471,10 @@ START_TEST(test_client_store_dir_enospc)
     ck_assert_msg(tup_dir_digest(f1) == before, "the store directory changed under a failed write");
     /* the next clean sync gets everything, once */
     ck_assert_int_eq(run(NULL, 0, "$P --state s1 -q sync --store-dir f1 --collections passwords"), 0);
-    ck_assert_int_eq(run(out, sizeof out, "python3 -c 'import json; a=json.load(open(\"f1/passwords.json\")); "
-                                          "ids=[r[\"id\"] for r in a]; print(len(ids), len(set(ids)))'"), 0);
+    ck_assert_int_eq(run(out, sizeof out,
+                         "python3 -c 'import json; a=json.load(open(\"f1/passwords.json\")); "
+                         "ids=[r[\"id\"] for r in a]; print(len(ids), len(set(ids)))'"),
+                     0);
     ck_assert_str_eq(out, "10 10\n");
 }
 END_TEST
@@ -488,8 +502,8 @@ START_TEST(test_client_profile_fsync_eio)
     int seen = 0;
     size_t i;
     json_t *l;
-    json_array_foreach(logins, i, l) seen += !strncmp(json_string_value(json_object_get(l, "hostname")) ?: "",
-                                                      "https://cc", 10);
+    json_array_foreach (logins, i, l)
+        seen += !strncmp(json_string_value(json_object_get(l, "hostname")) ?: "", "https://cc", 10);
     ck_assert_int_eq(seen, 5);
     json_decref(d);
 }
@@ -518,7 +532,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

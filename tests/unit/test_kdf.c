@@ -58,8 +58,8 @@ START_TEST(test_pbkdf2_wycheproof)
     json_t *j = tu_json_load("wycheproof/pbkdf2_hmacsha256_test.json");
     size_t gi, ti, n = 0;
     json_t *g, *t;
-    json_array_foreach(json_object_get(j, "testGroups"), gi, g) {
-        json_array_foreach(json_object_get(g, "tests"), ti, t) {
+    json_array_foreach (json_object_get(j, "testGroups"), gi, g) {
+        json_array_foreach (json_object_get(g, "tests"), ti, t) {
             size_t pl, sl, dl;
             uint8_t *p = tu_unhex(json_string_value(json_object_get(t, "password")), &pl);
             uint8_t *s = tu_unhex(json_string_value(json_object_get(t, "salt")), &sl);
@@ -68,7 +68,8 @@ START_TEST(test_pbkdf2_wycheproof)
             ck_assert_uint_eq(dl, (size_t)json_integer_value(json_object_get(t, "dkLen")));
             uint8_t *out = malloc(dl);
             ck_assert_int_eq(picl__pbkdf2_sha256(out, dl, p, pl, s, sl, iters), PICL_OK);
-            ck_assert_msg(memcmp(out, dk, dl) == 0, "tcId %lld", json_integer_value(json_object_get(t, "tcId")));
+            ck_assert_msg(memcmp(out, dk, dl) == 0, "tcId %lld",
+                          json_integer_value(json_object_get(t, "tcId")));
             free(out);
             free(p);
             free(s);
@@ -86,7 +87,8 @@ START_TEST(test_pbkdf2_bad_args)
     uint8_t out[8];
     ck_assert_int_eq(picl__pbkdf2_sha256(out, 8, "p", 1, "s", 1, 0), PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(picl__pbkdf2_sha256(out, 0, "p", 1, "s", 1, 1), PICL_ERROR_INVALID_ARGUMENT);
-    ck_assert_int_eq(picl__pbkdf2_sha256(out, PICL_PBKDF2_MAX_OUT + 1, "p", 1, "s", 1, 1), PICL_ERROR_TOO_LARGE);
+    ck_assert_int_eq(picl__pbkdf2_sha256(out, PICL_PBKDF2_MAX_OUT + 1, "p", 1, "s", 1, 1),
+                     PICL_ERROR_TOO_LARGE);
 }
 END_TEST
 
@@ -127,8 +129,8 @@ START_TEST(test_hkdf_wycheproof)
     json_t *j = tu_json_load("wycheproof/hkdf_sha256_test.json");
     size_t gi, ti, n = 0, invalid = 0;
     json_t *g, *t;
-    json_array_foreach(json_object_get(j, "testGroups"), gi, g) {
-        json_array_foreach(json_object_get(g, "tests"), ti, t) {
+    json_array_foreach (json_object_get(j, "testGroups"), gi, g) {
+        json_array_foreach (json_object_get(g, "tests"), ti, t) {
             size_t il, sl, nl, ol;
             uint8_t *ikm = tu_unhex(json_string_value(json_object_get(t, "ikm")), &il);
             uint8_t *salt = tu_unhex(json_string_value(json_object_get(t, "salt")), &sl);
@@ -141,7 +143,8 @@ START_TEST(test_hkdf_wycheproof)
             if (!strcmp(result, "valid")) {
                 ck_assert_int_eq(st, PICL_OK);
                 ck_assert_uint_eq(ol, size);
-                ck_assert_msg(memcmp(out, okm, size) == 0, "tcId %lld", json_integer_value(json_object_get(t, "tcId")));
+                ck_assert_msg(memcmp(out, okm, size) == 0, "tcId %lld",
+                              json_integer_value(json_object_get(t, "tcId")));
             } else {
                 /* Wycheproof's invalid HKDF cases ask for more than 255*32 bytes */
                 ck_assert_uint_gt(size, PICL_HKDF_SHA256_MAX_OUT);

@@ -57,8 +57,8 @@ static long post(const char *path, const char *body, tuks_resp *r)
 }
 
 /* A create body with the given pieces substituted. */
-static char *create_body(const char *email_hex, const char *srp_type, const char *verifier,
-                         const char *stype, long long n)
+static char *create_body(const char *email_hex, const char *srp_type, const char *verifier, const char *stype,
+                         long long n)
 {
     char *v = NULL;
     if (!verifier) {
@@ -169,8 +169,7 @@ END_TEST
 START_TEST(length_and_size_limits)
 {
     tuks_resp r;
-    const char *chunked[] = {"Transfer-Encoding: chunked", "Content-Type: application/json",
-                             NULL};
+    const char *chunked[] = {"Transfer-Encoding: chunked", "Content-Type: application/json", NULL};
     tuks_request(srv.port, "POST", "/v1/auth/start", chunked, "{}", 2, &r);
     assert_err(&r, 411, 112);
     size_t n = 20000;
@@ -230,8 +229,7 @@ START_TEST(auth_start_and_finish)
     snprintf(body, sizeof body, "{\"srpToken\":\"%s\",\"A\":\"%s\"}", tok, ahex);
     post("/v1/auth/finish", body, &r);
     assert_err(&r, 400, 108);
-    snprintf(body, sizeof body, "{\"srpToken\":\"%s\",\"A\":\"%.510s\",\"M\":\"%064d\"}", tok,
-             ahex, 0);
+    snprintf(body, sizeof body, "{\"srpToken\":\"%s\",\"A\":\"%.510s\",\"M\":\"%064d\"}", tok, ahex, 0);
     post("/v1/auth/finish", body, &r);
     assert_err(&r, 400, 107);
     free(ahex);
@@ -276,40 +274,43 @@ START_TEST(session_create_destroy_devices)
     tuks_auth_token(&srv, EMAIL, PW, auth);
     tuks_resp r;
     ck_assert_int_eq(tuks_hawk(srv.port, "POST", "/v1/session/create", auth, PICL_TOKEN_AUTH,
-                               "{\"name\":\"laptop\"}", 0, NULL, NULL, &r), 200);
+                               "{\"name\":\"laptop\"}", 0, NULL, NULL, &r),
+                     200);
     ck_assert_uint_eq(strlen(json_string_value(json_object_get(r.json, "uid"))), 32);
     ck_assert(json_is_false(json_object_get(r.json, "verified")));
     picl_token_keys k;
     ck_assert_int_eq(picl__token_derive(&k, PICL_TOKEN_AUTH, auth), PICL_OK);
     uint8_t pair[64];
     const char *bh = json_string_value(json_object_get(r.json, "bundle"));
-    ck_assert_int_eq(picl__bundle_open_hex(pair, 64, k.request_key, PICL_BUNDLE_SESSION_CREATE,
-                                           bh, strlen(bh)), PICL_OK);
+    ck_assert_int_eq(
+        picl__bundle_open_hex(pair, 64, k.request_key, PICL_BUNDLE_SESSION_CREATE, bh, strlen(bh)), PICL_OK);
     memcpy(kft, pair, 32);
     memcpy(sess, pair + 32, 32);
     tuks_resp_free(&r);
     /* authToken is single-use */
-    tuks_hawk(srv.port, "POST", "/v1/session/create", auth, PICL_TOKEN_AUTH, "{}", 0, NULL, NULL,
-              &r);
+    tuks_hawk(srv.port, "POST", "/v1/session/create", auth, PICL_TOKEN_AUTH, "{}", 0, NULL, NULL, &r);
     assert_err(&r, 401, 110);
 
     tuks_session(&srv, EMAIL, PW, kft2, sess2);
-    ck_assert_int_eq(tuks_hawk(srv.port, "GET", "/v1/account/devices", sess, PICL_TOKEN_SESSION,
-                               NULL, 0, NULL, NULL, &r), 200);
+    ck_assert_int_eq(
+        tuks_hawk(srv.port, "GET", "/v1/account/devices", sess, PICL_TOKEN_SESSION, NULL, 0, NULL, NULL, &r),
+        200);
     json_t *d = json_object_get(r.json, "devices");
     ck_assert_uint_eq(json_array_size(d), 2);
     ck_assert_str_eq(json_string_value(json_object_get(json_array_get(d, 0), "name")), "laptop");
     ck_assert_uint_eq(strlen(json_string_value(json_object_get(json_array_get(d, 0), "id"))), 32);
     tuks_resp_free(&r);
 
-    ck_assert_int_eq(tuks_hawk(srv.port, "POST", "/v1/session/destroy", sess2,
-                               PICL_TOKEN_SESSION, "{}", 0, NULL, NULL, &r), 200);
+    ck_assert_int_eq(tuks_hawk(srv.port, "POST", "/v1/session/destroy", sess2, PICL_TOKEN_SESSION, "{}", 0,
+                               NULL, NULL, &r),
+                     200);
     tuks_resp_free(&r);
-    tuks_hawk(srv.port, "GET", "/v1/recovery_email/status", sess2, PICL_TOKEN_SESSION, NULL, 0,
-              NULL, NULL, &r);
+    tuks_hawk(srv.port, "GET", "/v1/recovery_email/status", sess2, PICL_TOKEN_SESSION, NULL, 0, NULL, NULL,
+              &r);
     assert_err(&r, 401, 110);
-    ck_assert_int_eq(tuks_hawk(srv.port, "GET", "/v1/account/devices", sess, PICL_TOKEN_SESSION,
-                               NULL, 0, NULL, NULL, &r), 200);
+    ck_assert_int_eq(
+        tuks_hawk(srv.port, "GET", "/v1/account/devices", sess, PICL_TOKEN_SESSION, NULL, 0, NULL, NULL, &r),
+        200);
     ck_assert_uint_eq(json_array_size(json_object_get(r.json, "devices")), 1);
     tuks_resp_free(&r);
 }
@@ -323,15 +324,14 @@ START_TEST(account_keys_and_email)
     tuks_session(&srv, EMAIL, PW, kft, sess);
     tuks_resp r;
     /* unverified: 104, and the keyFetchToken is spent anyway */
-    tuks_hawk(srv.port, "GET", "/v1/account/keys", kft, PICL_TOKEN_KEY_FETCH, NULL, 0, NULL,
-              NULL, &r);
+    tuks_hawk(srv.port, "GET", "/v1/account/keys", kft, PICL_TOKEN_KEY_FETCH, NULL, 0, NULL, NULL, &r);
     assert_err(&r, 400, 104);
-    tuks_hawk(srv.port, "GET", "/v1/account/keys", kft, PICL_TOKEN_KEY_FETCH, NULL, 0, NULL,
-              NULL, &r);
+    tuks_hawk(srv.port, "GET", "/v1/account/keys", kft, PICL_TOKEN_KEY_FETCH, NULL, 0, NULL, NULL, &r);
     assert_err(&r, 401, 110);
 
-    ck_assert_int_eq(tuks_hawk(srv.port, "GET", "/v1/recovery_email/status", sess,
-                               PICL_TOKEN_SESSION, NULL, 0, NULL, NULL, &r), 200);
+    ck_assert_int_eq(tuks_hawk(srv.port, "GET", "/v1/recovery_email/status", sess, PICL_TOKEN_SESSION, NULL,
+                               0, NULL, NULL, &r),
+                     200);
     ck_assert_str_eq(json_string_value(json_object_get(r.json, "email")), EMAIL_HEX);
     ck_assert(json_is_false(json_object_get(r.json, "verified")));
     tuks_resp_free(&r);
@@ -340,8 +340,9 @@ START_TEST(account_keys_and_email)
     char first[128];
     ck_assert(tuks_take_mail(&srv, EMAIL, "X-Verify-Code", first, sizeof first));
     ck_assert_uint_eq(strlen(first), 64);
-    ck_assert_int_eq(tuks_hawk(srv.port, "POST", "/v1/recovery_email/resend_code", sess,
-                               PICL_TOKEN_SESSION, "{}", 0, NULL, NULL, &r), 200);
+    ck_assert_int_eq(tuks_hawk(srv.port, "POST", "/v1/recovery_email/resend_code", sess, PICL_TOKEN_SESSION,
+                               "{}", 0, NULL, NULL, &r),
+                     200);
     tuks_resp_free(&r);
     ck_assert(tuks_take_mail(&srv, EMAIL, "X-Verify-Code", code, sizeof code));
     ck_assert_str_eq(code, first);
@@ -362,20 +363,22 @@ START_TEST(account_keys_and_email)
     ck_assert_int_eq(post("/v1/recovery_email/verify_code", body, &r), 200); /* idempotent */
     tuks_resp_free(&r);
 
-    ck_assert_int_eq(tuks_hawk(srv.port, "GET", "/v1/recovery_email/status", sess,
-                               PICL_TOKEN_SESSION, NULL, 0, NULL, NULL, &r), 200);
+    ck_assert_int_eq(tuks_hawk(srv.port, "GET", "/v1/recovery_email/status", sess, PICL_TOKEN_SESSION, NULL,
+                               0, NULL, NULL, &r),
+                     200);
     ck_assert(json_is_true(json_object_get(r.json, "verified")));
     tuks_resp_free(&r);
 
     uint8_t kft2[32], sess2[32], keys[64];
     tuks_session(&srv, EMAIL, PW, kft2, sess2);
-    ck_assert_int_eq(tuks_hawk(srv.port, "GET", "/v1/account/keys", kft2, PICL_TOKEN_KEY_FETCH,
-                               NULL, 0, NULL, NULL, &r), 200);
+    ck_assert_int_eq(
+        tuks_hawk(srv.port, "GET", "/v1/account/keys", kft2, PICL_TOKEN_KEY_FETCH, NULL, 0, NULL, NULL, &r),
+        200);
     picl_token_keys k;
     ck_assert_int_eq(picl__token_derive(&k, PICL_TOKEN_KEY_FETCH, kft2), PICL_OK);
     const char *bh = json_string_value(json_object_get(r.json, "bundle"));
-    ck_assert_int_eq(picl__bundle_open_hex(keys, 64, k.request_key, PICL_BUNDLE_ACCOUNT_KEYS, bh,
-                                           strlen(bh)), PICL_OK);
+    ck_assert_int_eq(picl__bundle_open_hex(keys, 64, k.request_key, PICL_BUNDLE_ACCOUNT_KEYS, bh, strlen(bh)),
+                     PICL_OK);
     tuks_resp_free(&r);
 }
 END_TEST
@@ -384,8 +387,7 @@ START_TEST(forgot_password_endpoints)
 {
     tuks_account(&srv, EMAIL, PW, 1, NULL);
     tuks_resp r;
-    ck_assert_int_eq(post("/v1/password/forgot/send_code", "{\"email\":\"" EMAIL_HEX "\"}", &r),
-                     200);
+    ck_assert_int_eq(post("/v1/password/forgot/send_code", "{\"email\":\"" EMAIL_HEX "\"}", &r), 200);
     ck_assert_int_eq(json_integer_value(json_object_get(r.json, "ttl")), 900);
     ck_assert_int_eq(json_integer_value(json_object_get(r.json, "codeLength")), 8);
     ck_assert_int_eq(json_integer_value(json_object_get(r.json, "tries")), 3);
@@ -405,36 +407,38 @@ START_TEST(forgot_password_endpoints)
 
     /* resend: the same code again, remaining ttl/tries */
     ck_assert_int_eq(tuks_hawk(srv.port, "POST", "/v1/password/forgot/resend_code", ft,
-                               PICL_TOKEN_FORGOT_PASSWORD, "{\"email\":\"" EMAIL_HEX "\"}", 0,
-                               NULL, NULL, &r), 200);
+                               PICL_TOKEN_FORGOT_PASSWORD, "{\"email\":\"" EMAIL_HEX "\"}", 0, NULL, NULL,
+                               &r),
+                     200);
     ck_assert_int_eq(json_integer_value(json_object_get(r.json, "tries")), 3);
     ck_assert_int_le(json_integer_value(json_object_get(r.json, "ttl")), 900);
     tuks_resp_free(&r);
     ck_assert(tuks_take_mail(&srv, EMAIL, "X-Recovery-Code", code2, sizeof code2));
     ck_assert_str_eq(code, code2);
-    tuks_hawk(srv.port, "POST", "/v1/password/forgot/resend_code", ft,
-              PICL_TOKEN_FORGOT_PASSWORD, "{\"email\":\"626f62\"}", 0, NULL, NULL, &r);
+    tuks_hawk(srv.port, "POST", "/v1/password/forgot/resend_code", ft, PICL_TOKEN_FORGOT_PASSWORD,
+              "{\"email\":\"626f62\"}", 0, NULL, NULL, &r);
     assert_err(&r, 400, 107);
 
     /* wrong codes: 105 with tries counting down */
     char body[64];
     int w = (code[7] == '0') ? 1 : 0;
     snprintf(body, sizeof body, "{\"code\":\"%.7s%d\"}", code, w);
-    tuks_hawk(srv.port, "POST", "/v1/password/forgot/verify_code", ft,
-              PICL_TOKEN_FORGOT_PASSWORD, body, 0, NULL, NULL, &r);
+    tuks_hawk(srv.port, "POST", "/v1/password/forgot/verify_code", ft, PICL_TOKEN_FORGOT_PASSWORD, body, 0,
+              NULL, NULL, &r);
     ck_assert_int_eq(json_integer_value(json_object_get(r.json, "tries")), 2);
     assert_err(&r, 400, 105);
-    tuks_hawk(srv.port, "POST", "/v1/password/forgot/verify_code", ft,
-              PICL_TOKEN_FORGOT_PASSWORD, "{\"code\":\"1234\"}", 0, NULL, NULL, &r);
+    tuks_hawk(srv.port, "POST", "/v1/password/forgot/verify_code", ft, PICL_TOKEN_FORGOT_PASSWORD,
+              "{\"code\":\"1234\"}", 0, NULL, NULL, &r);
     assert_err(&r, 400, 107);
     snprintf(body, sizeof body, "{\"code\":\"%s\"}", code);
     ck_assert_int_eq(tuks_hawk(srv.port, "POST", "/v1/password/forgot/verify_code", ft,
-                               PICL_TOKEN_FORGOT_PASSWORD, body, 0, NULL, NULL, &r), 200);
+                               PICL_TOKEN_FORGOT_PASSWORD, body, 0, NULL, NULL, &r),
+                     200);
     ck_assert_uint_eq(strlen(json_string_value(json_object_get(r.json, "accountResetToken"))), 64);
     tuks_resp_free(&r);
     /* the forgotPasswordToken is spent */
-    tuks_hawk(srv.port, "POST", "/v1/password/forgot/verify_code", ft,
-              PICL_TOKEN_FORGOT_PASSWORD, body, 0, NULL, NULL, &r);
+    tuks_hawk(srv.port, "POST", "/v1/password/forgot/verify_code", ft, PICL_TOKEN_FORGOT_PASSWORD, body, 0,
+              NULL, NULL, &r);
     assert_err(&r, 401, 110);
 }
 END_TEST
@@ -452,14 +456,14 @@ START_TEST(forgot_code_tries_exhausted)
     snprintf(body, sizeof body, "{\"code\":\"%.7s%d\"}", code, w);
     tuks_resp r;
     for (int i = 0; i < 3; i++) {
-        tuks_hawk(srv.port, "POST", "/v1/password/forgot/verify_code", ft,
-                  PICL_TOKEN_FORGOT_PASSWORD, body, 0, NULL, NULL, &r);
+        tuks_hawk(srv.port, "POST", "/v1/password/forgot/verify_code", ft, PICL_TOKEN_FORGOT_PASSWORD, body,
+                  0, NULL, NULL, &r);
         assert_err(&r, 400, 105);
     }
     /* three wrong guesses: the token is gone, even for the right code */
     snprintf(body, sizeof body, "{\"code\":\"%s\"}", code);
-    tuks_hawk(srv.port, "POST", "/v1/password/forgot/verify_code", ft,
-              PICL_TOKEN_FORGOT_PASSWORD, body, 0, NULL, NULL, &r);
+    tuks_hawk(srv.port, "POST", "/v1/password/forgot/verify_code", ft, PICL_TOKEN_FORGOT_PASSWORD, body, 0,
+              NULL, NULL, &r);
     assert_err(&r, 401, 110);
     picl__ksc_free(c);
 }
@@ -470,8 +474,7 @@ START_TEST(reset_mail_rate_limit)
     tuks_account(&srv, EMAIL, PW, 1, NULL);
     tuks_resp r;
     for (int i = 0; i < 3; i++) {
-        ck_assert_int_eq(post("/v1/password/forgot/send_code", "{\"email\":\"" EMAIL_HEX "\"}",
-                              &r), 200);
+        ck_assert_int_eq(post("/v1/password/forgot/send_code", "{\"email\":\"" EMAIL_HEX "\"}", &r), 200);
         tuks_resp_free(&r);
     }
     post("/v1/password/forgot/send_code", "{\"email\":\"" EMAIL_HEX "\"}", &r);
@@ -502,8 +505,7 @@ START_TEST(storage_token)
     uint8_t kft[32], sess[32];
     tuks_session(&srv, EMAIL, PW, kft, sess);
     tuks_resp r;
-    tuks_hawk(srv.port, "GET", "/v1/storage/token", sess, PICL_TOKEN_SESSION, NULL, 0, NULL,
-              NULL, &r);
+    tuks_hawk(srv.port, "GET", "/v1/storage/token", sess, PICL_TOKEN_SESSION, NULL, 0, NULL, NULL, &r);
     assert_err(&r, 400, 104);
     tuks_stop(&srv);
 
@@ -513,16 +515,16 @@ START_TEST(storage_token)
     char uid[33];
     tuks_account(&srv, EMAIL, PW, 1, uid);
     tuks_session(&srv, EMAIL, PW, kft, sess);
-    ck_assert_int_eq(tuks_hawk(srv.port, "GET", "/v1/storage/token", sess, PICL_TOKEN_SESSION,
-                               NULL, 0, NULL, NULL, &r), 200);
+    ck_assert_int_eq(
+        tuks_hawk(srv.port, "GET", "/v1/storage/token", sess, PICL_TOKEN_SESSION, NULL, 0, NULL, NULL, &r),
+        200);
     const char *id = json_string_value(json_object_get(r.json, "id"));
     const char *key = json_string_value(json_object_get(r.json, "key"));
     ck_assert_ptr_nonnull(id);
     ck_assert_ptr_nonnull(key);
     json_int_t nuid = json_integer_value(json_object_get(r.json, "uid"));
     ck_assert_int_eq(nuid, 1);
-    ck_assert_str_eq(json_string_value(json_object_get(r.json, "api_endpoint")),
-                     "http://127.0.0.1:9/1.5/1");
+    ck_assert_str_eq(json_string_value(json_object_get(r.json, "api_endpoint")), "http://127.0.0.1:9/1.5/1");
     ck_assert_int_eq(json_integer_value(json_object_get(r.json, "duration")), 3600);
     ck_assert_uint_eq(strlen(json_string_value(json_object_get(r.json, "hashed_fxa_uid"))), 32);
     picl_tokenlib_payload p;
@@ -543,8 +545,7 @@ START_TEST(storage_token_without_node)
     uint8_t kft[32], sess[32];
     tuks_session(&srv, EMAIL, PW, kft, sess);
     tuks_resp r;
-    tuks_hawk(srv.port, "GET", "/v1/storage/token", sess, PICL_TOKEN_SESSION, NULL, 0, NULL,
-              NULL, &r);
+    tuks_hawk(srv.port, "GET", "/v1/storage/token", sess, PICL_TOKEN_SESSION, NULL, 0, NULL, NULL, &r);
     ck_assert_str_ne(r.retry_after, "");
     assert_err(&r, 503, 201);
 }
@@ -557,13 +558,14 @@ START_TEST(account_destroy)
     tuks_session(&srv, EMAIL, PW, kft, sess);
     tuks_auth_token(&srv, EMAIL, PW, auth);
     tuks_resp r;
-    ck_assert_int_eq(tuks_hawk(srv.port, "POST", "/v1/account/destroy", auth, PICL_TOKEN_AUTH,
-                               "{}", 0, NULL, NULL, &r), 200);
+    ck_assert_int_eq(
+        tuks_hawk(srv.port, "POST", "/v1/account/destroy", auth, PICL_TOKEN_AUTH, "{}", 0, NULL, NULL, &r),
+        200);
     tuks_resp_free(&r);
     post("/v1/auth/start", "{\"email\":\"" EMAIL_HEX "\"}", &r);
     assert_err(&r, 400, 102);
-    tuks_hawk(srv.port, "GET", "/v1/recovery_email/status", sess, PICL_TOKEN_SESSION, NULL, 0,
-              NULL, NULL, &r);
+    tuks_hawk(srv.port, "GET", "/v1/recovery_email/status", sess, PICL_TOKEN_SESSION, NULL, 0, NULL, NULL,
+              &r);
     assert_err(&r, 401, 110);
     /* the email can be registered again */
     tuks_account(&srv, EMAIL, PW, 0, NULL);
@@ -576,18 +578,18 @@ static void reset_token(uint8_t art[32])
     uint8_t auth[32], pair[64];
     tuks_auth_token(&srv, EMAIL, PW, auth);
     tuks_resp r;
-    ck_assert_int_eq(tuks_hawk(srv.port, "POST", "/v1/password/change/start", auth,
-                               PICL_TOKEN_AUTH, "{}", 0, NULL, NULL, &r), 200);
+    ck_assert_int_eq(tuks_hawk(srv.port, "POST", "/v1/password/change/start", auth, PICL_TOKEN_AUTH, "{}", 0,
+                               NULL, NULL, &r),
+                     200);
     picl_token_keys k;
     ck_assert_int_eq(picl__token_derive(&k, PICL_TOKEN_AUTH, auth), PICL_OK);
     const char *bh = json_string_value(json_object_get(r.json, "bundle"));
-    ck_assert_int_eq(picl__bundle_open_hex(pair, 64, k.request_key, PICL_BUNDLE_PASSWORD_CHANGE,
-                                           bh, strlen(bh)), PICL_OK);
+    ck_assert_int_eq(
+        picl__bundle_open_hex(pair, 64, k.request_key, PICL_BUNDLE_PASSWORD_CHANGE, bh, strlen(bh)), PICL_OK);
     memcpy(art, pair + 32, 32);
     tuks_resp_free(&r);
     /* the authToken was spent by change/start */
-    tuks_hawk(srv.port, "POST", "/v1/password/change/start", auth, PICL_TOKEN_AUTH, "{}", 0,
-              NULL, NULL, &r);
+    tuks_hawk(srv.port, "POST", "/v1/password/change/start", auth, PICL_TOKEN_AUTH, "{}", 0, NULL, NULL, &r);
     assert_err(&r, 401, 110);
 }
 
@@ -602,8 +604,9 @@ static char *reset_body(const uint8_t art[32], const uint8_t *verifier, const ch
         memcpy(payload + 32, verifier, 256);
         picl_token_keys k;
         ck_assert_int_eq(picl__token_derive(&k, PICL_TOKEN_ACCOUNT_RESET, art), PICL_OK);
-        ck_assert_int_eq(picl__bundle_seal_hex(&sealed, k.request_key, PICL_BUNDLE_ACCOUNT_RESET,
-                                               payload, sizeof payload), PICL_OK);
+        ck_assert_int_eq(
+            picl__bundle_seal_hex(&sealed, k.request_key, PICL_BUNDLE_ACCOUNT_RESET, payload, sizeof payload),
+            PICL_OK);
         bundle = sealed;
     }
     char *b = malloc(2048);
@@ -627,20 +630,18 @@ START_TEST(account_reset_errors)
     /* each rejected request spends its accountResetToken: take a fresh one */
     reset_token(art);
     char *b = reset_body(art, v, "00", T);
-    tuks_hawk(srv.port, "POST", "/v1/account/reset", art, PICL_TOKEN_ACCOUNT_RESET, b, 0, NULL,
-              NULL, &r);
+    tuks_hawk(srv.port, "POST", "/v1/account/reset", art, PICL_TOKEN_ACCOUNT_RESET, b, 0, NULL, NULL, &r);
     assert_err(&r, 400, 107);
     free(b);
-    tuks_hawk(srv.port, "POST", "/v1/account/reset", art, PICL_TOKEN_ACCOUNT_RESET, "{}", 0,
-              NULL, NULL, &r);
+    tuks_hawk(srv.port, "POST", "/v1/account/reset", art, PICL_TOKEN_ACCOUNT_RESET, "{}", 0, NULL, NULL, &r);
     assert_err(&r, 401, 110);
 
     reset_token(art);
     uint8_t other[32];
     memset(other, 7, sizeof other);
     char *good_other = reset_body(other, v, NULL, T); /* sealed under another token's key */
-    tuks_hawk(srv.port, "POST", "/v1/account/reset", art, PICL_TOKEN_ACCOUNT_RESET, good_other,
-              0, NULL, NULL, &r);
+    tuks_hawk(srv.port, "POST", "/v1/account/reset", art, PICL_TOKEN_ACCOUNT_RESET, good_other, 0, NULL, NULL,
+              &r);
     assert_err(&r, 400, 107);
     free(good_other);
 
@@ -648,21 +649,19 @@ START_TEST(account_reset_errors)
     uint8_t zero[256];
     memset(zero, 0, sizeof zero);
     b = reset_body(art, zero, NULL, T); /* verifier 0 */
-    tuks_hawk(srv.port, "POST", "/v1/account/reset", art, PICL_TOKEN_ACCOUNT_RESET, b, 0, NULL,
-              NULL, &r);
+    tuks_hawk(srv.port, "POST", "/v1/account/reset", art, PICL_TOKEN_ACCOUNT_RESET, b, 0, NULL, NULL, &r);
     assert_err(&r, 400, 107);
     free(b);
 
     reset_token(art);
     b = reset_body(art, v, NULL, "SRP-6a/SHA1/1024/v1");
-    tuks_hawk(srv.port, "POST", "/v1/account/reset", art, PICL_TOKEN_ACCOUNT_RESET, b, 0, NULL,
-              NULL, &r);
+    tuks_hawk(srv.port, "POST", "/v1/account/reset", art, PICL_TOKEN_ACCOUNT_RESET, b, 0, NULL, NULL, &r);
     assert_err(&r, 400, 107);
     free(b);
 
     reset_token(art);
-    tuks_hawk(srv.port, "POST", "/v1/account/reset", art, PICL_TOKEN_ACCOUNT_RESET,
-              "{\"srp\":{}}", 0, NULL, NULL, &r);
+    tuks_hawk(srv.port, "POST", "/v1/account/reset", art, PICL_TOKEN_ACCOUNT_RESET, "{\"srp\":{}}", 0, NULL,
+              NULL, &r);
     assert_err(&r, 400, 108);
 
     /* nothing changed: the password still works */
@@ -672,8 +671,9 @@ START_TEST(account_reset_errors)
     /* and a good reset replaces it: the old password now fails with 103 */
     reset_token(art);
     b = reset_body(art, v, NULL, T);
-    ck_assert_int_eq(tuks_hawk(srv.port, "POST", "/v1/account/reset", art,
-                               PICL_TOKEN_ACCOUNT_RESET, b, 0, NULL, NULL, &r), 200);
+    ck_assert_int_eq(
+        tuks_hawk(srv.port, "POST", "/v1/account/reset", art, PICL_TOKEN_ACCOUNT_RESET, b, 0, NULL, NULL, &r),
+        200);
     tuks_resp_free(&r);
     free(b);
     picl_ks_client *c;
@@ -684,16 +684,12 @@ START_TEST(account_reset_errors)
     ck_assert_uint_eq(st.main_salt[31], 2);
     picl__ksc_free(c);
     /* the authToken made before the reset is revoked */
-    tuks_hawk(srv.port, "POST", "/v1/account/destroy", auth, PICL_TOKEN_AUTH, "{}", 0, NULL,
-              NULL, &r);
+    tuks_hawk(srv.port, "POST", "/v1/account/destroy", auth, PICL_TOKEN_AUTH, "{}", 0, NULL, NULL, &r);
     assert_err(&r, 401, 110);
 }
 END_TEST
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    return remove(path);
-}
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) { return remove(path); }
 
 START_TEST(newer_schema_refused)
 {
@@ -709,13 +705,14 @@ START_TEST(newer_schema_refused)
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
     sqlite3_stmt *q;
-    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema_version'",
-                                        -1, &q, NULL), SQLITE_OK);
+    ck_assert_int_eq(
+        sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema_version'", -1, &q, NULL), SQLITE_OK);
     ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
     ck_assert_int_eq(sqlite3_column_int(q, 0), KS_SCHEMA_VERSION);
     sqlite3_finalize(q);
-    ck_assert_int_eq(sqlite3_exec(db, "UPDATE meta SET value = 99 WHERE key='schema_version'",
-                                  NULL, NULL, NULL), SQLITE_OK);
+    ck_assert_int_eq(
+        sqlite3_exec(db, "UPDATE meta SET value = 99 WHERE key='schema_version'", NULL, NULL, NULL),
+        SQLITE_OK);
     sqlite3_close(db);
     ks = (ks_server *)1;
     ck_assert_int_eq(ks_server_new(&ks, &cfg), PICL_ERROR_DATABASE);
@@ -751,7 +748,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

@@ -103,8 +103,7 @@ START_TEST(srp_forged_A_rejected_without_token)
         char tok[65], body[1200];
         tuks_resp r;
         srp_token(tok);
-        snprintf(body, sizeof body, "{\"srpToken\":\"%s\",\"A\":\"%s\",\"M\":\"%064d\"}", tok,
-                 As[i], 0);
+        snprintf(body, sizeof body, "{\"srpToken\":\"%s\",\"A\":\"%s\",\"M\":\"%064d\"}", tok, As[i], 0);
         post("/v1/auth/finish", body, &r);
         assert_err(&r, 400, 107);
     }
@@ -122,14 +121,16 @@ START_TEST(srp_token_replay)
     picl_ksc_auth_start st;
     ck_assert_int_eq(picl__ksc_auth_start(c, EMAIL, strlen(EMAIL), &st), PICL_OK);
     uint8_t stretched[32], srp_pw[32], unwrap[32], A[256], M[32], K[32], auth[32];
-    ck_assert_int_eq(picl__stretch(stretched, &st.params, tuks_params(), EMAIL, strlen(EMAIL), PW,
-                                   strlen(PW), NULL), PICL_OK);
+    ck_assert_int_eq(
+        picl__stretch(stretched, &st.params, tuks_params(), EMAIL, strlen(EMAIL), PW, strlen(PW), NULL),
+        PICL_OK);
     ck_assert_int_eq(picl__main_kdf(srp_pw, unwrap, stretched, st.main_salt, 32), PICL_OK);
     picl_srp_client *sc;
     ck_assert_int_eq(picl__srp_client_new(picl__srp_group_picl(), &sc), PICL_OK);
     ck_assert_int_eq(picl__srp_client_A(sc, A, 256), PICL_OK);
-    ck_assert_int_eq(picl__srp_client_process(sc, (const uint8_t *)EMAIL, strlen(EMAIL), srp_pw,
-                                              32, st.srp_salt, 32, st.B, 256, M, 32), PICL_OK);
+    ck_assert_int_eq(picl__srp_client_process(sc, (const uint8_t *)EMAIL, strlen(EMAIL), srp_pw, 32,
+                                              st.srp_salt, 32, st.B, 256, M, 32),
+                     PICL_OK);
     ck_assert_int_eq(picl__srp_client_key(sc, K, 32), PICL_OK);
     ck_assert_int_eq(picl__ksc_auth_finish(c, st.srp_token, A, M, K, auth), PICL_OK);
     /* the same (valid) proof again: the srpToken is gone */
@@ -148,40 +149,38 @@ START_TEST(hawk_replay_tamper_stale_type)
     tuks_session(&srv, EMAIL, PW, kft, sess);
     tuks_resp r;
     /* a replayed nonce */
-    ck_assert_int_eq(tuks_hawk(srv.port, "GET", "/v1/recovery_email/status", sess,
-                               PICL_TOKEN_SESSION, NULL, 0, "fixednonce1", NULL, &r), 200);
+    ck_assert_int_eq(tuks_hawk(srv.port, "GET", "/v1/recovery_email/status", sess, PICL_TOKEN_SESSION, NULL,
+                               0, "fixednonce1", NULL, &r),
+                     200);
     tuks_resp_free(&r);
-    tuks_hawk(srv.port, "GET", "/v1/recovery_email/status", sess, PICL_TOKEN_SESSION, NULL, 0,
-              "fixednonce1", NULL, &r);
+    tuks_hawk(srv.port, "GET", "/v1/recovery_email/status", sess, PICL_TOKEN_SESSION, NULL, 0, "fixednonce1",
+              NULL, &r);
     assert_err(&r, 401, 115);
     /* a body changed after signing */
-    tuks_hawk(srv.port, "POST", "/v1/recovery_email/resend_code", sess, PICL_TOKEN_SESSION,
-              "{\"x\":2}", 0, NULL, "{\"x\":1}", &r);
+    tuks_hawk(srv.port, "POST", "/v1/recovery_email/resend_code", sess, PICL_TOKEN_SESSION, "{\"x\":2}", 0,
+              NULL, "{\"x\":1}", &r);
     assert_err(&r, 401, 109);
     /* a timestamp an hour old: 111 with serverTime */
     int64_t now = time(NULL);
-    tuks_hawk(srv.port, "GET", "/v1/recovery_email/status", sess, PICL_TOKEN_SESSION, NULL,
-              now - 3600, NULL, NULL, &r);
+    tuks_hawk(srv.port, "GET", "/v1/recovery_email/status", sess, PICL_TOKEN_SESSION, NULL, now - 3600, NULL,
+              NULL, &r);
     ck_assert_int_ge(json_integer_value(json_object_get(r.json, "serverTime")), now - 5);
     ck_assert_int_le(json_integer_value(json_object_get(r.json, "serverTime")), now + 5);
     assert_err(&r, 401, 111);
     /* tokens of another type */
-    tuks_hawk(srv.port, "POST", "/v1/session/create", sess, PICL_TOKEN_SESSION, "{}", 0, NULL,
-              NULL, &r);
+    tuks_hawk(srv.port, "POST", "/v1/session/create", sess, PICL_TOKEN_SESSION, "{}", 0, NULL, NULL, &r);
     assert_err(&r, 401, 110);
     tuks_auth_token(&srv, EMAIL, PW, auth);
-    tuks_hawk(srv.port, "GET", "/v1/account/devices", auth, PICL_TOKEN_AUTH, NULL, 0, NULL, NULL,
-              &r);
+    tuks_hawk(srv.port, "GET", "/v1/account/devices", auth, PICL_TOKEN_AUTH, NULL, 0, NULL, NULL, &r);
     assert_err(&r, 401, 110);
-    tuks_hawk(srv.port, "GET", "/v1/account/keys", sess, PICL_TOKEN_KEY_FETCH, NULL, 0, NULL,
-              NULL, &r);
+    tuks_hawk(srv.port, "GET", "/v1/account/keys", sess, PICL_TOKEN_KEY_FETCH, NULL, 0, NULL, NULL, &r);
     assert_err(&r, 401, 110);
     /* the keyFetchToken still works once after all that, then never again */
-    ck_assert_int_eq(tuks_hawk(srv.port, "GET", "/v1/account/keys", kft, PICL_TOKEN_KEY_FETCH,
-                               NULL, 0, NULL, NULL, &r), 200);
+    ck_assert_int_eq(
+        tuks_hawk(srv.port, "GET", "/v1/account/keys", kft, PICL_TOKEN_KEY_FETCH, NULL, 0, NULL, NULL, &r),
+        200);
     tuks_resp_free(&r);
-    tuks_hawk(srv.port, "GET", "/v1/account/keys", kft, PICL_TOKEN_KEY_FETCH, NULL, 0, NULL,
-              NULL, &r);
+    tuks_hawk(srv.port, "GET", "/v1/account/keys", kft, PICL_TOKEN_KEY_FETCH, NULL, 0, NULL, NULL, &r);
     assert_err(&r, 401, 110);
 }
 END_TEST
@@ -207,11 +206,13 @@ START_TEST(hawk_malformed_headers)
     char id[65];
     ck_assert_int_eq(picl__token_derive(&k, PICL_TOKEN_SESSION, sess), PICL_OK);
     picl__token_id_hex(id, &k);
-    picl_hawk_request hr = {.method = "POST", .resource = "/v1/recovery_email/resend_code",
-                            .host = "127.0.0.1", .port = srv.port};
+    picl_hawk_request hr = {.method = "POST",
+                            .resource = "/v1/recovery_email/resend_code",
+                            .host = "127.0.0.1",
+                            .port = srv.port};
     char *authz = NULL;
-    ck_assert_int_eq(picl__hawk_client_header(&authz, id, k.hmac_key, 32, &hr, time(NULL), NULL,
-                                              NULL), PICL_OK);
+    ck_assert_int_eq(picl__hawk_client_header(&authz, id, k.hmac_key, 32, &hr, time(NULL), NULL, NULL),
+                     PICL_OK);
     char hdr[1024];
     snprintf(hdr, sizeof hdr, "Authorization: %s", authz);
     const char *h3[] = {hdr, "Content-Type: application/json", NULL};
@@ -230,8 +231,8 @@ static void *race_one(void *p)
 {
     race *r = p;
     tuks_resp resp;
-    r->status = tuks_hawk(srv.port, "POST", "/v1/session/create", r->auth, PICL_TOKEN_AUTH, "{}",
-                          0, NULL, NULL, &resp);
+    r->status = tuks_hawk(srv.port, "POST", "/v1/session/create", r->auth, PICL_TOKEN_AUTH, "{}", 0, NULL,
+                          NULL, &resp);
     tuks_resp_free(&resp);
     return NULL;
 }
@@ -269,12 +270,10 @@ START_TEST(brute_force_rate_limit)
     ck_assert_int_eq(picl__ksc_new(&c, srv.base), PICL_OK);
     picl_account a;
     for (int i = 0; i < 3; i++)
-        ck_assert_int_eq(picl__account_login(c, EMAIL, strlen(EMAIL), "wrong", 5, tuks_params(),
-                                             &a),
+        ck_assert_int_eq(picl__account_login(c, EMAIL, strlen(EMAIL), "wrong", 5, tuks_params(), &a),
                          PICL_ERROR_WRONG_PASSWORD);
     /* the limit is reached: even the right password waits */
-    ck_assert_int_eq(picl__account_login(c, EMAIL, strlen(EMAIL), PW, strlen(PW), tuks_params(),
-                                         &a),
+    ck_assert_int_eq(picl__account_login(c, EMAIL, strlen(EMAIL), PW, strlen(PW), tuks_params(), &a),
                      PICL_ERROR_BACKOFF);
     ck_assert_int_gt(picl__ksc_last(c)->retry_after, 800);
     ck_assert_int_eq(picl__ksc_last(c)->errnum, 114);
@@ -302,15 +301,13 @@ START_TEST(brute_force_per_address)
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 3; j++, failures++) {
             snprintf(email, sizeof email, "user%d@example.org", i);
-            ck_assert_int_eq(picl__account_login(c, email, strlen(email), "x", 1, tuks_params(),
-                                                 &a),
+            ck_assert_int_eq(picl__account_login(c, email, strlen(email), "x", 1, tuks_params(), &a),
                              PICL_ERROR_WRONG_PASSWORD);
         }
     ck_assert_int_eq(failures, 12);
     /* user4 never failed, but this address did, too often */
     snprintf(email, sizeof email, "user4@example.org");
-    ck_assert_int_eq(picl__account_login(c, email, strlen(email), PW, strlen(PW), tuks_params(),
-                                         &a),
+    ck_assert_int_eq(picl__account_login(c, email, strlen(email), PW, strlen(PW), tuks_params(), &a),
                      PICL_ERROR_BACKOFF);
     ck_assert_int_eq(picl__ksc_last(c)->errnum, 114);
     picl__ksc_free(c);
@@ -332,18 +329,15 @@ START_TEST(loopback_exempt_by_default)
         snprintf(email, sizeof email, "u%d@example.org", i);
         tuks_account(&srv, email, PW, 1, NULL);
         if (i < 6)
-            ck_assert_int_eq(picl__account_login(c, email, strlen(email), "x", 1, tuks_params(),
-                                                 &a),
+            ck_assert_int_eq(picl__account_login(c, email, strlen(email), "x", 1, tuks_params(), &a),
                              PICL_ERROR_WRONG_PASSWORD);
     }
-    ck_assert_int_eq(picl__account_login(c, email, strlen(email), PW, strlen(PW), tuks_params(),
-                                         &a),
+    ck_assert_int_eq(picl__account_login(c, email, strlen(email), PW, strlen(PW), tuks_params(), &a),
                      PICL_OK);
     picl__account_wipe(&a);
     /* the per-account limit still holds */
     snprintf(email, sizeof email, "u0@example.org");
-    ck_assert_int_eq(picl__account_login(c, email, strlen(email), PW, strlen(PW), tuks_params(),
-                                         &a),
+    ck_assert_int_eq(picl__account_login(c, email, strlen(email), PW, strlen(PW), tuks_params(), &a),
                      PICL_ERROR_BACKOFF);
     picl__ksc_free(c);
 }
@@ -359,8 +353,7 @@ START_TEST(malformed_bodies)
         assert_err(&r, 400, 106);
     }
     const char *bad_fields[] = {
-        "{\"email\":\"zz\"}", "{\"email\":\"6\"}", "{\"email\":42}", "{\"email\":[]}",
-        "{\"email\":\"\"}",
+        "{\"email\":\"zz\"}", "{\"email\":\"6\"}", "{\"email\":42}", "{\"email\":[]}", "{\"email\":\"\"}",
     };
     for (size_t i = 0; i < sizeof bad_fields / sizeof bad_fields[0]; i++) {
         post("/v1/auth/start", bad_fields[i], &r);
@@ -459,7 +452,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

@@ -43,12 +43,13 @@ static void assert_err(tuks_resp *r, long code, int errnum)
 }
 
 /* GET /v1/account/classmap: checks every field (hmac_hex NULL = null). */
-static void expect_anchor(const uint8_t sess[32], long long version, const char *hmac_hex,
-                          long long epoch, long long current)
+static void expect_anchor(const uint8_t sess[32], long long version, const char *hmac_hex, long long epoch,
+                          long long current)
 {
     tuks_resp r;
-    ck_assert_int_eq(tuks_hawk(srv.port, "GET", "/v1/account/classmap", sess,
-                               PICL_TOKEN_SESSION, NULL, 0, NULL, NULL, &r), 200);
+    ck_assert_int_eq(
+        tuks_hawk(srv.port, "GET", "/v1/account/classmap", sess, PICL_TOKEN_SESSION, NULL, 0, NULL, NULL, &r),
+        200);
     ck_assert_int_eq(json_object_size(r.json), 4);
     ck_assert_int_eq(json_integer_value(json_object_get(r.json, "version")), version);
     if (hmac_hex)
@@ -68,8 +69,8 @@ static long put_anchor(const uint8_t sess[32], long long version, int fill, tuks
     for (int i = 0; i < 32; i++)
         snprintf(h + 2 * i, 3, "%02x", fill);
     snprintf(body, sizeof body, "{\"version\":%lld,\"hmac\":\"%s\"}", version, h);
-    return tuks_hawk(srv.port, "POST", "/v1/account/classmap", sess, PICL_TOKEN_SESSION, body, 0,
-                     NULL, NULL, r);
+    return tuks_hawk(srv.port, "POST", "/v1/account/classmap", sess, PICL_TOKEN_SESSION, body, 0, NULL, NULL,
+                     r);
 }
 
 static void put_ok(const uint8_t sess[32], long long version, int fill)
@@ -97,9 +98,9 @@ static void forgot_reset(const char *new_pw)
     ck_assert_int_eq(picl__ksc_new(&c, srv.base), PICL_OK);
     ck_assert_int_eq(picl__account_forgot_start(c, EMAIL, strlen(EMAIL), ft), PICL_OK);
     ck_assert(tuks_take_mail(&srv, EMAIL, "X-Recovery-Code", code, sizeof code));
-    ck_assert_int_eq(picl__account_forgot_finish(c, ft, code, EMAIL, strlen(EMAIL), new_pw,
-                                                 strlen(new_pw), tuks_params()),
-                     PICL_OK);
+    ck_assert_int_eq(
+        picl__account_forgot_finish(c, ft, code, EMAIL, strlen(EMAIL), new_pw, strlen(new_pw), tuks_params()),
+        PICL_OK);
     picl__ksc_free(c);
 }
 
@@ -133,21 +134,18 @@ START_TEST(anchor_register_and_compare)
     assert_err(&r, 400, 107);
     put_anchor(sess, -3, 0xe5, &r);
     assert_err(&r, 400, 107);
-    const char *bad[] = {"{\"version\":\"6\",\"hmac\":\"00\"}",
-                         "{\"version\":6.5,\"hmac\":\"00\"}",
-                         "{\"version\":6,\"hmac\":\"abcd\"}",
-                         "{\"version\":6,\"hmac\":7}"};
+    const char *bad[] = {"{\"version\":\"6\",\"hmac\":\"00\"}", "{\"version\":6.5,\"hmac\":\"00\"}",
+                         "{\"version\":6,\"hmac\":\"abcd\"}", "{\"version\":6,\"hmac\":7}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        tuks_hawk(srv.port, "POST", "/v1/account/classmap", sess, PICL_TOKEN_SESSION, bad[i], 0,
-                  NULL, NULL, &r);
+        tuks_hawk(srv.port, "POST", "/v1/account/classmap", sess, PICL_TOKEN_SESSION, bad[i], 0, NULL, NULL,
+                  &r);
         assert_err(&r, 400, 107);
     }
-    tuks_hawk(srv.port, "POST", "/v1/account/classmap", sess, PICL_TOKEN_SESSION,
-              "{\"version\":6}", 0, NULL, NULL, &r);
+    tuks_hawk(srv.port, "POST", "/v1/account/classmap", sess, PICL_TOKEN_SESSION, "{\"version\":6}", 0, NULL,
+              NULL, &r);
     assert_err(&r, 400, 108);
     /* only a sessionToken: the keyFetchToken is refused */
-    tuks_hawk(srv.port, "GET", "/v1/account/classmap", kft, PICL_TOKEN_KEY_FETCH, NULL, 0, NULL,
-              NULL, &r);
+    tuks_hawk(srv.port, "GET", "/v1/account/classmap", kft, PICL_TOKEN_KEY_FETCH, NULL, 0, NULL, NULL, &r);
     assert_err(&r, 401, 110);
     tuks_request(srv.port, "GET", "/v1/account/classmap", NULL, NULL, 0, &r);
     assert_err(&r, 401, 109);
@@ -221,8 +219,7 @@ START_TEST(epoch_follows_kb_and_reset_keeps_anchor)
      * (registered in epoch 1) */
     forgot_reset(PW2);
     tuks_resp r;
-    tuks_hawk(srv.port, "GET", "/v1/account/classmap", sess, PICL_TOKEN_SESSION, NULL, 0, NULL,
-              NULL, &r);
+    tuks_hawk(srv.port, "GET", "/v1/account/classmap", sess, PICL_TOKEN_SESSION, NULL, 0, NULL, NULL, &r);
     assert_err(&r, 401, 110); /* the reset revoked the old session */
     tuks_session(&srv, EMAIL, PW2, kft, sess);
     expect_anchor(sess, 3, hex_of(0x33), 1, 2);
@@ -235,8 +232,8 @@ START_TEST(epoch_follows_kb_and_reset_keeps_anchor)
     picl_ks_client *c;
     picl_account a;
     ck_assert_int_eq(picl__ksc_new(&c, srv.base), PICL_OK);
-    ck_assert_int_eq(picl__account_change_password(c, EMAIL, strlen(EMAIL), PW2, strlen(PW2), PW,
-                                                   strlen(PW), tuks_params(), tuks_params(), &a),
+    ck_assert_int_eq(picl__account_change_password(c, EMAIL, strlen(EMAIL), PW2, strlen(PW2), PW, strlen(PW),
+                                                   tuks_params(), tuks_params(), &a),
                      PICL_OK);
     ck_assert(a.have_keys);
     picl__account_wipe(&a);
@@ -254,8 +251,9 @@ START_TEST(destroy_removes_anchor)
     put_ok(sess, 9, 0x99);
     tuks_auth_token(&srv, EMAIL, PW, auth);
     tuks_resp r;
-    ck_assert_int_eq(tuks_hawk(srv.port, "POST", "/v1/account/destroy", auth, PICL_TOKEN_AUTH,
-                               "{}", 0, NULL, NULL, &r), 200);
+    ck_assert_int_eq(
+        tuks_hawk(srv.port, "POST", "/v1/account/destroy", auth, PICL_TOKEN_AUTH, "{}", 0, NULL, NULL, &r),
+        200);
     tuks_resp_free(&r);
     tuks_account(&srv, EMAIL, PW, 1, NULL);
     tuks_session(&srv, EMAIL, PW, kft, sess);
@@ -279,12 +277,11 @@ START_TEST(schema_v1_migrated)
     snprintf(path, sizeof path, "%s/keyserver.db", dir);
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    const char *down =
-        "DROP INDEX tokens_expires; DROP INDEX accounts_unverified;"
-        "ALTER TABLE accounts DROP COLUMN epoch; ALTER TABLE accounts DROP COLUMN cm_version;"
-        "ALTER TABLE accounts DROP COLUMN cm_hmac; ALTER TABLE accounts DROP COLUMN cm_epoch;"
-        "ALTER TABLE tokens DROP COLUMN mailbox;"
-        "UPDATE meta SET value = 1 WHERE key = 'schema_version';";
+    const char *down = "DROP INDEX tokens_expires; DROP INDEX accounts_unverified;"
+                       "ALTER TABLE accounts DROP COLUMN epoch; ALTER TABLE accounts DROP COLUMN cm_version;"
+                       "ALTER TABLE accounts DROP COLUMN cm_hmac; ALTER TABLE accounts DROP COLUMN cm_epoch;"
+                       "ALTER TABLE tokens DROP COLUMN mailbox;"
+                       "UPDATE meta SET value = 1 WHERE key = 'schema_version';";
     char *err = NULL;
     int rc = sqlite3_exec(db, down, NULL, NULL, &err);
     ck_assert_msg(rc == SQLITE_OK, "%s", err ? err : "");
@@ -305,8 +302,8 @@ START_TEST(schema_v1_migrated)
 
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
     sqlite3_stmt *q;
-    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema_version'",
-                                        -1, &q, NULL), SQLITE_OK);
+    ck_assert_int_eq(
+        sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema_version'", -1, &q, NULL), SQLITE_OK);
     ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
     ck_assert_int_eq(sqlite3_column_int(q, 0), KS_SCHEMA_VERSION);
     sqlite3_finalize(q);
@@ -330,7 +327,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

@@ -43,13 +43,15 @@ static void teardown(void)
 
 static void assert_err(tuks_resp *r, long code, int errnum)
 {
-    ck_assert_msg(r->status == code, "status %ld, want %ld (body %s)", r->status, code, r->body ? r->body : "");
+    ck_assert_msg(r->status == code, "status %ld, want %ld (body %s)", r->status, code,
+                  r->body ? r->body : "");
     ck_assert_int_eq(json_integer_value(json_object_get(r->json, "errno")), errnum);
     tuks_resp_free(r);
 }
 
 /* A Hawk request with a session (or other) token at the server's clock. */
-static long call(const char *method, const char *path, const uint8_t tok[32], int type, const char *body, tuks_resp *r)
+static long call(const char *method, const char *path, const uint8_t tok[32], int type, const char *body,
+                 tuks_resp *r)
 {
     return tuks_hawk(srv.port, method, path, tok, type, body, fake_now, NULL, NULL, r);
 }
@@ -75,9 +77,11 @@ START_TEST(test_devices_endpoints)
     tuks_session(&srv, EMAIL_B, PW, kft, sb);
 
     ck_assert_int_eq(call("POST", "/v1/account/device", s1, PICL_TOKEN_SESSION,
-                          "{\"name\":\"desk\",\"type\":\"desktop\"}", &r), 200);
+                          "{\"name\":\"desk\",\"type\":\"desktop\"}", &r),
+                     200);
     tuks_resp_free(&r);
-    call("POST", "/v1/account/device", s1, PICL_TOKEN_SESSION, "{\"name\":\"desk\",\"type\":\"toaster\"}", &r);
+    call("POST", "/v1/account/device", s1, PICL_TOKEN_SESSION, "{\"name\":\"desk\",\"type\":\"toaster\"}",
+         &r);
     assert_err(&r, 400, 107);
     call("POST", "/v1/account/device", s1, PICL_TOKEN_SESSION, "{\"type\":\"cli\"}", &r);
     assert_err(&r, 400, 108);
@@ -127,7 +131,7 @@ START_TEST(test_devices_endpoints)
     char types[512] = "";
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(r.json, "events"), i, e) {
+    json_array_foreach (json_object_get(r.json, "events"), i, e) {
         tu_append(types, sizeof types, json_string_value(json_object_get(e, "type")));
         tu_append(types, sizeof types, " ");
     }
@@ -156,7 +160,8 @@ START_TEST(test_recovery_key_endpoints)
     ck_assert_int_eq(call("GET", "/v1/recoveryKey/exists", s1, PICL_TOKEN_SESSION, NULL, &r), 200);
     ck_assert(json_is_false(json_object_get(r.json, "exists")));
     tuks_resp_free(&r);
-    call("POST", "/v1/recoveryKey", s1, PICL_TOKEN_SESSION, "{\"recoveryKeyId\":\"0011\",\"recoveryData\":\"x\"}", &r);
+    call("POST", "/v1/recoveryKey", s1, PICL_TOKEN_SESSION,
+         "{\"recoveryKeyId\":\"0011\",\"recoveryData\":\"x\"}", &r);
     assert_err(&r, 400, 107);
     call("POST", "/v1/recoveryKey", s1, PICL_TOKEN_SESSION, "{\"recoveryKeyId\":\"" KEY_ID "\"}", &r);
     assert_err(&r, 400, 108);
@@ -171,10 +176,12 @@ START_TEST(test_recovery_key_endpoints)
          "{\"recoveryKeyId\":\"" KEY_ID "\",\"recoveryData\":\"x\"}", &r);
     assert_err(&r, 400, 104); /* unverified */
     ck_assert_int_eq(call("POST", "/v1/recoveryKey", s1, PICL_TOKEN_SESSION,
-                          "{\"recoveryKeyId\":\"" KEY_ID "\",\"recoveryData\":\"first\"}", &r), 200);
+                          "{\"recoveryKeyId\":\"" KEY_ID "\",\"recoveryData\":\"first\"}", &r),
+                     200);
     tuks_resp_free(&r);
     ck_assert_int_eq(call("POST", "/v1/recoveryKey", s1, PICL_TOKEN_SESSION,
-                          "{\"recoveryKeyId\":\"" KEY_ID2 "\",\"recoveryData\":\"second\"}", &r), 200);
+                          "{\"recoveryKeyId\":\"" KEY_ID2 "\",\"recoveryData\":\"second\"}", &r),
+                     200);
     tuks_resp_free(&r);
     ck_assert_int_eq(tuks_db_int(&srv, "SELECT count(*) FROM recovery_keys"), 1);
     ck_assert_int_eq(call("GET", "/v1/recoveryKey/exists", s1, PICL_TOKEN_SESSION, NULL, &r), 200);
@@ -186,26 +193,30 @@ START_TEST(test_recovery_key_endpoints)
     tuks_resp_free(&r);
     /* a session is only recent for 10 minutes */
     fake_now += 601;
-    call("POST", "/v1/recoveryKey", s1, PICL_TOKEN_SESSION, "{\"recoveryKeyId\":\"" KEY_ID "\",\"recoveryData\":\"x\"}",
-         &r);
+    call("POST", "/v1/recoveryKey", s1, PICL_TOKEN_SESSION,
+         "{\"recoveryKeyId\":\"" KEY_ID "\",\"recoveryData\":\"x\"}", &r);
     assert_err(&r, 403, 125);
 
     /* the forgot flow's accountResetToken reads recoveryData by id only */
     ck_assert_int_eq(tuks_request(srv.port, "POST", "/v1/password/forgot/send_code",
                                   (const char *const[]){"Content-Type: application/json", NULL},
-                                  "{\"email\":\"" EMAIL_HEX "\"}", strlen("{\"email\":\"" EMAIL_HEX "\"}"), &r),
+                                  "{\"email\":\"" EMAIL_HEX "\"}", strlen("{\"email\":\"" EMAIL_HEX "\"}"),
+                                  &r),
                      200);
     uint8_t ft[32], rt[32];
     size_t got;
-    ck_assert_int_eq(picl__hex_decode(ft, 32, &got, json_string_value(json_object_get(r.json, "forgotPasswordToken")),
-                                      64), PICL_OK);
+    ck_assert_int_eq(
+        picl__hex_decode(ft, 32, &got, json_string_value(json_object_get(r.json, "forgotPasswordToken")), 64),
+        PICL_OK);
     tuks_resp_free(&r);
     char code[32], body[64];
     ck_assert(tuks_take_mail(&srv, EMAIL, "X-Recovery-Code", code, sizeof code));
     snprintf(body, sizeof body, "{\"code\":\"%s\"}", code);
-    ck_assert_int_eq(call("POST", "/v1/password/forgot/verify_code", ft, PICL_TOKEN_FORGOT_PASSWORD, body, &r), 200);
-    ck_assert_int_eq(picl__hex_decode(rt, 32, &got, json_string_value(json_object_get(r.json, "accountResetToken")),
-                                      64), PICL_OK);
+    ck_assert_int_eq(
+        call("POST", "/v1/password/forgot/verify_code", ft, PICL_TOKEN_FORGOT_PASSWORD, body, &r), 200);
+    ck_assert_int_eq(
+        picl__hex_decode(rt, 32, &got, json_string_value(json_object_get(r.json, "accountResetToken")), 64),
+        PICL_OK);
     tuks_resp_free(&r);
     /* a session token is no reset token; the old id is gone */
     call("GET", "/v1/recoveryKey/" KEY_ID2, s1, PICL_TOKEN_SESSION, NULL, &r);

@@ -53,10 +53,7 @@ static int64_t fake_now(void *ctx)
     return (int64_t)time(NULL) + __atomic_load_n(&clock_offset, __ATOMIC_SEQ_CST);
 }
 
-static void advance(int64_t s)
-{
-    __atomic_add_fetch(&clock_offset, s, __ATOMIC_SEQ_CST);
-}
+static void advance(int64_t s) { __atomic_add_fetch(&clock_offset, s, __ATOMIC_SEQ_CST); }
 
 static picl_status record_ka(void *ctx, const char *what, uint8_t *out, size_t len)
 {
@@ -114,16 +111,13 @@ static long post(const char *path, const char *body, tuks_resp *r)
 }
 
 /* A Hawk request signed at the server's (moved) clock. */
-static long hawk(const char *method, const char *target, const uint8_t token[32], int type,
-                 const char *body, tuks_resp *r)
+static long hawk(const char *method, const char *target, const uint8_t token[32], int type, const char *body,
+                 tuks_resp *r)
 {
     return tuks_hawk(srv.port, method, target, token, type, body, fake_now(NULL), NULL, NULL, r);
 }
 
-static int64_t db_count(const char *sql)
-{
-    return tuks_db_int(&srv, sql); /* SQLite or PostgreSQL */
-}
+static int64_t db_count(const char *sql) { return tuks_db_int(&srv, sql); /* SQLite or PostgreSQL */ }
 
 /* The text of every mail waiting in the Maildir, concatenated. */
 static char *all_mail(void)
@@ -159,25 +153,23 @@ static void finish_reset(const uint8_t art[32], const char *email, const char *p
     memset(zero, 0, sizeof zero);
     memset(srp_salt, 0x31, sizeof srp_salt);
     memset(main_salt, 0x32, sizeof main_salt);
-    ck_assert_int_eq(picl__stretch(stretched, tuks_params(), tuks_params(), email, strlen(email),
-                                   pw, strlen(pw), NULL),
-                     PICL_OK);
+    ck_assert_int_eq(
+        picl__stretch(stretched, tuks_params(), tuks_params(), email, strlen(email), pw, strlen(pw), NULL),
+        PICL_OK);
     ck_assert_int_eq(picl__main_kdf(srp_pw, unwrap, stretched, main_salt, 32), PICL_OK);
-    ck_assert_int_eq(picl__srp_verifier(picl__srp_group_picl(), (const uint8_t *)email,
-                                        strlen(email), srp_pw, 32, srp_salt, 32, v, 256),
+    ck_assert_int_eq(picl__srp_verifier(picl__srp_group_picl(), (const uint8_t *)email, strlen(email), srp_pw,
+                                        32, srp_salt, 32, v, 256),
                      PICL_OK);
     picl_ks_client *c;
     ck_assert_int_eq(picl__ksc_new(&c, srv.base), PICL_OK);
-    ck_assert_int_eq(picl__ksc_account_reset(c, art, zero, v, srp_salt, tuks_params(), main_salt),
-                     PICL_OK);
+    ck_assert_int_eq(picl__ksc_account_reset(c, art, zero, v, srp_salt, tuks_params(), main_salt), PICL_OK);
     picl__ksc_free(c);
 }
 
 static int email_verified(const uint8_t sess[32])
 {
     tuks_resp r;
-    ck_assert_int_eq(hawk("GET", "/v1/recovery_email/status", sess, PICL_TOKEN_SESSION, NULL, &r),
-                     200);
+    ck_assert_int_eq(hawk("GET", "/v1/recovery_email/status", sess, PICL_TOKEN_SESSION, NULL, &r), 200);
     int v = json_is_true(json_object_get(r.json, "verified"));
     tuks_resp_free(&r);
     return v;
@@ -223,24 +215,23 @@ START_TEST(prehijack_account_gets_fresh_keys)
 
     picl_account a;
     ck_assert_int_eq(picl__ksc_new(&c, srv.base), PICL_OK);
-    ck_assert_int_eq(picl__account_login(c, VICTIM, strlen(VICTIM), PW_VICTIM, strlen(PW_VICTIM),
-                                         tuks_params(), &a),
-                     PICL_OK);
+    ck_assert_int_eq(
+        picl__account_login(c, VICTIM, strlen(VICTIM), PW_VICTIM, strlen(PW_VICTIM), tuks_params(), &a),
+        PICL_OK);
     ck_assert(a.verified);
     ck_assert(a.have_keys);
-    ck_assert(memcmp(a.ka, drawn_ka[1], 32) == 0);  /* the fresh kA */
-    ck_assert(memcmp(a.ka, drawn_ka[0], 32) != 0);  /* not the attacker's account's */
+    ck_assert(memcmp(a.ka, drawn_ka[1], 32) == 0); /* the fresh kA */
+    ck_assert(memcmp(a.ka, drawn_ka[0], 32) != 0); /* not the attacker's account's */
     ck_assert(email_verified(a.session_token));
     /* a new key epoch: devices holding anything older know it */
-    ck_assert_int_eq(hawk("GET", "/v1/account/classmap", a.session_token, PICL_TOKEN_SESSION,
-                          NULL, &r), 200);
+    ck_assert_int_eq(hawk("GET", "/v1/account/classmap", a.session_token, PICL_TOKEN_SESSION, NULL, &r), 200);
     ck_assert_int_eq(json_integer_value(json_object_get(r.json, "currentEpoch")), 2);
     tuks_resp_free(&r);
     picl__account_wipe(&a);
     /* the attacker's password is gone */
-    ck_assert_int_eq(picl__account_login(c, VICTIM, strlen(VICTIM), PW_ATTACKER,
-                                         strlen(PW_ATTACKER), tuks_params(), &a),
-                     PICL_ERROR_WRONG_PASSWORD);
+    ck_assert_int_eq(
+        picl__account_login(c, VICTIM, strlen(VICTIM), PW_ATTACKER, strlen(PW_ATTACKER), tuks_params(), &a),
+        PICL_ERROR_WRONG_PASSWORD);
     picl__ksc_free(c);
 }
 END_TEST
@@ -260,9 +251,9 @@ START_TEST(verified_account_reset_keeps_ka)
                                                  strlen(PW_VICTIM), tuks_params()),
                      PICL_OK);
     picl_account a;
-    ck_assert_int_eq(picl__account_login(c, VICTIM, strlen(VICTIM), PW_VICTIM, strlen(PW_VICTIM),
-                                         tuks_params(), &a),
-                     PICL_OK);
+    ck_assert_int_eq(
+        picl__account_login(c, VICTIM, strlen(VICTIM), PW_VICTIM, strlen(PW_VICTIM), tuks_params(), &a),
+        PICL_OK);
     ck_assert(a.have_keys);
     ck_assert(memcmp(a.ka, drawn_ka[0], 32) == 0);
     picl__account_wipe(&a);
@@ -314,14 +305,12 @@ START_TEST(tokens_expire_and_are_deleted)
     tuks_auth_token(&srv, VICTIM, PW_VICTIM, auth2);
     tuks_resp r;
     /* password/change/start: an accountResetToken valid 15 minutes */
-    ck_assert_int_eq(hawk("POST", "/v1/password/change/start", auth2, PICL_TOKEN_AUTH, "{}", &r),
-                     200);
+    ck_assert_int_eq(hawk("POST", "/v1/password/change/start", auth2, PICL_TOKEN_AUTH, "{}", &r), 200);
     picl_token_keys k;
     ck_assert_int_eq(picl__token_derive(&k, PICL_TOKEN_AUTH, auth2), PICL_OK);
     const char *bh = json_string_value(json_object_get(r.json, "bundle"));
-    ck_assert_int_eq(picl__bundle_open_hex(pair, 64, k.request_key, PICL_BUNDLE_PASSWORD_CHANGE,
-                                           bh, strlen(bh)),
-                     PICL_OK);
+    ck_assert_int_eq(
+        picl__bundle_open_hex(pair, 64, k.request_key, PICL_BUNDLE_PASSWORD_CHANGE, bh, strlen(bh)), PICL_OK);
     tuks_resp_free(&r);
 
     /* authToken: 5 minutes */
@@ -342,8 +331,7 @@ START_TEST(tokens_expire_and_are_deleted)
     assert_err(&r, 401, 110);
     /* the sessionToken lives on; expired rows are gone, not kept */
     advance(30 * 86400);
-    ck_assert_int_eq(hawk("GET", "/v1/recovery_email/status", sess, PICL_TOKEN_SESSION, NULL, &r),
-                     200);
+    ck_assert_int_eq(hawk("GET", "/v1/recovery_email/status", sess, PICL_TOKEN_SESSION, NULL, &r), 200);
     tuks_resp_free(&r);
     ck_assert_int_eq(db_count("SELECT count(*) FROM tokens"), 1);
     ck_assert_int_eq(db_count("SELECT count(*) FROM tokens WHERE expires = 0"), 1);
@@ -389,8 +377,7 @@ START_TEST(concurrent_guesses_respect_login_limit)
     for (int i = 0; i < N; i++) {
         tuks_resp r;
         ck_assert_int_eq(post("/v1/auth/start", "{\"email\":\"" VICTIM_HEX "\"}", &r), 200);
-        snprintf(g[i].body, sizeof g[i].body,
-                 "{\"srpToken\":\"%s\",\"A\":\"%s\",\"M\":\"%064d\"}",
+        snprintf(g[i].body, sizeof g[i].body, "{\"srpToken\":\"%s\",\"A\":\"%s\",\"M\":\"%064d\"}",
                  json_string_value(json_object_get(r.json, "srpToken")), ahex, i + 1);
         tuks_resp_free(&r);
         g[i].go = &go;
@@ -431,12 +418,11 @@ START_TEST(good_logins_are_not_counted)
     picl_account a;
     ck_assert_int_eq(picl__ksc_new(&c, srv.base), PICL_OK);
     for (int i = 0; i < 3; i++)
-        ck_assert_int_eq(picl__account_login(c, VICTIM, strlen(VICTIM), "wrong", 5,
-                                             tuks_params(), &a),
+        ck_assert_int_eq(picl__account_login(c, VICTIM, strlen(VICTIM), "wrong", 5, tuks_params(), &a),
                          PICL_ERROR_WRONG_PASSWORD);
-    ck_assert_int_eq(picl__account_login(c, VICTIM, strlen(VICTIM), PW_VICTIM, strlen(PW_VICTIM),
-                                         tuks_params(), &a),
-                     PICL_ERROR_BACKOFF);
+    ck_assert_int_eq(
+        picl__account_login(c, VICTIM, strlen(VICTIM), PW_VICTIM, strlen(PW_VICTIM), tuks_params(), &a),
+        PICL_ERROR_BACKOFF);
     picl__ksc_free(c);
 }
 END_TEST
@@ -457,8 +443,7 @@ START_TEST(auth_start_throttled_per_account_and_address)
     assert_err(&r, 429, 114);
     /* another account from the same address: two more, then the address is out */
     for (int i = 0; i < 2; i++) {
-        ck_assert_int_eq(post("/v1/auth/start", "{\"email\":\"62406578616d706c652e6f7267\"}", &r),
-                         200);
+        ck_assert_int_eq(post("/v1/auth/start", "{\"email\":\"62406578616d706c652e6f7267\"}", &r), 200);
         tuks_resp_free(&r);
     }
     post("/v1/auth/start", "{\"email\":\"62406578616d706c652e6f7267\"}", &r);
@@ -479,8 +464,8 @@ START_TEST(resend_code_is_not_a_mail_bomb)
     tuks_session(&srv, VICTIM, PW_ATTACKER, kft, sess);
     tuks_resp r;
     for (int i = 0; i < 3; i++) {
-        ck_assert_int_eq(hawk("POST", "/v1/recovery_email/resend_code", sess, PICL_TOKEN_SESSION,
-                              "{}", &r), 200);
+        ck_assert_int_eq(hawk("POST", "/v1/recovery_email/resend_code", sess, PICL_TOKEN_SESSION, "{}", &r),
+                         200);
         tuks_resp_free(&r);
     }
     for (int i = 0; i < 5; i++) {
@@ -490,8 +475,7 @@ START_TEST(resend_code_is_not_a_mail_bomb)
     }
     ck_assert_int_eq(tuks_mail_count(&srv), 1 + 3);
     advance(3600);
-    ck_assert_int_eq(hawk("POST", "/v1/recovery_email/resend_code", sess, PICL_TOKEN_SESSION,
-                          "{}", &r), 200);
+    ck_assert_int_eq(hawk("POST", "/v1/recovery_email/resend_code", sess, PICL_TOKEN_SESSION, "{}", &r), 200);
     tuks_resp_free(&r);
     ck_assert_int_eq(tuks_mail_count(&srv), 1 + 4);
 }
@@ -565,8 +549,7 @@ START_TEST(nonce_cache_share_per_account)
     ck_assert_int_eq(busy, 8);
     /* everybody else still gets in */
     for (int i = 0; i < 4; i++) {
-        ck_assert_int_eq(hawk("GET", "/v1/account/devices", other, PICL_TOKEN_SESSION, NULL, &r),
-                         200);
+        ck_assert_int_eq(hawk("GET", "/v1/account/devices", other, PICL_TOKEN_SESSION, NULL, &r), 200);
         tuks_resp_free(&r);
     }
 }
@@ -600,16 +583,12 @@ START_TEST(stretching_bounds_enforced)
     start(&cfg);
     setenv("PICL_TEST_STRETCH_FLOOR", "cheap", 1);
     static const long cases[][5] = {
-        {1000, 1024, 8, 1, 1000},        /* the tests' cheap parameters */
-        {19999, 65536, 8, 1, 20000},     /* each one just below the floor */
-        {20000, 32768, 8, 1, 20000},
-        {20000, 65536, 7, 1, 20000},
-        {20000, 65536, 8, 1, 19999},
-        {80001, 65536, 8, 1, 20000},     /* each one just above 4x */
-        {20000, 524288, 8, 1, 20000},
-        {20000, 65536, 33, 1, 20000},
-        {20000, 65536, 8, 5, 20000},
-        {20000, 65536, 8, 1, 80001},
+        {1000, 1024, 8, 1, 1000},    /* the tests' cheap parameters */
+        {19999, 65536, 8, 1, 20000}, /* each one just below the floor */
+        {20000, 32768, 8, 1, 20000},  {20000, 65536, 7, 1, 20000},
+        {20000, 65536, 8, 1, 19999},  {80001, 65536, 8, 1, 20000}, /* each one just above 4x */
+        {20000, 524288, 8, 1, 20000}, {20000, 65536, 33, 1, 20000},
+        {20000, 65536, 8, 5, 20000},  {20000, 65536, 8, 1, 80001},
     };
     tuks_resp r;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -695,9 +674,8 @@ END_TEST
 START_TEST(body_cap_from_headers_when_mounted)
 {
     srv_http_server *http = NULL;
-    srv_http_config hc = {.listen = "127.0.0.1:0",
-                           .max_body = 2u * 1024u * 1024u + 4096u,
-                           .require_content_length = 1};
+    srv_http_config hc = {
+        .listen = "127.0.0.1:0", .max_body = 2u * 1024u * 1024u + 4096u, .require_content_length = 1};
     ck_assert_int_eq(srv_http_server_new(&http, &hc), PICL_OK);
     ck_assert_int_eq(ks_server_mount(srv.ks, http, 1), PICL_OK);
     ck_assert_int_eq(srv_http_server_start(http), PICL_OK);
@@ -876,8 +854,7 @@ START_TEST(picl_server_process)
     size_t n = fread(log, 1, sizeof log - 1, f);
     fclose(f);
     log[n] = 0;
-    ck_assert_msg(strstr(log, " INFO 127.0.0.1 GET /v1/account/keys?\\x1b]0;owned\\x07 401 "), "%s",
-                  log);
+    ck_assert_msg(strstr(log, " INFO 127.0.0.1 GET /v1/account/keys?\\x1b]0;owned\\x07 401 "), "%s", log);
     ck_assert_ptr_null(memchr(log, 0x1b, n));
     ck_assert_ptr_null(memchr(log, 0x07, n));
     char cmd[128];
@@ -952,7 +929,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

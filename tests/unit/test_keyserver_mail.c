@@ -110,10 +110,7 @@ static int get_line(int fd, char *buf, size_t cap)
     return (int)n;
 }
 
-static void say(int fd, const char *s)
-{
-    ck_assert_int_eq(send(fd, s, strlen(s), 0), (ssize_t)strlen(s));
-}
+static void say(int fd, const char *s) { ck_assert_int_eq(send(fd, s, strlen(s), 0), (ssize_t)strlen(s)); }
 
 static void *smtp_run(void *p)
 {
@@ -209,8 +206,7 @@ START_TEST(smtp_unreachable_is_an_error_not_an_account)
     ck_assert_int_eq(tuks_db_int(&srv, "SELECT count(*) FROM outbox"), 0);
     ck_assert_int_eq(tuks_db_int(&srv, "SELECT count(*) FROM accounts"), 0);
     picl_ksc_auth_start st;
-    ck_assert_int_eq(picl__ksc_auth_start(c, "erin@example.org", 16, &st),
-                     PICL_ERROR_UNKNOWN_ACCOUNT);
+    ck_assert_int_eq(picl__ksc_auth_start(c, "erin@example.org", 16, &st), PICL_ERROR_UNKNOWN_ACCOUNT);
     picl__ksc_free(c);
     /* the log says where the 500 came from; the answer did not.  The glue
      * logs a request once its answer is sent: give the last one 3 s. */
@@ -235,10 +231,7 @@ END_TEST
 /* ---- the outbox rows ------------------------------------------------------ */
 
 static int64_t fake_now;
-static int64_t clock_hook(void *ctx)
-{
-    return fake_now;
-}
+static int64_t clock_hook(void *ctx) { return fake_now; }
 
 /* An unverified account committed with its outbox row but never mailed:
  * what a crash between the commit and the mail leaves.  Its id. */
@@ -370,7 +363,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

@@ -47,10 +47,7 @@ static void setup(void)
     ck_assert_ptr_nonnull(mkdtemp(tmp));
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    return remove(path);
-}
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) { return remove(path); }
 
 static void teardown(void)
 {
@@ -60,7 +57,7 @@ static void teardown(void)
 
 typedef struct proc {
     pid_t pid;
-    FILE *err;   /* the child's stderr */
+    FILE *err; /* the child's stderr */
     unsigned port;
 } proc;
 
@@ -161,8 +158,8 @@ START_TEST(runs_logs_persists_and_stops)
     fclose(f);
     ck_assert_str_eq(s1, s2);
     const char *h[] = {"Content-Type: application/json", NULL};
-    ck_assert_int_eq(tuks_request(p.port, "POST", "/v1/auth/start", h,
-                                  "{\"email\":\"6140622e63\"}", 22, &r), 200);
+    ck_assert_int_eq(tuks_request(p.port, "POST", "/v1/auth/start", h, "{\"email\":\"6140622e63\"}", 22, &r),
+                     200);
     tuks_resp_free(&r);
     kill(p.pid, SIGINT);
     /* one log line per request on stderr */
@@ -196,8 +193,7 @@ START_TEST(bad_command_lines)
     FILE *f = fopen(sf, "w");
     fputs("abcd\n", f);
     fclose(f);
-    const char *short_secret[] = {"--listen", "127.0.0.1:0", "--data", tmp, "--secret-file", sf,
-                                  NULL};
+    const char *short_secret[] = {"--listen", "127.0.0.1:0", "--data", tmp, "--secret-file", sf, NULL};
     spawn(&p, short_secret, 0);
     ck_assert_int_eq(stop(&p, 0), 1);
     const char *bad_listen[] = {"--listen", "nonsense", "--data", tmp, NULL};
@@ -214,7 +210,7 @@ START_TEST(secret_file_shared_with_storage)
     FILE *f = fopen(sf, "w");
     fputs("q0rT3b5pZ1W0kYl9XjzP2c8m5sVb6n7H4g3f2e1d0c9b8a7Z6Y5X4W3V2U1T0S9R\n", f);
     fclose(f);
-    const char *args[] = {"--listen", "127.0.0.1:0", "--data", tmp, "--secret-file", sf,
+    const char *args[] = {"--listen",       "127.0.0.1:0",        "--data", tmp, "--secret-file", sf,
                           "--storage-node", "http://127.0.0.1:9", NULL};
     proc p;
     spawn(&p, args, 1);
@@ -244,7 +240,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

@@ -45,10 +45,7 @@ typedef struct node {
 
 static node na, nb;
 
-static int64_t fake_now(void *ctx)
-{
-    return (int64_t)time(NULL) + clock_offset;
-}
+static int64_t fake_now(void *ctx) { return (int64_t)time(NULL) + clock_offset; }
 
 static void setup(void)
 {
@@ -134,8 +131,7 @@ static void token_for(const char *email, creds *out)
                             fake_now(NULL), NULL, NULL, &r);
     if (out->status == 200) {
         snprintf(out->id, sizeof out->id, "%s", json_string_value(json_object_get(r.json, "id")));
-        snprintf(out->key, sizeof out->key, "%s",
-                 json_string_value(json_object_get(r.json, "key")));
+        snprintf(out->key, sizeof out->key, "%s", json_string_value(json_object_get(r.json, "key")));
         out->uid = json_integer_value(json_object_get(r.json, "uid"));
         snprintf(out->endpoint, sizeof out->endpoint, "%s",
                  json_string_value(json_object_get(r.json, "api_endpoint")));
@@ -144,26 +140,28 @@ static void token_for(const char *email, creds *out)
 }
 
 /* A Hawk request to the node at c's endpoint (path after /1.5/uid). */
-static long node_req(const node *n, const creds *c, const char *method, const char *path,
-                     const char *body)
+static long node_req(const node *n, const creds *c, const char *method, const char *path, const char *body)
 {
     char target[512];
     snprintf(target, sizeof target, "/1.5/%lld%s", c->uid, path);
-    picl_hawk_request hr = {.method = method, .resource = target, .host = "127.0.0.1",
+    picl_hawk_request hr = {.method = method,
+                            .resource = target,
+                            .host = "127.0.0.1",
                             .port = storage_server_port(n->srv),
                             .content_type = body ? "application/json" : NULL,
-                            .body = body, .bodylen = body ? strlen(body) : 0};
+                            .body = body,
+                            .bodylen = body ? strlen(body) : 0};
     char *authz = NULL;
-    ck_assert_int_eq(picl__hawk_client_header(&authz, c->id, c->key, strlen(c->key), &hr,
-                                              (int64_t)time(NULL), NULL, NULL),
-                     PICL_OK);
+    ck_assert_int_eq(
+        picl__hawk_client_header(&authz, c->id, c->key, strlen(c->key), &hr, (int64_t)time(NULL), NULL, NULL),
+        PICL_OK);
     char h1[2048];
     snprintf(h1, sizeof h1, "Authorization: %s", authz);
     free(authz);
     const char *hdrs[] = {h1, "Content-Type: application/json", NULL};
     tuks_resp r;
-    long st = tuks_request(storage_server_port(n->srv), method, target, hdrs, body,
-                           body ? strlen(body) : 0, &r);
+    long st =
+        tuks_request(storage_server_port(n->srv), method, target, hdrs, body, body ? strlen(body) : 0, &r);
     tuks_resp_free(&r);
     return st;
 }
@@ -179,8 +177,7 @@ static void mint(const node *n, const char *secret, long long uid, creds *c)
     p.expires = (int64_t)time(NULL) + 600;
     snprintf(p.fxa_uid, sizeof p.fxa_uid, "test");
     char *token = NULL, *key = NULL;
-    ck_assert_int_eq(picl__tokenlib_mint(&token, &key, (const uint8_t *)secret, strlen(secret), &p),
-                     PICL_OK);
+    ck_assert_int_eq(picl__tokenlib_mint(&token, &key, (const uint8_t *)secret, strlen(secret), &p), PICL_OK);
     memset(c, 0, sizeof *c);
     snprintf(c->id, sizeof c->id, "%s", token);
     snprintf(c->key, sizeof c->key, "%s", key);
@@ -210,12 +207,12 @@ static long node_get(const node *n, const creds *c, const char *path, char *out,
 {
     char target[512];
     snprintf(target, sizeof target, "/1.5/%lld%s", c->uid, path);
-    picl_hawk_request hr = {.method = "GET", .resource = target, .host = "127.0.0.1",
-                            .port = storage_server_port(n->srv)};
+    picl_hawk_request hr = {
+        .method = "GET", .resource = target, .host = "127.0.0.1", .port = storage_server_port(n->srv)};
     char *authz = NULL;
-    ck_assert_int_eq(picl__hawk_client_header(&authz, c->id, c->key, strlen(c->key), &hr,
-                                              (int64_t)time(NULL), NULL, NULL),
-                     PICL_OK);
+    ck_assert_int_eq(
+        picl__hawk_client_header(&authz, c->id, c->key, strlen(c->key), &hr, (int64_t)time(NULL), NULL, NULL),
+        PICL_OK);
     char h1[2048];
     snprintf(h1, sizeof h1, "Authorization: %s", authz);
     free(authz);
@@ -235,8 +232,7 @@ START_TEST(least_loaded_assignment_and_node_secrets)
     node_up(&nb, "b", 3);
     ck_assert_int_eq(ks_server_node_add(srv.ks, na.url, 5), PICL_ERROR_CONFLICT);
     ck_assert_int_eq(ks_server_node_add(srv.ks, "ftp://x", 5), PICL_ERROR_INVALID_ARGUMENT);
-    ck_assert_int_eq(ks_server_node_add(srv.ks, "http://127.0.0.1:1/", 5),
-                     PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(ks_server_node_add(srv.ks, "http://127.0.0.1:1/", 5), PICL_ERROR_INVALID_ARGUMENT);
     char sa[65], sb[65];
     secret_of(na.url, sa);
     secret_of(nb.url, sb);
@@ -274,8 +270,7 @@ START_TEST(least_loaded_assignment_and_node_secrets)
     expect_endpoint(&again, &nb);
 
     /* and the node accepts what the keyserver signed for it */
-    ck_assert_int_eq(node_req(&nb, &c[0], "PUT", "/storage/bookmarks/x1",
-                              "{\"payload\":\"hello\"}"), 200);
+    ck_assert_int_eq(node_req(&nb, &c[0], "PUT", "/storage/bookmarks/x1", "{\"payload\":\"hello\"}"), 200);
     ck_assert_int_eq(node_req(&nb, &c[0], "GET", "/storage/bookmarks/x1", NULL), 200);
     ck_assert_int_eq(node_req(&na, &c[0], "GET", "/storage/bookmarks/x1", NULL), 401);
 }
@@ -291,9 +286,8 @@ START_TEST(password_reset_keeps_assignment)
     picl_ks_client *kc;
     picl_account a;
     ck_assert_int_eq(picl__ksc_new(&kc, srv.base), PICL_OK);
-    ck_assert_int_eq(picl__account_change_password(kc, "keep@example.org", 16, PW, strlen(PW),
-                                                   PW2, strlen(PW2), tuks_params(),
-                                                   tuks_params(), &a),
+    ck_assert_int_eq(picl__account_change_password(kc, "keep@example.org", 16, PW, strlen(PW), PW2,
+                                                   strlen(PW2), tuks_params(), tuks_params(), &a),
                      PICL_OK);
     picl__account_wipe(&a);
     picl__ksc_free(kc);
@@ -301,8 +295,9 @@ START_TEST(password_reset_keeps_assignment)
     uint8_t kft[32], sess[32];
     tuks_session(&srv, "keep@example.org", PW2, kft, sess);
     tuks_resp r;
-    ck_assert_int_eq(tuks_hawk(srv.port, "GET", "/v1/storage/token", sess, PICL_TOKEN_SESSION,
-                               NULL, fake_now(NULL), NULL, NULL, &r), 200);
+    ck_assert_int_eq(tuks_hawk(srv.port, "GET", "/v1/storage/token", sess, PICL_TOKEN_SESSION, NULL,
+                               fake_now(NULL), NULL, NULL, &r),
+                     200);
     ck_assert_int_eq(json_integer_value(json_object_get(r.json, "uid")), before.uid);
     ck_assert_str_eq(json_string_value(json_object_get(r.json, "api_endpoint")), before.endpoint);
     tuks_resp_free(&r);
@@ -324,20 +319,18 @@ START_TEST(migrate_copies_records_to_the_next_node)
     token_for("early@example.org", &e1);
     expect_endpoint(&c1, &na);
     expect_endpoint(&e1, &na);
-    ck_assert_int_eq(node_req(&na, &c1, "PUT", "/storage/bookmarks/b1",
-                              "{\"payload\":\"one\",\"sortindex\":5}"), 200);
-    ck_assert_int_eq(node_req(&na, &c1, "PUT", "/storage/bookmarks/b2", "{\"payload\":\"two\"}"),
-                     200);
-    ck_assert_int_eq(node_req(&na, &c1, "PUT", "/storage/meta/global",
-                              "{\"payload\":\"{\\\"syncID\\\":\\\"abc\\\"}\"}"), 200);
-    ck_assert_int_eq(node_req(&na, &e1, "PUT", "/storage/bookmarks/x1", "{\"payload\":\"x\"}"),
-                     200);
+    ck_assert_int_eq(
+        node_req(&na, &c1, "PUT", "/storage/bookmarks/b1", "{\"payload\":\"one\",\"sortindex\":5}"), 200);
+    ck_assert_int_eq(node_req(&na, &c1, "PUT", "/storage/bookmarks/b2", "{\"payload\":\"two\"}"), 200);
+    ck_assert_int_eq(
+        node_req(&na, &c1, "PUT", "/storage/meta/global", "{\"payload\":\"{\\\"syncID\\\":\\\"abc\\\"}\"}"),
+        200);
+    ck_assert_int_eq(node_req(&na, &e1, "PUT", "/storage/bookmarks/x1", "{\"payload\":\"x\"}"), 200);
     int64_t users = -1, records = -1, failed = -1;
     /* not drained: refused, nothing made */
-    ck_assert_int_eq(ks_server_node_migrate(srv.ks, na.url, &users, &records, &failed),
-                     PICL_ERROR_STATE);
-    ck_assert_int_eq(ks_server_node_migrate(srv.ks, "http://127.0.0.1:1", &users, &records,
-                                            &failed), PICL_ERROR_NOT_FOUND);
+    ck_assert_int_eq(ks_server_node_migrate(srv.ks, na.url, &users, &records, &failed), PICL_ERROR_STATE);
+    ck_assert_int_eq(ks_server_node_migrate(srv.ks, "http://127.0.0.1:1", &users, &records, &failed),
+                     PICL_ERROR_NOT_FOUND);
     node_up(&nb, "b", 10);
     int64_t moved = 0;
     ck_assert_int_eq(ks_server_node_drain(srv.ks, na.url, &moved), PICL_OK);
@@ -345,7 +338,7 @@ START_TEST(migrate_copies_records_to_the_next_node)
     char hex[65];
     secret_of(na.url, hex);
     node_run(&na, "a", hex); /* frozen: old tokens get 401 */
-    creds e2; /* this one asks first: a new, empty place on b */
+    creds e2;                /* this one asks first: a new, empty place on b */
     token_for("early@example.org", &e2);
     expect_endpoint(&e2, &nb);
     ck_assert_int_eq(ks_server_node_migrate(srv.ks, na.url, &users, &records, &failed), PICL_OK);
@@ -358,8 +351,7 @@ START_TEST(migrate_copies_records_to_the_next_node)
     expect_endpoint(&c2, &nb);
     ck_assert_int_ne(c2.uid, c1.uid);
     char body[4096];
-    ck_assert_int_eq(node_get(&nb, &c2, "/storage/bookmarks?full=1&sort=index", body, sizeof body),
-                     200);
+    ck_assert_int_eq(node_get(&nb, &c2, "/storage/bookmarks?full=1&sort=index", body, sizeof body), 200);
     json_t *j = json_loads(body, 0, NULL);
     ck_assert_ptr_nonnull(j);
     ck_assert_int_eq(json_array_size(j), 2);
@@ -386,26 +378,26 @@ START_TEST(drain_moves_users_rotates_secret_and_purge_deletes)
     creds old;
     token_for("mover@example.org", &old);
     expect_endpoint(&old, &na);
-    ck_assert_int_eq(node_req(&na, &old, "PUT", "/storage/passwords/p1",
-                              "{\"payload\":\"secret stuff\"}"), 200);
+    ck_assert_int_eq(node_req(&na, &old, "PUT", "/storage/passwords/p1", "{\"payload\":\"secret stuff\"}"),
+                     200);
 
     /* a second node, then drain the first */
     node_up(&nb, "b", 10);
     char sa_before[65], sa_after[65];
     secret_of(na.url, sa_before);
     int64_t moved = -1;
-    ck_assert_int_eq(ks_server_node_drain(srv.ks, "http://127.0.0.1:1", &moved),
-                     PICL_ERROR_NOT_FOUND);
+    ck_assert_int_eq(ks_server_node_drain(srv.ks, "http://127.0.0.1:1", &moved), PICL_ERROR_NOT_FOUND);
     ck_assert_int_eq(ks_server_node_drain(srv.ks, na.url, &moved), PICL_OK);
     ck_assert_int_eq(moved, 1);
     secret_of(na.url, sa_after);
     ck_assert_str_ne(sa_before, sa_after);
     char q[256];
-    snprintf(q, sizeof q, "SELECT downed * 1000 + available * 100 + current_load FROM nodes"
-                          " WHERE url = '%s'", na.url);
+    snprintf(q, sizeof q,
+             "SELECT downed * 1000 + available * 100 + current_load FROM nodes"
+             " WHERE url = '%s'",
+             na.url);
     ck_assert_int_eq(tuks_db_int(&srv, q), 1000); /* downed, not available, empty */
-    ck_assert_int_eq(tuks_db_int(&srv, "SELECT count(*) FROM assignments WHERE replaced_at > 0"),
-                     1);
+    ck_assert_int_eq(tuks_db_int(&srv, "SELECT count(*) FROM assignments WHERE replaced_at > 0"), 1);
 
     /* the old node restarted with its rotated secret: 401 for the old token */
     node_run(&na, "a", sa_after);
@@ -448,8 +440,7 @@ START_TEST(drain_moves_users_rotates_secret_and_purge_deletes)
     ck_assert_int_eq(ks_server_purge(srv.ks, &purged, &failed), PICL_OK);
     ck_assert_int_eq(purged, 0);
     /* the moved user's new node was not touched */
-    ck_assert_int_eq(node_req(&nb, &now, "PUT", "/storage/passwords/p1",
-                              "{\"payload\":\"again\"}"), 200);
+    ck_assert_int_eq(node_req(&nb, &now, "PUT", "/storage/passwords/p1", "{\"payload\":\"again\"}"), 200);
     ck_assert_int_eq(ks_server_purge(srv.ks, &purged, &failed), PICL_OK);
     ck_assert_int_eq(node_req(&nb, &now, "GET", "/storage/passwords/p1", NULL), 200);
 }
@@ -468,8 +459,9 @@ START_TEST(destroyed_account_purged_at_once)
     uint8_t auth[32];
     tuks_auth_token(&srv, "gone@example.org", PW, auth);
     tuks_resp r;
-    ck_assert_int_eq(tuks_hawk(srv.port, "POST", "/v1/account/destroy", auth, PICL_TOKEN_AUTH,
-                               "{}", fake_now(NULL), NULL, NULL, &r), 200);
+    ck_assert_int_eq(tuks_hawk(srv.port, "POST", "/v1/account/destroy", auth, PICL_TOKEN_AUTH, "{}",
+                               fake_now(NULL), NULL, NULL, &r),
+                     200);
     tuks_resp_free(&r);
     /* no grace for a destroyed account */
     int64_t purged = -1, failed = -1;
@@ -503,8 +495,9 @@ START_TEST(server_purges_periodically)
     uint8_t auth[32];
     tuks_auth_token(&srv, "auto@example.org", PW, auth);
     tuks_resp r;
-    ck_assert_int_eq(tuks_hawk(srv.port, "POST", "/v1/account/destroy", auth, PICL_TOKEN_AUTH,
-                               "{}", fake_now(NULL), NULL, NULL, &r), 200);
+    ck_assert_int_eq(tuks_hawk(srv.port, "POST", "/v1/account/destroy", auth, PICL_TOKEN_AUTH, "{}",
+                               fake_now(NULL), NULL, NULL, &r),
+                     200);
     tuks_resp_free(&r);
     long st = 200;
     for (int i = 0; i < 50 && st == 200; i++) {
@@ -533,8 +526,8 @@ static void *race_token(void *arg)
 {
     racer *rc = arg;
     tuks_resp r;
-    if (tuks_hawk(srv.port, "GET", "/v1/storage/token", rc->sess, PICL_TOKEN_SESSION, NULL,
-                  fake_now(NULL), NULL, NULL, &r) == 200)
+    if (tuks_hawk(srv.port, "GET", "/v1/storage/token", rc->sess, PICL_TOKEN_SESSION, NULL, fake_now(NULL),
+                  NULL, NULL, &r) == 200)
         rc->uid = json_integer_value(json_object_get(r.json, "uid"));
     tuks_resp_free(&r);
     return NULL;
@@ -585,8 +578,7 @@ START_TEST(admin_commands)
     char where[512], out[4096], args[1024];
     /* the same database the test server uses: a path or the URL */
     if (srv.dburl[0])
-        snprintf(where, sizeof where, "--database '%s' --secret-file %s/secret", srv.dburl,
-                 tmp);
+        snprintf(where, sizeof where, "--database '%s' --secret-file %s/secret", srv.dburl, tmp);
     else
         snprintf(where, sizeof where, "--data %s", srv.dir);
     if (srv.dburl[0]) { /* the keyserver's secret as a file */
@@ -657,15 +649,13 @@ START_TEST(pg_unreachable_is_a_clear_error)
     time_t t0 = time(NULL);
     ks_db *db = NULL;
     const char *why = NULL;
-    ck_assert_int_eq(ks_db_open(&db, "postgresql://picl@127.0.0.1:1/picl", 2, &why),
-                     PICL_ERROR_DATABASE);
+    ck_assert_int_eq(ks_db_open(&db, "postgresql://picl@127.0.0.1:1/picl", 2, &why), PICL_ERROR_DATABASE);
     ck_assert_ptr_null(db);
     ck_assert_ptr_nonnull(why);
     ck_assert_ptr_nonnull(strstr(why, "cannot connect to PostgreSQL"));
     ck_assert_ptr_nonnull(strstr(why, "127.0.0.1"));
     /* a host that drops packets: connect_timeout in the URL bounds it */
-    ck_assert_int_eq(ks_db_open(&db, "postgresql://picl@192.0.2.1:5432/picl?connect_timeout=2",
-                                1, &why),
+    ck_assert_int_eq(ks_db_open(&db, "postgresql://picl@192.0.2.1:5432/picl?connect_timeout=2", 1, &why),
                      PICL_ERROR_DATABASE);
     ck_assert_int_le(time(NULL) - t0, 6);
     /* the program says why and exits 1 */
@@ -675,8 +665,10 @@ START_TEST(pg_unreachable_is_a_clear_error)
     ck_assert_ptr_nonnull(f);
     fprintf(f, "%s\n", (const char *)SECRET);
     fclose(f);
-    snprintf(args, sizeof args, "--listen 127.0.0.1:0 --database postgresql://picl@127.0.0.1:1/picl"
-                                " --secret-file %s --smtp smtp://127.0.0.1:1", sf);
+    snprintf(args, sizeof args,
+             "--listen 127.0.0.1:0 --database postgresql://picl@127.0.0.1:1/picl"
+             " --secret-file %s --smtp smtp://127.0.0.1:1",
+             sf);
     ck_assert_int_eq(run_ks(out, sizeof out, args), 1);
     ck_assert_ptr_nonnull(strstr(out, "cannot connect to PostgreSQL"));
     ck_assert_ptr_null(strstr(out, "picl@")); /* the URL (it may hold a password) is not said */
@@ -706,8 +698,8 @@ START_TEST(pg_never_half_migrated)
     ck_assert_ptr_nonnull(why);
     ck_assert_ptr_nonnull(strstr(why, "cannot create the schema"));
     /* nothing of it left behind: only the table that was there */
-    snprintf(sql, sizeof sql,
-             "SELECT count(*) FROM information_schema.tables WHERE table_schema = '%s'", name);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM information_schema.tables WHERE table_schema = '%s'",
+             name);
     ck_assert_int_eq(tupg_query1(url, sql, out, sizeof out), 0);
     ck_assert_str_eq(out, "1");
     /* out of the way: it works, several starting at once make it once */
@@ -719,15 +711,15 @@ START_TEST(pg_never_half_migrated)
     ck_assert_int_eq(ks_db_ping(d2), PICL_OK);
     ks_db_close(d1);
     ks_db_close(d2);
-    ck_assert_int_eq(tupg_query1(url, "SELECT value FROM meta WHERE key = 'schema_version'", out,
-                                 sizeof out), 0);
+    ck_assert_int_eq(tupg_query1(url, "SELECT value FROM meta WHERE key = 'schema_version'", out, sizeof out),
+                     0);
     ck_assert_int_eq(strtoll(out, NULL, 10), KS_SCHEMA_VERSION);
     /* written by a newer keyserver: refused, untouched */
     ck_assert_int_eq(tupg_exec(url, "UPDATE meta SET value = 99 WHERE key = 'schema_version'"), 0);
     ck_assert_int_eq(ks_db_open(&db, url, 1, &why), PICL_ERROR_DATABASE);
     ck_assert_ptr_nonnull(strstr(why, "newer keyserver"));
-    ck_assert_int_eq(tupg_query1(url, "SELECT value FROM meta WHERE key = 'schema_version'", out,
-                                 sizeof out), 0);
+    ck_assert_int_eq(tupg_query1(url, "SELECT value FROM meta WHERE key = 'schema_version'", out, sizeof out),
+                     0);
     ck_assert_str_eq(out, "99");
     tupg_drop_db(name);
 }
@@ -761,12 +753,12 @@ START_TEST(pg_nonce_shared_by_sibling_processes)
     ck_assert_int_eq(picl__token_derive(&k, PICL_TOKEN_SESSION, sess), PICL_OK);
     char id[PICL_TOKEN_ID_HEX_BYTES + 1];
     picl__token_id_hex(id, &k);
-    picl_hawk_request hr = {.method = "GET", .resource = "/v1/account/devices",
-                            .host = "127.0.0.1", .port = srv.port};
+    picl_hawk_request hr = {
+        .method = "GET", .resource = "/v1/account/devices", .host = "127.0.0.1", .port = srv.port};
     char *authz = NULL;
-    ck_assert_int_eq(picl__hawk_client_header(&authz, id, k.hmac_key, 32, &hr, fake_now(NULL),
-                                              "captured-nonce-1", NULL),
-                     PICL_OK);
+    ck_assert_int_eq(
+        picl__hawk_client_header(&authz, id, k.hmac_key, 32, &hr, fake_now(NULL), "captured-nonce-1", NULL),
+        PICL_OK);
     char h1[1024], h2[64];
     snprintf(h1, sizeof h1, "Authorization: %s", authz);
     snprintf(h2, sizeof h2, "Host: 127.0.0.1:%u", srv.port);
@@ -776,20 +768,18 @@ START_TEST(pg_nonce_shared_by_sibling_processes)
     ck_assert_int_eq(tuks_request(srv.port, "GET", "/v1/account/devices", hdrs, NULL, 0, &r), 200);
     tuks_resp_free(&r);
     /* the same bytes at the sibling: a replay */
-    ck_assert_int_eq(tuks_request(twin_port, "GET", "/v1/account/devices", hdrs, NULL, 0, &r),
-                     401);
+    ck_assert_int_eq(tuks_request(twin_port, "GET", "/v1/account/devices", hdrs, NULL, 0, &r), 401);
     ck_assert_int_eq(json_integer_value(json_object_get(r.json, "errno")), 115);
     tuks_resp_free(&r);
     /* a fresh request is served by the sibling: it is the same database */
     snprintf(h2, sizeof h2, "Host: 127.0.0.1:%u", twin_port);
     hr.port = twin_port;
-    ck_assert_int_eq(picl__hawk_client_header(&authz, id, k.hmac_key, 32, &hr, fake_now(NULL),
-                                              "fresh-nonce-2", NULL),
-                     PICL_OK);
+    ck_assert_int_eq(
+        picl__hawk_client_header(&authz, id, k.hmac_key, 32, &hr, fake_now(NULL), "fresh-nonce-2", NULL),
+        PICL_OK);
     snprintf(h1, sizeof h1, "Authorization: %s", authz);
     free(authz);
-    ck_assert_int_eq(tuks_request(twin_port, "GET", "/v1/account/devices", hdrs, NULL, 0, &r),
-                     200);
+    ck_assert_int_eq(tuks_request(twin_port, "GET", "/v1/account/devices", hdrs, NULL, 0, &r), 200);
     tuks_resp_free(&r);
     picl__token_keys_wipe(&k);
     picl__nss_release();
@@ -843,9 +833,10 @@ START_TEST(sqlite_v2_migrated)
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
     char *err = NULL;
-    int rc = sqlite3_exec(db, "DROP TABLE assignments; DROP TABLE nodes;"
-                              "DELETE FROM sqlite_sequence WHERE name IN ('assignments','nodes');"
-                              "UPDATE meta SET value = 2 WHERE key = 'schema_version';",
+    int rc = sqlite3_exec(db,
+                          "DROP TABLE assignments; DROP TABLE nodes;"
+                          "DELETE FROM sqlite_sequence WHERE name IN ('assignments','nodes');"
+                          "UPDATE meta SET value = 2 WHERE key = 'schema_version';",
                           NULL, NULL, &err);
     ck_assert_msg(rc == SQLITE_OK, "%s", err ? err : "");
     sqlite3_close(db);
@@ -894,7 +885,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

@@ -24,12 +24,11 @@ START_TEST(body)
     ck_assert_int_eq(ks_parse_body(&j, (const uint8_t *)"{\"a\":1}", 7), PICL_OK);
     ck_assert(json_is_object(j));
     json_decref(j);
-    const char *bad[] = {"", "[]", "1", "null", "\"s\"", "{", "{\"a\":1,\"a\":2}", "{} x",
-                         "{\"a\":\"\\u0000\"", "\xff"};
+    const char *bad[] = {
+        "", "[]", "1", "null", "\"s\"", "{", "{\"a\":1,\"a\":2}", "{} x", "{\"a\":\"\\u0000\"", "\xff"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         j = (json_t *)1;
-        ck_assert_int_eq(ks_parse_body(&j, (const uint8_t *)bad[i], strlen(bad[i])),
-                         PICL_ERROR_ENCODING);
+        ck_assert_int_eq(ks_parse_body(&j, (const uint8_t *)bad[i], strlen(bad[i])), PICL_ERROR_ENCODING);
         ck_assert_ptr_null(j);
     }
     ck_assert_int_eq(ks_parse_body(&j, NULL, 0), PICL_ERROR_ENCODING);
@@ -37,8 +36,7 @@ START_TEST(body)
     memset(big, ' ', KS_MAX_BODY + 1);
     big[0] = '{';
     big[KS_MAX_BODY] = '}';
-    ck_assert_int_eq(ks_parse_body(&j, (const uint8_t *)big, KS_MAX_BODY + 1),
-                     PICL_ERROR_ENCODING);
+    ck_assert_int_eq(ks_parse_body(&j, (const uint8_t *)big, KS_MAX_BODY + 1), PICL_ERROR_ENCODING);
     ck_assert_int_eq(ks_parse_body(&j, (const uint8_t *)big, KS_MAX_BODY), PICL_ERROR_ENCODING);
     big[KS_MAX_BODY - 1] = '}';
     ck_assert_int_eq(ks_parse_body(&j, (const uint8_t *)big, KS_MAX_BODY), PICL_OK);
@@ -119,9 +117,9 @@ static picl_status stretch_of(const char *ps)
 }
 
 #define SALT "\"salt\":\"0000000000000000000000000000000000000000000000000000000000000001\""
-#define PS(t, r1, n, r, p, r2)                                                                  \
-    "{\"type\":\"" t "\",\"PBKDF2_rounds_1\":" r1 ",\"scrypt_N\":" n ",\"scrypt_r\":" r           \
-    ",\"scrypt_p\":" p ",\"PBKDF2_rounds_2\":" r2 "," SALT "}"
+#define PS(t, r1, n, r, p, r2)                                                                               \
+    "{\"type\":\"" t "\",\"PBKDF2_rounds_1\":" r1 ",\"scrypt_N\":" n ",\"scrypt_r\":" r ",\"scrypt_p\":" p   \
+    ",\"PBKDF2_rounds_2\":" r2 "," SALT "}"
 #define T "PBKDF2/scrypt/PBKDF2/v1"
 
 START_TEST(stretch_params)
@@ -137,21 +135,17 @@ START_TEST(stretch_params)
     ck_assert_uint_eq(p.pbkdf2_rounds_2, 20000);
     ck_assert_uint_eq(salt[31], 1);
     json_decref(j);
-    ck_assert_int_eq(stretch_of(PS("PBKDF2/v0", "1", "2", "1", "1", "1")),
-                     PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(stretch_of(PS("PBKDF2/v0", "1", "2", "1", "1", "1")), PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(stretch_of(PS(T, "0", "2", "1", "1", "1")), PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(stretch_of(PS(T, "1", "3", "1", "1", "1")), PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(stretch_of(PS(T, "1", "1", "1", "1", "1")), PICL_ERROR_INVALID_ARGUMENT);
-    ck_assert_int_eq(stretch_of(PS(T, "1", "33554432", "1", "1", "1")),
-                     PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(stretch_of(PS(T, "1", "33554432", "1", "1", "1")), PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(stretch_of(PS(T, "1", "2", "33", "1", "1")), PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(stretch_of(PS(T, "1", "2", "1", "17", "1")), PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(stretch_of(PS(T, "1", "2", "1", "1", "-5")), PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(stretch_of(PS(T, "1.5", "2", "1", "1", "1")), PICL_ERROR_INVALID_ARGUMENT);
-    ck_assert_int_eq(stretch_of(PS(T, "\"1\"", "2", "1", "1", "1")),
-                     PICL_ERROR_INVALID_ARGUMENT);
-    ck_assert_int_eq(stretch_of(PS(T, "100000001", "2", "1", "1", "1")),
-                     PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(stretch_of(PS(T, "\"1\"", "2", "1", "1", "1")), PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(stretch_of(PS(T, "100000001", "2", "1", "1", "1")), PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(stretch_of("{\"type\":\"" T "\"}"), PICL_ERROR_NOT_FOUND);
     ck_assert_int_eq(stretch_of("[]"), PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(stretch_of("null"), PICL_ERROR_NOT_FOUND);
@@ -181,8 +175,8 @@ START_TEST(srp_fields)
     memset(vhex, '1', 512);
     vhex[512] = 0;
     snprintf(text, sizeof text,
-             "{\"srp\":{\"type\":\"SRP-6a/SHA256/2048/v1\",\"verifier\":\"%s\",\"salt\":\"%064d\"}}",
-             vhex, 3);
+             "{\"srp\":{\"type\":\"SRP-6a/SHA256/2048/v1\",\"verifier\":\"%s\",\"salt\":\"%064d\"}}", vhex,
+             3);
     json_t *j = obj(text);
     ck_assert_int_eq(ks_parse_srp(j, salt, v), PICL_OK);
     ck_assert_uint_eq(v[0], 0x11);
@@ -191,8 +185,8 @@ START_TEST(srp_fields)
     json_decref(j);
     memset(vhex, 'f', 512);
     snprintf(text, sizeof text,
-             "{\"srp\":{\"type\":\"SRP-6a/SHA256/2048/v1\",\"verifier\":\"%s\",\"salt\":\"%064d\"}}",
-             vhex, 3);
+             "{\"srp\":{\"type\":\"SRP-6a/SHA256/2048/v1\",\"verifier\":\"%s\",\"salt\":\"%064d\"}}", vhex,
+             3);
     j = obj(text);
     ck_assert_int_eq(ks_parse_srp(j, salt, v), PICL_ERROR_INVALID_ARGUMENT);
     ck_assert(picl__iszero_ct(v, 256) && picl__iszero_ct(salt, 32));
@@ -253,7 +247,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

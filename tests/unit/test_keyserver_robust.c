@@ -55,8 +55,8 @@ static const char *const seeds[] = {
 };
 
 static const char *const values[] = {
-    "null", "true", "0", "-1", "1e999", "9223372036854775808", "\"\"", "\"zz\"", "[]", "{}",
-    "\"\\u0000\"", "\"616263\"", "[\"00\"]", "{\"type\":1}",
+    "null", "true", "0",           "-1",         "1e999",    "9223372036854775808", "\"\"", "\"zz\"",
+    "[]",   "{}",   "\"\\u0000\"", "\"616263\"", "[\"00\"]", "{\"type\":1}",
 };
 
 /* One mutated body into buf. */
@@ -125,11 +125,11 @@ START_TEST(random_bodies_and_headers)
         else /* properly signed, with a mutated body */
             st = tuks_hawk(srv.port, routes[r][0], routes[r][1], sess, PICL_TOKEN_SESSION,
                            !strcmp(routes[r][0], "POST") ? body : NULL, 0, NULL, NULL, &resp);
-        ck_assert_msg(st >= 200 && st < 500, "%s %s with %s: status %ld", routes[r][0],
-                      routes[r][1], body, st);
+        ck_assert_msg(st >= 200 && st < 500, "%s %s with %s: status %ld", routes[r][0], routes[r][1], body,
+                      st);
         if (st >= 400) {
-            ck_assert_msg(json_is_integer(json_object_get(resp.json, "errno")),
-                          "no errno for %s", routes[r][1]);
+            ck_assert_msg(json_is_integer(json_object_get(resp.json, "errno")), "no errno for %s",
+                          routes[r][1]);
             ck_assert_int_eq(json_integer_value(json_object_get(resp.json, "code")), st);
         }
         answered++;
@@ -151,8 +151,8 @@ START_TEST(odd_targets_and_methods)
 {
     tu_nss_setup();
     tuks_start(&srv, NULL);
-    const char *targets[] = {"/v1/auth/start?x=1", "/v1//auth/start", "/v1/auth/start/",
-                             "/v1/auth/%73tart", "/v1/auth/start%00", "/V1/AUTH/START",
+    const char *targets[] = {"/v1/auth/start?x=1",   "/v1//auth/start",   "/v1/auth/start/",
+                             "/v1/auth/%73tart",     "/v1/auth/start%00", "/V1/AUTH/START",
                              "/v1/../v1/auth/start", "/__heartbeat__?a=b"};
     const char *h[] = {"Content-Type: application/json", NULL};
     for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
@@ -184,7 +184,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

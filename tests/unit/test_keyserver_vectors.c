@@ -16,10 +16,7 @@
 
 static tu_vecfile *vf;
 
-static int is_hex(const char *s)
-{
-    return *s && strspn(s, "0123456789abcdef") == strlen(s);
-}
+static int is_hex(const char *s) { return *s && strspn(s, "0123456789abcdef") == strlen(s); }
 
 /* The n-th (0-based) pure-hex value of key in file order. */
 static const char *nth(const char *key, int n)
@@ -106,12 +103,10 @@ static void login(char *bundle_out, size_t cap)
     ck_assert_int_eq(post("/v1/auth/start", body, &r), 200);
     json_t *srp = json_object_get(r.json, "srp");
     ck_assert_str_eq(json_string_value(json_object_get(srp, "B")), nth("transmitted srpB", 0));
-    ck_assert_str_eq(json_string_value(json_object_get(srp, "salt")),
-                     nth("srpSalt (normally random)", 0));
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r.json,
-                                                                       "passwordStretching"),
-                                                       "salt")),
-                     nth("mainSalt (normally random)", 0));
+    ck_assert_str_eq(json_string_value(json_object_get(srp, "salt")), nth("srpSalt (normally random)", 0));
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(r.json, "passwordStretching"), "salt")),
+        nth("mainSalt (normally random)", 0));
     snprintf(body, sizeof body, "{\"srpToken\":\"%s\",\"A\":\"%s\",\"M\":\"%s\"}",
              json_string_value(json_object_get(r.json, "srpToken")), nth("transmitted srpA", 0),
              nth("M1", 0));
@@ -148,23 +143,26 @@ START_TEST(bundles_byte_for_byte)
 
     /* /session/create: keyFetchToken || sessionToken under authToken's requestKey */
     uint8_t *auth = bytes("authToken", 0, 32);
-    ck_assert_int_eq(tuks_hawk(srv.port, "POST", "/v1/session/create", auth, PICL_TOKEN_AUTH,
-                               "{}", 0, NULL, NULL, &r), 200);
+    ck_assert_int_eq(
+        tuks_hawk(srv.port, "POST", "/v1/session/create", auth, PICL_TOKEN_AUTH, "{}", 0, NULL, NULL, &r),
+        200);
     ck_assert_str_eq(bundle_of(&r), nth("response", 1));
     tuks_resp_free(&r);
 
     /* /account/keys: kA || wrapKb under keyFetchToken's requestKey */
     uint8_t *kft = bytes("keyFetchToken", 0, 32);
-    ck_assert_int_eq(tuks_hawk(srv.port, "GET", "/v1/account/keys", kft, PICL_TOKEN_KEY_FETCH,
-                               NULL, 0, NULL, NULL, &r), 200);
+    ck_assert_int_eq(
+        tuks_hawk(srv.port, "GET", "/v1/account/keys", kft, PICL_TOKEN_KEY_FETCH, NULL, 0, NULL, NULL, &r),
+        200);
     ck_assert_str_eq(bundle_of(&r), nth("response", 2));
     tuks_resp_free(&r);
 
     /* /password/change/start: keyFetchToken || accountResetToken */
     login(bundle, sizeof bundle);
     ck_assert_str_eq(bundle, nth("response", 0));
-    ck_assert_int_eq(tuks_hawk(srv.port, "POST", "/v1/password/change/start", auth,
-                               PICL_TOKEN_AUTH, "{}", 0, NULL, NULL, &r), 200);
+    ck_assert_int_eq(tuks_hawk(srv.port, "POST", "/v1/password/change/start", auth, PICL_TOKEN_AUTH, "{}", 0,
+                               NULL, NULL, &r),
+                     200);
     ck_assert_str_eq(bundle_of(&r), nth("response", 3));
     tuks_resp_free(&r);
 
@@ -178,8 +176,9 @@ START_TEST(bundles_byte_for_byte)
     picl_token_keys k;
     ck_assert_int_eq(picl__token_derive(&k, PICL_TOKEN_ACCOUNT_RESET, art), PICL_OK);
     char *sealed = NULL;
-    ck_assert_int_eq(picl__bundle_seal_hex(&sealed, k.request_key, PICL_BUNDLE_ACCOUNT_RESET,
-                                           payload, sizeof payload), PICL_OK);
+    ck_assert_int_eq(
+        picl__bundle_seal_hex(&sealed, k.request_key, PICL_BUNDLE_ACCOUNT_RESET, payload, sizeof payload),
+        PICL_OK);
     ck_assert_str_eq(sealed, nth("response", 4));
     snprintf(body, sizeof body,
              "{\"bundle\":\"%s\",\"srp\":{\"type\":\"SRP-6a/SHA256/2048/v1\",\"salt\":\"%s\"},"
@@ -187,16 +186,19 @@ START_TEST(bundles_byte_for_byte)
              "\"PBKDF2_rounds_1\":20000,\"scrypt_N\":65536,\"scrypt_r\":8,\"scrypt_p\":1,"
              "\"PBKDF2_rounds_2\":20000,\"salt\":\"%s\"}}",
              sealed, nth("srpSalt (normally random)", 0), nth("mainSalt (normally random)", 0));
-    ck_assert_int_eq(tuks_hawk(srv.port, "POST", "/v1/account/reset", art,
-                               PICL_TOKEN_ACCOUNT_RESET, body, 0, NULL, NULL, &r), 200);
+    ck_assert_int_eq(tuks_hawk(srv.port, "POST", "/v1/account/reset", art, PICL_TOKEN_ACCOUNT_RESET, body, 0,
+                               NULL, NULL, &r),
+                     200);
     tuks_resp_free(&r);
     /* every token of the account is revoked by the reset */
-    ck_assert_int_eq(tuks_hawk(srv.port, "GET", "/v1/account/keys", kft, PICL_TOKEN_KEY_FETCH,
-                               NULL, 0, NULL, NULL, &r), 401);
+    ck_assert_int_eq(
+        tuks_hawk(srv.port, "GET", "/v1/account/keys", kft, PICL_TOKEN_KEY_FETCH, NULL, 0, NULL, NULL, &r),
+        401);
     tuks_resp_free(&r);
     uint8_t *sess = bytes("sessionToken", 0, 32);
-    ck_assert_int_eq(tuks_hawk(srv.port, "GET", "/v1/recovery_email/status", sess,
-                               PICL_TOKEN_SESSION, NULL, 0, NULL, NULL, &r), 401);
+    ck_assert_int_eq(tuks_hawk(srv.port, "GET", "/v1/recovery_email/status", sess, PICL_TOKEN_SESSION, NULL,
+                               0, NULL, NULL, &r),
+                     401);
     tuks_resp_free(&r);
     free(sealed);
     free(auth);
@@ -219,7 +221,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

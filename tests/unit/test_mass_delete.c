@@ -17,8 +17,8 @@ static void setup(void)
     tucli_start(&T);
     char code[256];
     ck_assert_int_eq(run(NULL, 0, "$P --state s0 -q account create --server %s --email md@x.org", T.url), 0);
-    ck_assert_int_eq(run(code, sizeof code, "grep -h '^X-Verify-Code:' data/mail/new/* | tr -d '\\r' | cut -d' ' -f2"),
-                     0);
+    ck_assert_int_eq(
+        run(code, sizeof code, "grep -h '^X-Verify-Code:' data/mail/new/* | tr -d '\\r' | cut -d' ' -f2"), 0);
     code[strcspn(code, "\n")] = 0;
     ck_assert_int_eq(run(NULL, 0, "$P --state s0 -q account verify --code %s", code), 0);
     ck_assert_int_eq(run(NULL, 0, "$P --state s0 -q login --email md@x.org"), 0);
@@ -26,10 +26,7 @@ static void setup(void)
     ck_assert_int_eq(run(NULL, 0, "mkdir f0 f1 && echo '[]' > f1/passwords.json"), 0);
 }
 
-static void teardown(void)
-{
-    tucli_stop(&T);
-}
+static void teardown(void) { tucli_stop(&T); }
 
 /* f0/passwords.json := logins number from..to-1 */
 static void write_logins(int from, int to)
@@ -82,8 +79,10 @@ START_TEST(guard_both_ways)
     ck_assert_uint_eq(count("f0"), 20); /* and the local file was not touched */
     /* the restore point was saved in the state */
     char rp[64];
-    ck_assert_int_eq(run(rp, sizeof rp, "python3 -c 'import json; print(json.load(open(\"s0/state.json\"))"
-                                        "[\"collections\"][\"passwords\"][\"restorePoint\"])'"), 0);
+    ck_assert_int_eq(run(rp, sizeof rp,
+                         "python3 -c 'import json; print(json.load(open(\"s0/state.json\"))"
+                         "[\"collections\"][\"passwords\"][\"restorePoint\"])'"),
+                     0);
     rp[strcspn(rp, "\n")] = 0;
     ck_assert(strtod(rp, NULL) > 1e9);
     /* again without the flag: still held */
@@ -97,7 +96,8 @@ START_TEST(guard_both_ways)
     ck_assert_uint_eq(count("f1"), 20);
     ck_assert_uint_eq(count("f0"), 20);
     /* the restore point brings the 41 back on both devices */
-    ck_assert_int_eq(run(out, sizeof out, "$P --state s0 restore passwords --as-of %s --yes --store-dir f0", rp), 0);
+    ck_assert_int_eq(
+        run(out, sizeof out, "$P --state s0 restore passwords --as-of %s --yes --store-dir f0", rp), 0);
     ck_assert_ptr_nonnull(strstr(out, "21 brought back, 0 deleted"));
     ck_assert_uint_eq(count("f0"), 41);
     ck_assert_int_eq(run(NULL, 0, SYNC(1)), 0);

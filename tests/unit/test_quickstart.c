@@ -93,7 +93,8 @@ START_TEST(test_readme_quick_start)
     lines cmds;
     readme_commands(src, &cmds);
     ck_assert_msg(cmds.n >= 6, "README quick start has %d build/picl lines", cmds.n);
-    ck_assert_msg(!strncmp(cmds.v[0], "picl server ", 12), "the quick start starts with picl server: %s", cmds.v[0]);
+    ck_assert_msg(!strncmp(cmds.v[0], "picl server ", 12), "the quick start starts with picl server: %s",
+                  cmds.v[0]);
 
     /* a HOME with nothing in it: no ~/.local, no XDG_DATA_HOME */
     char home[] = "/tmp/picl-qs-XXXXXX";
@@ -127,8 +128,8 @@ START_TEST(test_readme_quick_start)
     char profile[512];
     sscanf(pword + 10, "%511s", profile);
     ck_assert_msg(!strncmp(profile, "~/", 2), "the README's profile is under ~: %s", profile);
-    ck_assert_int_eq(tup_sh("%s mkdir -p \"$(dirname %s)\" && %s/tests/make-profile.sh %s >/dev/null 2>&1", env,
-                            profile, src, profile),
+    ck_assert_int_eq(tup_sh("%s mkdir -p \"$(dirname %s)\" && %s/tests/make-profile.sh %s >/dev/null 2>&1",
+                            env, profile, src, profile),
                      0);
 
     pid_t server = 0;
@@ -184,8 +185,8 @@ START_TEST(test_readme_quick_start)
         size_t n = fread(out, 1, sizeof out - 1, p);
         out[n] = 0;
         int st = pclose(p);
-        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "README step '%s' failed (exit %d):\n%s", cmds.v[i],
-                      WIFEXITED(st) ? WEXITSTATUS(st) : -1, out);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "README step '%s' failed (exit %d):\n%s",
+                      cmds.v[i], WIFEXITED(st) ? WEXITSTATUS(st) : -1, out);
         if (strstr(line, "account verify"))
             verified_keys = strstr(out, "kA and kB are on this device") != NULL;
         if (strstr(line, "sync --profile"))

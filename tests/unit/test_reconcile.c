@@ -51,8 +51,10 @@ END_TEST
 START_TEST(test_deletion_vs_edit)
 {
     /* the edit survives, whichever side it is on */
-    expect("bookmarks", "{\"id\":\"a\",\"deleted\":true}", "{\"id\":\"a\",\"title\":\"t\"}", "{\"id\":\"a\",\"title\":\"t\"}", NULL);
-    expect("bookmarks", "{\"id\":\"a\",\"title\":\"t\"}", "{\"id\":\"a\",\"deleted\":true}", NULL, "{\"id\":\"a\",\"title\":\"t\"}");
+    expect("bookmarks", "{\"id\":\"a\",\"deleted\":true}", "{\"id\":\"a\",\"title\":\"t\"}",
+           "{\"id\":\"a\",\"title\":\"t\"}", NULL);
+    expect("bookmarks", "{\"id\":\"a\",\"title\":\"t\"}", "{\"id\":\"a\",\"deleted\":true}", NULL,
+           "{\"id\":\"a\",\"title\":\"t\"}");
     expect("passwords", "{\"id\":\"a\",\"deleted\":true}", "{\"id\":\"a\",\"deleted\":true}", NULL, NULL);
     expect("passwords", "{\"id\":\"a\",\"p\":1}", "{\"id\":\"a\",\"p\":1}", NULL, NULL);
 }
@@ -75,11 +77,17 @@ END_TEST
 
 START_TEST(test_history_union)
 {
-    expect("history",
-           "{\"id\":\"h\",\"histUri\":\"https://a/\",\"title\":\"local newer\",\"visits\":[{\"date\":300,\"type\":1},{\"date\":100,\"type\":1}]}",
-           "{\"id\":\"h\",\"histUri\":\"https://a/\",\"title\":\"remote\",\"visits\":[{\"date\":200,\"type\":2},{\"date\":100,\"type\":1}]}",
-           "{\"id\":\"h\",\"histUri\":\"https://a/\",\"title\":\"local newer\",\"visits\":[{\"date\":300,\"type\":1},{\"date\":200,\"type\":2},{\"date\":100,\"type\":1}]}",
-           "{\"id\":\"h\",\"histUri\":\"https://a/\",\"title\":\"local newer\",\"visits\":[{\"date\":300,\"type\":1},{\"date\":200,\"type\":2},{\"date\":100,\"type\":1}]}");
+    expect(
+        "history",
+        "{\"id\":\"h\",\"histUri\":\"https://a/\",\"title\":\"local "
+        "newer\",\"visits\":[{\"date\":300,\"type\":1},{\"date\":100,\"type\":1}]}",
+        "{\"id\":\"h\",\"histUri\":\"https://a/"
+        "\",\"title\":\"remote\",\"visits\":[{\"date\":200,\"type\":2},{\"date\":100,\"type\":1}]}",
+        "{\"id\":\"h\",\"histUri\":\"https://a/\",\"title\":\"local "
+        "newer\",\"visits\":[{\"date\":300,\"type\":1},{\"date\":200,\"type\":2},{\"date\":100,\"type\":1}]}",
+        "{\"id\":\"h\",\"histUri\":\"https://a/\",\"title\":\"local "
+        "newer\",\"visits\":[{\"date\":300,\"type\":1},{\"date\":200,\"type\":2},{\"date\":100,\"type\":1}]"
+        "}");
     /* same date, different type: two visits */
     expect("history", "{\"id\":\"h\",\"visits\":[{\"date\":100,\"type\":1}]}",
            "{\"id\":\"h\",\"visits\":[{\"date\":100,\"type\":5}]}",
@@ -91,14 +99,17 @@ START_TEST(test_history_union)
     lo += (size_t)snprintf(l + lo, sizeof l - lo, "{\"id\":\"h\",\"visits\":[");
     ro += (size_t)snprintf(r + ro, sizeof r - ro, "{\"id\":\"h\",\"visits\":[");
     for (int i = 0; i < 15; i++) {
-        lo += (size_t)snprintf(l + lo, sizeof l - lo, "%s{\"date\":%d,\"type\":1}", i ? "," : "", 1000 + 2 * i);
-        ro += (size_t)snprintf(r + ro, sizeof r - ro, "%s{\"date\":%d,\"type\":1}", i ? "," : "", 1001 + 2 * i);
+        lo +=
+            (size_t)snprintf(l + lo, sizeof l - lo, "%s{\"date\":%d,\"type\":1}", i ? "," : "", 1000 + 2 * i);
+        ro +=
+            (size_t)snprintf(r + ro, sizeof r - ro, "%s{\"date\":%d,\"type\":1}", i ? "," : "", 1001 + 2 * i);
     }
     snprintf(l + lo, sizeof l - lo, "]}");
     snprintf(r + ro, sizeof r - ro, "]}");
     wo += (size_t)snprintf(want + wo, sizeof want - wo, "{\"id\":\"h\",\"visits\":[");
     for (int i = 0; i < 20; i++)
-        wo += (size_t)snprintf(want + wo, sizeof want - wo, "%s{\"date\":%d,\"type\":1}", i ? "," : "", 1029 - i);
+        wo += (size_t)snprintf(want + wo, sizeof want - wo, "%s{\"date\":%d,\"type\":1}", i ? "," : "",
+                               1029 - i);
     snprintf(want + wo, sizeof want - wo, "]}");
     expect("history", l, r, want, want);
 }
@@ -107,7 +118,8 @@ END_TEST
 START_TEST(test_bookmarks_structural)
 {
     /* both sides added children to the same folder: both kept, remote first */
-    expect("bookmarks", "{\"id\":\"f\",\"type\":\"folder\",\"title\":\"F\",\"children\":[\"a\",\"l1\",\"b\"]}",
+    expect("bookmarks",
+           "{\"id\":\"f\",\"type\":\"folder\",\"title\":\"F\",\"children\":[\"a\",\"l1\",\"b\"]}",
            "{\"id\":\"f\",\"type\":\"folder\",\"title\":\"F\",\"children\":[\"r1\",\"a\",\"b\"]}",
            "{\"id\":\"f\",\"type\":\"folder\",\"title\":\"F\",\"children\":[\"r1\",\"a\",\"b\",\"l1\"]}",
            "{\"id\":\"f\",\"type\":\"folder\",\"title\":\"F\",\"children\":[\"r1\",\"a\",\"b\",\"l1\"]}");

@@ -79,7 +79,8 @@ START_TEST(test_docs_example)
     uint8_t ct[256];
     size_t clen;
     ck_assert_uint_lt(picl__aes256_cbc_pad_len(strlen(clear)), sizeof ct);
-    ck_assert_int_eq(picl__aes256_cbc_encrypt(ct, &clen, k.enc, iv, (const uint8_t *)clear, strlen(clear)), PICL_OK);
+    ck_assert_int_eq(picl__aes256_cbc_encrypt(ct, &clen, k.enc, iv, (const uint8_t *)clear, strlen(clear)),
+                     PICL_OK);
     char *b64 = picl__base64_encode_alloc(ct, clen);
     ck_assert_str_eq(b64, jstr(v, "ciphertext_b64"));
     char ivb[32];
@@ -119,8 +120,9 @@ START_TEST(test_application_services)
     size_t n, cl;
     ck_assert(sync15_open(&out, &n, &k, jstr(v, "ciphertext_b64"), jstr(v, "iv_b64"), jstr(v, "hmac_hex")));
     uint8_t *want;
-    ck_assert_int_eq(picl__base64_decode_alloc(&want, &cl, jstr(v, "cleartext_b64"), strlen(jstr(v, "cleartext_b64"))),
-                     PICL_OK);
+    ck_assert_int_eq(
+        picl__base64_decode_alloc(&want, &cl, jstr(v, "cleartext_b64"), strlen(jstr(v, "cleartext_b64"))),
+        PICL_OK);
     ck_assert_uint_eq(n, cl);
     ck_assert(memcmp(out, want, n) == 0);
     v1_refused(&k, jstr(v, "ciphertext_b64"), jstr(v, "iv_b64"), jstr(v, "hmac_hex"));
@@ -185,7 +187,7 @@ START_TEST(test_v2_vectors)
     ck_assert_uint_ge(json_array_size(vs), 3);
     size_t i;
     json_t *v;
-    json_array_foreach(vs, i, v) {
+    json_array_foreach (vs, i, v) {
         picl_keypair k;
         hexkey(k.enc, 32, jstr(v, "enc_key_hex"));
         hexkey(k.hmac, 32, jstr(v, "hmac_key_hex"));
@@ -398,9 +400,11 @@ START_TEST(test_sealer_run)
         ck_assert(memcmp(out, msg, n) == 0);
         free(out);
         out = NULL;
-        ck_assert_int_eq(picl__record_open_with(&out, &n, sk, &ctx, a.ciphertext, a.iv, forged), PICL_ERROR_DECRYPT);
+        ck_assert_int_eq(picl__record_open_with(&out, &n, sk, &ctx, a.ciphertext, a.iv, forged),
+                         PICL_ERROR_DECRYPT);
         ck_assert_ptr_null(out);
-        ck_assert_int_eq(picl__record_open_with(&out, &n, so, &ctx, a.ciphertext, a.iv, a.hmac), PICL_ERROR_DECRYPT);
+        ck_assert_int_eq(picl__record_open_with(&out, &n, so, &ctx, a.ciphertext, a.iv, a.hmac),
+                         PICL_ERROR_DECRYPT);
         ck_assert_ptr_null(out);
     }
     picl__sealed_free(&a);

@@ -16,8 +16,9 @@ static void setup(void)
     tu_nss_setup();
     for (int i = 0; i < 32; i++)
         kA[i] = (uint8_t)(0x20 + i);
-    ck_assert_int_eq(picl__hex_decode_exact(kB, 32, "2ee722fdd8ccaa721bdeb2d1b76560efef705b04349d9357c3e592cf4906e075"),
-                     PICL_OK);
+    ck_assert_int_eq(
+        picl__hex_decode_exact(kB, 32, "2ee722fdd8ccaa721bdeb2d1b76560efef705b04349d9357c3e592cf4906e075"),
+        PICL_OK);
 }
 
 START_TEST(test_collection_keys)
@@ -33,7 +34,8 @@ START_TEST(test_collection_keys)
     tu_assert_hex(k.hmac, 32, "429780ca2def557b86b1473f0a0f010b58796e543e1679cb5091c13791bb58d5");
     ck_assert_int_eq(picl__collection_keys(&k, kA, "bad/name", 1), PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(picl__collection_keys(&k, kA, "", 1), PICL_ERROR_INVALID_ARGUMENT);
-    ck_assert_int_eq(picl__collection_keys(&k, kA, "abcdefghijklmnopqrstuvwxyz0123456", 1), PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__collection_keys(&k, kA, "abcdefghijklmnopqrstuvwxyz0123456", 1),
+                     PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(picl__collection_keys(&k, kA, "bookmarks", 0), PICL_ERROR_INVALID_ARGUMENT);
 }
 END_TEST
@@ -43,8 +45,8 @@ START_TEST(test_kid)
     picl_class_entry e;
     ck_assert_int_eq(picl__kid_parse("B:12", &e), PICL_OK);
     ck_assert(e.cls == 'B' && e.generation == 12);
-    static const char *bad[] = {"", "A", "A:", "C:1", "a:1", "A:0", "A:01", "A:-1", "A: 1", "A:1x",
-                                "A:2147483648", "A:99999999999", "AB:1"};
+    static const char *bad[] = {"",     "A",    "A:",   "C:1",          "a:1",           "A:0", "A:01",
+                                "A:-1", "A: 1", "A:1x", "A:2147483648", "A:99999999999", "AB:1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         ck_assert_msg(picl__kid_parse(bad[i], &e) == PICL_ERROR_ENCODING, "accepted %s", bad[i]);
     char s[16];
@@ -86,11 +88,13 @@ START_TEST(test_record_roundtrip_and_kid_rules)
     ck_assert(json_equal(out, rec));
     json_decref(out);
     /* the map says class A and no move: a class-B record is not read */
-    ck_assert_int_eq(picl__record_decrypt(&out, "passwords", ID, payload, &a1, &A1, 0, &why), PICL_ERROR_DECRYPT);
+    ck_assert_int_eq(picl__record_decrypt(&out, "passwords", ID, payload, &a1, &A1, 0, &why),
+                     PICL_ERROR_DECRYPT);
     ck_assert_ptr_null(out);
     ck_assert_int_eq(why, PICL_RECORD_FAULT_KID);
     /* another generation only while a move may be in progress */
-    ck_assert_int_eq(picl__record_decrypt(&out, "passwords", ID, payload, &b1, &B2, 0, &why), PICL_ERROR_DECRYPT);
+    ck_assert_int_eq(picl__record_decrypt(&out, "passwords", ID, payload, &b1, &B2, 0, &why),
+                     PICL_ERROR_DECRYPT);
     ck_assert_int_eq(why, PICL_RECORD_FAULT_KID);
     ck_assert_int_eq(picl__record_decrypt(&out, "passwords", ID, payload, &b1, &B2, 1, NULL), PICL_OK);
     json_decref(out);
@@ -125,17 +129,24 @@ START_TEST(test_record_roundtrip_and_kid_rules)
     char *kpos = strstr(relabel, "\"B:1\"");
     ck_assert_ptr_nonnull(kpos);
     kpos[3] = '2';
-    ck_assert_int_eq(picl__record_decrypt(&out, "passwords", ID, relabel, &b2, &B2, 0, &why), PICL_ERROR_DECRYPT);
+    ck_assert_int_eq(picl__record_decrypt(&out, "passwords", ID, relabel, &b2, &B2, 0, &why),
+                     PICL_ERROR_DECRYPT);
     ck_assert_int_eq(why, PICL_RECORD_FAULT_HMAC);
-    ck_assert_int_eq(picl__record_decrypt(&out, "passwords", ID, relabel, &b1, &B2, 0, &why), PICL_ERROR_DECRYPT);
+    ck_assert_int_eq(picl__record_decrypt(&out, "passwords", ID, relabel, &b1, &B2, 0, &why),
+                     PICL_ERROR_DECRYPT);
     /* malformed payloads */
-    static const char *bad[] = {"", "[]", "{}", "not json", "{\"kid\":\"B:1\"}",
+    static const char *bad[] = {"",
+                                "[]",
+                                "{}",
+                                "not json",
+                                "{\"kid\":\"B:1\"}",
                                 "{\"ciphertext\":1,\"IV\":2,\"hmac\":3,\"kid\":\"B:1\"}"};
     static const picl_record_fault badwhy[] = {PICL_RECORD_FAULT_NOT_JSON, PICL_RECORD_FAULT_NOT_JSON,
                                                PICL_RECORD_FAULT_KID,      PICL_RECORD_FAULT_NOT_JSON,
                                                PICL_RECORD_FAULT_HMAC,     PICL_RECORD_FAULT_HMAC};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        ck_assert_int_eq(picl__record_decrypt(&out, "passwords", ID, bad[i], &b1, &B1, 0, &why), PICL_ERROR_DECRYPT);
+        ck_assert_int_eq(picl__record_decrypt(&out, "passwords", ID, bad[i], &b1, &B1, 0, &why),
+                         PICL_ERROR_DECRYPT);
         ck_assert_msg(why == badwhy[i], "%s: fault %d", bad[i], why);
     }
     /* a cleartext without an id cannot be encrypted, nor one for an invalid collection */
@@ -173,12 +184,13 @@ START_TEST(test_record_v2_vectors)
     json_t *j = tu_json_load("picl_record_v2.json");
     size_t i;
     json_t *v;
-    json_array_foreach(json_object_get(j, "vectors"), i, v) {
+    json_array_foreach (json_object_get(j, "vectors"), i, v) {
         const char *coll = json_string_value(json_object_get(v, "collection"));
         const char *id = json_string_value(json_object_get(v, "bso_id"));
         const char *payload = json_string_value(json_object_get(v, "payload"));
         uint8_t kx[32];
-        ck_assert_int_eq(picl__hex_decode_exact(kx, 32, json_string_value(json_object_get(v, "kX_hex"))), PICL_OK);
+        ck_assert_int_eq(picl__hex_decode_exact(kx, 32, json_string_value(json_object_get(v, "kX_hex"))),
+                         PICL_OK);
         picl_class_entry e;
         ck_assert_int_eq(picl__kid_parse(json_string_value(json_object_get(v, "kid")), &e), PICL_OK);
         picl_keypair k;
@@ -222,7 +234,8 @@ START_TEST(test_record_v2_vectors)
             ck_assert_msg(why == PICL_RECORD_FAULT_HMAC, "%s tamper: fault %d", fields[f][0], why);
             free(t);
         }
-        ck_assert_int_eq(picl__record_decrypt(&out, "forms", id, payload, &k, &e, 0, &why), PICL_ERROR_DECRYPT);
+        ck_assert_int_eq(picl__record_decrypt(&out, "forms", id, payload, &k, &e, 0, &why),
+                         PICL_ERROR_DECRYPT);
         ck_assert_int_eq(why, PICL_RECORD_FAULT_HMAC);
         char id2[64];
         snprintf(id2, sizeof id2, "x%s", id + 1); /* shares all but the first character */
@@ -247,13 +260,15 @@ START_TEST(test_record_valid_mac_bad_cleartext)
     picl_record_fault want[2] = {PICL_RECORD_FAULT_ID, PICL_RECORD_FAULT_NOT_JSON};
     for (int i = 0; i < 2; i++) {
         picl_sealed s;
-        ck_assert_int_eq(picl__record_seal(&s, &k, &ctx, NULL, (const uint8_t *)clears[i], strlen(clears[i])), PICL_OK);
-        json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "ciphertext", s.ciphertext, "IV", s.iv, "hmac", s.hmac, "kid",
-                              "A:1");
+        ck_assert_int_eq(picl__record_seal(&s, &k, &ctx, NULL, (const uint8_t *)clears[i], strlen(clears[i])),
+                         PICL_OK);
+        json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "ciphertext", s.ciphertext, "IV", s.iv, "hmac", s.hmac,
+                              "kid", "A:1");
         char *payload = json_dumps(o, JSON_COMPACT);
         json_t *out;
         picl_record_fault why;
-        ck_assert_int_eq(picl__record_decrypt(&out, "bookmarks", ID, payload, &k, &A1, 0, &why), PICL_ERROR_DECRYPT);
+        ck_assert_int_eq(picl__record_decrypt(&out, "bookmarks", ID, payload, &k, &A1, 0, &why),
+                         PICL_ERROR_DECRYPT);
         ck_assert_ptr_null(out);
         ck_assert_int_eq(why, want[i]);
         free(payload);
@@ -278,11 +293,12 @@ START_TEST(test_classmap_sign_verify)
     /* byte-exact: canonical JSON (sorted keys, compact) and its HMAC, both
      * computed independently with Python (json.dumps(sort_keys=True,
      * separators=(',', ':')), hmac, hashlib) */
-    ck_assert_str_eq(payload,
-                     "{\"collections\":{\"bookmarks\":{\"class\":\"A\",\"generation\":1},\"history\":{\"class\":\"A\","
-                     "\"generation\":1},\"passwords\":{\"class\":\"B\",\"generation\":1}},\"epoch\":1,"
-                     "\"hmac\":\"5ae1bf35d7732ec1ebc35ef597464a9b49385cf3d66213988834165ad2c7d7fb\","
-                     "\"kB\":\"0408a4ee110e7691a73d99cf05275a4e\",\"version\":1}");
+    ck_assert_str_eq(
+        payload,
+        "{\"collections\":{\"bookmarks\":{\"class\":\"A\",\"generation\":1},\"history\":{\"class\":\"A\","
+        "\"generation\":1},\"passwords\":{\"class\":\"B\",\"generation\":1}},\"epoch\":1,"
+        "\"hmac\":\"5ae1bf35d7732ec1ebc35ef597464a9b49385cf3d66213988834165ad2c7d7fb\","
+        "\"kB\":\"0408a4ee110e7691a73d99cf05275a4e\",\"version\":1}");
     ck_assert_str_eq(m.hmac, "5ae1bf35d7732ec1ebc35ef597464a9b49385cf3d66213988834165ad2c7d7fb");
     ck_assert_int_eq(picl__classmap_verify(&v, payload, kB), PICL_OK);
     ck_assert_uint_eq(v.version, 1);
@@ -302,7 +318,8 @@ START_TEST(test_classmap_attacks)
     ck_assert_int_eq(picl__classmap_sign(&payload, &m, kB), PICL_OK);
     /* a server rewrites passwords to class A to read them with kA */
     json_t *o = json_loads(payload, 0, NULL);
-    json_object_set_new(json_object_get(json_object_get(o, "collections"), "passwords"), "class", json_string("A"));
+    json_object_set_new(json_object_get(json_object_get(o, "collections"), "passwords"), "class",
+                        json_string("A"));
     char *forged = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     ck_assert_int_eq(picl__classmap_verify(&v, forged, kB), PICL_ERROR_CLASSMAP);
     ck_assert_uint_eq(v.n, 0);
@@ -310,7 +327,8 @@ START_TEST(test_classmap_attacks)
     /* ... with another kB field and a garbage hmac (it used to be taken for
      * "the password was reset elsewhere"): refused the same way */
     json_object_set_new(o, "kB", json_string("ffffffffffffffffffffffffffffffff"));
-    json_object_set_new(o, "hmac", json_string("0000000000000000000000000000000000000000000000000000000000000000"));
+    json_object_set_new(o, "hmac",
+                        json_string("0000000000000000000000000000000000000000000000000000000000000000"));
     forged = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     ck_assert_int_eq(picl__classmap_verify(&v, forged, kB), PICL_ERROR_CLASSMAP);
     free(forged);

@@ -29,16 +29,17 @@ START_TEST(test_codec)
     picl__rk_format(text, key);
     /* 256 one bits, then the 4 zero bits of the last character: 10000 = Q */
     ck_assert_str_eq(text, "7777-7777-7777-7777-7777-7777-7777-7777-7777-7777-7777-7777-777Q");
-    ck_assert_int_eq(picl__rk_parse(back, "7777 7777 7777 7777 7777 7777 7777 7777 7777 7777 7777 7777 777q\n"),
-                     PICL_OK);
+    ck_assert_int_eq(
+        picl__rk_parse(back, "7777 7777 7777 7777 7777 7777 7777 7777 7777 7777 7777 7777 777q\n"), PICL_OK);
     ck_assert_mem_eq(back, key, 32);
     /* last 4 bits not zero, one character short, one too many, not base32 */
     ck_assert_int_eq(picl__rk_parse(back, "7777-7777-7777-7777-7777-7777-7777-7777-7777-7777-7777-7777-777R"),
                      PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(picl__rk_parse(back, "7777-7777-7777-7777-7777-7777-7777-7777-7777-7777-7777-7777-777"),
                      PICL_ERROR_INVALID_ARGUMENT);
-    ck_assert_int_eq(picl__rk_parse(back, "7777-7777-7777-7777-7777-7777-7777-7777-7777-7777-7777-7777-777QA"),
-                     PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(
+        picl__rk_parse(back, "7777-7777-7777-7777-7777-7777-7777-7777-7777-7777-7777-7777-777QA"),
+        PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(picl__rk_parse(back, "1777-7777-7777-7777-7777-7777-7777-7777-7777-7777-7777-7777-777Q"),
                      PICL_ERROR_INVALID_ARGUMENT);
     static const uint8_t zero[32];
@@ -78,22 +79,17 @@ END_TEST
 
 /* ---- over picl server ----------------------------------------------------- */
 
-static void setup(void)
-{
-    tucli_start(&T);
-}
+static void setup(void) { tucli_start(&T); }
 
-static void teardown(void)
-{
-    tucli_stop(&T);
-}
+static void teardown(void) { tucli_stop(&T); }
 
 /* The newest code of a header mailed to `to`. */
 static void mail_code(const char *to, const char *header, char *out, size_t cap)
 {
     char buf[4096];
-    run(buf, sizeof buf, "grep -l '^To: %s' data/mail/new/* | xargs ls -t | head -1 | xargs grep -h '^%s:' | tr -d '\\r'",
-        to, header);
+    run(buf, sizeof buf,
+        "grep -l '^To: %s' data/mail/new/* | xargs ls -t | head -1 | xargs grep -h '^%s:' | tr -d '\\r'", to,
+        header);
     char *v = strchr(buf, ':');
     ck_assert_ptr_nonnull(v);
     snprintf(out, cap, "%s", v + 2);
@@ -116,12 +112,16 @@ static void status_field(const char *state, const char *key, char *out, size_t c
 static void account_with_data(const char *email)
 {
     char code[128];
-    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD='password 1' %s --state s1 account create --server %s --email %s -q",
-                         picl, url, email), 0);
+    ck_assert_int_eq(run(NULL, 0,
+                         "PICL_PASSWORD='password 1' %s --state s1 account create --server %s --email %s -q",
+                         picl, url, email),
+                     0);
     mail_code(email, "X-Verify-Code", code, sizeof code);
     ck_assert_int_eq(run(NULL, 0, "%s --state s1 account verify --code %s -q", picl, code), 0);
-    ck_assert_int_eq(run(NULL, 0, "mkdir -p f1 && echo '[{\"id\":\"abcdefghijkl\",\"hostname\":\"https://a.org\","
-                                  "\"password\":\"secret B\",\"timePasswordChanged\":1}]' > f1/passwords.json"), 0);
+    ck_assert_int_eq(run(NULL, 0,
+                         "mkdir -p f1 && echo '[{\"id\":\"abcdefghijkl\",\"hostname\":\"https://a.org\","
+                         "\"password\":\"secret B\",\"timePasswordChanged\":1}]' > f1/passwords.json"),
+                     0);
     ck_assert_int_eq(run(NULL, 0, "%s --state s1 sync --store-dir f1 -q", picl), 0);
     char out[64];
     ck_assert_int_eq(run(out, sizeof out, "%s --state s1 class get passwords", picl), 0);
@@ -132,10 +132,15 @@ static void account_with_data(const char *email)
 static void fresh_device_has_secret(const char *state, const char *pw)
 {
     char out[4096];
-    ck_assert_int_eq(run(NULL, 0, "rm -rf %s f_%s && mkdir f_%s && PICL_PASSWORD='%s' %s --state %s login --email u@x.org -q"
-                                  " --server %s", state, state, state, pw, picl, state, url), 0);
-    ck_assert_int_eq(run(out, sizeof out, "%s --state %s sync --store-dir f_%s --collections passwords 2>&1", picl, state,
-                         state), 0);
+    ck_assert_int_eq(
+        run(NULL, 0,
+            "rm -rf %s f_%s && mkdir f_%s && PICL_PASSWORD='%s' %s --state %s login --email u@x.org -q"
+            " --server %s",
+            state, state, state, pw, picl, state, url),
+        0);
+    ck_assert_int_eq(run(out, sizeof out, "%s --state %s sync --store-dir f_%s --collections passwords 2>&1",
+                         picl, state, state),
+                     0);
     ck_assert_int_eq(run(out, sizeof out, "cat f_%s/passwords.json", state), 0);
     ck_assert_msg(strstr(out, "secret B") != NULL, "class-B record not readable: %s", out);
 }
@@ -148,7 +153,7 @@ static int events_json(const char *state, char *types, size_t cap)
     json_t *j = json_loads(out, 0, NULL);
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(j, "events"), i, e) {
+    json_array_foreach (json_object_get(j, "events"), i, e) {
         tu_append(types, cap, json_string_value(json_object_get(e, "type")));
         tu_append(types, cap, " ");
     }
@@ -166,12 +171,15 @@ START_TEST(test_round_trip)
     ck_assert_int_eq(run(out, sizeof out, "%s --state s1 recovery-key status --json", picl), 0);
     ck_assert_str_eq(out, "{\"exists\":false}\n");
     /* a wrong password makes no key */
-    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=wrong %s --state s1 recovery-key create 2>/dev/null", picl), 3);
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=wrong %s --state s1 recovery-key create 2>/dev/null", picl),
+                     3);
     ck_assert_int_eq(run(out, sizeof out, "%s --state s1 recovery-key status --json", picl), 0);
     ck_assert_str_eq(out, "{\"exists\":false}\n");
-    ck_assert_int_eq(run(out, sizeof out, "PICL_PASSWORD='password 1' %s --state s1 recovery-key create", picl), 0);
+    ck_assert_int_eq(
+        run(out, sizeof out, "PICL_PASSWORD='password 1' %s --state s1 recovery-key create", picl), 0);
     ck_assert_ptr_nonnull(strstr(out, "shown only this once"));
-    ck_assert_int_eq(run(out, sizeof out, "PICL_PASSWORD='password 1' %s --state s1 recovery-key create --json", picl), 0);
+    ck_assert_int_eq(
+        run(out, sizeof out, "PICL_PASSWORD='password 1' %s --state s1 recovery-key create --json", picl), 0);
     json_t *j = json_loads(out, 0, NULL);
     ck_assert_ptr_nonnull(j);
     snprintf(key, sizeof key, "%s", json_string_value(json_object_get(j, "recoveryKey")));
@@ -180,31 +188,46 @@ START_TEST(test_round_trip)
     ck_assert_int_eq(run(out, sizeof out, "%s --state s1 recovery-key status", picl), 0);
     ck_assert_ptr_nonnull(strstr(out, "a recovery key is set"));
     /* the server holds neither the key nor kB in any form it could use */
-    ck_assert_int_eq(run(out, sizeof out, "sqlite3 data/keyserver.db 'SELECT count(*), length(key_id) FROM recovery_keys'"),
+    ck_assert_int_eq(run(out, sizeof out,
+                         "sqlite3 data/keyserver.db 'SELECT count(*), length(key_id) FROM recovery_keys'"),
                      0);
     ck_assert_str_eq(out, "1|32\n");
 
     /* the first key was replaced by the second: it is refused */
-    ck_assert_int_eq(run(NULL, 0, "%s --state s2 password forgot --server %s --email u@x.org -q", picl, url), 0);
+    ck_assert_int_eq(run(NULL, 0, "%s --state s2 password forgot --server %s --email u@x.org -q", picl, url),
+                     0);
     mail_code("u@x.org", "X-Recovery-Code", code, sizeof code);
-    ck_assert_int_eq(run(NULL, 0, "echo AAAA-AAAA-AAAA-AAAA-AAAA-AAAA-AAAA-AAAA-AAAA-AAAA-AAAA-AAAA-AAAA > wrong.key"), 0);
-    ck_assert_int_eq(run(out, sizeof out, "PICL_NEW_PASSWORD='password 2' %s --state s2 password reset --code %s "
-                                          "--recovery-key-file wrong.key 2>&1", picl, code), 3);
+    ck_assert_int_eq(
+        run(NULL, 0, "echo AAAA-AAAA-AAAA-AAAA-AAAA-AAAA-AAAA-AAAA-AAAA-AAAA-AAAA-AAAA-AAAA > wrong.key"), 0);
+    ck_assert_int_eq(run(out, sizeof out,
+                         "PICL_NEW_PASSWORD='password 2' %s --state s2 password reset --code %s "
+                         "--recovery-key-file wrong.key 2>&1",
+                         picl, code),
+                     3);
     ck_assert_msg(strstr(out, "recovery key is wrong") != NULL, "%s", out);
     /* nothing changed: the old password still signs in, same keys */
-    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD='password 1' %s --state s1 login --email u@x.org -q", picl), 0);
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD='password 1' %s --state s1 login --email u@x.org -q", picl),
+                     0);
     status_field("s1", "kB_fp", fpb2, sizeof fpb2);
     ck_assert_str_eq(fpb, fpb2);
     /* not a key at all: a usage error before anything is sent */
-    ck_assert_int_eq(run(NULL, 0, "echo 'my key' > bad.key && PICL_NEW_PASSWORD='password 2' %s --state s2 password reset "
-                                  "--code 12345678 --recovery-key-file bad.key 2>/dev/null", picl), 2);
+    ck_assert_int_eq(
+        run(NULL, 0,
+            "echo 'my key' > bad.key && PICL_NEW_PASSWORD='password 2' %s --state s2 password reset "
+            "--code 12345678 --recovery-key-file bad.key 2>/dev/null",
+            picl),
+        2);
 
     /* the right key: class B survives */
-    ck_assert_int_eq(run(NULL, 0, "%s --state s2 password forgot --server %s --email u@x.org -q", picl, url), 0);
+    ck_assert_int_eq(run(NULL, 0, "%s --state s2 password forgot --server %s --email u@x.org -q", picl, url),
+                     0);
     mail_code("u@x.org", "X-Recovery-Code", code, sizeof code);
     ck_assert_int_eq(run(NULL, 0, "echo '%s' > right.key", key), 0);
-    ck_assert_int_eq(run(out, sizeof out, "PICL_NEW_PASSWORD='password 2' %s --state s2 password reset --code %s "
-                                          "--recovery-key-file right.key", picl, code), 0);
+    ck_assert_int_eq(run(out, sizeof out,
+                         "PICL_NEW_PASSWORD='password 2' %s --state s2 password reset --code %s "
+                         "--recovery-key-file right.key",
+                         picl, code),
+                     0);
     ck_assert_ptr_nonnull(strstr(out, "make a new one"));
     status_field("s2", "kB_fp", fpb2, sizeof fpb2);
     status_field("s2", "kA_fp", fpa2, sizeof fpa2);
@@ -213,27 +236,36 @@ START_TEST(test_round_trip)
     ck_assert_int_eq(run(out, sizeof out, "sqlite3 data/keyserver.db 'SELECT epoch FROM accounts'"), 0);
     ck_assert_str_eq(out, "1\n"); /* kB kept: the key epoch too */
     /* the old password is gone, the class-B record still decrypts elsewhere */
-    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD='password 1' %s --state s3 login --server %s --email u@x.org 2>/dev/null",
-                         picl, url), 3);
+    ck_assert_int_eq(
+        run(NULL, 0, "PICL_PASSWORD='password 1' %s --state s3 login --server %s --email u@x.org 2>/dev/null",
+            picl, url),
+        3);
     fresh_device_has_secret("s4", "password 2");
     /* single-use */
     ck_assert_int_eq(run(out, sizeof out, "%s --state s2 recovery-key status --json", picl), 0);
     ck_assert_str_eq(out, "{\"exists\":false}\n");
-    ck_assert_int_eq(run(NULL, 0, "%s --state s2 password forgot --server %s --email u@x.org -q", picl, url), 0);
+    ck_assert_int_eq(run(NULL, 0, "%s --state s2 password forgot --server %s --email u@x.org -q", picl, url),
+                     0);
     mail_code("u@x.org", "X-Recovery-Code", code, sizeof code);
-    ck_assert_int_eq(run(out, sizeof out, "PICL_NEW_PASSWORD='password 3' %s --state s2 password reset --code %s "
-                                          "--recovery-key-file right.key 2>&1", picl, code), 3);
+    ck_assert_int_eq(run(out, sizeof out,
+                         "PICL_NEW_PASSWORD='password 3' %s --state s2 password reset --code %s "
+                         "--recovery-key-file right.key 2>&1",
+                         picl, code),
+                     3);
     ck_assert_msg(strstr(out, "recovery key is wrong") != NULL, "%s", out);
-    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD='password 2' %s --state s2 login --email u@x.org -q", picl), 0);
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD='password 2' %s --state s2 login --email u@x.org -q", picl),
+                     0);
 
     /* the security events, newest first */
     ck_assert_int_eq(events_json("s2", types, sizeof types), 0);
-    ck_assert_str_eq(types, "login login login.failed login recoveryKey.used password.reset login "
-                            "recoveryKey.created login recoveryKey.created login login.failed classmap.changed "
-                            "account.verified login account.created ");
+    ck_assert_str_eq(types,
+                     "login login login.failed login recoveryKey.used password.reset login "
+                     "recoveryKey.created login recoveryKey.created login login.failed classmap.changed "
+                     "account.verified login account.created ");
 
     /* remove */
-    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD='password 2' %s --state s2 recovery-key create -q >/dev/null", picl), 0);
+    ck_assert_int_eq(
+        run(NULL, 0, "PICL_PASSWORD='password 2' %s --state s2 recovery-key create -q >/dev/null", picl), 0);
     ck_assert_int_eq(run(NULL, 0, "%s --state s2 recovery-key remove", picl), 0);
     ck_assert_int_eq(run(out, sizeof out, "%s --state s2 recovery-key status --json", picl), 0);
     ck_assert_str_eq(out, "{\"exists\":false}\n");
@@ -248,8 +280,10 @@ START_TEST(test_stretch_upgrade)
     char out[4096], fp1[64], fp2[64], dir[128];
     account_with_data("u@x.org");
     status_field("s1", "kB_fp", fp1, sizeof fp1);
-    ck_assert_int_eq(run(out, sizeof out, "sqlite3 data/keyserver.db 'SELECT pbkdf2_rounds_1, scrypt_n, pbkdf2_rounds_2 "
-                                          "FROM accounts'"), 0);
+    ck_assert_int_eq(run(out, sizeof out,
+                         "sqlite3 data/keyserver.db 'SELECT pbkdf2_rounds_1, scrypt_n, pbkdf2_rounds_2 "
+                         "FROM accounts'"),
+                     0);
     ck_assert_str_eq(out, "1000|1024|1000\n");
 
     snprintf(dir, sizeof dir, "%s/s_up", T.dir);
@@ -269,8 +303,10 @@ START_TEST(test_stretch_upgrade)
     picl_free(status);
     ck_assert_str_eq(fp1, fp2);
     picl_service_release(svc);
-    ck_assert_int_eq(run(out, sizeof out, "sqlite3 data/keyserver.db 'SELECT pbkdf2_rounds_1, scrypt_n, pbkdf2_rounds_2, "
-                                          "epoch FROM accounts'"), 0);
+    ck_assert_int_eq(run(out, sizeof out,
+                         "sqlite3 data/keyserver.db 'SELECT pbkdf2_rounds_1, scrypt_n, pbkdf2_rounds_2, "
+                         "epoch FROM accounts'"),
+                     0);
     ck_assert_str_eq(out, "2000|2048|2000|1\n");
     /* the same password, another device: every class-B record still decrypts */
     fresh_device_has_secret("s5", "password 1");
@@ -278,7 +314,8 @@ START_TEST(test_stretch_upgrade)
     ck_assert_str_eq(fp1, fp2);
     /* the first device's session ended with the re-wrap: it signs in again
      * with the same password and goes on with the same kB */
-    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD='password 1' %s --state s1 login --email u@x.org -q", picl), 0);
+    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD='password 1' %s --state s1 login --email u@x.org -q", picl),
+                     0);
     ck_assert_int_eq(run(NULL, 0, "%s --state s1 sync --store-dir f1 -q", picl), 0);
     status_field("s1", "kB_fp", fp2, sizeof fp2);
     ck_assert_str_eq(fp1, fp2);

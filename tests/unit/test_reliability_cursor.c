@@ -62,10 +62,7 @@ static void db_add(dbuf *b, const void *d, size_t n)
     b->p[b->n] = 0;
 }
 
-static void db_str(dbuf *b, const char *s)
-{
-    db_add(b, s, strlen(s));
-}
+static void db_str(dbuf *b, const char *s) { db_add(b, s, strlen(s)); }
 
 static int write_all(int fd, const char *p, size_t n)
 {
@@ -195,8 +192,8 @@ static void serve_one(int cfd)
     int m = atomic_load(&P.mode);
     if (m >= F_INFO_503 && strstr(line, "/info/collections")) {
         atomic_fetch_add(&P.faulted, 1);
-        const char *canned = m == F_INFO_503 ? "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 7\r\n"
-                                               "Content-Length: 1\r\nConnection: close\r\n\r\n0"
+        const char *canned = m == F_INFO_503   ? "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 7\r\n"
+                                                 "Content-Length: 1\r\nConnection: close\r\n\r\n0"
                              : m == F_INFO_500 ? "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 1\r\n"
                                                  "Connection: close\r\n\r\n0"
                                                : "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
@@ -311,7 +308,8 @@ static void teardown(void)
 static long count_passwords(const char *d)
 {
     char out[64];
-    if (run(out, sizeof out, "python3 -c 'import json; print(len(json.load(open(\"%s/passwords.json\"))))' 2>/dev/null",
+    if (run(out, sizeof out,
+            "python3 -c 'import json; print(len(json.load(open(\"%s/passwords.json\"))))' 2>/dev/null",
             d) != 0)
         return -1;
     return strtol(out, NULL, 10);
@@ -320,8 +318,10 @@ static long count_passwords(const char *d)
 /* The lastSync of passwords in STATE/state.json ("" when none). */
 static void last_sync(const char *state, char *out, size_t cap)
 {
-    run(out, cap, "python3 -c 'import json; print(json.load(open(\"%s/state.json\")).get(\"collections\",{})"
-                  ".get(\"passwords\",{}).get(\"lastSync\",\"\"))'", state);
+    run(out, cap,
+        "python3 -c 'import json; print(json.load(open(\"%s/state.json\")).get(\"collections\",{})"
+        ".get(\"passwords\",{}).get(\"lastSync\",\"\"))'",
+        state);
     out[strcspn(out, "\n")] = 0;
 }
 
@@ -330,17 +330,24 @@ static int nrec;
 static void upload_records(int n)
 {
     char code[128], out[4096];
-    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=password1 %s --state s1 account create --server %s --email r@x.org >/dev/null",
-                         T.picl, T.url), 0);
-    ck_assert_int_eq(run(out, sizeof out, "grep -h '^X-Verify-Code:' data/mail/new/* | tail -1 | tr -d '\\r'"), 0);
+    ck_assert_int_eq(
+        run(NULL, 0,
+            "PICL_PASSWORD=password1 %s --state s1 account create --server %s --email r@x.org >/dev/null",
+            T.picl, T.url),
+        0);
+    ck_assert_int_eq(
+        run(out, sizeof out, "grep -h '^X-Verify-Code:' data/mail/new/* | tail -1 | tr -d '\\r'"), 0);
     ck_assert_ptr_nonnull(strchr(out, ':'));
     snprintf(code, sizeof code, "%s", strchr(out, ':') + 2);
     code[strcspn(code, "\n")] = 0;
     ck_assert_int_eq(run(NULL, 0, "%s --state s1 account verify --code %s", T.picl, code), 0);
-    ck_assert_int_eq(run(NULL, 0, "mkdir f1 && python3 -c 'import json; json.dump([{\"id\":\"pw%%08d\" %% i,"
-                                  "\"hostname\":\"https://h%%d.org\" %% i,\"password\":\"p%%d\" %% i,"
-                                  "\"timePasswordChanged\":1} for i in range(%d)], open(\"f1/passwords.json\",\"w\"))'",
-                         n), 0);
+    ck_assert_int_eq(
+        run(NULL, 0,
+            "mkdir f1 && python3 -c 'import json; json.dump([{\"id\":\"pw%%08d\" %% i,"
+            "\"hostname\":\"https://h%%d.org\" %% i,\"password\":\"p%%d\" %% i,"
+            "\"timePasswordChanged\":1} for i in range(%d)], open(\"f1/passwords.json\",\"w\"))'",
+            n),
+        0);
     nrec = n;
     ck_assert_int_eq(run(NULL, 0, "%s --state s1 sync --store-dir f1 --collections passwords -q", T.picl), 0);
 }
@@ -350,12 +357,15 @@ static void upload_records(int n)
 static void device_under(fault f, const char *state, const char *dir)
 {
     char out[8192], ls[64];
-    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=password1 %s --state %s login --server http://%s --email r@x.org",
-                         T.picl, state, P.my_hostport), 0);
+    ck_assert_int_eq(run(NULL, 0,
+                         "PICL_PASSWORD=password1 %s --state %s login --server http://%s --email r@x.org",
+                         T.picl, state, P.my_hostport),
+                     0);
     ck_assert_int_eq(run(NULL, 0, "mkdir %s", dir), 0);
     atomic_store(&P.faulted, 0);
     atomic_store(&P.mode, f);
-    int rc = run(out, sizeof out, "%s --state %s sync --store-dir %s --collections passwords 2>&1", T.picl, state, dir);
+    int rc = run(out, sizeof out, "%s --state %s sync --store-dir %s --collections passwords 2>&1", T.picl,
+                 state, dir);
     atomic_store(&P.mode, F_PASS);
     ck_assert_int_gt(atomic_load(&P.faulted), 0);
     ck_assert_msg(rc == 4, "fault %d: picl sync exited %d: %s", (int)f, rc, out);
@@ -363,8 +373,9 @@ static void device_under(fault f, const char *state, const char *dir)
     ck_assert_msg(!*ls || !strcmp(ls, "0"), "fault %d: lastSync moved to %s", (int)f, ls);
     long before = count_passwords(dir);
     ck_assert_msg(before <= 0, "fault %d: %ld records applied from an unverified listing", (int)f, before);
-    ck_assert_int_eq(run(out, sizeof out, "%s --state %s sync --store-dir %s --collections passwords 2>&1", T.picl,
-                         state, dir), 0);
+    ck_assert_int_eq(run(out, sizeof out, "%s --state %s sync --store-dir %s --collections passwords 2>&1",
+                         T.picl, state, dir),
+                     0);
     ck_assert_int_eq(count_passwords(dir), nrec);
     last_sync(state, ls, sizeof ls);
     ck_assert_str_ne(ls, "0");
@@ -397,8 +408,10 @@ START_TEST(test_errors_name_the_cause)
 {
     upload_records(3);
     char out[8192];
-    ck_assert_int_eq(run(NULL, 0, "PICL_PASSWORD=password1 %s --state s2 login --server http://%s --email r@x.org",
-                         T.picl, P.my_hostport), 0);
+    ck_assert_int_eq(run(NULL, 0,
+                         "PICL_PASSWORD=password1 %s --state s2 login --server http://%s --email r@x.org",
+                         T.picl, P.my_hostport),
+                     0);
     ck_assert_int_eq(run(NULL, 0, "mkdir f2"), 0);
     static const struct {
         fault f;
@@ -410,12 +423,12 @@ START_TEST(test_errors_name_the_cause)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         atomic_store(&P.mode, cases[i].f);
-        int rc = run(out, sizeof out, "%s --state s2 sync --store-dir f2 --collections passwords 2>&1", T.picl);
+        int rc =
+            run(out, sizeof out, "%s --state s2 sync --store-dir f2 --collections passwords 2>&1", T.picl);
         atomic_store(&P.mode, F_PASS);
         ck_assert_msg(rc == 4, "fault %d: exit %d: %s", (int)cases[i].f, rc, out);
         ck_assert_msg(strstr(out, cases[i].says) && (cases[i].f == F_INFO_503 || strstr(out, P.my_hostport)),
-                      "fault %d said: %s",
-                      (int)cases[i].f, out);
+                      "fault %d said: %s", (int)cases[i].f, out);
         ck_assert_msg(!strstr(out, "cannot reach"), "fault %d said: %s", (int)cases[i].f, out);
     }
 }
@@ -435,7 +448,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

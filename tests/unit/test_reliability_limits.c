@@ -32,15 +32,9 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void setup(void)
-{
-    tu_srv_setup(&srv, "picl-lim");
-}
+static void setup(void) { tu_srv_setup(&srv, "picl-lim"); }
 
-static void teardown(void)
-{
-    tu_srv_teardown(&srv);
-}
+static void teardown(void) { tu_srv_teardown(&srv); }
 
 /* A connection from `src` that has sent the start of a request; -1 on failure. */
 static int slow_open(const char *src)
@@ -139,7 +133,8 @@ static void one_address(int storage)
     for (int i = 0; i < 200; i++)
         if (fds[i] >= 0)
             close(fds[i]);
-    ck_assert_msg(st == 200, "%s: honest client got %d after %.1f s", storage ? "storage" : "keyserver", st, took);
+    ck_assert_msg(st == 200, "%s: honest client got %d after %.1f s", storage ? "storage" : "keyserver", st,
+                  took);
     ck_assert_msg(took < 2.0, "honest client waited %.1f s", took);
     ck_assert_msg(still <= 64, "%d connections from one address still open (cap 64)", still);
 }
@@ -160,7 +155,8 @@ static void many_addresses(int storage)
     }
     double took;
     int st = honest(fds, 100, 6.0, &took);
-    ck_assert_msg(st == 200, "%s: honest client got %d after %.1f s", storage ? "storage" : "keyserver", st, took);
+    ck_assert_msg(st == 200, "%s: honest client got %d after %.1f s", storage ? "storage" : "keyserver", st,
+                  took);
     ck_assert_msg(took < 5.0, "honest client waited %.1f s", took);
     int still = 100;
     while (still > 0 && now_s() - t0 < 6.0) {
@@ -174,28 +170,16 @@ static void many_addresses(int storage)
                   now_s() - t0);
 }
 
-START_TEST(test_storage_one_address)
-{
-    one_address(1);
-}
+START_TEST(test_storage_one_address) { one_address(1); }
 END_TEST
 
-START_TEST(test_keyserver_one_address)
-{
-    one_address(0);
-}
+START_TEST(test_keyserver_one_address) { one_address(0); }
 END_TEST
 
-START_TEST(test_storage_many_addresses)
-{
-    many_addresses(1);
-}
+START_TEST(test_storage_many_addresses) { many_addresses(1); }
 END_TEST
 
-START_TEST(test_keyserver_many_addresses)
-{
-    many_addresses(0);
-}
+START_TEST(test_keyserver_many_addresses) { many_addresses(0); }
 END_TEST
 
 static Suite *suite(void)
@@ -212,7 +196,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

@@ -29,15 +29,9 @@
 
 static tu_srv srv;
 
-static void setup(void)
-{
-    tu_srv_setup(&srv, "picl-mem");
-}
+static void setup(void) { tu_srv_setup(&srv, "picl-mem"); }
 
-static void teardown(void)
-{
-    tu_srv_teardown(&srv);
-}
+static void teardown(void) { tu_srv_teardown(&srv); }
 
 /* The server's peak resident memory in KiB (VmHWM). */
 static long vm_hwm_kb(void)
@@ -160,8 +154,8 @@ START_TEST(test_unread_big_listings_cost_bounded_memory)
         const size_t cap = 100 * (PAY + 64) + 16;
         size_t o = (size_t)snprintf(body, cap, "[");
         for (int i = 0; i < 100; i++)
-            o += (size_t)snprintf(body + o, cap - o, "%s{\"id\":\"r%02d%03d\",\"payload\":\"%s\"}", i ? "," : "",
-                                  part, i, pay);
+            o += (size_t)snprintf(body + o, cap - o, "%s{\"id\":\"r%02d%03d\",\"payload\":\"%s\"}",
+                                  i ? "," : "", part, i, pay);
         o += (size_t)snprintf(body + o, cap - o, "]");
         tu_req rq = {.ctype = "application/json", .body = body, .len = o, .headers = hdr, .cred = &cred};
         tu_resp r;
@@ -175,11 +169,12 @@ START_TEST(test_unread_big_listings_cost_bounded_memory)
     /* 16 clients ask for all of it and read nothing */
     int fds[16];
     for (int i = 0; i < 16; i++) {
-        picl_hawk_request hr = {.method = "GET", .resource = "/1.5/7/storage/big?full=1", .host = "127.0.0.1",
-                                .port = srv.port};
+        picl_hawk_request hr = {
+            .method = "GET", .resource = "/1.5/7/storage/big?full=1", .host = "127.0.0.1", .port = srv.port};
         char *hv = NULL;
         ck_assert_int_eq(picl__hawk_client_header(&hv, cred.token, cred.key, strlen(cred.key), &hr,
-                                                  (int64_t)time(NULL), NULL, NULL), PICL_OK);
+                                                  (int64_t)time(NULL), NULL, NULL),
+                         PICL_OK);
         char src[32];
         snprintf(src, sizeof src, "127.0.4.%d", i + 1);
         int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -192,8 +187,10 @@ START_TEST(test_unread_big_listings_cost_bounded_memory)
         ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
         ck_assert_int_eq(connect(fd, (struct sockaddr *)&d, sizeof d), 0);
         char req[2048];
-        int n = snprintf(req, sizeof req, "GET /1.5/7/storage/big?full=1 HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n"
-                                          "Authorization: %s\r\n\r\n", srv.port, hv);
+        int n = snprintf(req, sizeof req,
+                         "GET /1.5/7/storage/big?full=1 HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n"
+                         "Authorization: %s\r\n\r\n",
+                         srv.port, hv);
         free(hv);
         ck_assert_int_eq(send(fd, req, (size_t)n, MSG_NOSIGNAL), n);
         fds[i] = fd;
@@ -206,7 +203,8 @@ START_TEST(test_unread_big_listings_cost_bounded_memory)
     picl__nss_release();
     fprintf(stderr, "16 unread 23 MB listings: VmHWM %ld -> %ld KiB\n", before, peak);
     /* one page is at most max_request_bytes (2 MiB): 16 of them, not 16 x 23 MB */
-    ck_assert_msg(peak - before < 96 * 1024, "VmHWM grew from %ld to %ld KiB for 16 unread listings", before, peak);
+    ck_assert_msg(peak - before < 96 * 1024, "VmHWM grew from %ld to %ld KiB for 16 unread listings", before,
+                  peak);
 }
 END_TEST
 #endif
@@ -228,7 +226,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

@@ -12,15 +12,9 @@
 static tucli T;
 #define run(out, cap, ...) tucli_run(&T, (out), (cap), "export PICL_PASSWORD=password1 && ", __VA_ARGS__)
 
-static void setup(void)
-{
-    tucli_start(&T);
-}
+static void setup(void) { tucli_start(&T); }
 
-static void teardown(void)
-{
-    tucli_stop(&T);
-}
+static void teardown(void) { tucli_stop(&T); }
 
 /* Number of verification mails to r@x.org in the Maildir. */
 static int mails(void)
@@ -45,8 +39,10 @@ START_TEST(test_resend_after_a_lost_mail)
     ck_assert_int_eq(run(NULL, 0, "$P --state s2 -q account verify --resend"), 0);
     ck_assert_int_eq(mails(), 2);
     /* and the code it carries verifies the account */
-    ck_assert_int_eq(run(code, sizeof code, "grep -h '^X-Verify-Code:' data/mail/new/* | tail -1 | tr -d '\\r' | "
-                                            "cut -d' ' -f2"), 0);
+    ck_assert_int_eq(run(code, sizeof code,
+                         "grep -h '^X-Verify-Code:' data/mail/new/* | tail -1 | tr -d '\\r' | "
+                         "cut -d' ' -f2"),
+                     0);
     code[strcspn(code, "\n")] = 0;
     ck_assert_uint_eq(strlen(code), 64);
     ck_assert_int_eq(run(NULL, 0, "$P --state s1 -q account verify --code %s", code), 0);
@@ -67,7 +63,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

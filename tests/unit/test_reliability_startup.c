@@ -36,10 +36,7 @@ static void setup(void)
     chmod(p, 0777);
 }
 
-static void teardown(void)
-{
-    tu_rmtree(dir);
-}
+static void teardown(void) { tu_rmtree(dir); }
 
 /* Runs picl-storage with `listen` and `data` (as uid when uid >= 0) for at
  * most 3 s; stderr goes to out.  Returns its exit status, or -1 when it was
@@ -130,16 +127,10 @@ static void port_in_use(const char *name)
     ck_assert_ptr_null(strstr(out, "unreachable"));
 }
 
-START_TEST(test_port_in_use)
-{
-    port_in_use("picl-storage");
-}
+START_TEST(test_port_in_use) { port_in_use("picl-storage"); }
 END_TEST
 
-START_TEST(test_keyserver_port_in_use)
-{
-    port_in_use("picl-keyserver");
-}
+START_TEST(test_keyserver_port_in_use) { port_in_use("picl-keyserver"); }
 END_TEST
 
 /* picl-keyserver on a database it cannot write: it refuses (it always
@@ -174,7 +165,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

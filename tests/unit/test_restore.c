@@ -23,8 +23,8 @@ static void setup_with(const char *const *extra)
     tucli_start_with(&T, extra);
     char code[256];
     ck_assert_int_eq(run(NULL, 0, "$P --state s0 -q account create --server %s --email rs@x.org", T.url), 0);
-    ck_assert_int_eq(run(code, sizeof code, "grep -h '^X-Verify-Code:' data/mail/new/* | tr -d '\\r' | cut -d' ' -f2"),
-                     0);
+    ck_assert_int_eq(
+        run(code, sizeof code, "grep -h '^X-Verify-Code:' data/mail/new/* | tr -d '\\r' | cut -d' ' -f2"), 0);
     code[strcspn(code, "\n")] = 0;
     ck_assert_int_eq(run(NULL, 0, "$P --state s0 -q account verify --code %s", code), 0);
     ck_assert_int_eq(run(NULL, 0, "$P --state s0 -q login --email rs@x.org"), 0);
@@ -32,15 +32,9 @@ static void setup_with(const char *const *extra)
     ck_assert_int_eq(run(NULL, 0, "mkdir f0 f1 && echo '[]' > f1/bookmarks.json"), 0);
 }
 
-static void setup(void)
-{
-    setup_with(NULL);
-}
+static void setup(void) { setup_with(NULL); }
 
-static void teardown(void)
-{
-    tucli_stop(&T);
-}
+static void teardown(void) { tucli_stop(&T); }
 
 static void write_bookmarks(int n)
 {
@@ -53,8 +47,8 @@ static void write_bookmarks(int n)
         snprintf(uri, sizeof uri, "https://site%d.example/", i);
         snprintf(title, sizeof title, "Site %d", i);
         json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "id", id, "type", "bookmark",
-                                           "parentid", "unfiled", "parentName", "Other Bookmarks", "title", title,
-                                           "bmkUri", uri));
+                                           "parentid", "unfiled", "parentName", "Other Bookmarks", "title",
+                                           title, "bmkUri", uri));
     }
     ck_assert_int_eq(json_dump_file(a, path, 0), 0);
     json_decref(a);
@@ -69,7 +63,7 @@ static size_t count(const char *dev)
     ck_assert(json_is_array(a));
     size_t n = 0, i;
     json_t *r;
-    json_array_foreach(a, i, r) {
+    json_array_foreach (a, i, r) {
         const char *id = json_string_value(json_object_get(r, "id"));
         if (id && !strncmp(id, "bmk", 3) && !json_is_true(json_object_get(r, "deleted"))) {
             char want[32];
@@ -102,7 +96,8 @@ START_TEST(restore_1000_bookmarks_on_two_devices)
     ck_assert_uint_eq(count("f1"), 0);
     ck_assert_uint_eq(count("f0"), 0);
     /* a preview answered "no" changes nothing */
-    ck_assert_int_eq(run(out, sizeof out, "echo n | $P --state s0 restore bookmarks --as-of %s --store-dir f0", t), 1);
+    ck_assert_int_eq(
+        run(out, sizeof out, "echo n | $P --state s0 restore bookmarks --as-of %s --store-dir f0", t), 1);
     ck_assert_ptr_nonnull(strstr(out, "1000 record(s) to bring back, 0 record(s) made since to delete"));
     ck_assert_int_eq(run(NULL, 0, SYNC(1)), 0);
     ck_assert_uint_eq(count("f1"), 0);
@@ -111,13 +106,15 @@ START_TEST(restore_1000_bookmarks_on_two_devices)
     char iso[40];
     time_t tt = (time_t)strtoll(t, NULL, 10);
     strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", gmtime(&tt));
-    ck_assert_int_eq(run(out, sizeof out, "$P --state s0 restore bookmarks --as-of %s --yes --store-dir f0", iso), 0);
+    ck_assert_int_eq(
+        run(out, sizeof out, "$P --state s0 restore bookmarks --as-of %s --yes --store-dir f0", iso), 0);
     ck_assert_ptr_nonnull(strstr(out, "1000 brought back, 0 deleted"));
     ck_assert_uint_eq(count("f0"), 1000);
     ck_assert_int_eq(run(NULL, 0, SYNC(1)), 0);
     ck_assert_uint_eq(count("f1"), 1000);
     /* nothing left to restore afterwards */
-    ck_assert_int_eq(run(out, sizeof out, "$P --state s0 restore bookmarks --as-of %s --yes --store-dir f0", t), 0);
+    ck_assert_int_eq(
+        run(out, sizeof out, "$P --state s0 restore bookmarks --as-of %s --yes --store-dir f0", t), 0);
     ck_assert_ptr_nonnull(strstr(out, "nothing to restore"));
 }
 END_TEST
@@ -128,11 +125,14 @@ START_TEST(restore_refusals)
     write_bookmarks(3);
     ck_assert_int_eq(run(NULL, 0, SYNC(0)), 0);
     /* 40 days ago: older than the server keeps (30) */
-    ck_assert_int_eq(run(out, sizeof out, "$P --state s0 restore bookmarks --as-of %lld --yes --store-dir f0 2>&1",
-                         (long long)time(NULL) - 40 * 86400), 1);
+    ck_assert_int_eq(run(out, sizeof out,
+                         "$P --state s0 restore bookmarks --as-of %lld --yes --store-dir f0 2>&1",
+                         (long long)time(NULL) - 40 * 86400),
+                     1);
     ck_assert_ptr_nonnull(strstr(out, "30 days only"));
     /* not a time */
-    ck_assert_int_eq(run(out, sizeof out, "$P --state s0 restore bookmarks --as-of yesterday --store-dir f0 2>&1"), 2);
+    ck_assert_int_eq(
+        run(out, sizeof out, "$P --state s0 restore bookmarks --as-of yesterday --store-dir f0 2>&1"), 2);
     ck_assert_int_eq(run(out, sizeof out, "$P --state s0 restore bookmarks --store-dir f0 2>&1"), 2);
     ck_assert_uint_eq(count("f0"), 3);
 }
@@ -175,8 +175,10 @@ START_TEST(picl_server_restore_days_off)
     ck_assert_int_eq(run(NULL, 0, SYNC(1)), 0);
     ck_assert_uint_eq(count("f1"), 20);
     ck_assert_int_eq(kept_versions(), 0);
-    ck_assert_int_eq(run(out, sizeof out, "$P --state s0 restore bookmarks --as-of %lld --yes --store-dir f0 2>&1",
-                         (long long)t), 1);
+    ck_assert_int_eq(run(out, sizeof out,
+                         "$P --state s0 restore bookmarks --as-of %lld --yes --store-dir f0 2>&1",
+                         (long long)t),
+                     1);
     ck_assert_msg(strstr(out, "keeps no earlier versions (picl_restore_days is 0)") != NULL, "%s", out);
     ck_assert_int_eq(run(NULL, 0, SYNC(1)), 0);
     ck_assert_uint_eq(count("f0"), 20);
@@ -200,11 +202,14 @@ START_TEST(picl_server_restore_days_7)
     write_bookmarks(20);
     ck_assert_int_eq(run(NULL, 0, SYNC(0)), 0);
     ck_assert_int_eq(kept_versions(), 10);
-    ck_assert_int_eq(run(out, sizeof out, "$P --state s0 restore bookmarks --as-of %lld --yes --store-dir f0 2>&1",
-                         (long long)t - 8 * 86400), 1);
+    ck_assert_int_eq(run(out, sizeof out,
+                         "$P --state s0 restore bookmarks --as-of %lld --yes --store-dir f0 2>&1",
+                         (long long)t - 8 * 86400),
+                     1);
     ck_assert_msg(strstr(out, "7 days only") != NULL, "%s", out);
     ck_assert_uint_eq(count("f0"), 20);
-    ck_assert_int_eq(run(out, sizeof out, "$P --state s0 restore bookmarks --as-of %lld --yes --store-dir f0", (long long)t),
+    ck_assert_int_eq(run(out, sizeof out, "$P --state s0 restore bookmarks --as-of %lld --yes --store-dir f0",
+                         (long long)t),
                      0);
     ck_assert_msg(strstr(out, "10 brought back, 0 deleted") != NULL, "%s", out);
     ck_assert_int_eq(run(NULL, 0, SYNC(1)), 0);
@@ -219,8 +224,9 @@ START_TEST(picl_server_restore_days_usage)
     char out[4096];
     static const char *const bad[] = {"-1", "abc", "3651", "1.5", "7d"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        ck_assert_int_eq(run(out, sizeof out, "$P server --data d%zu --listen 127.0.0.1:0 --restore-days %s 2>&1", i,
-                             bad[i]), 2);
+        ck_assert_int_eq(run(out, sizeof out,
+                             "$P server --data d%zu --listen 127.0.0.1:0 --restore-days %s 2>&1", i, bad[i]),
+                         2);
         ck_assert_msg(strstr(out, "--restore-days takes a number of days") != NULL, "%s: %s", bad[i], out);
         ck_assert_int_eq(run(NULL, 0, "test ! -e d%zu", i), 0); /* nothing created */
     }
@@ -271,11 +277,11 @@ static void listing(int64_t as_of, char *out, size_t cap)
     out[0] = 0;
     size_t i;
     json_t *b;
-    json_array_foreach(a, i, b) {
+    json_array_foreach (a, i, b) {
         const char *p = json_string_value(json_object_get(b, "payload"));
         char one[64];
-        snprintf(one, sizeof one, "%s%s:%c:%zu", i ? "," : "", json_string_value(json_object_get(b, "id")), p[0],
-                 strlen(p));
+        snprintf(one, sizeof one, "%s%s:%c:%zu", i ? "," : "", json_string_value(json_object_get(b, "id")),
+                 p[0], strlen(p));
         tu_append(out, cap, one);
     }
     json_decref(a);
@@ -290,10 +296,7 @@ static void body_is(const char *path, const char *want)
     tu_resp_free(&r);
 }
 
-static void sf_default_setup(void)
-{
-    sf_setup();
-}
+static void sf_default_setup(void) { sf_setup(); }
 
 START_TEST(server_as_of_listing)
 {
@@ -333,7 +336,9 @@ START_TEST(server_as_of_listing)
         ck_assert_int_eq(tupg_exec(SF.pgurl, "UPDATE bso_history SET keep_until=1 WHERE id='a'"), 0);
     } else {
         ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-        ck_assert_int_eq(sqlite3_exec(db, "UPDATE bso_history SET keep_until=1 WHERE id='a'", NULL, NULL, NULL), SQLITE_OK);
+        ck_assert_int_eq(
+            sqlite3_exec(db, "UPDATE bso_history SET keep_until=1 WHERE id='a'", NULL, NULL, NULL),
+            SQLITE_OK);
         sqlite3_close(db);
     }
     ck_assert_int_eq(storage_server_prune(SF.srv, NULL), PICL_OK);
@@ -370,8 +375,9 @@ START_TEST(server_quota_gives_way)
     listing(-1, l, sizeof l);
     ck_assert_str_eq(l, "x2:2:1000,x3:3:1000,x4:4:1000");
     /* live data alone over the quota is still refused */
-    tu_resp r = sf_req("PUT", "/storage/c/x5", "{\"payload\":\"0123456789012345678901234567890123456789"
-                                               "0123456789012345678901234567890123456789012345678901234567890\"}");
+    tu_resp r = sf_req("PUT", "/storage/c/x5",
+                       "{\"payload\":\"0123456789012345678901234567890123456789"
+                       "0123456789012345678901234567890123456789012345678901234567890\"}");
     sf_expect(&r, 400, 14);
     tu_resp_free(&r);
 }

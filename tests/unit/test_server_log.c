@@ -179,11 +179,13 @@ START_TEST(keyserver_logs_every_request)
     wait_line("GET /v1/x", line, sizeof line);
     assert_matches(line, TIME_RE "INFO 127\\.0\\.0\\.1 GET /v1/x\\\\x1b\\[2J\\\\x08 404 [0-9]+ms$");
     /* a secret-looking query and a key id in the path: never in the log */
-    const char secret[] = "GET /v1/recoveryKey/00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
-                          "?token=s3cr3tT0k3n&code=424242 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+    const char secret[] =
+        "GET /v1/recoveryKey/00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+        "?token=s3cr3tT0k3n&code=424242 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
     ck_assert_int_eq(raw_status(srv.port, secret, sizeof secret - 1), 401);
     wait_line("GET /v1/recoveryKey/", line, sizeof line);
-    assert_matches(line, TIME_RE "INFO 127\\.0\\.0\\.1 GET /v1/recoveryKey/\\*\\?token=\\*&code=\\* 401 [0-9]+ms$");
+    assert_matches(line,
+                   TIME_RE "INFO 127\\.0\\.0\\.1 GET /v1/recoveryKey/\\*\\?token=\\*&code=\\* 401 [0-9]+ms$");
     /* a glue error (411) is logged the same way */
     const char nolen[] = "POST /v1/account/create HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
     ck_assert_int_eq(raw_status(srv.port, nolen, sizeof nolen - 1), 411);
@@ -216,13 +218,14 @@ START_TEST(storage_logs_every_request)
     tu_resp_free(&r);
     wait_line("GET /1.5/42/info/collections", line, sizeof line);
     assert_matches(line, TIME_RE "INFO 127\\.0\\.0\\.1 GET /1\\.5/42/info/collections 200 [0-9]+ms$");
-    ck_assert_int_eq(tu_http(&r, "GET", SF.base, "/1.5/42/storage/bookmarks?newer=12.50&full=1&sig=abc",
-                             &o), 0);
+    ck_assert_int_eq(tu_http(&r, "GET", SF.base, "/1.5/42/storage/bookmarks?newer=12.50&full=1&sig=abc", &o),
+                     0);
     ck_assert_int_eq(r.status, 200);
     tu_resp_free(&r);
     wait_line("GET /1.5/42/storage/bookmarks", line, sizeof line);
-    assert_matches(line, TIME_RE
-                   "INFO 127\\.0\\.0\\.1 GET /1\\.5/42/storage/bookmarks\\?newer=12\\.50&full=1&sig=\\* 200 [0-9]+ms$");
+    assert_matches(
+        line, TIME_RE
+        "INFO 127\\.0\\.0\\.1 GET /1\\.5/42/storage/bookmarks\\?newer=12\\.50&full=1&sig=\\* 200 [0-9]+ms$");
     /* no credentials: 401, still one line */
     ck_assert_int_eq(tu_http(&r, "GET", SF.base, "/1.5/42/info/quota", NULL), 0);
     ck_assert_int_eq(r.status, 401);
@@ -232,7 +235,6 @@ START_TEST(storage_logs_every_request)
     sf_teardown();
 }
 END_TEST
-
 
 /* `picl server` (both services on one port), as a process: its whole
  * standard error is lines of the one format, start-up and stop included. */
@@ -267,7 +269,8 @@ START_TEST(picl_server_process_lines)
     ck_assert_uint_gt(port, 0);
     const char storage[] = "GET /1.5/1/info/collections HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
     ck_assert_int_eq(raw_status(port, storage, sizeof storage - 1), 401);
-    const char secret[] = "GET /v1/account/keys?token=t0k3nV4lu3 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+    const char secret[] =
+        "GET /v1/account/keys?token=t0k3nV4lu3 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
     ck_assert_int_eq(raw_status(port, secret, sizeof secret - 1), 401);
     const char evil[] = "GET /v1/x\x1b[31m HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
     ck_assert_int_eq(raw_status(port, evil, sizeof evil - 1), 404);

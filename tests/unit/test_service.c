@@ -60,7 +60,8 @@ typedef struct notes {
     char last[256];
 } notes;
 
-static void on_note(void *ctx, const char *phase, const char *coll, int64_t done, int64_t total, const char *msg)
+static void on_note(void *ctx, const char *phase, const char *coll, int64_t done, int64_t total,
+                    const char *msg)
 {
     notes *n = ctx;
     n->count++;
@@ -139,7 +140,8 @@ START_TEST(test_account_sync_move_reset)
     wrong[0] = wrong[0] == '0' ? '1' : '0';
     ck_assert_int_eq(picl_service_verify_email(d1, wrong), PICL_ERROR_INVALID_CODE);
     ck_assert_ptr_nonnull(strstr(picl_service_last_error(d1), "wrong or expired"));
-    ck_assert_int_eq(picl_service_verify_email(d1, "00"), PICL_ERROR_INVALID_CODE); /* malformed: same error */
+    ck_assert_int_eq(picl_service_verify_email(d1, "00"),
+                     PICL_ERROR_INVALID_CODE); /* malformed: same error */
     ck_assert_int_eq(picl_service_verify_email(d1, code), PICL_OK);
     /* keys need the password once more after verification */
     ck_assert_int_eq(picl_service_sign_in(d1, EMAIL, "wrong"), PICL_ERROR_WRONG_PASSWORD);
@@ -149,17 +151,21 @@ START_TEST(test_account_sync_move_reset)
     ck_assert(json_is_true(json_object_get(s1, "verified")));
     ck_assert_uint_eq(strlen(json_string_value(json_object_get(s1, "kB_fp"))), 32);
 
-    write_store("d1", "bookmarks", "[{\"id\":\"bm1_________\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"title\":\"One\"}]");
-    write_store("d1", "passwords", "[{\"id\":\"{pw1}\",\"hostname\":\"https://a.example\",\"password\":\"s3cret\","
-                                   "\"timePasswordChanged\":1}]");
+    write_store("d1", "bookmarks",
+                "[{\"id\":\"bm1_________\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"title\":\"One\"}]");
+    write_store("d1", "passwords",
+                "[{\"id\":\"{pw1}\",\"hostname\":\"https://a.example\",\"password\":\"s3cret\","
+                "\"timePasswordChanged\":1}]");
     sync_ok(d1);
     ck_assert_int_gt(n.count, 0);
 
     picl_service *d2 = device("d2");
     ck_assert_int_eq(picl_service_sign_in(d2, EMAIL, "correct horse"), PICL_OK);
     json_t *s2 = status_of(d2);
-    ck_assert_str_eq(json_string_value(json_object_get(s1, "kA_fp")), json_string_value(json_object_get(s2, "kA_fp")));
-    ck_assert_str_eq(json_string_value(json_object_get(s1, "kB_fp")), json_string_value(json_object_get(s2, "kB_fp")));
+    ck_assert_str_eq(json_string_value(json_object_get(s1, "kA_fp")),
+                     json_string_value(json_object_get(s2, "kA_fp")));
+    ck_assert_str_eq(json_string_value(json_object_get(s1, "kB_fp")),
+                     json_string_value(json_object_get(s2, "kB_fp")));
     json_decref(s2);
     sync_ok(d2);
     json_t *a = read_store("d1", "passwords"), *b = read_store("d2", "passwords");
@@ -175,8 +181,9 @@ START_TEST(test_account_sync_move_reset)
     picl_free(cls);
     ck_assert_int_eq(picl_service_set_collection_class(d1, "bookmarks", "C"), PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(picl_service_set_collection_class(d1, "bookmarks", "B"), PICL_OK);
-    write_store("d2", "bookmarks", "[{\"id\":\"bm1_________\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"title\":\"One\"},"
-                                   "{\"id\":\"bm2_________\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"title\":\"Two\"}]");
+    write_store("d2", "bookmarks",
+                "[{\"id\":\"bm1_________\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"title\":\"One\"},"
+                "{\"id\":\"bm2_________\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"title\":\"Two\"}]");
     sync_ok(d2);
     ck_assert_int_eq(picl_service_get_collection_class(d2, "bookmarks", &cls), PICL_OK);
     ck_assert_str_eq(cls, "B");
@@ -196,8 +203,10 @@ START_TEST(test_account_sync_move_reset)
     ck_assert(tuks_take_mail(&ks, EMAIL, "X-Recovery-Code", code, sizeof code));
     ck_assert_int_eq(picl_service_complete_password_reset(d2, code, "new pw"), PICL_OK);
     json_t *s3 = status_of(d2);
-    ck_assert_str_eq(json_string_value(json_object_get(s1, "kA_fp")), json_string_value(json_object_get(s3, "kA_fp")));
-    ck_assert_str_ne(json_string_value(json_object_get(s1, "kB_fp")), json_string_value(json_object_get(s3, "kB_fp")));
+    ck_assert_str_eq(json_string_value(json_object_get(s1, "kA_fp")),
+                     json_string_value(json_object_get(s3, "kA_fp")));
+    ck_assert_str_ne(json_string_value(json_object_get(s1, "kB_fp")),
+                     json_string_value(json_object_get(s3, "kB_fp")));
     json_decref(s3);
     char *summary;
     ck_assert_int_eq(picl_service_sync(d2, "", &summary), PICL_OK);
@@ -275,7 +284,6 @@ START_TEST(test_errors_and_interfaces)
 }
 END_TEST
 
-
 /* Scans a file (and its -wal) for a byte string. */
 static int file_contains(const char *path, const char *needle)
 {
@@ -305,10 +313,12 @@ START_TEST(test_compromise)
     ck_assert(tuks_take_mail(&ks, EMAIL, "X-Verify-Code", code, sizeof code));
     ck_assert_int_eq(picl_service_verify_email(d, code), PICL_OK);
     ck_assert_int_eq(picl_service_sign_in(d, EMAIL, "pw"), PICL_OK);
-    write_store("c1", "bookmarks", "[{\"id\":\"bmMarker0001\",\"type\":\"bookmark\",\"parentid\":\"menu\","
-                                   "\"title\":\"PLAINTEXT-BOOKMARK-MARKER\",\"bmkUri\":\"https://marker.example/\"}]");
-    write_store("c1", "passwords", "[{\"id\":\"{pwMarker}\",\"hostname\":\"https://marker.example\","
-                                   "\"password\":\"PLAINTEXT-PASSWORD-MARKER\",\"timePasswordChanged\":1}]");
+    write_store("c1", "bookmarks",
+                "[{\"id\":\"bmMarker0001\",\"type\":\"bookmark\",\"parentid\":\"menu\","
+                "\"title\":\"PLAINTEXT-BOOKMARK-MARKER\",\"bmkUri\":\"https://marker.example/\"}]");
+    write_store("c1", "passwords",
+                "[{\"id\":\"{pwMarker}\",\"hostname\":\"https://marker.example\","
+                "\"password\":\"PLAINTEXT-PASSWORD-MARKER\",\"timePasswordChanged\":1}]");
     sync_ok(d);
     char sdb[256], kdb[600];
     snprintf(sdb, sizeof sdb, "%s/storage/storage.db", tmp);
@@ -332,10 +342,12 @@ START_TEST(test_compromise)
     ck_assert_int_eq(sqlite3_open_v2(sdb, &st, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     const char *colls[2] = {"bookmarks", "passwords"};
     for (int i = 0; i < 2; i++) {
-        ck_assert_int_eq(sqlite3_prepare_v2(st, "SELECT id, payload FROM bsos WHERE coll = ?", -1, &q, NULL), SQLITE_OK);
+        ck_assert_int_eq(sqlite3_prepare_v2(st, "SELECT id, payload FROM bsos WHERE coll = ?", -1, &q, NULL),
+                         SQLITE_OK);
         sqlite3_bind_text(q, 1, colls[i], -1, SQLITE_STATIC);
         ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
-        const char *id = (const char *)sqlite3_column_text(q, 0), *payload = (const char *)sqlite3_column_text(q, 1);
+        const char *id = (const char *)sqlite3_column_text(q, 0),
+                   *payload = (const char *)sqlite3_column_text(q, 1);
         picl_class_entry kid;
         ck_assert_int_eq(picl__record_kid(payload, &kid), PICL_OK);
         /* with kA, whatever the kid claims, try the class-A key of generation 1 */

@@ -68,14 +68,13 @@ static void assert_int_(const uint8_t *got, size_t n, buf want, const char *what
         got++, n--;
     while (wn && !*w)
         w++, wn--;
-    ck_assert_msg(n == wn && memcmp(got, w, n) == 0, "line %d: %s: got %s", line, what,
-                  tu_hex(got, n));
+    ck_assert_msg(n == wn && memcmp(got, w, n) == 0, "line %d: %s: got %s", line, what, tu_hex(got, n));
 }
 
 /* ck_assert that got[0..n) == want byte for byte (padding included). */
-#define assert_bytes(got_, len_, want_, what_)                                       \
-    ck_assert_msg((len_) == (want_).n && memcmp((got_), (want_).p, (len_)) == 0, "%s: got %s", \
-                  (what_), tu_hex((got_), (len_)))
+#define assert_bytes(got_, len_, want_, what_)                                                               \
+    ck_assert_msg((len_) == (want_).n && memcmp((got_), (want_).p, (len_)) == 0, "%s: got %s", (what_),      \
+                  tu_hex((got_), (len_)))
 
 static int all_zero(const uint8_t *p, size_t n)
 {
@@ -105,31 +104,28 @@ struct vec {
     int has_K;
 };
 
-static void run_vector(const picl_srp_group *grp, const struct vec *t, int int_only,
-                       const char *name)
+static void run_vector(const picl_srp_group *grp, const struct vec *t, int int_only, const char *name)
 {
     size_t len = grp->len, hl = picl__srp_hash_bytes(grp);
     uint8_t k[32], x[32], K[32], Ks[32], M1[32], u[32];
     uint8_t *v = malloc(len), *A = malloc(len), *B = malloc(len), *S = malloc(len);
     char what[128];
-#define CMP(G_, L_, W_, LABEL_)                                           \
-    do {                                                                  \
-        snprintf(what, sizeof what, "%s %s", name, LABEL_);               \
-        if (int_only)                                                     \
-            assert_int((G_), (L_), (W_), what);                           \
-        else                                                              \
-            assert_bytes((G_), (L_), (W_), what);                         \
+#define CMP(G_, L_, W_, LABEL_)                                                                              \
+    do {                                                                                                     \
+        snprintf(what, sizeof what, "%s %s", name, LABEL_);                                                  \
+        if (int_only)                                                                                        \
+            assert_int((G_), (L_), (W_), what);                                                              \
+        else                                                                                                 \
+            assert_bytes((G_), (L_), (W_), what);                                                            \
     } while (0)
 
     ck_assert_int_eq(picl__srp_k(grp, k, hl), PICL_OK);
     if (t->k.p)
         assert_int(k, hl, t->k, "k"); /* k is printed in decimal or unpadded everywhere */
-    ck_assert_int_eq(picl__srp_x(grp, t->I.p, t->I.n, t->P.p, t->P.n, t->s.p, t->s.n, x, hl),
-                     PICL_OK);
+    ck_assert_int_eq(picl__srp_x(grp, t->I.p, t->I.n, t->P.p, t->P.n, t->s.p, t->s.n, x, hl), PICL_OK);
     CMP(x, hl, t->x, "x");
-    ck_assert_int_eq(
-        picl__srp_verifier(grp, t->I.p, t->I.n, t->P.p, t->P.n, t->s.p, t->s.n, v, len),
-        PICL_OK);
+    ck_assert_int_eq(picl__srp_verifier(grp, t->I.p, t->I.n, t->P.p, t->P.n, t->s.p, t->s.n, v, len),
+                     PICL_OK);
     CMP(v, len, t->v, "v");
 
     /* server: B from v and b */
@@ -143,9 +139,9 @@ static void run_vector(const picl_srp_group *grp, const struct vec *t, int int_o
     ck_assert_int_eq(picl__srp_client_new_with_a(grp, t->a.p, t->a.n, &cl), PICL_OK);
     ck_assert_int_eq(picl__srp_client_A(cl, A, len), PICL_OK);
     CMP(A, len, t->A, "A");
-    ck_assert_int_eq(picl__srp_client_process(cl, t->I.p, t->I.n, t->P.p, t->P.n, t->s.p,
-                                              t->s.n, B, len, M1, hl),
-                     PICL_OK);
+    ck_assert_int_eq(
+        picl__srp_client_process(cl, t->I.p, t->I.n, t->P.p, t->P.n, t->s.p, t->s.n, B, len, M1, hl),
+        PICL_OK);
     ck_assert_int_eq(picl__srp_client_export(cl, PICL_SRP_U, u, hl), PICL_OK);
     if (t->u.p)
         CMP(u, hl, t->u, "client u");
@@ -184,8 +180,8 @@ static void run_vector(const picl_srp_group *grp, const struct vec *t, int int_o
 
 static void vec_free(struct vec *t)
 {
-    buf *all[] = {&t->I, &t->P, &t->s, &t->a, &t->b, &t->k, &t->x, &t->v,
-                  &t->A, &t->B, &t->u, &t->S, &t->K, &t->M1};
+    buf *all[] = {&t->I, &t->P, &t->s, &t->a, &t->b, &t->k, &t->x,
+                  &t->v, &t->A, &t->B, &t->u, &t->S, &t->K, &t->M1};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         free(all[i]->p);
     memset(t, 0, sizeof *t);
@@ -386,11 +382,10 @@ static int edge_sets(struct vec *sets, int max)
         struct {
             const char *key;
             buf *dst;
-        } map[] = {{"I", &sets[n].I},   {"P", &sets[n].P}, {"salt", &sets[n].s},
-                   {"a", &sets[n].a},   {"b", &sets[n].b}, {"k", &sets[n].k},
-                   {"x", &sets[n].x},   {"v", &sets[n].v}, {"B", &sets[n].B},
-                   {"A", &sets[n].A},   {"u", &sets[n].u}, {"S", &sets[n].S},
-                   {"K", &sets[n].K},   {"M1", &sets[n].M1}};
+        } map[] = {{"I", &sets[n].I}, {"P", &sets[n].P},  {"salt", &sets[n].s}, {"a", &sets[n].a},
+                   {"b", &sets[n].b}, {"k", &sets[n].k},  {"x", &sets[n].x},    {"v", &sets[n].v},
+                   {"B", &sets[n].B}, {"A", &sets[n].A},  {"u", &sets[n].u},    {"S", &sets[n].S},
+                   {"K", &sets[n].K}, {"M1", &sets[n].M1}};
         int found = 0;
         for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
             if (!strcmp(name, map[i].key)) {
@@ -403,9 +398,8 @@ static int edge_sets(struct vec *sets, int max)
     free(line);
     fclose(fp);
     for (int i = 0; i <= n; i++) {
-        buf *req[] = {&sets[i].I, &sets[i].P, &sets[i].s, &sets[i].a, &sets[i].b,
-                      &sets[i].k, &sets[i].x, &sets[i].v, &sets[i].B, &sets[i].A,
-                      &sets[i].u, &sets[i].S, &sets[i].K, &sets[i].M1};
+        buf *req[] = {&sets[i].I, &sets[i].P, &sets[i].s, &sets[i].a, &sets[i].b, &sets[i].k, &sets[i].x,
+                      &sets[i].v, &sets[i].B, &sets[i].A, &sets[i].u, &sets[i].S, &sets[i].K, &sets[i].M1};
         for (size_t j = 0; j < sizeof req / sizeof req[0]; j++)
             ck_assert_msg(req[j]->p != NULL, "set %d incomplete (%zu)", i + 1, j);
     }
@@ -547,8 +541,7 @@ static void fixture_open(struct fixture *fx)
 {
     const picl_srp_group *g = picl__srp_group_picl();
     era_vec(&fx->t);
-    ck_assert_int_eq(picl__srp_server_new_with_b(g, fx->t.v.p, PLEN, fx->t.b.p, fx->t.b.n,
-                                                 &fx->srv),
+    ck_assert_int_eq(picl__srp_server_new_with_b(g, fx->t.v.p, PLEN, fx->t.b.p, fx->t.b.n, &fx->srv),
                      PICL_OK);
     ck_assert_int_eq(picl__srp_server_B(fx->srv, fx->B, PLEN), PICL_OK);
     ck_assert_int_eq(picl__srp_client_new_with_a(g, fx->t.a.p, fx->t.a.n, &fx->cl), PICL_OK);
@@ -565,9 +558,8 @@ static void fixture_close(struct fixture *fx)
 static picl_status client_with_B(struct fixture *fx, const uint8_t *B, size_t Blen)
 {
     memset(fx->M1, 0xaa, sizeof fx->M1);
-    picl_status st = picl__srp_client_process(fx->cl, fx->t.I.p, fx->t.I.n, fx->t.P.p,
-                                              fx->t.P.n, fx->t.s.p, fx->t.s.n, B, Blen,
-                                              fx->M1, 32);
+    picl_status st = picl__srp_client_process(fx->cl, fx->t.I.p, fx->t.I.n, fx->t.P.p, fx->t.P.n, fx->t.s.p,
+                                              fx->t.s.n, B, Blen, fx->M1, 32);
     if (st != PICL_OK) {
         uint8_t K[32];
         ck_assert(all_zero(fx->M1, 32)); /* nothing half-computed leaks out */
@@ -578,8 +570,7 @@ static picl_status client_with_B(struct fixture *fx, const uint8_t *B, size_t Bl
     return st;
 }
 
-static picl_status server_with_A(struct fixture *fx, const uint8_t *A, size_t Alen,
-                                 const uint8_t *M1)
+static picl_status server_with_A(struct fixture *fx, const uint8_t *A, size_t Alen, const uint8_t *M1)
 {
     uint8_t K[32], S[PLEN];
     memset(K, 0xaa, sizeof K);
@@ -588,8 +579,7 @@ static picl_status server_with_A(struct fixture *fx, const uint8_t *A, size_t Al
         ck_assert(all_zero(K, 32)); /* no K released */
         ck_assert_int_eq(picl__srp_server_export(fx->srv, PICL_SRP_K, K, 32), PICL_ERROR_STATE);
         ck_assert(all_zero(K, 32));
-        ck_assert_int_eq(picl__srp_server_export(fx->srv, PICL_SRP_S, S, PLEN),
-                         PICL_ERROR_STATE);
+        ck_assert_int_eq(picl__srp_server_export(fx->srv, PICL_SRP_S, S, PLEN), PICL_ERROR_STATE);
     } else {
         ck_assert_mem_eq(K, fx->t.K.p, 32);
     }
@@ -633,8 +623,7 @@ START_TEST(test_server_rejects_bad_A)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         buf A = multiple_of_N(bad[i].mult, bad[i].pad);
-        ck_assert_msg(server_with_A(&fx, A.p, A.n, fx.M1) == PICL_ERROR_SRP_BAD_A, "%s",
-                      bad[i].what);
+        ck_assert_msg(server_with_A(&fx, A.p, A.n, fx.M1) == PICL_ERROR_SRP_BAD_A, "%s", bad[i].what);
         free(A.p);
     }
     /* the right number with the wrong length: A begins with 00 in this vector */
@@ -666,8 +655,10 @@ START_TEST(test_client_rejects_bad_B)
         size_t pad;
         const char *what;
     } bad[] = {
-        {0, PLEN, "B = 0"},           {1, PLEN, "B = N"},
-        {2, 0, "B = 2N (257 bytes)"}, {1, PLEN + 1, "B = N padded to 257 bytes"},
+        {0, PLEN, "B = 0"},
+        {1, PLEN, "B = N"},
+        {2, 0, "B = 2N (257 bytes)"},
+        {1, PLEN + 1, "B = N padded to 257 bytes"},
         {0, PLEN - 1, "B = 0 in 255 bytes"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -694,16 +685,14 @@ START_TEST(test_client_rejects_u_zero)
     fixture_open(&fx);
     uint8_t zero[32] = {0}, M1[32];
     memset(M1, 0xaa, sizeof M1);
-    ck_assert_int_eq(picl__srp_client_process_forced_u(fx.cl, fx.t.I.p, fx.t.I.n, fx.t.P.p,
-                                                       fx.t.P.n, fx.t.s.p, fx.t.s.n, fx.B,
-                                                       PLEN, zero, M1, 32),
+    ck_assert_int_eq(picl__srp_client_process_forced_u(fx.cl, fx.t.I.p, fx.t.I.n, fx.t.P.p, fx.t.P.n,
+                                                       fx.t.s.p, fx.t.s.n, fx.B, PLEN, zero, M1, 32),
                      PICL_ERROR_SRP_BAD_U);
     ck_assert(all_zero(M1, 32));
     ck_assert_int_eq(picl__srp_client_key(fx.cl, M1, 32), PICL_ERROR_STATE);
     /* the hook itself computes correctly when u is the real one */
-    ck_assert_int_eq(picl__srp_client_process_forced_u(fx.cl, fx.t.I.p, fx.t.I.n, fx.t.P.p,
-                                                       fx.t.P.n, fx.t.s.p, fx.t.s.n, fx.B,
-                                                       PLEN, fx.t.u.p, M1, 32),
+    ck_assert_int_eq(picl__srp_client_process_forced_u(fx.cl, fx.t.I.p, fx.t.I.n, fx.t.P.p, fx.t.P.n,
+                                                       fx.t.s.p, fx.t.s.n, fx.B, PLEN, fx.t.u.p, M1, 32),
                      PICL_OK);
     ck_assert_mem_eq(M1, fx.t.M1.p, 32);
     fixture_close(&fx);
@@ -766,15 +755,13 @@ START_TEST(test_random_round_trip)
         ck_assert_int_eq(picl__srp_server_B(s2, B2, PLEN), PICL_OK);
         ck_assert(memcmp(A1, A2, PLEN) != 0); /* a is fresh each time */
         ck_assert(memcmp(B1, B2, PLEN) != 0); /* b too */
-        ck_assert_int_eq(
-            picl__srp_client_process(c1, I, sizeof I - 1, P, 32, salt, 32, B1, PLEN, M1, 32),
-            PICL_OK);
+        ck_assert_int_eq(picl__srp_client_process(c1, I, sizeof I - 1, P, 32, salt, 32, B1, PLEN, M1, 32),
+                         PICL_OK);
         ck_assert_int_eq(picl__srp_client_key(c1, Kc, 32), PICL_OK);
         ck_assert_int_eq(picl__srp_server_verify(s1, A1, PLEN, M1, 32, Ks, 32), PICL_OK);
         ck_assert_mem_eq(Kc, Ks, 32);
         /* a proof made for one server does not open another */
-        ck_assert_int_eq(picl__srp_server_verify(s2, A1, PLEN, M1, 32, Ks, 32),
-                         PICL_ERROR_SRP_PROOF);
+        ck_assert_int_eq(picl__srp_server_verify(s2, A1, PLEN, M1, 32, Ks, 32), PICL_ERROR_SRP_PROOF);
         ck_assert(all_zero(Ks, 32));
         picl__srp_client_free(c1);
         picl__srp_client_free(c2);
@@ -793,8 +780,8 @@ START_TEST(test_misuse)
     /* wrong output sizes */
     ck_assert_int_eq(picl__srp_client_A(fx.cl, out, PLEN - 1), PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(picl__srp_server_B(fx.srv, out, PLEN + 1), PICL_ERROR_INVALID_ARGUMENT);
-    ck_assert_int_eq(picl__srp_client_process(fx.cl, fx.t.I.p, fx.t.I.n, fx.t.P.p, fx.t.P.n,
-                                              fx.t.s.p, fx.t.s.n, fx.B, PLEN, out, 31),
+    ck_assert_int_eq(picl__srp_client_process(fx.cl, fx.t.I.p, fx.t.I.n, fx.t.P.p, fx.t.P.n, fx.t.s.p,
+                                              fx.t.s.n, fx.B, PLEN, out, 31),
                      PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(picl__srp_server_verify(fx.srv, fx.A, PLEN, fx.t.M1.p, 31, K, 32),
                      PICL_ERROR_INVALID_ARGUMENT);
@@ -807,17 +794,15 @@ START_TEST(test_misuse)
                      PICL_ERROR_INVALID_ARGUMENT);
     /* over-long inputs */
     static uint8_t big[PICL_SRP_MAX_INPUT + 1];
-    ck_assert_int_eq(picl__srp_client_process(fx.cl, big, sizeof big, fx.t.P.p, fx.t.P.n,
-                                              fx.t.s.p, fx.t.s.n, fx.B, PLEN, out, 32),
+    ck_assert_int_eq(picl__srp_client_process(fx.cl, big, sizeof big, fx.t.P.p, fx.t.P.n, fx.t.s.p, fx.t.s.n,
+                                              fx.B, PLEN, out, 32),
                      PICL_ERROR_TOO_LARGE);
-    ck_assert_int_eq(picl__srp_verifier(g, big, 1, big, 1, big, sizeof big, out, PLEN),
-                     PICL_ERROR_TOO_LARGE);
-    ck_assert_int_eq(picl__srp_verifier(g, NULL, 3, big, 1, big, 1, out, PLEN),
-                     PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__srp_verifier(g, big, 1, big, 1, big, sizeof big, out, PLEN), PICL_ERROR_TOO_LARGE);
+    ck_assert_int_eq(picl__srp_verifier(g, NULL, 3, big, 1, big, 1, out, PLEN), PICL_ERROR_INVALID_ARGUMENT);
     /* one successful process per client */
     ck_assert_int_eq(client_with_B(&fx, fx.B, PLEN), PICL_OK);
-    ck_assert_int_eq(picl__srp_client_process(fx.cl, fx.t.I.p, fx.t.I.n, fx.t.P.p, fx.t.P.n,
-                                              fx.t.s.p, fx.t.s.n, fx.B, PLEN, out, 32),
+    ck_assert_int_eq(picl__srp_client_process(fx.cl, fx.t.I.p, fx.t.I.n, fx.t.P.p, fx.t.P.n, fx.t.s.p,
+                                              fx.t.s.n, fx.B, PLEN, out, 32),
                      PICL_ERROR_STATE);
     /* verifiers out of range: 0 and N */
     picl_srp_server *s = (picl_srp_server *)1;
@@ -825,14 +810,12 @@ START_TEST(test_misuse)
     ck_assert_int_eq(picl__srp_server_new(g, out, PLEN, &s), PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_ptr_null(s);
     ck_assert_int_eq(picl__srp_server_new(g, g->N, PLEN, &s), PICL_ERROR_INVALID_ARGUMENT);
-    ck_assert_int_eq(picl__srp_server_new(g, fx.t.v.p, PLEN - 1, &s),
-                     PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__srp_server_new(g, fx.t.v.p, PLEN - 1, &s), PICL_ERROR_INVALID_ARGUMENT);
     /* a and b lengths */
     picl_srp_client *c = (picl_srp_client *)1;
     ck_assert_int_eq(picl__srp_client_new_with_a(g, out, 0, &c), PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_ptr_null(c);
-    ck_assert_int_eq(picl__srp_client_new_with_a(g, out, PLEN + 1, &c),
-                     PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__srp_client_new_with_a(g, out, PLEN + 1, &c), PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(picl__srp_server_new_with_b(g, fx.t.v.p, PLEN, NULL, 1, &s),
                      PICL_ERROR_INVALID_ARGUMENT);
     picl__srp_client_free(NULL);
@@ -904,11 +887,9 @@ START_TEST(test_gmp_allocates_nothing)
     gmp_allocs = 0;
     const picl_srp_group *g = picl__srp_group_picl();
     uint8_t v[PLEN], K[32];
-    ck_assert_int_eq(picl__srp_verifier(g, fx.t.I.p, fx.t.I.n, fx.t.P.p, fx.t.P.n, fx.t.s.p,
-                                        fx.t.s.n, v, PLEN),
-                     PICL_OK);
-    ck_assert_int_eq(picl__srp_server_new_with_b(g, v, PLEN, fx.t.b.p, fx.t.b.n, &fx.srv),
-                     PICL_OK);
+    ck_assert_int_eq(
+        picl__srp_verifier(g, fx.t.I.p, fx.t.I.n, fx.t.P.p, fx.t.P.n, fx.t.s.p, fx.t.s.n, v, PLEN), PICL_OK);
+    ck_assert_int_eq(picl__srp_server_new_with_b(g, v, PLEN, fx.t.b.p, fx.t.b.n, &fx.srv), PICL_OK);
     ck_assert_int_eq(picl__srp_client_new(g, &fx.cl), PICL_OK);
     ck_assert_int_eq(picl__srp_client_A(fx.cl, fx.A, PLEN), PICL_OK);
     ck_assert_int_eq(client_with_B(&fx, fx.B, PLEN), PICL_OK);

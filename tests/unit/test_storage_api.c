@@ -115,7 +115,7 @@ START_TEST(test_put_bad_inputs_change_nothing)
         long status;
         int code;
     } cases[] = {
-        {NULL, "{\"payload\":\"x\"}", "application/json", 400, 8},           /* id of 65 chars */
+        {NULL, "{\"payload\":\"x\"}", "application/json", 400, 8}, /* id of 65 chars */
         {"/storage/tabs/a%01b", "{\"payload\":\"x\"}", "application/json", 400, 8},
         {"/storage/a%2Fb/x", "{\"payload\":\"x\"}", "application/json", 400, 13},
         {"/storage/abcdefghijklmnopqrstuvwxyz0123456/x", "{\"payload\":\"x\"}", "application/json", 400, 13},
@@ -247,8 +247,8 @@ static void post_n(const char *coll, int first, int n)
     o += (size_t)snprintf(body + o, sizeof body - o, "[");
     for (int i = 0; i < n; i++)
         o += (size_t)snprintf(body + o, sizeof body - o,
-                              "%s{\"id\":\"i%03d\",\"payload\":\"p%d\",\"sortindex\":%d}",
-                              i ? "," : "", first + i, first + i, (first + i) % 7);
+                              "%s{\"id\":\"i%03d\",\"payload\":\"p%d\",\"sortindex\":%d}", i ? "," : "",
+                              first + i, first + i, (first + i) % 7);
     snprintf(body + o, sizeof body - o, "]");
     char path[64];
     snprintf(path, sizeof path, "/storage/%s", coll);
@@ -263,10 +263,11 @@ static void post_n(const char *coll, int first, int n)
 
 START_TEST(test_post_and_list)
 {
-    tu_resp r = POST_JSON("/storage/history",
-                          "[{\"id\":\"b\",\"payload\":\"2\"},{\"id\":\"a\",\"payload\":\"1\",\"sortindex\":3},"
-                          "{\"id\":\"bad\\u0001\",\"payload\":\"x\"},{\"id\":\"c\",\"ttl\":-5},"
-                          "{\"id\":\"d\",\"sortindex\":12345678901},5]");
+    tu_resp r =
+        POST_JSON("/storage/history",
+                  "[{\"id\":\"b\",\"payload\":\"2\"},{\"id\":\"a\",\"payload\":\"1\",\"sortindex\":3},"
+                  "{\"id\":\"bad\\u0001\",\"payload\":\"x\"},{\"id\":\"c\",\"ttl\":-5},"
+                  "{\"id\":\"d\",\"sortindex\":12345678901},5]");
     sf_expect(&r, 200, -1);
     int64_t t = sf_ts_header(&r, "X-Last-Modified");
     json_t *j = sf_json(&r);
@@ -409,11 +410,11 @@ END_TEST
 
 START_TEST(test_get_params)
 {
-    post_n("c", 0, 5);  /* t1 */
+    post_n("c", 0, 5); /* t1 */
     tu_resp r = sf_req("GET", "/info/collections", NULL);
     int64_t t1 = sf_ts_header(&r, "X-Last-Modified");
     tu_resp_free(&r);
-    post_n("c", 5, 3);  /* t2 */
+    post_n("c", 5, 3); /* t2 */
     char q[128], t1s[32];
     snprintf(t1s, sizeof t1s, "%lld.%02lld", (long long)(t1 / 100), (long long)(t1 % 100));
 
@@ -425,7 +426,8 @@ START_TEST(test_get_params)
     r = sf_req("GET", q, NULL);
     ck_assert_str_eq(r.body, "[]");
     tu_resp_free(&r);
-    snprintf(q, sizeof q, "/storage/c?older=%lld.%02lld", (long long)((t1 + 1) / 100), (long long)((t1 + 1) % 100));
+    snprintf(q, sizeof q, "/storage/c?older=%lld.%02lld", (long long)((t1 + 1) / 100),
+             (long long)((t1 + 1) % 100));
     r = sf_req("GET", q, NULL);
     ck_assert_str_eq(r.body, "[\"i000\",\"i001\",\"i002\",\"i003\",\"i004\"]");
     tu_resp_free(&r);
@@ -436,7 +438,8 @@ START_TEST(test_get_params)
     ck_assert_str_eq(r.body, "[\"i005\",\"i006\",\"i007\"]");
     char *next = tu_resp_header(&r, "X-Weave-Next-Offset");
     ck_assert_ptr_nonnull(next);
-    ck_assert_uint_eq(strspn(next, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_"), strlen(next));
+    ck_assert_uint_eq(strspn(next, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_"),
+                      strlen(next));
     tu_resp_free(&r);
     snprintf(q, sizeof q, "/storage/c?sort=newest&limit=3&offset=%s", next);
     r = sf_req("GET", q, NULL);
@@ -458,8 +461,8 @@ START_TEST(test_get_params)
     ck_assert_ptr_null(next);
     tu_resp_free(&r);
     /* malformed parameters */
-    const char *badq[] = {"?newer=abc", "?older=-1", "?limit=-2", "?limit=x", "?sort=random",
-                          "?offset=zzz", "?newer=1.2.3", "?offset=n12_zz"};
+    const char *badq[] = {"?newer=abc",   "?older=-1",   "?limit=-2",    "?limit=x",
+                          "?sort=random", "?offset=zzz", "?newer=1.2.3", "?offset=n12_zz"};
     for (size_t i = 0; i < sizeof badq / sizeof badq[0]; i++) {
         snprintf(q, sizeof q, "/storage/c%s", badq[i]);
         r = sf_req("GET", q, NULL);
@@ -515,8 +518,8 @@ START_TEST(test_paging_while_writing)
         } while (offset && pages < 50);
         free(offset);
         for (int i = 0; i < 12; i++)
-            ck_assert_msg(seen[i] == 1, "sort %s: item %d seen %d times", sorts[si] ? sorts[si] : "none",
-                          i, seen[i]);
+            ck_assert_msg(seen[i] == 1, "sort %s: item %d seen %d times", sorts[si] ? sorts[si] : "none", i,
+                          seen[i]);
     }
 }
 END_TEST
@@ -531,7 +534,8 @@ START_TEST(test_if_modified_since)
     tu_resp_free(&r);
     char h[64], h2[64];
     snprintf(h, sizeof h, "X-If-Modified-Since: %lld.%02lld", (long long)(t / 100), (long long)(t % 100));
-    snprintf(h2, sizeof h2, "X-If-Modified-Since: %lld.%02lld", (long long)((t - 1) / 100), (long long)((t - 1) % 100));
+    snprintf(h2, sizeof h2, "X-If-Modified-Since: %lld.%02lld", (long long)((t - 1) / 100),
+             (long long)((t - 1) % 100));
     const char *paths[] = {"/storage/tabs", "/storage/tabs/a", "/info/collections",
                            "/info/collection_counts"};
     for (size_t i = 0; i < 4; i++) {
@@ -569,8 +573,10 @@ START_TEST(test_if_unmodified_since)
     int64_t t = sf_ts_header(&r, "X-Last-Modified");
     tu_resp_free(&r);
     char old[64], cur[64];
-    snprintf(old, sizeof old, "X-If-Unmodified-Since: %lld.%02lld", (long long)((t - 1) / 100), (long long)((t - 1) % 100));
-    snprintf(cur, sizeof cur, "X-If-Unmodified-Since: %lld.%02lld", (long long)(t / 100), (long long)(t % 100));
+    snprintf(old, sizeof old, "X-If-Unmodified-Since: %lld.%02lld", (long long)((t - 1) / 100),
+             (long long)((t - 1) % 100));
+    snprintf(cur, sizeof cur, "X-If-Unmodified-Since: %lld.%02lld", (long long)(t / 100),
+             (long long)(t % 100));
     const char *ho[] = {old, NULL}, *hc[] = {cur, NULL}, *h0[] = {"X-If-Unmodified-Since: 0", NULL};
     char *before = sf_snapshot();
     struct {
@@ -623,8 +629,8 @@ static void *race(void *arg)
     snprintf(body, sizeof body, "[{\"id\":\"r%d\",\"payload\":\"x\"}]", rc->idx);
     char target[64];
     snprintf(target, sizeof target, "/1.5/%d/storage/race", SF_UID);
-    tu_req o = {.ctype = "application/json", .body = body, .len = strlen(body), .headers = h,
-                .cred = &SF.cred};
+    tu_req o = {
+        .ctype = "application/json", .body = body, .len = strlen(body), .headers = h, .cred = &SF.cred};
     tu_resp r;
     if (tu_http(&r, "POST", SF.base, target, &o) == 0)
         rc->status = r.status;
@@ -639,7 +645,8 @@ START_TEST(test_concurrent_writers)
         int64_t t = sf_ts_header(&r, "X-Last-Modified");
         tu_resp_free(&r);
         char hdr[64];
-        snprintf(hdr, sizeof hdr, "X-If-Unmodified-Since: %lld.%02lld", (long long)(t / 100), (long long)(t % 100));
+        snprintf(hdr, sizeof hdr, "X-If-Unmodified-Since: %lld.%02lld", (long long)(t / 100),
+                 (long long)(t % 100));
         racer a = {hdr, round * 2, 0}, b = {hdr, round * 2 + 1, 0};
         pthread_t ta, tb;
         pthread_create(&ta, NULL, race, &a);
@@ -669,8 +676,7 @@ static void *write_many(void *arg)
     for (int i = 0; i < 15; i++) {
         char target[96];
         snprintf(target, sizeof target, "/1.5/%d/storage/w%d/i%d", SF_UID, w->idx, i);
-        tu_req o = {.ctype = "application/json", .body = "{\"payload\":\"p\"}", .len = 15,
-                    .cred = &SF.cred};
+        tu_req o = {.ctype = "application/json", .body = "{\"payload\":\"p\"}", .len = 15, .cred = &SF.cred};
         tu_resp r;
         w->ts[i] = -1;
         if (tu_http(&r, "PUT", SF.base, target, &o) == 0 && r.status == 200) {
@@ -723,8 +729,8 @@ START_TEST(test_mount_on_shared_server)
 {
     /* `picl server`: the storage routes on a server someone else owns. */
     storage_server *s = NULL;
-    storage_config c = {.data_dir = SF.dir, .secret = SF_SECRET, .secret_len = SF_SECRET_LEN,
-                        .prune_interval_s = -1};
+    storage_config c = {
+        .data_dir = SF.dir, .secret = SF_SECRET, .secret_len = SF_SECRET_LEN, .prune_interval_s = -1};
     ck_assert_int_eq(storage_server_new(&s, &c), PICL_OK);
     srv_http_server *h;
     srv_http_config hc = {.listen = "127.0.0.1:0", .max_body = 16384};
@@ -854,7 +860,7 @@ START_TEST(test_deletes)
     ck_assert_str_eq(r.body, "{}");
     tu_resp_free(&r);
     post_n("three", 0, 1);
-    r = sf_req("DELETE", "", NULL);  /* DELETE / of the endpoint */
+    r = sf_req("DELETE", "", NULL); /* DELETE / of the endpoint */
     sf_expect(&r, 200, -1);
     ck_assert_int_gt(sf_ts_header(&r, "X-Last-Modified"), td);
     tu_resp_free(&r);
@@ -955,7 +961,8 @@ END_TEST
 
 static void quota_setup(void)
 {
-    storage_config c = {.quota_kb = 2, .restore_days = -1}; /* SyncStorage's own quota rules (undo: test_restore) */
+    storage_config c = {.quota_kb = 2,
+                        .restore_days = -1}; /* SyncStorage's own quota rules (undo: test_restore) */
     sf_setup_with(&c);
 }
 
@@ -978,7 +985,9 @@ START_TEST(test_quota)
     r = sf_req("PUT", "/storage/q/3", body);
     sf_expect(&r, 400, 14);
     tu_resp_free(&r);
-    r = POST_JSON("/storage/q", "[{\"id\":\"4\",\"payload\":\"0123456789012345678901234567890123456789012345678901234567890\"}]");
+    r = POST_JSON(
+        "/storage/q",
+        "[{\"id\":\"4\",\"payload\":\"0123456789012345678901234567890123456789012345678901234567890\"}]");
     sf_expect(&r, 400, 14);
     tu_resp_free(&r);
     char *after = sf_snapshot();
@@ -1118,8 +1127,11 @@ START_TEST(test_start_errors)
     storage_server *s = NULL;
     char listen[64];
     snprintf(listen, sizeof listen, "127.0.0.1:%u", storage_server_port(SF.srv));
-    storage_config c = {.listen = listen, .data_dir = SF.dir, .secret = SF_SECRET,
-                        .secret_len = SF_SECRET_LEN, .prune_interval_s = -1};
+    storage_config c = {.listen = listen,
+                        .data_dir = SF.dir,
+                        .secret = SF_SECRET,
+                        .secret_len = SF_SECRET_LEN,
+                        .prune_interval_s = -1};
     ck_assert_int_eq(storage_server_new(&s, &c), PICL_OK);
     ck_assert_int_eq(storage_server_start(s), PICL_ERROR_NETWORK);
     storage_server_free(s);
@@ -1132,9 +1144,10 @@ START_TEST(test_parse_ts)
         const char *in;
         int ok;
         int64_t want;
-    } v[] = {{"0", 1, 0}, {"12", 1, 1200}, {"12.3", 1, 1230}, {"12.34", 1, 1234},
-             {"12.349", 1, 1234}, {"", 0, 0}, {"-1", 0, 0}, {"1.", 0, 0}, {".5", 0, 0},
-             {"1e3", 0, 0}, {"1 ", 0, 0}, {"1234567890123", 0, 0}, {"0x10", 0, 0}};
+    } v[] = {{"0", 1, 0},         {"12", 1, 1200}, {"12.3", 1, 1230}, {"12.34", 1, 1234},
+             {"12.349", 1, 1234}, {"", 0, 0},      {"-1", 0, 0},      {"1.", 0, 0},
+             {".5", 0, 0},        {"1e3", 0, 0},   {"1 ", 0, 0},      {"1234567890123", 0, 0},
+             {"0x10", 0, 0}};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         int64_t c = -1;
         picl_status st = picl__synctime_parse(v[i].in, strlen(v[i].in), &c);
@@ -1200,7 +1213,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

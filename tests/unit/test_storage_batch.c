@@ -31,7 +31,8 @@ static char *open_batch(const char *coll, const char *body)
 
 START_TEST(test_batch_lifecycle)
 {
-    char *id = open_batch("hist", "[{\"id\":\"a\",\"payload\":\"1\"},{\"id\":\"b\",\"payload\":\"2\",\"sortindex\":4},{\"id\":\"bad\",\"ttl\":0}]");
+    char *id = open_batch("hist", "[{\"id\":\"a\",\"payload\":\"1\"},{\"id\":\"b\",\"payload\":\"2\","
+                                  "\"sortindex\":4},{\"id\":\"bad\",\"ttl\":0}]");
     /* nothing visible yet */
     tu_resp r = sf_req("GET", "/storage/hist", NULL);
     ck_assert_str_eq(r.body, "[]");
@@ -115,10 +116,8 @@ START_TEST(test_batch_refusals_change_nothing)
     tu_resp_free(&r);
     tu_cred_free(&other);
     /* unknown and malformed ids, bad parameters */
-    const char *bad[] = {"/storage/mine?batch=AAAAAAAAAAAAAAAAAAAAAA",
-                         "/storage/mine?batch=short",
-                         "/storage/mine?batch=",
-                         "/storage/mine?commit=true",
+    const char *bad[] = {"/storage/mine?batch=AAAAAAAAAAAAAAAAAAAAAA", "/storage/mine?batch=short",
+                         "/storage/mine?batch=", "/storage/mine?commit=true",
                          "/storage/mine?batch=true&commit=yes"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         r = post_h(bad[i], "[{\"id\":\"z\"}]", NULL);
@@ -222,8 +221,7 @@ END_TEST
 
 static void small_setup(void)
 {
-    storage_config c = {.limits = {.max_total_records = 3, .max_total_bytes = 10},
-                        .batch_ttl_s = 1};
+    storage_config c = {.limits = {.max_total_records = 3, .max_total_bytes = 10}, .batch_ttl_s = 1};
     sf_setup_with(&c);
 }
 
@@ -345,7 +343,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

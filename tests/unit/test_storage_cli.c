@@ -88,8 +88,7 @@ START_TEST(test_mint_token_and_serve)
         dup2(fds[1], 2);
         close(fds[0]);
         close(fds[1]);
-        execl(bin, bin, "--listen", "127.0.0.1:0", "--data", dir, "--secret-file", secret,
-              (char *)NULL);
+        execl(bin, bin, "--listen", "127.0.0.1:0", "--data", dir, "--secret-file", secret, (char *)NULL);
         _exit(127);
     }
     close(fds[1]);
@@ -169,7 +168,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

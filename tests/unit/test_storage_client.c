@@ -18,10 +18,7 @@ static void client_setup_with(const storage_config *cfg)
     ck_assert_int_eq(picl__stc_new(&C, endpoint, SF.cred.token, SF.cred.key), PICL_OK);
 }
 
-static void client_setup(void)
-{
-    client_setup_with(NULL);
-}
+static void client_setup(void) { client_setup_with(NULL); }
 
 static void client_teardown(void)
 {
@@ -71,8 +68,12 @@ START_TEST(test_roundtrip_all_calls)
     picl__stc_post_result_clear(&pr);
     json_decref(list);
 
-    picl_stc_query q = {.newer = -1, .older = -1, .if_modified_since = -1,
-                        .if_unmodified_since = -1, .sort = "index", .full = 1};
+    picl_stc_query q = {.newer = -1,
+                        .older = -1,
+                        .if_modified_since = -1,
+                        .if_unmodified_since = -1,
+                        .sort = "index",
+                        .full = 1};
     ck_assert_int_eq(picl__stc_get(C, "tabs", &q, &j, NULL), PICL_OK);
     ck_assert_int_eq(json_array_size(j), 6);
     ck_assert_str_eq(json_string_value(json_object_get(json_array_get(j, 0), "id")), "p4");
@@ -121,8 +122,12 @@ START_TEST(test_paging)
     ck_assert_int_eq(picl__stc_post(C, "h", list, -1, &pr), PICL_OK);
     picl__stc_post_result_clear(&pr);
     json_decref(list);
-    picl_stc_query q = {.newer = -1, .older = -1, .if_modified_since = -1,
-                        .if_unmodified_since = -1, .limit = 4, .sort = "oldest"};
+    picl_stc_query q = {.newer = -1,
+                        .older = -1,
+                        .if_modified_since = -1,
+                        .if_unmodified_since = -1,
+                        .limit = 4,
+                        .sort = "oldest"};
     json_t *all;
     ck_assert_int_eq(picl__stc_get_all(C, "h", &q, 0, &all), PICL_OK);
     ck_assert_int_eq(json_array_size(all), 25);
@@ -163,8 +168,7 @@ START_TEST(test_conditions)
     ck_assert_int_eq(picl__stc_info(C, "collections", now, &j), PICL_OK);
     ck_assert_ptr_null(j);
     ck_assert_int_eq(picl__stc_last(C)->not_modified, 1);
-    picl_stc_query q = {.newer = -1, .older = -1, .if_modified_since = -1,
-                        .if_unmodified_since = m - 1};
+    picl_stc_query q = {.newer = -1, .older = -1, .if_modified_since = -1, .if_unmodified_since = m - 1};
     ck_assert_int_eq(picl__stc_get(C, "c", &q, &j, NULL), PICL_ERROR_CONFLICT);
     ck_assert_ptr_null(j);
 }
@@ -266,8 +270,8 @@ START_TEST(test_page_conflict)
     ck_assert_int_eq(picl__stc_post(C, "pc", list, -1, &pr), PICL_OK);
     picl__stc_post_result_clear(&pr);
     json_decref(list);
-    picl_stc_query q = {.newer = -1, .older = -1, .if_modified_since = -1,
-                        .if_unmodified_since = -1, .limit = 2};
+    picl_stc_query q = {
+        .newer = -1, .older = -1, .if_modified_since = -1, .if_unmodified_since = -1, .limit = 2};
     json_t *page;
     char *next;
     ck_assert_int_eq(picl__stc_get(C, "pc", &q, &page, &next), PICL_OK);
@@ -288,8 +292,7 @@ START_TEST(test_errors)
 {
     picl_stc *c;
     ck_assert_int_eq(picl__stc_new(&c, "ftp://x/1.5/1", "a", "b"), PICL_ERROR_INVALID_ARGUMENT);
-    ck_assert_int_eq(picl__stc_new(&c, "http://127.0.0.1:1/1.5/42", SF.cred.token, SF.cred.key),
-                     PICL_OK);
+    ck_assert_int_eq(picl__stc_new(&c, "http://127.0.0.1:1/1.5/42", SF.cred.token, SF.cred.key), PICL_OK);
     json_t *j;
     ck_assert_int_eq(picl__stc_info(c, "collections", -1, &j), PICL_ERROR_NETWORK);
     picl__stc_free(c);
@@ -308,8 +311,9 @@ END_TEST
 
 static void small_setup(void)
 {
-    storage_config c = {.limits = {.max_post_records = 3, .max_post_bytes = 100,
-                                   .max_total_records = 20, .max_total_bytes = 1000}};
+    storage_config c = {
+        .limits = {
+            .max_post_records = 3, .max_post_bytes = 100, .max_total_records = 20, .max_total_bytes = 1000}};
     client_setup_with(&c);
 }
 
@@ -326,8 +330,8 @@ START_TEST(test_batching)
     ck_assert_int_eq(json_array_size(pr.success), 10);
     int64_t t = pr.modified;
     picl__stc_post_result_clear(&pr);
-    picl_stc_query q = {.newer = -1, .older = -1, .if_modified_since = -1,
-                        .if_unmodified_since = -1, .full = 1};
+    picl_stc_query q = {
+        .newer = -1, .older = -1, .if_modified_since = -1, .if_unmodified_since = -1, .full = 1};
     json_t *all;
     ck_assert_int_eq(picl__stc_get(C, "many", &q, &all, NULL), PICL_OK);
     ck_assert_int_eq(json_array_size(all), 10);
@@ -392,8 +396,7 @@ static void bad_answer(srv_http_request *req, srv_http_response *resp, void *ctx
             "{\"max_request_bytes\":1000,\"max_post_records\":10,\"max_post_bytes\":1000,"
             "\"max_total_records\":10,\"max_total_bytes\":1000,\"max_record_payload_bytes\":100}";
         srv_http_respond(resp, 200, "application/json", cfg, sizeof cfg - 1);
-    }
-    else if (!strcmp(what, "notjson"))
+    } else if (!strcmp(what, "notjson"))
         srv_http_respond(resp, 200, "application/json", "not json", 8);
     else if (!strcmp(what, "object")) {
         srv_http_respond(resp, 200, "application/json", "{\"a\":1}", 7);
@@ -418,18 +421,15 @@ START_TEST(test_malformed_server)
     ck_assert_int_eq(srv_http_server_new(&h, &hc), PICL_OK);
     struct {
         const char *m, *p, *what;
-    } routes[] = {{"GET", "/1.5/1/info/configuration", "config1"},
-                  {"GET", "/1.5/1/info/collections", "notjson"},
-                  {"GET", "/1.5/1/storage/c", "object"},
-                  {"GET", "/1.5/1/storage/c/i", "array"},
-                  {"GET", "/1.5/1/storage/e500", "500"},
-                  {"GET", "/1.5/1/storage/e418", "418"},
-                  {"GET", "/1.5/1/storage/e429", "429"},
-                  {"GET", "/1.5/2/info/configuration", "config2"},
-                  {"POST", "/1.5/2/storage/c", "nosuccess"}};
+    } routes[] = {
+        {"GET", "/1.5/1/info/configuration", "config1"}, {"GET", "/1.5/1/info/collections", "notjson"},
+        {"GET", "/1.5/1/storage/c", "object"},           {"GET", "/1.5/1/storage/c/i", "array"},
+        {"GET", "/1.5/1/storage/e500", "500"},           {"GET", "/1.5/1/storage/e418", "418"},
+        {"GET", "/1.5/1/storage/e429", "429"},           {"GET", "/1.5/2/info/configuration", "config2"},
+        {"POST", "/1.5/2/storage/c", "nosuccess"}};
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
-        ck_assert_int_eq(srv_http_route(h, routes[i].m, routes[i].p, bad_answer,
-                                         (void *)routes[i].what, NULL), PICL_OK);
+        ck_assert_int_eq(
+            srv_http_route(h, routes[i].m, routes[i].p, bad_answer, (void *)routes[i].what, NULL), PICL_OK);
     ck_assert_int_eq(srv_http_server_start(h), PICL_OK);
     char ep[96];
     snprintf(ep, sizeof ep, "http://127.0.0.1:%u/1.5/1", srv_http_server_port(h));
@@ -505,7 +505,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

@@ -80,8 +80,10 @@ static long request(proc *p, const char *method, const char *path, const char *b
 {
     char target[256];
     snprintf(target, sizeof target, "/1.5/%lld%s", (long long)uid, path);
-    tu_req o = {.ctype = body ? "application/json" : NULL, .body = body,
-                .len = body ? strlen(body) : 0, .cred = &p->cred};
+    tu_req o = {.ctype = body ? "application/json" : NULL,
+                .body = body,
+                .len = body ? strlen(body) : 0,
+                .cred = &p->cred};
     tu_resp r;
     if (tu_http(&r, method, p->base, target, &o) != 0) {
         tu_resp_free(&r);
@@ -146,7 +148,7 @@ static void teardown(void)
 START_TEST(test_kill_during_posts)
 {
     srand(12345);
-    char (*acked)[16] = calloc(ROUNDS * 2000, 16);
+    char(*acked)[16] = calloc(ROUNDS * 2000, 16);
     size_t nacked = 0;
     for (int round = 0; round < ROUNDS; round++) {
         proc p;
@@ -267,7 +269,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

@@ -15,14 +15,14 @@
 /* ---- a fake storage node whose answers the test chooses ------------------ */
 
 typedef enum mode {
-    M_EMPTY_PAGES,   /* GET coll: [] and a new offset, forever */
-    M_SAME_OFFSET,   /* GET coll: ["x"] and the same offset, forever */
-    M_NEW_OFFSETS,   /* GET coll: ["x<n>"] and offset o<n>, forever */
-    M_TINY_LIMITS,   /* /info/configuration: max_post_bytes 10; POST: 202 with no progress */
-    M_BIG_NUMBERS,   /* every answer carries numbers that overflow int64 */
-    M_LONG_BACKOFF,  /* X-Weave-Backoff of ten years */
-    M_LONG_RETRY,    /* 503 with Retry-After of 3000 years */
-    M_UNAUTHORIZED,  /* 401 to everything */
+    M_EMPTY_PAGES,  /* GET coll: [] and a new offset, forever */
+    M_SAME_OFFSET,  /* GET coll: ["x"] and the same offset, forever */
+    M_NEW_OFFSETS,  /* GET coll: ["x<n>"] and offset o<n>, forever */
+    M_TINY_LIMITS,  /* /info/configuration: max_post_bytes 10; POST: 202 with no progress */
+    M_BIG_NUMBERS,  /* every answer carries numbers that overflow int64 */
+    M_LONG_BACKOFF, /* X-Weave-Backoff of ten years */
+    M_LONG_RETRY,   /* 503 with Retry-After of 3000 years */
+    M_UNAUTHORIZED, /* 401 to everything */
 } mode;
 
 static struct {
@@ -63,13 +63,14 @@ static void fake(srv_http_request *req, srv_http_response *resp, void *ctx)
         return;
     }
     if (strstr(req->path, "/info/configuration")) {
-        const char *c = m == M_TINY_LIMITS
-                            ? "{\"max_request_bytes\":1000000,\"max_post_records\":100,\"max_post_bytes\":10,"
-                              "\"max_total_records\":10000,\"max_total_bytes\":1000000,"
-                              "\"max_record_payload_bytes\":1000000}"
-                            : "{\"max_request_bytes\":1000000,\"max_post_records\":100,\"max_post_bytes\":1000000,"
-                              "\"max_total_records\":10000,\"max_total_bytes\":1000000,"
-                              "\"max_record_payload_bytes\":1000000}";
+        const char *c =
+            m == M_TINY_LIMITS
+                ? "{\"max_request_bytes\":1000000,\"max_post_records\":100,\"max_post_bytes\":10,"
+                  "\"max_total_records\":10000,\"max_total_bytes\":1000000,"
+                  "\"max_record_payload_bytes\":1000000}"
+                : "{\"max_request_bytes\":1000000,\"max_post_records\":100,\"max_post_bytes\":1000000,"
+                  "\"max_total_records\":10000,\"max_total_bytes\":1000000,"
+                  "\"max_record_payload_bytes\":1000000}";
         srv_http_respond(resp, 200, "application/json", c, strlen(c));
         return;
     }
@@ -127,7 +128,8 @@ static picl_stc *client(void)
 
 /* ---- endless listings ---------------------------------------------------- */
 
-static const picl_stc_query ALL = {.newer = -1, .older = -1, .if_modified_since = -1, .if_unmodified_since = -1};
+static const picl_stc_query ALL = {
+    .newer = -1, .older = -1, .if_modified_since = -1, .if_unmodified_since = -1};
 
 START_TEST(test_endless_empty_pages)
 {
@@ -289,12 +291,21 @@ END_TEST
 START_TEST(test_endpoint_urls)
 {
     ck_assert_int_eq(picl__nss_acquire(), PICL_OK);
-    static const char *const bad[] = {"ftp://h/1.5/1", "http://[::1/1.5/1", "http://h:0/1.5/1",
-                                      "http://h:65536/1.5/1", "http://u:p@h/1.5/1", "http://h/1.5/1?x=1",
-                                      "http://h/1.5/1#f", "http://h", "http://h/", "h/1.5/1", ""};
+    static const char *const bad[] = {"ftp://h/1.5/1",
+                                      "http://[::1/1.5/1",
+                                      "http://h:0/1.5/1",
+                                      "http://h:65536/1.5/1",
+                                      "http://u:p@h/1.5/1",
+                                      "http://h/1.5/1?x=1",
+                                      "http://h/1.5/1#f",
+                                      "http://h",
+                                      "http://h/",
+                                      "h/1.5/1",
+                                      ""};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         picl_stc *c = NULL;
-        ck_assert_msg(picl__stc_new(&c, bad[i], "i", "k") == PICL_ERROR_INVALID_ARGUMENT, "%s accepted", bad[i]);
+        ck_assert_msg(picl__stc_new(&c, bad[i], "i", "k") == PICL_ERROR_INVALID_ARGUMENT, "%s accepted",
+                      bad[i]);
         ck_assert_ptr_null(c);
     }
     static const char *const good[] = {"http://[::1]:8012/1.5/1", "https://h.example/1.5/1/",
@@ -354,10 +365,7 @@ END_TEST
 
 static int freed_secrets;
 
-static void *count_malloc(size_t n)
-{
-    return malloc(n);
-}
+static void *count_malloc(size_t n) { return malloc(n); }
 
 /* jansson's free: was a block freed with a secret still in it? */
 static void count_free(void *p)
@@ -422,7 +430,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

@@ -50,8 +50,8 @@ static void echo(srv_http_request *req, srv_http_response *resp, void *ctx)
     json_decref(j);
 }
 
-static void on_error(srv_http_request *req, srv_http_response *resp, int status,
-                     srv_http_error why, void *ctx)
+static void on_error(srv_http_request *req, srv_http_response *resp, int status, srv_http_error why,
+                     void *ctx)
 {
     char b[64];
     int n = snprintf(b, sizeof b, "{\"status\":%d,\"why\":%d}", status, (int)why);
@@ -67,8 +67,8 @@ static void on_finish(srv_http_request *req, srv_http_response *resp, void *ctx)
 static void setup(void)
 {
     static const srv_http_hooks hooks = {.error = on_error, .finish = on_finish};
-    srv_http_config cfg = {.listen = "127.0.0.1:0", .max_body = 1000,
-                            .require_content_length = 1, .hooks = &hooks};
+    srv_http_config cfg = {
+        .listen = "127.0.0.1:0", .max_body = 1000, .require_content_length = 1, .hooks = &hooks};
     ck_assert_int_eq(srv_http_server_new(&H, &cfg), PICL_OK);
     ck_assert_int_eq(srv_http_route(H, "GET", "/a/*/b/*", echo, "ab", NULL), PICL_OK);
     ck_assert_int_eq(srv_http_route(H, "POST", "/a/*/b/*", echo, "ab-post", NULL), PICL_OK);
@@ -77,12 +77,10 @@ static void setup(void)
     ck_assert_int_eq(srv_http_route(H, "DELETE", "/del", echo, "del", NULL), PICL_OK);
     static const srv_http_hooks small = {.error = on_error, .finish = on_finish, .max_body = 10};
     ck_assert_int_eq(srv_http_route(H, "POST", "/small", echo, "small", &small), PICL_OK);
-    ck_assert_int_eq(srv_http_route(H, "GET", "/*/*/*/*/*", echo, "five", NULL),
-                     PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(srv_http_route(H, "GET", "/*/*/*/*/*", echo, "five", NULL), PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(srv_http_server_start(H), PICL_OK);
     ck_assert_int_gt(srv_http_server_port(H), 0);
-    ck_assert_int_eq(srv_http_route(H, "GET", "/late", echo, "late", NULL),
-                     PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(srv_http_route(H, "GET", "/late", echo, "late", NULL), PICL_ERROR_INVALID_ARGUMENT);
     snprintf(base, sizeof base, "http://127.0.0.1:%u", srv_http_server_port(H));
     finished = 0;
 }
@@ -112,7 +110,8 @@ START_TEST(test_routing_and_raw_target)
 {
     json_t *j = get_json("GET", "/a/one%20two/b/%2F%41?q=a%2Bb+c&flag&z=1", NULL, 200);
     ck_assert_str_eq(json_string_value(json_object_get(j, "route")), "ab");
-    ck_assert_str_eq(json_string_value(json_object_get(j, "target")), "/a/one%20two/b/%2F%41?q=a%2Bb+c&flag&z=1");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "target")),
+                     "/a/one%20two/b/%2F%41?q=a%2Bb+c&flag&z=1");
     ck_assert_str_eq(json_string_value(json_object_get(j, "path")), "/a/one%20two/b/%2F%41");
     ck_assert_str_eq(json_string_value(json_object_get(j, "query")), "q=a%2Bb+c&flag&z=1");
     json_t *p = json_object_get(j, "params");
@@ -287,9 +286,9 @@ START_TEST(test_unescape)
         const char *in;
         int plus;
         const char *out; /* NULL = error */
-    } v[] = {{"abc", 0, "abc"}, {"a%20b", 0, "a b"}, {"a+b", 0, "a+b"}, {"a+b", 1, "a b"},
-             {"%41%4a%4A", 0, "AJJ"}, {"%", 0, NULL}, {"%4", 0, NULL}, {"%zz", 0, NULL},
-             {"%00", 0, NULL}, {"ab%2", 1, NULL}, {"", 0, ""}};
+    } v[] = {{"abc", 0, "abc"},       {"a%20b", 0, "a b"}, {"a+b", 0, "a+b"}, {"a+b", 1, "a b"},
+             {"%41%4a%4A", 0, "AJJ"}, {"%", 0, NULL},      {"%4", 0, NULL},   {"%zz", 0, NULL},
+             {"%00", 0, NULL},        {"ab%2", 1, NULL},   {"", 0, ""}};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         char *o = NULL;
         picl_status st = srv_http_unescape(v[i].in, strlen(v[i].in), v[i].plus, &o);
@@ -334,9 +333,12 @@ START_TEST(test_buf)
 }
 END_TEST
 
-static const storage_limits LIM = {.max_record_payload_bytes = 10, .max_post_records = 100,
-                                   .max_post_bytes = 1000, .max_request_bytes = 2000,
-                                   .max_total_records = 100, .max_total_bytes = 1000};
+static const storage_limits LIM = {.max_record_payload_bytes = 10,
+                                   .max_post_records = 100,
+                                   .max_post_bytes = 1000,
+                                   .max_request_bytes = 2000,
+                                   .max_total_records = 100,
+                                   .max_total_bytes = 1000};
 
 START_TEST(test_parse_bso_bad_cases)
 {
@@ -393,21 +395,20 @@ START_TEST(test_parse_bsos_bad_cases)
     /* not JSON: PICL_ERROR_ENCODING (400/6); JSON but not a list:
      * PICL_ERROR_INVALID_ARGUMENT (400/8) */
     const char *not_list[] = {"", "{}", "\"x\"", "[", "[1,]", "nul", "[] []", "42"};
-    const picl_status want[] = {PICL_ERROR_ENCODING, PICL_ERROR_INVALID_ARGUMENT,
-                                PICL_ERROR_INVALID_ARGUMENT, PICL_ERROR_ENCODING,
-                                PICL_ERROR_ENCODING, PICL_ERROR_ENCODING, PICL_ERROR_ENCODING,
-                                PICL_ERROR_INVALID_ARGUMENT};
+    const picl_status want[] = {PICL_ERROR_ENCODING, PICL_ERROR_INVALID_ARGUMENT, PICL_ERROR_INVALID_ARGUMENT,
+                                PICL_ERROR_ENCODING, PICL_ERROR_ENCODING,         PICL_ERROR_ENCODING,
+                                PICL_ERROR_ENCODING, PICL_ERROR_INVALID_ARGUMENT};
     for (size_t i = 0; i < sizeof not_list / sizeof not_list[0]; i++) {
-        ck_assert_int_eq(storage__parse_bsos((const uint8_t *)not_list[i], strlen(not_list[i]), 0,
-                                             &LIM, &items, &n, failed),
+        ck_assert_int_eq(storage__parse_bsos((const uint8_t *)not_list[i], strlen(not_list[i]), 0, &LIM,
+                                             &items, &n, failed),
                          want[i]);
         ck_assert_ptr_null(items);
         ck_assert_int_eq(json_object_size(failed), 0);
     }
     const char *list = "[{\"id\":\"a\",\"payload\":\"1\"},{\"payload\":\"no id\"},7,"
                        "{\"id\":\"a\",\"sortindex\":2},{\"id\":\"b\",\"ttl\":-1}]";
-    ck_assert_int_eq(storage__parse_bsos((const uint8_t *)list, strlen(list), 0, &LIM, &items, &n,
-                                         failed), PICL_OK);
+    ck_assert_int_eq(storage__parse_bsos((const uint8_t *)list, strlen(list), 0, &LIM, &items, &n, failed),
+                     PICL_OK);
     ck_assert_uint_eq(n, 1); /* the two "a" merged into the later one */
     ck_assert_str_eq(items[0].id, "a");
     ck_assert_int_eq(items[0].has_sortindex, 1);
@@ -417,8 +418,8 @@ START_TEST(test_parse_bsos_bad_cases)
     storage__bsos_free(items, n);
     json_object_clear(failed);
     const char *nl = "{\"id\":\"x\"}\n\n{broken\n[1]\n{\"id\":\"y\"}";
-    ck_assert_int_eq(storage__parse_bsos((const uint8_t *)nl, strlen(nl), 1, &LIM, &items, &n,
-                                         failed), PICL_OK);
+    ck_assert_int_eq(storage__parse_bsos((const uint8_t *)nl, strlen(nl), 1, &LIM, &items, &n, failed),
+                     PICL_OK);
     ck_assert_uint_eq(n, 2);
     ck_assert_str_eq(items[1].id, "y");
     ck_assert_str_eq(json_string_value(json_object_get(failed, "#1")), "invalid json");
@@ -454,8 +455,8 @@ static void ref_json_string(char *o, const unsigned char *s, size_t len)
 
 START_TEST(test_json_string_runs)
 {
-    static const unsigned char special[] = {'"', '\\', '\n', '\r', '\t', 0x01, 0x1f, 0x00,
-                                            0x20, 0x7f, 0x80, 0xff, '!', '#', '[', ']'};
+    static const unsigned char special[] = {'"',  '\\', '\n', '\r', '\t', 0x01, 0x1f, 0x00,
+                                            0x20, 0x7f, 0x80, 0xff, '!',  '#',  '[',  ']'};
     for (size_t len = 1; len <= 40; len++) {
         for (size_t pos = 0; pos < len; pos++) {
             for (size_t k = 0; k < sizeof special; k++) {
@@ -505,7 +506,8 @@ static void same_parse(const char *body, size_t len)
         ck_assert_int_eq(a[i].ttl_null, b[i].ttl_null);
         ck_assert_int_eq(a[i].ttl, b[i].ttl);
     }
-    char *da = json_dumps(fa, JSON_SORT_KEYS | JSON_COMPACT), *db = json_dumps(fb, JSON_SORT_KEYS | JSON_COMPACT);
+    char *da = json_dumps(fa, JSON_SORT_KEYS | JSON_COMPACT),
+         *db = json_dumps(fb, JSON_SORT_KEYS | JSON_COMPACT);
     ck_assert_msg(!strcmp(da, db), "%s: failed %s vs %s", body, da, db);
     free(da);
     free(db);
@@ -524,23 +526,52 @@ START_TEST(test_parse_bsos_fast_path_same)
         "[{\"id\":\"a\",\"modified\":12.5,\"collection\":\"c\"}]",
         "[{\"id\":\"a\",\"modified\":12,\"collection\":\"c\"}]",
         "[{\"id\":\"a\",\"modified\":\"x\",\"collection\":null}]",
-        "[{\"id\":\"a\",\"sortindex\":01}]", "[{\"id\":\"a\",\"sortindex\":-0}]",
-        "[{\"id\":\"a\",\"sortindex\":-}]", "[{\"id\":\"a\",\"sortindex\":1e3}]",
-        "[{\"id\":\"a\",\"sortindex\":999999999}]", "[{\"id\":\"a\",\"sortindex\":-1000000000}]",
-        "[{\"id\":\"a\",\"sortindex\":9999999999999999}]", "[{\"id\":\"a\",\"ttl\":1000000000}]",
-        "[{\"id\":\"a\",\"ttl\":0}]", "[{\"id\":\"a\",\"sortindex\":true}]",
-        "[{\"id\":\"a\",\"payload\":\"\\u00e9\"}]", "[{\"id\":\"a\",\"payload\":\"\xc3\xa9\"}]",
-        "[{\"id\":\"a\",\"payload\":\"\xff\"}]", "[{\"id\":\"a\",\"payload\":\"a\x01" "b\"}]",
-        "[{\"id\":\"a\",\"payload\":\"\\q\"}]", "[{\"id\":\"a\",\"payload\":\"\\u0000\"}]",
-        "[{\"id\":\"a\",\"id\":\"b\"}]", "[{\"id\":\"a\",\"payload\":\"1\",\"payload\":\"2\"}]",
-        "[{\"id\":\"a\"}] x", "[{\"id\":\"a\"},]", "[{\"id\":\"a\",}]", "[{\"id\":\"a\"}",
-        "[{\"id\":\"a\",\"payload\":\"x\"", "[{\"id\":\"a\",\"payload\":\"x\"}{\"id\":\"b\"}]",
-        "[{\"id\":\"a\",\"payload\":\"1234567890\"}]", "[{\"id\":\"a\",\"payload\":\"12345678901\"}]",
-        "[{\"id\":\"a\\\"\"}]", "[{\"id\":\"a\\n\"}]", "[{\"id\":\"\"}]", "[{\"id\":7}]",
-        "[{\"payload\":\"x\"}]", "[{}]", "[{\"id\":\"a\",\"extra\":1}]", "[{\"i\\u0064\":\"a\"}]",
-        "[{\"id\":\"a\",\"payload\":nul}]", "[{\"id\":\"a\",\"payload\":nullx}]",
-        "[{\"id\":\"a\",\"payload\":\"p\",\"ttl\":5,\"sortindex\":2}]", "[]", "  [ ]  ", "[[]]",
-        "[7]", "[\"a\"]", "{\"id\":\"a\"}", "", "[",
+        "[{\"id\":\"a\",\"sortindex\":01}]",
+        "[{\"id\":\"a\",\"sortindex\":-0}]",
+        "[{\"id\":\"a\",\"sortindex\":-}]",
+        "[{\"id\":\"a\",\"sortindex\":1e3}]",
+        "[{\"id\":\"a\",\"sortindex\":999999999}]",
+        "[{\"id\":\"a\",\"sortindex\":-1000000000}]",
+        "[{\"id\":\"a\",\"sortindex\":9999999999999999}]",
+        "[{\"id\":\"a\",\"ttl\":1000000000}]",
+        "[{\"id\":\"a\",\"ttl\":0}]",
+        "[{\"id\":\"a\",\"sortindex\":true}]",
+        "[{\"id\":\"a\",\"payload\":\"\\u00e9\"}]",
+        "[{\"id\":\"a\",\"payload\":\"\xc3\xa9\"}]",
+        "[{\"id\":\"a\",\"payload\":\"\xff\"}]",
+        "[{\"id\":\"a\",\"payload\":\"a\x01"
+        "b\"}]",
+        "[{\"id\":\"a\",\"payload\":\"\\q\"}]",
+        "[{\"id\":\"a\",\"payload\":\"\\u0000\"}]",
+        "[{\"id\":\"a\",\"id\":\"b\"}]",
+        "[{\"id\":\"a\",\"payload\":\"1\",\"payload\":\"2\"}]",
+        "[{\"id\":\"a\"}] x",
+        "[{\"id\":\"a\"},]",
+        "[{\"id\":\"a\",}]",
+        "[{\"id\":\"a\"}",
+        "[{\"id\":\"a\",\"payload\":\"x\"",
+        "[{\"id\":\"a\",\"payload\":\"x\"}{\"id\":\"b\"}]",
+        "[{\"id\":\"a\",\"payload\":\"1234567890\"}]",
+        "[{\"id\":\"a\",\"payload\":\"12345678901\"}]",
+        "[{\"id\":\"a\\\"\"}]",
+        "[{\"id\":\"a\\n\"}]",
+        "[{\"id\":\"\"}]",
+        "[{\"id\":7}]",
+        "[{\"payload\":\"x\"}]",
+        "[{}]",
+        "[{\"id\":\"a\",\"extra\":1}]",
+        "[{\"i\\u0064\":\"a\"}]",
+        "[{\"id\":\"a\",\"payload\":nul}]",
+        "[{\"id\":\"a\",\"payload\":nullx}]",
+        "[{\"id\":\"a\",\"payload\":\"p\",\"ttl\":5,\"sortindex\":2}]",
+        "[]",
+        "  [ ]  ",
+        "[[]]",
+        "[7]",
+        "[\"a\"]",
+        "{\"id\":\"a\"}",
+        "",
+        "[",
         "[{\"id\":\"0123456789012345678901234567890123456789012345678901234567890123\"}]",
         "[{\"id\":\"0123456789012345678901234567890123456789012345678901234567890123x\"}]",
     };
@@ -571,11 +602,22 @@ START_TEST(test_split_host)
         const char *in;
         const char *host; /* NULL = refused */
         unsigned port;
-    } v[] = {{"example.org", "example.org", 80}, {"127.0.0.1:8000", "127.0.0.1", 8000},
-             {"[::1]:443", "[::1]", 443}, {"[::1]", "[::1]", 80}, {"h:65535", "h", 65535},
-             {"", NULL, 0}, {":80", NULL, 0}, {"h:", NULL, 0}, {"h:65536", NULL, 0},
-             {"h:123456", NULL, 0}, {"h:8o", NULL, 0}, {"h:-1", NULL, 0}, {"[::1", NULL, 0},
-             {"[::1]x", NULL, 0}, {"[::1]:", NULL, 0}, {"a:b:c", NULL, 0}};
+    } v[] = {{"example.org", "example.org", 80},
+             {"127.0.0.1:8000", "127.0.0.1", 8000},
+             {"[::1]:443", "[::1]", 443},
+             {"[::1]", "[::1]", 80},
+             {"h:65535", "h", 65535},
+             {"", NULL, 0},
+             {":80", NULL, 0},
+             {"h:", NULL, 0},
+             {"h:65536", NULL, 0},
+             {"h:123456", NULL, 0},
+             {"h:8o", NULL, 0},
+             {"h:-1", NULL, 0},
+             {"[::1", NULL, 0},
+             {"[::1]x", NULL, 0},
+             {"[::1]:", NULL, 0},
+             {"a:b:c", NULL, 0}};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         picl_hostport hp;
         int ok = picl__hostport_parse(v[i].in, strlen(v[i].in), 80, 0, &hp) == PICL_OK;
@@ -631,7 +673,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

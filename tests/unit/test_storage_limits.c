@@ -51,8 +51,7 @@ static void proc_start(proc *p)
         dup2(fds[1], 2);
         close(fds[0]);
         close(fds[1]);
-        execl(bin, bin, "--listen", "127.0.0.1:0", "--data", p->dir, "--secret-file", secret,
-              (char *)NULL);
+        execl(bin, bin, "--listen", "127.0.0.1:0", "--data", p->dir, "--secret-file", secret, (char *)NULL);
         _exit(127);
     }
     close(fds[1]);
@@ -93,8 +92,7 @@ static long proc_kb(pid_t pid, const char *field)
 }
 
 /* A body of `count` copies of item joined by sep inside open/close. */
-static char *repeat(const char *open, const char *item, const char *sep, const char *close,
-                    size_t count)
+static char *repeat(const char *open, const char *item, const char *sep, const char *close, size_t count)
 {
     size_t il = strlen(item), sl = strlen(sep), ol = strlen(open), cl = strlen(close);
     char *b = malloc(ol + count * (il + sl) + cl + 1), *o = b;
@@ -143,7 +141,9 @@ START_TEST(test_post_memory_bounded_process)
         {"application/json", repeat("[{\"id\":\"a\",\"x\":[", "[]", ",", "]}]", n)},
     };
     for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
-        tu_req h = {.cred = &cred, .ctype = hostile[i].ctype, .body = hostile[i].body,
+        tu_req h = {.cred = &cred,
+                    .ctype = hostile[i].ctype,
+                    .body = hostile[i].body,
                     .len = strlen(hostile[i].body)};
         ck_assert_int_le(h.len, 2 * 1024 * 1024 + 4096);
         ck_assert_int_eq(tu_http(&r, "POST", p.base, "/1.5/9/storage/tabs", &h), 0);
@@ -164,8 +164,8 @@ START_TEST(test_post_memory_bounded_process)
     free(put);
 
     long after = proc_kb(p.pid, "VmHWM");
-    ck_assert_msg(after - before < 24 * 1024, "PUT: peak memory grew by %ld KiB (from %ld KiB)", after - before,
-                  before);
+    ck_assert_msg(after - before < 24 * 1024, "PUT: peak memory grew by %ld KiB (from %ld KiB)",
+                  after - before, before);
     /* nothing was written: the collection holds the warm-up record only */
     tu_req g = {.cred = &cred};
     ck_assert_int_eq(tu_http(&r, "GET", p.base, "/1.5/9/storage/tabs", &g), 0);
@@ -315,8 +315,8 @@ static char *batch_of(const char *coll, const char *query, int first, int count,
     tu_resp r = sf_req("POST", path, body);
     free(body);
     free(pay);
-    ck_assert_msg(r.status == want && (want_code < 0 || strtol(r.body, NULL, 10) == want_code), "%s: %ld %s", path,
-                  r.status, r.body);
+    ck_assert_msg(r.status == want && (want_code < 0 || strtol(r.body, NULL, 10) == want_code), "%s: %ld %s",
+                  path, r.status, r.body);
     char *id = NULL;
     if (r.status == 202) {
         json_t *j = sf_json(&r);
@@ -331,7 +331,7 @@ static char *batch_of(const char *coll, const char *query, int first, int count,
  * batches hold counts, and the quota stops them. */
 START_TEST(test_open_batches_count_toward_quota)
 {
-    setup_small(); /* quota 10 KiB */
+    setup_small();                                               /* quota 10 KiB */
     char *b1 = batch_of("h", "batch=true", 0, 3, 3000, 202, -1); /* 9000 bytes */
     /* an append past the quota: refused, the batch keeps what it had */
     char q[128];
@@ -340,8 +340,11 @@ START_TEST(test_open_batches_count_toward_quota)
     /* a second batch is refused as well: the first one's bytes count */
     free(batch_of("other", "batch=true", 10, 1, 2000, 400, 14));
     /* a plain POST too */
-    tu_resp r = sf_req("POST", "/storage/x", "[{\"id\":\"z\",\"payload\":\"" "0123456789012345678901234567890123456789"
-                                         "0123456789012345678901234567890123456789" "\"}]");
+    tu_resp r = sf_req("POST", "/storage/x",
+                       "[{\"id\":\"z\",\"payload\":\""
+                       "0123456789012345678901234567890123456789"
+                       "0123456789012345678901234567890123456789"
+                       "\"}]");
     /* 80 bytes fit: 9000 + 80 < 10240 */
     sf_expect(&r, 200, -1);
     tu_resp_free(&r);
@@ -366,7 +369,11 @@ START_TEST(test_open_batches_count_toward_quota)
     /* many small batches: the total accepted never passes the quota */
     int64_t accepted = 0;
     for (int i = 0; i < 8; i++) {
-        r = sf_req("POST", "/storage/many?batch=true", "[{\"id\":\"m\",\"payload\":\"" "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" "\"}]");
+        r = sf_req("POST", "/storage/many?batch=true",
+                   "[{\"id\":\"m\",\"payload\":\""
+                   "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                   "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                   "\"}]");
         if (r.status == 202)
             accepted += 128;
         else
@@ -433,7 +440,8 @@ START_TEST(test_collection_field_ignored)
     sf_expect(&r, 200, -1);
     tu_resp_free(&r);
     r = sf_req("POST", "/storage/tabs",
-               "[{\"id\":\"y\",\"collection\":\"tabs\",\"payload\":\"q\"},{\"id\":\"z\",\"collection\":\"other\",\"payload\":\"r\"}]");
+               "[{\"id\":\"y\",\"collection\":\"tabs\",\"payload\":\"q\"},{\"id\":\"z\",\"collection\":"
+               "\"other\",\"payload\":\"r\"}]");
     sf_expect(&r, 200, -1);
     json_t *j = sf_json(&r);
     ck_assert_int_eq(json_array_size(json_object_get(j, "success")), 2);
@@ -459,8 +467,8 @@ static char *moz_token(const char *payload)
     uint8_t skey[32];
     size_t len = strlen(payload);
     uint8_t *raw = malloc(len + 32);
-    ck_assert_int_eq(picl__hkdf_sha256(skey, 32, SF_SECRET, SF_SECRET_LEN, NULL, 0, PICL_TOKENLIB_SIGNING_INFO,
-                                       strlen(PICL_TOKENLIB_SIGNING_INFO)),
+    ck_assert_int_eq(picl__hkdf_sha256(skey, 32, SF_SECRET, SF_SECRET_LEN, NULL, 0,
+                                       PICL_TOKENLIB_SIGNING_INFO, strlen(PICL_TOKENLIB_SIGNING_INFO)),
                      PICL_OK);
     memcpy(raw, payload, len);
     ck_assert_int_eq(picl__hmac_sha256(raw + len, skey, 32, raw, len), PICL_OK);
@@ -473,14 +481,16 @@ START_TEST(test_mozilla_tokens_accepted)
 {
     sf_setup();
     char payload[1024];
-    snprintf(payload, sizeof payload,
-             "{\"uid\": %d, \"node\": \"%s\", \"expires\": %lld.8123, \"fxa_uid\": \"f\", \"fxa_kid\": \"k\", "
-             "\"hashed_fxa_uid\": \"h\", \"hashed_device_id\": \"d\", \"tokenserver_origin\": \"rust\", "
-             "\"salt\": \"a1b2c3\"}",
-             SF_UID, SF.node, (long long)time(NULL) + 600);
+    snprintf(
+        payload, sizeof payload,
+        "{\"uid\": %d, \"node\": \"%s\", \"expires\": %lld.8123, \"fxa_uid\": \"f\", \"fxa_kid\": \"k\", "
+        "\"hashed_fxa_uid\": \"h\", \"hashed_device_id\": \"d\", \"tokenserver_origin\": \"rust\", "
+        "\"salt\": \"a1b2c3\"}",
+        SF_UID, SF.node, (long long)time(NULL) + 600);
     tu_cred c = {moz_token(payload), malloc(PICL_TOKENLIB_KEY_CHARS + 1)};
-    ck_assert_int_eq(picl__tokenlib_derive_key(c.key, SF_SECRET, SF_SECRET_LEN, c.token, strlen(c.token), "a1b2c3"),
-                     PICL_OK);
+    ck_assert_int_eq(
+        picl__tokenlib_derive_key(c.key, SF_SECRET, SF_SECRET_LEN, c.token, strlen(c.token), "a1b2c3"),
+        PICL_OK);
     tu_req o = {.cred = &c};
     tu_resp r;
     char target[64];
@@ -559,9 +569,9 @@ START_TEST(test_schema_v1_migrated)
     snprintf(path, sizeof path, "%s/storage.db", SF.dir);
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    ck_assert_int_eq(sqlite3_exec(db, "DROP INDEX batches_uid; UPDATE schema_version SET version = 1", NULL, NULL,
-                                  NULL),
-                     SQLITE_OK);
+    ck_assert_int_eq(
+        sqlite3_exec(db, "DROP INDEX batches_uid; UPDATE schema_version SET version = 1", NULL, NULL, NULL),
+        SQLITE_OK);
     sqlite3_close(db);
     sf_restart();
     tu_resp r = sf_req("GET", "/storage/keep", NULL);
@@ -570,8 +580,9 @@ START_TEST(test_schema_v1_migrated)
     tu_resp_free(&r);
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
     sqlite3_stmt *q;
-    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT (SELECT max(version) FROM schema_version),"
-                                            " (SELECT count(*) FROM sqlite_master WHERE name = 'batches_uid')",
+    ck_assert_int_eq(sqlite3_prepare_v2(db,
+                                        "SELECT (SELECT max(version) FROM schema_version),"
+                                        " (SELECT count(*) FROM sqlite_master WHERE name = 'batches_uid')",
                                         -1, &q, NULL),
                      SQLITE_OK);
     ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
@@ -589,8 +600,7 @@ START_TEST(test_schema_v3_batch_totals_migrated)
 {
     sf_setup();
     tu_resp r = sf_req_h("POST", "/storage/mig?batch=true", "application/json",
-                         "[{\"id\":\"a\",\"payload\":\"12345\"},{\"id\":\"b\",\"payload\":\"123\"}]",
-                         NULL);
+                         "[{\"id\":\"a\",\"payload\":\"12345\"},{\"id\":\"b\",\"payload\":\"123\"}]", NULL);
     sf_expect(&r, 202, -1);
     json_t *j = sf_json(&r);
     char *id = strdup(json_string_value(json_object_get(j, "batch")));
@@ -602,15 +612,20 @@ START_TEST(test_schema_v3_batch_totals_migrated)
     snprintf(path, sizeof path, "%s/storage.db", SF.dir);
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    ck_assert_int_eq(sqlite3_exec(db, "ALTER TABLE batches DROP COLUMN records; ALTER TABLE batches DROP COLUMN bytes;"
-                                      " UPDATE schema_version SET version = 3", NULL, NULL, NULL),
-                     SQLITE_OK);
+    ck_assert_int_eq(
+        sqlite3_exec(db,
+                     "ALTER TABLE batches DROP COLUMN records; ALTER TABLE batches DROP COLUMN bytes;"
+                     " UPDATE schema_version SET version = 3",
+                     NULL, NULL, NULL),
+        SQLITE_OK);
     sqlite3_close(db);
     sf_restart();
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
     sqlite3_stmt *q;
-    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT (SELECT max(version) FROM schema_version), records, bytes"
-                                            " FROM batches", -1, &q, NULL),
+    ck_assert_int_eq(sqlite3_prepare_v2(db,
+                                        "SELECT (SELECT max(version) FROM schema_version), records, bytes"
+                                        " FROM batches",
+                                        -1, &q, NULL),
                      SQLITE_OK);
     ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
     ck_assert_int_eq(sqlite3_column_int(q, 0), 4);
@@ -660,7 +675,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

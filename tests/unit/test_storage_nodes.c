@@ -116,7 +116,8 @@ typedef struct notes {
     int moved;
 } notes;
 
-static void on_note(void *ctx, const char *phase, const char *coll, int64_t done, int64_t total, const char *msg)
+static void on_note(void *ctx, const char *phase, const char *coll, int64_t done, int64_t total,
+                    const char *msg)
 {
     notes *n = ctx;
     if (msg && strstr(msg, "another storage node"))
@@ -207,8 +208,9 @@ START_TEST(test_node_reassignment)
     json_t *j = json_loads(summary, 0, NULL);
     ck_assert_str_eq(json_string_value(json_object_get(j, "status")), "ok");
     /* a fresh first sync on the new node: everything uploaded again */
-    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(json_object_get(j, "collections"),
-                                                                        "bookmarks"), "uploaded")), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(
+                         json_object_get(json_object_get(j, "collections"), "bookmarks"), "uploaded")),
+                     2);
     json_decref(j);
     picl_free(summary);
     char *ep = storage_of(d);
@@ -230,7 +232,8 @@ START_TEST(test_node_reassignment)
     node_rotate(&n2, ROTATED, sizeof ROTATED - 1);
     st = picl_service_sync(d, "bookmarks", NULL);
     ck_assert_int_eq(st, PICL_ERROR_BACKOFF);
-    ck_assert_msg(strstr(picl_service_last_error(d), "try again later") != NULL, "%s", picl_service_last_error(d));
+    ck_assert_msg(strstr(picl_service_last_error(d), "try again later") != NULL, "%s",
+                  picl_service_last_error(d));
     ck_assert_int_eq(nt.moved, 1);
     ck_assert_int_eq(db_count(&n3, "SELECT count(*) FROM bsos"), 0);
     picl_service_release(d);
@@ -247,7 +250,8 @@ START_TEST(test_destroy_deletes_storage_first)
     storage_server_set_unavailable(n1.srv, 30);
     picl_status st = picl_service_destroy_account(d, PW);
     ck_assert_int_eq(st, PICL_ERROR_BACKOFF);
-    ck_assert_msg(strstr(picl_service_last_error(d), "not destroyed") != NULL, "%s", picl_service_last_error(d));
+    ck_assert_msg(strstr(picl_service_last_error(d), "not destroyed") != NULL, "%s",
+                  picl_service_last_error(d));
     storage_server_set_unavailable(n1.srv, 0);
     ck_assert_int_eq(db_count(&n1, "SELECT count(*) FROM bsos"), all);
 
@@ -300,7 +304,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

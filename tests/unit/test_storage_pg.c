@@ -98,24 +98,23 @@ START_TEST(pg_unreachable_or_wrong_url)
     time_t t0 = time(NULL);
     ck_assert_int_eq(run_storage(a1, 15, err, sizeof err), 1);
     ck_assert_int_le(time(NULL) - t0, 12);
-    ck_assert_msg(strstr(err, "cannot start: PostgreSQL database: cannot connect to PostgreSQL"),
-                  "%s", err);
+    ck_assert_msg(strstr(err, "cannot start: PostgreSQL database: cannot connect to PostgreSQL"), "%s", err);
     ck_assert_ptr_null(strstr(err, "hunter2secret"));
 
     /* a URL libpq cannot read: exit 1 with libpq's reason */
-    const char *a2[] = {"--listen", "127.0.0.1:0", "--secret-file", secret, "--database",
-                        "postgresql://127.0.0.1:1/picl?no_such_option=1", NULL};
+    const char *a2[] = {"--listen", "127.0.0.1:0", "--secret-file",
+                        secret,     "--database",  "postgresql://127.0.0.1:1/picl?no_such_option=1",
+                        NULL};
     ck_assert_int_eq(run_storage(a2, 15, err, sizeof err), 1);
-    ck_assert_msg(strstr(err, "cannot connect to PostgreSQL: invalid URI query parameter"), "%s",
-                  err);
+    ck_assert_msg(strstr(err, "cannot connect to PostgreSQL: invalid URI query parameter"), "%s", err);
 
     /* not a PostgreSQL URL at all, a pool out of range: usage errors (2) */
-    const char *a3[] = {"--listen", "127.0.0.1:0", "--secret-file", secret, "--database",
-                        "mysql://127.0.0.1/picl", NULL};
+    const char *a3[] = {
+        "--listen", "127.0.0.1:0", "--secret-file", secret, "--database", "mysql://127.0.0.1/picl", NULL};
     ck_assert_int_eq(run_storage(a3, 5, err, sizeof err), 2);
     ck_assert_ptr_nonnull(strstr(err, "--database takes a postgresql:// URL"));
-    const char *a4[] = {"--listen", "127.0.0.1:0", "--secret-file", secret, "--database", url,
-                        "--db-pool", "0", NULL};
+    const char *a4[] = {"--listen", "127.0.0.1:0", "--secret-file", secret, "--database", url, "--db-pool",
+                        "0",        NULL};
     ck_assert_int_eq(run_storage(a4, 5, err, sizeof err), 2);
     ck_assert_ptr_nonnull(strstr(err, "--db-pool takes a number from 1 to 256"));
     /* neither --data nor --database: usage */
@@ -178,7 +177,9 @@ static long send_as(const char *base, const char *method, const char *target, co
     char h[2048];
     snprintf(h, sizeof h, "Authorization: %s", authz);
     const char *hdrs[] = {h, "Host: lb.test:8080", NULL};
-    tu_req o = {.headers = hdrs, .body = body, .len = body ? strlen(body) : 0,
+    tu_req o = {.headers = hdrs,
+                .body = body,
+                .len = body ? strlen(body) : 0,
                 .ctype = body ? "application/json" : NULL};
     ck_assert_int_eq(tu_http(r, method, base, target, &o), 0);
     return r->status;
@@ -192,13 +193,13 @@ START_TEST(pg_replay_refused_at_sibling_process)
     tu_mint(&c, SECRET, SECRET_LEN, NODE, UID, 3600);
     tu_resp r;
     char *put = sign(&c, "PUT", "/1.5/42/storage/tabs/t1", "nonce-put-1");
-    ck_assert_int_eq(send_as(base_a, "PUT", "/1.5/42/storage/tabs/t1", put,
-                             "{\"payload\":\"from-a\"}", &r), 200);
+    ck_assert_int_eq(send_as(base_a, "PUT", "/1.5/42/storage/tabs/t1", put, "{\"payload\":\"from-a\"}", &r),
+                     200);
     tu_resp_free(&r);
     /* the same PUT replayed at B: refused, and nothing written (a replayed
      * write would bump the timestamps) */
-    ck_assert_int_eq(send_as(base_b, "PUT", "/1.5/42/storage/tabs/t1", put,
-                             "{\"payload\":\"from-a\"}", &r), 401);
+    ck_assert_int_eq(send_as(base_b, "PUT", "/1.5/42/storage/tabs/t1", put, "{\"payload\":\"from-a\"}", &r),
+                     401);
     ck_assert_str_eq(r.body, "0");
     tu_resp_free(&r);
     free(put);
@@ -265,8 +266,7 @@ static void *write_many(void *arg)
             char h[2048];
             snprintf(h, sizeof h, "Authorization: %s", authz);
             const char *hdrs[] = {h, "Host: lb.test:8080", NULL};
-            tu_req o = {.headers = hdrs, .body = body, .len = strlen(body),
-                        .ctype = "application/json"};
+            tu_req o = {.headers = hdrs, .body = body, .len = strlen(body), .ctype = "application/json"};
             if (tu_http(&r, "PUT", w->base, target, &o) == 0 && r.status == 200)
                 w->ts[i] = last_modified(&r);
             else if (r.status != 409)
@@ -345,30 +345,36 @@ START_TEST(pg_schema_never_half_migrated)
     ck_assert_int_eq(picl__nss_acquire(), PICL_OK);
     /* a table in the way of the fifth CREATE: the four before are undone */
     ck_assert_int_eq(tupg_exec(u, "CREATE TABLE batches (something TEXT)"), 0);
-    storage_config cfg = {.database = u, .secret = SECRET, .secret_len = SECRET_LEN,
-                          .prune_interval_s = -1, .error = why, .error_cap = sizeof why};
+    storage_config cfg = {.database = u,
+                          .secret = SECRET,
+                          .secret_len = SECRET_LEN,
+                          .prune_interval_s = -1,
+                          .error = why,
+                          .error_cap = sizeof why};
     storage_server *s = NULL;
     ck_assert_int_eq(storage_server_new(&s, &cfg), PICL_ERROR_DATABASE);
     ck_assert_ptr_null(s);
     ck_assert_msg(strstr(why, "PostgreSQL database: cannot create the schema"), "%s", why);
-    snprintf(q, sizeof q, "SELECT string_agg(table_name, ',' ORDER BY table_name) FROM"
-                          " information_schema.tables WHERE table_schema = '%s'", n);
+    snprintf(q, sizeof q,
+             "SELECT string_agg(table_name, ',' ORDER BY table_name) FROM"
+             " information_schema.tables WHERE table_schema = '%s'",
+             n);
     ck_assert_int_eq(tupg_query1(u, q, out, sizeof out), 0);
     ck_assert_str_eq(out, "batches");
     /* out of the way: it starts, at version 3 */
     ck_assert_int_eq(tupg_exec(u, "DROP TABLE batches"), 0);
     ck_assert_int_eq(storage_server_new(&s, &cfg), PICL_OK);
     storage_server_free(s);
-    ck_assert_int_eq(tupg_query1(u, "SELECT value FROM storage_meta WHERE key = 'schema_version'",
-                                 out, sizeof out), 0);
+    ck_assert_int_eq(
+        tupg_query1(u, "SELECT value FROM storage_meta WHERE key = 'schema_version'", out, sizeof out), 0);
     ck_assert_str_eq(out, "3");
     /* written by a newer server: refused, and left at its version */
     ck_assert_int_eq(tupg_exec(u, "UPDATE storage_meta SET value = 99"), 0);
     s = NULL;
     ck_assert_int_eq(storage_server_new(&s, &cfg), PICL_ERROR_UNSUPPORTED);
     ck_assert_msg(strstr(why, "newer storage server"), "%s", why);
-    ck_assert_int_eq(tupg_query1(u, "SELECT value FROM storage_meta WHERE key = 'schema_version'",
-                                 out, sizeof out), 0);
+    ck_assert_int_eq(
+        tupg_query1(u, "SELECT value FROM storage_meta WHERE key = 'schema_version'", out, sizeof out), 0);
     ck_assert_str_eq(out, "99");
     picl__nss_release();
     tupg_drop_db(n);
@@ -386,17 +392,24 @@ START_TEST(pg_failed_upsert_in_a_pipeline)
     char u[256], n[64], base[64], why[600];
     tupg_create_db(u, sizeof u, n, sizeof n);
     ck_assert_int_eq(picl__nss_acquire(), PICL_OK);
-    storage_config cfg = {.listen = "127.0.0.1:0", .database = u, .db_pool = 1,
-                          .secret = SECRET, .secret_len = SECRET_LEN, .prune_interval_s = -1,
-                          .error = why, .error_cap = sizeof why};
+    storage_config cfg = {.listen = "127.0.0.1:0",
+                          .database = u,
+                          .db_pool = 1,
+                          .secret = SECRET,
+                          .secret_len = SECRET_LEN,
+                          .prune_interval_s = -1,
+                          .error = why,
+                          .error_cap = sizeof why};
     storage_server *s = NULL;
     ck_assert_int_eq(storage_server_new(&s, &cfg), PICL_OK);
     ck_assert_int_eq(storage_server_start(s), PICL_OK);
     ck_assert_int_eq(tupg_exec(u, "CREATE FUNCTION refuse_bad() RETURNS trigger LANGUAGE plpgsql"
                                   " AS $f$ BEGIN IF NEW.id = 'bad' THEN RAISE EXCEPTION 'no';"
-                                  " END IF; RETURN NEW; END $f$"), 0);
+                                  " END IF; RETURN NEW; END $f$"),
+                     0);
     ck_assert_int_eq(tupg_exec(u, "CREATE TRIGGER refuse_bad BEFORE INSERT ON bsos FOR EACH ROW"
-                                  " EXECUTE FUNCTION refuse_bad()"), 0);
+                                  " EXECUTE FUNCTION refuse_bad()"),
+                     0);
     snprintf(base, sizeof base, "http://127.0.0.1:%u", storage_server_port(s));
     tu_cred c;
     tu_mint(&c, SECRET, SECRET_LEN, storage_server_node(s), UID, 3600);
@@ -452,9 +465,14 @@ START_TEST(pg_listing_rows_read_one_by_one)
     char u[256], n[64], base[64], why[600];
     tupg_create_db(u, sizeof u, n, sizeof n);
     ck_assert_int_eq(picl__nss_acquire(), PICL_OK);
-    storage_config cfg = {.listen = "127.0.0.1:0", .database = u, .db_pool = 1,
-                          .secret = SECRET, .secret_len = SECRET_LEN, .prune_interval_s = -1,
-                          .error = why, .error_cap = sizeof why};
+    storage_config cfg = {.listen = "127.0.0.1:0",
+                          .database = u,
+                          .db_pool = 1,
+                          .secret = SECRET,
+                          .secret_len = SECRET_LEN,
+                          .prune_interval_s = -1,
+                          .error = why,
+                          .error_cap = sizeof why};
     storage_server *s = NULL;
     ck_assert_int_eq(storage_server_new(&s, &cfg), PICL_OK);
     ck_assert_int_eq(storage_server_start(s), PICL_OK);
@@ -536,8 +554,12 @@ START_TEST(pg_restart_under_a_running_storage_server)
     char u[256], n[64], base[64];
     tupg_create_db(u, sizeof u, n, sizeof n);
     ck_assert_int_eq(picl__nss_acquire(), PICL_OK);
-    storage_config cfg = {.listen = "127.0.0.1:0", .database = u, .db_pool = 2,
-                          .secret = SECRET, .secret_len = SECRET_LEN, .prune_interval_s = -1};
+    storage_config cfg = {.listen = "127.0.0.1:0",
+                          .database = u,
+                          .db_pool = 2,
+                          .secret = SECRET,
+                          .secret_len = SECRET_LEN,
+                          .prune_interval_s = -1};
     storage_server *s = NULL;
     ck_assert_int_eq(storage_server_new(&s, &cfg), PICL_OK);
     ck_assert_int_eq(storage_server_start(s), PICL_OK);
@@ -600,7 +622,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

@@ -15,7 +15,8 @@
 
 START_TEST(test_mozlz4)
 {
-    const char *text = "{\"windows\":[{\"tabs\":[]}],\"padding\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}";
+    const char *text =
+        "{\"windows\":[{\"tabs\":[]}],\"padding\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}";
     uint8_t *enc;
     size_t enclen, outlen;
     char *out;
@@ -45,18 +46,22 @@ END_TEST
 
 START_TEST(test_tabs_from_session)
 {
-    const char *s = "{\"windows\":[{\"tabs\":["
-                    "{\"entries\":[{\"url\":\"https://a.example/\",\"title\":\"A\"},"
-                    "{\"url\":\"https://a.example/2\",\"title\":\"A2\"}],\"index\":2,\"lastAccessed\":5000},"
-                    "{\"entries\":[{\"url\":\"about:config\",\"title\":\"C\"}],\"index\":1,\"lastAccessed\":9000},"
-                    "{\"entries\":[{\"url\":\"https://b.example/\",\"title\":\"B\"}],\"index\":1,\"lastAccessed\":7000,"
-                    "\"image\":\"data:image/png;base64,AAAA\"}]},"
-                    "{\"isPrivate\":true,\"tabs\":[{\"entries\":[{\"url\":\"https://private.example/\"}],\"index\":1}]}]}";
+    const char *s =
+        "{\"windows\":[{\"tabs\":["
+        "{\"entries\":[{\"url\":\"https://a.example/\",\"title\":\"A\"},"
+        "{\"url\":\"https://a.example/2\",\"title\":\"A2\"}],\"index\":2,\"lastAccessed\":5000},"
+        "{\"entries\":[{\"url\":\"about:config\",\"title\":\"C\"}],\"index\":1,\"lastAccessed\":9000},"
+        "{\"entries\":[{\"url\":\"https://b.example/\",\"title\":\"B\"}],\"index\":1,\"lastAccessed\":7000,"
+        "\"image\":\"data:image/png;base64,AAAA\"}]},"
+        "{\"isPrivate\":true,\"tabs\":[{\"entries\":[{\"url\":\"https://private.example/"
+        "\"}],\"index\":1}]}]}";
     json_t *tabs;
     ck_assert_int_eq(picl__tabs_from_session(s, strlen(s), &tabs), PICL_OK);
     ck_assert_uint_eq(json_array_size(tabs), 2); /* about: and the private window left out */
-    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(tabs, 0), "title")), "B"); /* newest first */
-    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(tabs, 0), "icon")), "");   /* no data: icons */
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(tabs, 0), "title")),
+                     "B"); /* newest first */
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(tabs, 0), "icon")),
+                     ""); /* no data: icons */
     ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(tabs, 0), "lastUsed")), 7);
     json_t *h = json_object_get(json_array_get(tabs, 1), "urlHistory");
     ck_assert_uint_eq(json_array_size(h), 2);
@@ -72,16 +77,19 @@ START_TEST(test_tabs_from_session)
     char *big = malloc(cap);
     n += (size_t)snprintf(big + n, cap - n, "{\"windows\":[{\"tabs\":[");
     for (int i = 0; i < 3000; i++)
-        n += (size_t)snprintf(big + n, cap - n,
-                              "%s{\"entries\":[{\"url\":\"https://t.example/%d\",\"title\":\"%0200d\"}],\"index\":1,"
-                              "\"lastAccessed\":%d}", i ? "," : "", i, i, 1000 * (i + 1));
+        n += (size_t)snprintf(
+            big + n, cap - n,
+            "%s{\"entries\":[{\"url\":\"https://t.example/%d\",\"title\":\"%0200d\"}],\"index\":1,"
+            "\"lastAccessed\":%d}",
+            i ? "," : "", i, i, 1000 * (i + 1));
     n += (size_t)snprintf(big + n, cap - n, "]}]}");
     ck_assert_int_eq(picl__tabs_from_session(big, n, &tabs), PICL_OK);
     free(big);
     ck_assert_uint_gt(json_array_size(tabs), 100);
     ck_assert_uint_lt(json_array_size(tabs), 3000);
-    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(json_array_get(tabs, 0), "urlHistory"), 0)),
-                     "https://t.example/2999");
+    ck_assert_str_eq(
+        json_string_value(json_array_get(json_object_get(json_array_get(tabs, 0), "urlHistory"), 0)),
+        "https://t.example/2999");
     json_t *rec = json_pack("{s:s, s:s, s:o}", "id", "abcdefghijkl", "clientName", "a device", "tabs", tabs);
     char *dump = json_dumps(rec, JSON_COMPACT);
     ck_assert_uint_le(strlen(dump), PICL_TABS_RECORD_MAX);
@@ -90,15 +98,15 @@ START_TEST(test_tabs_from_session)
     ck_assert_int_eq(picl__tabs_check_record(rec, why, sizeof why), PICL_OK);
     /* one more tab and another device's record is over the limit: skipped */
     json_array_append_new(json_object_get(rec, "tabs"),
-                          json_pack("{s:s, s:[s], s:s, s:i}", "title", "x", "urlHistory", "https://x.example/", "icon",
-                                    "", "lastUsed", 1));
+                          json_pack("{s:s, s:[s], s:s, s:i}", "title", "x", "urlHistory",
+                                    "https://x.example/", "icon", "", "lastUsed", 1));
     char filler[4097];
     memset(filler, 'p', 4096);
     filler[4096] = 0;
     for (int i = 0; i < 3; i++)
         json_array_append_new(json_object_get(rec, "tabs"),
-                              json_pack("{s:s, s:[s], s:s, s:i}", "title", filler, "urlHistory", "https://y.example/",
-                                        "icon", "", "lastUsed", 1));
+                              json_pack("{s:s, s:[s], s:s, s:i}", "title", filler, "urlHistory",
+                                        "https://y.example/", "icon", "", "lastUsed", 1));
     ck_assert_int_eq(picl__tabs_check_record(rec, why, sizeof why), PICL_ERROR_TOO_LARGE);
     ck_assert_ptr_nonnull(strstr(why, "skipped"));
     json_decref(rec);
@@ -119,18 +127,22 @@ START_TEST(test_commands)
         const char *cmd;
         picl_status want;
     } cases[] = {
-        {"{\"command\":\"displayURI\",\"args\":[\"https://a.example/\",\"dev\",\"T\"],\"flowID\":\"f\"}", PICL_OK},
+        {"{\"command\":\"displayURI\",\"args\":[\"https://a.example/\",\"dev\",\"T\"],\"flowID\":\"f\"}",
+         PICL_OK},
         {"{\"command\":\"displayURI\",\"args\":[\"http://a.example/x?y#z\",\"dev\"]}", PICL_OK},
         {"{\"command\":\"wipeEngine\",\"args\":[\"history\"]}", PICL_ERROR_UNSUPPORTED},
         {"{\"command\":\"resetAll\",\"args\":[]}", PICL_ERROR_UNSUPPORTED},
         {"{\"command\":\"logout\",\"args\":[]}", PICL_ERROR_UNSUPPORTED},
-        {"{\"command\":\"displayURI\",\"args\":[\"javascript:alert(1)\",\"d\",\"t\"]}", PICL_ERROR_INVALID_ARGUMENT},
-        {"{\"command\":\"displayURI\",\"args\":[\"data:text/html,x\",\"d\",\"t\"]}", PICL_ERROR_INVALID_ARGUMENT},
+        {"{\"command\":\"displayURI\",\"args\":[\"javascript:alert(1)\",\"d\",\"t\"]}",
+         PICL_ERROR_INVALID_ARGUMENT},
+        {"{\"command\":\"displayURI\",\"args\":[\"data:text/html,x\",\"d\",\"t\"]}",
+         PICL_ERROR_INVALID_ARGUMENT},
         {"{\"command\":\"displayURI\",\"args\":[\"https://\",\"d\",\"t\"]}", PICL_ERROR_INVALID_ARGUMENT},
         {"{\"command\":\"displayURI\",\"args\":[\"https://a b/\",\"d\",\"t\"]}", PICL_ERROR_INVALID_ARGUMENT},
         {"{\"command\":\"displayURI\",\"args\":[\"https://a.example/\"]}", PICL_ERROR_INVALID_ARGUMENT},
         {"{\"command\":\"displayURI\",\"args\":[\"https://a.example/\",5]}", PICL_ERROR_INVALID_ARGUMENT},
-        {"{\"command\":\"displayURI\",\"args\":[\"https://a.example/\",\"d\"],\"flowID\":7}", PICL_ERROR_INVALID_ARGUMENT},
+        {"{\"command\":\"displayURI\",\"args\":[\"https://a.example/\",\"d\"],\"flowID\":7}",
+         PICL_ERROR_INVALID_ARGUMENT},
         {"{\"args\":[]}", PICL_ERROR_INVALID_ARGUMENT},
         {"[]", PICL_ERROR_INVALID_ARGUMENT},
     };
@@ -138,7 +150,8 @@ START_TEST(test_commands)
         json_t *c = json_loads(cases[i].cmd, 0, NULL);
         ck_assert_ptr_nonnull(c);
         why[0] = 0;
-        ck_assert_msg(picl__clients_check_command(c, why, sizeof why) == cases[i].want, "%s: %s", cases[i].cmd, why);
+        ck_assert_msg(picl__clients_check_command(c, why, sizeof why) == cases[i].want, "%s: %s",
+                      cases[i].cmd, why);
         ck_assert_int_eq(cases[i].want == PICL_OK, why[0] == 0);
         json_decref(c);
     }
@@ -156,15 +169,17 @@ END_TEST
 
 START_TEST(test_prefs_allow_list_and_parse)
 {
-    static const char *const yes[] = {"browser.tabs.warnOnClose", "layout.spellcheckDefault", "intl.accept_languages",
-                                      "browser.urlbar.suggest.history", "privacy.donottrackheader.enabled"};
-    static const char *const no[] = {"browser.startup.homepage", "browser.download.dir", "network.proxy.http",
-                                     "services.sync.prefs.sync.browser.download.dir", "browser.newtabpage.pinned",
-                                     "security.default_personal_cert", "signon.management.page.breach-alerts.url",
-                                     "app.update.url", "unknown.pref", "",
-                                     /* a password, a server, a path: never, whatever the name */
-                                     "signon.masterPasswordReprompt.timeout_ms", "network.proxy.autoconfig_url",
-                                     "browser.cache.disk.parent_directory", "services.sync.username"};
+    static const char *const yes[] = {"browser.tabs.warnOnClose", "layout.spellcheckDefault",
+                                      "intl.accept_languages", "browser.urlbar.suggest.history",
+                                      "privacy.donottrackheader.enabled"};
+    static const char *const no[] = {
+        "browser.startup.homepage", "browser.download.dir", "network.proxy.http",
+        "services.sync.prefs.sync.browser.download.dir", "browser.newtabpage.pinned",
+        "security.default_personal_cert", "signon.management.page.breach-alerts.url", "app.update.url",
+        "unknown.pref", "",
+        /* a password, a server, a path: never, whatever the name */
+        "signon.masterPasswordReprompt.timeout_ms", "network.proxy.autoconfig_url",
+        "browser.cache.disk.parent_directory", "services.sync.username"};
     for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
         ck_assert_msg(picl__prefs_allowed(yes[i]), "%s refused", yes[i]);
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
@@ -180,12 +195,13 @@ START_TEST(test_prefs_allow_list_and_parse)
     ck_assert_uint_eq(json_object_size(p), 4);
     ck_assert(json_is_true(json_object_get(p, "a.bool")));
     ck_assert_int_eq(json_integer_value(json_object_get(p, "a.int")), -42);
-    ck_assert_str_eq(json_string_value(json_object_get(p, "a.str")), "x \"q\" \\ \n \xc3\xa9" "A");
+    ck_assert_str_eq(json_string_value(json_object_get(p, "a.str")), "x \"q\" \\ \n \xc3\xa9"
+                                                                     "A");
     ck_assert_str_eq(json_string_value(json_object_get(p, "b.single")), "y");
     json_decref(p);
     static const char *const broken[] = {"user_pref(\"a\", );\n", "user_pref(\"a\" true);\n",
-                                         "user_pref(\"a\", \"unterminated);\n", "user_pref(\"a\", \"\\q\");\n",
-                                         "user_pref(\"a\", true)\n"};
+                                         "user_pref(\"a\", \"unterminated);\n",
+                                         "user_pref(\"a\", \"\\q\");\n", "user_pref(\"a\", true)\n"};
     for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
         ck_assert_int_eq(picl__prefs_parse(broken[i], &p), PICL_ERROR_ENCODING);
         ck_assert_ptr_null(p);
@@ -205,7 +221,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

@@ -57,10 +57,7 @@ static void save_json(const char *dir, const char *name, const json_t *j)
     ck_assert_int_eq(json_dump_file(j, path, JSON_COMPACT), 0);
 }
 
-static void setup(void)
-{
-    state_dir = tup_tmpdir();
-}
+static void setup(void) { state_dir = tup_tmpdir(); }
 
 /* ---- reading a Firefox profile ------------------------------------------- */
 
@@ -166,16 +163,25 @@ START_TEST(test_apply_read_back_by_firefox)
     char *bob = strdup(str(tup_find(a, "username", "bob"), "id"));
     json_decref(a);
     char *batch = NULL;
-    ck_assert(asprintf(&batch,
-        "[{\"id\":\"{11111111-2222-4333-8444-555555555555}\",\"hostname\":\"https://new.example.net\","
-        "  \"formSubmitURL\":\"https://new.example.net\",\"httpRealm\":null,\"username\":\"carol\","
-        "  \"password\":\"p\\u00e4ss w\\u00f6rd \\ud83d\\udd11\",\"usernameField\":\"user\",\"passwordField\":\"pass\","
-        "  \"timeCreated\":1600000000000,\"timePasswordChanged\":1600000000001,\"timeLastUsed\":1600000000002,"
-        "  \"timesUsed\":7,\"futureField\":{\"x\":[1,2]}},"
-        " {\"id\":\"%s\",\"hostname\":\"https://accounts.example.com\",\"formSubmitURL\":\"https://accounts.example.com\","
-        "  \"username\":\"alice@example.com\",\"password\":\"changed-remotely\",\"usernameField\":\"email\","
-        "  \"passwordField\":\"pw\",\"timePasswordChanged\":1900000000000},"
-        " {\"id\":\"%s\",\"deleted\":true}]", alice, bob) > 0);
+    ck_assert(
+        asprintf(
+            &batch,
+            "[{\"id\":\"{11111111-2222-4333-8444-555555555555}\",\"hostname\":\"https://new.example.net\","
+            "  \"formSubmitURL\":\"https://new.example.net\",\"httpRealm\":null,\"username\":\"carol\","
+            "  \"password\":\"p\\u00e4ss w\\u00f6rd "
+            "\\ud83d\\udd11\",\"usernameField\":\"user\",\"passwordField\":\"pass\","
+            "  "
+            "\"timeCreated\":1600000000000,\"timePasswordChanged\":1600000000001,\"timeLastUsed\":"
+            "1600000000002,"
+            "  \"timesUsed\":7,\"futureField\":{\"x\":[1,2]}},"
+            " {\"id\":\"%s\",\"hostname\":\"https://accounts.example.com\",\"formSubmitURL\":\"https://"
+            "accounts.example.com\","
+            "  "
+            "\"username\":\"alice@example.com\",\"password\":\"changed-remotely\",\"usernameField\":"
+            "\"email\","
+            "  \"passwordField\":\"pw\",\"timePasswordChanged\":1900000000000},"
+            " {\"id\":\"%s\",\"deleted\":true}]",
+            alice, bob) > 0);
     tup_apply_ok(s, batch);
     free(batch);
     json_t *c = tup_changes(s);
@@ -184,8 +190,9 @@ START_TEST(test_apply_read_back_by_firefox)
     json_t *carol = NULL;
     ck_assert_int_eq(picl__store_get(s, "{11111111-2222-4333-8444-555555555555}", &carol), PICL_OK);
     ck_assert_str_eq(str(carol, "password"), "p\xc3\xa4ss w\xc3\xb6rd \xf0\x9f\x94\x91");
-    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(json_object_get(carol, "futureField"), "x"), 1)),
-                     2);
+    ck_assert_int_eq(
+        json_integer_value(json_array_get(json_object_get(json_object_get(carol, "futureField"), "x"), 1)),
+        2);
     json_decref(carol);
     picl__store_close(s);
 
@@ -240,11 +247,13 @@ static char *keys_of(const json_t *e)
     json_t *names = json_array();
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)e, k, v) json_array_append_new(names, json_string(k));
+    json_object_foreach ((json_t *)e, k, v)
+        json_array_append_new(names, json_string(k));
     size_t n = json_array_size(names);
     for (size_t i = 0; i < n; i++) /* tiny: insertion sort */
         for (size_t j = i; j > 0 && strcmp(json_string_value(json_array_get(names, j - 1)),
-                                           json_string_value(json_array_get(names, j))) > 0; j--) {
+                                           json_string_value(json_array_get(names, j))) > 0;
+             j--) {
             json_t *a = json_incref(json_array_get(names, j - 1));
             json_array_set(names, j - 1, json_array_get(names, j));
             json_array_set_new(names, j, a);
@@ -387,7 +396,7 @@ START_TEST(test_browser_deletion_of_applied_login)
     tup_make_profile(d, NULL);
     picl_store *s = open_ok(d, NULL);
     tup_apply_ok(s, "[{\"id\":\"{dddddddd-0000-4000-8000-000000000001}\",\"hostname\":\"https://d.example\","
-                "\"formSubmitURL\":\"https://d.example\",\"username\":\"dora\",\"password\":\"dpw\"}]");
+                    "\"formSubmitURL\":\"https://d.example\",\"username\":\"dora\",\"password\":\"dpw\"}]");
     json_t *c = tup_changes(s); /* alice and bob: Firefox's, not yet synced */
     ck_assert_int_eq(json_array_size(c), 2);
     json_decref(c);
@@ -447,9 +456,10 @@ START_TEST(test_incoming_tombstone_as_firefox)
     json_t *file = load_json(d, "logins.json");
     json_t *want = json_deep_copy(before);
     json_t *wt = json_array_get(json_object_get(want, "logins"), 1);
-    static const char *const gone[] = {"hostname", "httpRealm", "formSubmitURL", "usernameField",
-                                       "passwordField", "encryptedUsername", "encryptedPassword", "encType",
-                                       "timeCreated", "timeLastUsed", "timesUsed", "encryptedUnknownFields"};
+    static const char *const gone[] = {"hostname",          "httpRealm",     "formSubmitURL",
+                                       "usernameField",     "passwordField", "encryptedUsername",
+                                       "encryptedPassword", "encType",       "timeCreated",
+                                       "timeLastUsed",      "timesUsed",     "encryptedUnknownFields"};
     for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
         json_object_del(wt, gone[i]);
     json_object_set_new(wt, "syncCounter", json_integer(0));
@@ -465,7 +475,8 @@ START_TEST(test_incoming_tombstone_as_firefox)
     /* Firefox: bob gone, nothing of it to upload */
     json_t *dump = tup_dump_profile(d);
     ck_assert_int_eq(json_array_size(json_object_get(dump, "logins")), 1);
-    ck_assert_str_eq(str(json_array_get(json_object_get(dump, "logins"), 0), "username"), "alice@example.com");
+    ck_assert_str_eq(str(json_array_get(json_object_get(dump, "logins"), 0), "username"),
+                     "alice@example.com");
     json_t *fs = ff_sync_view(dump, bob);
     ck_assert(json_is_true(json_object_get(fs, "deleted")));
     ck_assert_int_eq(ival(fs, "syncCounter"), 0);
@@ -474,15 +485,18 @@ START_TEST(test_incoming_tombstone_as_firefox)
     /* the same tombstone again, and one for a GUID we never had: no change */
     s = open_ok(d, NULL);
     free(batch);
-    ck_assert(asprintf(&batch, "[{\"id\":\"%s\",\"deleted\":true},{\"id\":\"{nope}\",\"deleted\":true}]", bob) > 0);
+    ck_assert(
+        asprintf(&batch, "[{\"id\":\"%s\",\"deleted\":true},{\"id\":\"{nope}\",\"deleted\":true}]", bob) > 0);
     tup_apply_ok(s, batch);
     json_t *again = load_json(d, "logins.json");
     ck_assert(json_equal(again, file));
     json_decref(again);
     /* the login comes back from another device: a new entry replaces the tombstone */
     free(batch);
-    ck_assert(asprintf(&batch, "[{\"id\":\"%s\",\"hostname\":\"https://back.example\",\"httpRealm\":\"R\","
-                               "\"username\":\"bob\",\"password\":\"back-again\"}]", bob) > 0);
+    ck_assert(asprintf(&batch,
+                       "[{\"id\":\"%s\",\"hostname\":\"https://back.example\",\"httpRealm\":\"R\","
+                       "\"username\":\"bob\",\"password\":\"back-again\"}]",
+                       bob) > 0);
     tup_apply_ok(s, batch);
     c = tup_changes(s);
     ck_assert_int_eq(json_array_size(c), 0);
@@ -552,9 +566,12 @@ START_TEST(test_unreadable_entries_kept)
     ck_assert_int_eq(picl__logins_unreadable(s), 2);
     /* a tombstone for the unreadable alice, and a new login: alice is kept */
     char *batch = NULL;
-    ck_assert(asprintf(&batch, "[{\"id\":\"%s\",\"deleted\":true},"
-                               "{\"id\":\"{nnnnnnnn-0000-4000-8000-000000000001}\",\"hostname\":\"https://n.example\","
-                               "\"httpRealm\":\"r\",\"username\":\"n\",\"password\":\"np\"}]", alice_guid) > 0);
+    ck_assert(
+        asprintf(&batch,
+                 "[{\"id\":\"%s\",\"deleted\":true},"
+                 "{\"id\":\"{nnnnnnnn-0000-4000-8000-000000000001}\",\"hostname\":\"https://n.example\","
+                 "\"httpRealm\":\"r\",\"username\":\"n\",\"password\":\"np\"}]",
+                 alice_guid) > 0);
     tup_apply_ok(s, batch);
     free(batch);
     ck_assert_int_eq(picl__logins_unreadable(s), 1);
@@ -596,8 +613,9 @@ START_TEST(test_profile_without_key4db)
     json_t *a = tup_all(s);
     ck_assert_int_eq(json_array_size(a), 0);
     json_decref(a);
-    tup_apply_ok(s, "[{\"id\":\"{aaaaaaaa-0000-4000-8000-000000000001}\",\"hostname\":\"https://first.example\","
-                "\"formSubmitURL\":\"\",\"username\":\"\",\"password\":\"only-a-password\"}]");
+    tup_apply_ok(s,
+                 "[{\"id\":\"{aaaaaaaa-0000-4000-8000-000000000001}\",\"hostname\":\"https://first.example\","
+                 "\"formSubmitURL\":\"\",\"username\":\"\",\"password\":\"only-a-password\"}]");
     picl__store_close(s);
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/key4.db", d);
@@ -625,7 +643,8 @@ static void make_old_profile(const char *d)
     PK11SlotInfo *slot = PK11_GetInternalKeySlot();
     if (PK11_NeedUserInit(slot))
         ck_assert_int_eq(PK11_InitPin(slot, NULL, ""), SECSuccess);
-    SECItem keyid = {siBuffer, NULL, 0}, in = {siBuffer, (unsigned char *)"oldpass", 7}, out = {siBuffer, NULL, 0};
+    SECItem keyid = {siBuffer, NULL, 0}, in = {siBuffer, (unsigned char *)"oldpass", 7},
+            out = {siBuffer, NULL, 0};
     ck_assert_int_eq(PK11SDR_Encrypt(&keyid, &in, &out, NULL), SECSuccess);
     char *b64 = picl__base64_encode_alloc(out.data, out.len);
     SECITEM_FreeItem(&out, PR_FALSE);
@@ -636,15 +655,15 @@ static void make_old_profile(const char *d)
     PK11_FreeSlot(slot);
     picl__nss_profile_close(ctx);
     ck_assert(blob_has(b64, OID_DES3, sizeof OID_DES3));
-    json_t *doc = json_pack("{s:i, s:[{s:i, s:s, s:n, s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:i}], "
-                            "s:[], s:i}",
-                            "nextId", 2, "logins", "id", 1, "hostname", "https://old.example", "httpRealm",
-                            "formSubmitURL", "https://old.example", "usernameField", "u", "passwordField", "p",
-                            "encryptedUsername", ub64, "encryptedPassword", b64, "guid",
-                            "{0ld00000-0000-4000-8000-000000000001}", "encType", 1, "timeCreated",
-                            (json_int_t)1500000000000LL, "timeLastUsed", (json_int_t)1500000000000LL,
-                            "timePasswordChanged", (json_int_t)1500000000000LL, "timesUsed", 1,
-                            "potentiallyVulnerablePasswords", "version", 3);
+    json_t *doc = json_pack(
+        "{s:i, s:[{s:i, s:s, s:n, s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:i}], "
+        "s:[], s:i}",
+        "nextId", 2, "logins", "id", 1, "hostname", "https://old.example", "httpRealm", "formSubmitURL",
+        "https://old.example", "usernameField", "u", "passwordField", "p", "encryptedUsername", ub64,
+        "encryptedPassword", b64, "guid", "{0ld00000-0000-4000-8000-000000000001}", "encType", 1,
+        "timeCreated", (json_int_t)1500000000000LL, "timeLastUsed", (json_int_t)1500000000000LL,
+        "timePasswordChanged", (json_int_t)1500000000000LL, "timesUsed", 1, "potentiallyVulnerablePasswords",
+        "version", 3);
     save_json(d, "logins.json", doc);
     json_decref(doc);
     free(b64);
@@ -662,8 +681,9 @@ START_TEST(test_old_3des_profile_then_firefox_adds_aes)
     ck_assert_str_eq(str(json_array_get(a, 0), "username"), "olduser");
     json_decref(a);
     /* a profile with only the 3DES key keeps using it */
-    tup_apply_ok(s, "[{\"id\":\"{0ld00000-0000-4000-8000-000000000002}\",\"hostname\":\"https://old2.example\","
-                "\"httpRealm\":\"r\",\"username\":\"u2\",\"password\":\"p2\"}]");
+    tup_apply_ok(s,
+                 "[{\"id\":\"{0ld00000-0000-4000-8000-000000000002}\",\"hostname\":\"https://old2.example\","
+                 "\"httpRealm\":\"r\",\"username\":\"u2\",\"password\":\"p2\"}]");
     picl__store_close(s);
     json_t *file = load_json(d, "logins.json");
     ck_assert(blob_has(str(json_array_get(json_object_get(file, "logins"), 1), "encryptedPassword"), OID_DES3,
@@ -684,13 +704,15 @@ START_TEST(test_old_3des_profile_then_firefox_adds_aes)
     ck_assert_str_eq(str(tup_find(a, "username", "bob"), "password"), "hunter2");
     json_decref(a);
     /* now new blobs use the AES key */
-    tup_apply_ok(s, "[{\"id\":\"{0ld00000-0000-4000-8000-000000000003}\",\"hostname\":\"https://old3.example\","
-                "\"httpRealm\":\"r\",\"username\":\"u3\",\"password\":\"p3\"}]");
+    tup_apply_ok(s,
+                 "[{\"id\":\"{0ld00000-0000-4000-8000-000000000003}\",\"hostname\":\"https://old3.example\","
+                 "\"httpRealm\":\"r\",\"username\":\"u3\",\"password\":\"p3\"}]");
     picl__store_close(s);
     file = load_json(d, "logins.json");
     list = json_object_get(file, "logins");
-    ck_assert(blob_has(str(tup_find(list, "guid", "{0ld00000-0000-4000-8000-000000000003}"), "encryptedPassword"),
-                       OID_AES256, sizeof OID_AES256));
+    ck_assert(
+        blob_has(str(tup_find(list, "guid", "{0ld00000-0000-4000-8000-000000000003}"), "encryptedPassword"),
+                 OID_AES256, sizeof OID_AES256));
     json_decref(file);
     json_t *dump = tup_dump_profile(d);
     json_t *lg = json_object_get(dump, "logins");
@@ -725,7 +747,7 @@ START_TEST(test_primary_password)
     ck_assert_str_eq(str(tup_find(a, "username", "bob"), "password"), "hunter2");
     json_decref(a);
     tup_apply_ok(s, "[{\"id\":\"{pppppppp-0000-4000-8000-000000000001}\",\"hostname\":\"https://pp.example\","
-                "\"httpRealm\":\"r\",\"username\":\"pu\",\"password\":\"pp\"}]");
+                    "\"httpRealm\":\"r\",\"username\":\"pu\",\"password\":\"pp\"}]");
     picl__store_close(s);
     s = open_ok(d, "pw-123");
     json_t *r = NULL;
@@ -767,7 +789,7 @@ START_TEST(test_primary_password_old_scheme)
     ck_assert(tup_dir_digest(d) == before);
     s = open_ok(d, "old-nss-pw");
     tup_apply_ok(s, "[{\"id\":\"{oooooooo-0000-4000-8000-000000000001}\",\"hostname\":\"https://o.example\","
-                "\"httpRealm\":\"r\",\"username\":\"ou\",\"password\":\"op\"}]");
+                    "\"httpRealm\":\"r\",\"username\":\"ou\",\"password\":\"op\"}]");
     json_t *a = tup_all(s);
     ck_assert_int_eq(json_array_size(a), 3);
     json_decref(a);
@@ -793,18 +815,25 @@ START_TEST(test_refusals_change_nothing)
                      PICL_ERROR_INVALID_ARGUMENT);
     const char *d = tup_tmpdir();
     tup_make_profile(d, NULL);
-    ck_assert_int_eq(picl__logins_open(&s, d, NULL, NULL, NULL, err, sizeof err), PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__logins_open(&s, d, NULL, NULL, NULL, err, sizeof err),
+                     PICL_ERROR_INVALID_ARGUMENT);
     /* locked by a running Firefox */
     pid_t holder = tup_hold_lock(d);
     uint64_t before = tup_dir_digest(d), sbefore = tup_dir_digest(state_dir);
-    ck_assert_int_eq(picl__logins_open(&s, d, state_dir, NULL, NULL, err, sizeof err), PICL_ERROR_PROFILE_LOCKED);
+    ck_assert_int_eq(picl__logins_open(&s, d, state_dir, NULL, NULL, err, sizeof err),
+                     PICL_ERROR_PROFILE_LOCKED);
     ck_assert_ptr_null(s);
     ck_assert(tup_dir_digest(d) == before);
     tup_release_lock(holder);
     /* corrupt logins.json */
-    static const char *corrupt[] = {"{\"logins\": [", "[]", "{\"logins\": 5}", "{\"logins\": [1]}",
-                                    "{\"logins\": [{\"guid\": 7, \"id\": 1}]}", "{\"nextId\": \"x\", \"logins\": []}",
-                                    "{\"logins\": [], \"logins\": []}", ""};
+    static const char *corrupt[] = {"{\"logins\": [",
+                                    "[]",
+                                    "{\"logins\": 5}",
+                                    "{\"logins\": [1]}",
+                                    "{\"logins\": [{\"guid\": 7, \"id\": 1}]}",
+                                    "{\"nextId\": \"x\", \"logins\": []}",
+                                    "{\"logins\": [], \"logins\": []}",
+                                    ""};
     for (size_t i = 0; i < sizeof corrupt / sizeof corrupt[0]; i++) {
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/logins.json", d);
@@ -835,21 +864,26 @@ START_TEST(test_bad_records_change_nothing)
     static const char *bad[] = {
         "[7]",
         "[{\"hostname\":\"https://a\",\"httpRealm\":\"r\",\"username\":\"u\",\"password\":\"p\"}]",
-        "[{\"id\":\"\",\"hostname\":\"https://a\",\"httpRealm\":\"r\",\"username\":\"u\",\"password\":\"p\"}]",
+        "[{\"id\":\"\",\"hostname\":\"https://"
+        "a\",\"httpRealm\":\"r\",\"username\":\"u\",\"password\":\"p\"}]",
         "[{\"id\":\"{x}\",\"httpRealm\":\"r\",\"username\":\"u\",\"password\":\"p\"}]",
         "[{\"id\":\"{x}\",\"hostname\":\"\",\"httpRealm\":\"r\",\"username\":\"u\",\"password\":\"p\"}]",
         "[{\"id\":\"{x}\",\"hostname\":\"https://a\",\"username\":\"u\",\"password\":\"p\"}]",
         "[{\"id\":\"{x}\",\"hostname\":\"https://a\",\"httpRealm\":\"r\",\"formSubmitURL\":\"https://a\","
         "\"username\":\"u\",\"password\":\"p\"}]",
         "[{\"id\":\"{x}\",\"hostname\":\"https://a\",\"httpRealm\":\"r\",\"password\":\"p\"}]",
-        "[{\"id\":\"{x}\",\"hostname\":\"https://a\",\"httpRealm\":\"r\",\"username\":\"u\",\"password\":\"\"}]",
+        "[{\"id\":\"{x}\",\"hostname\":\"https://"
+        "a\",\"httpRealm\":\"r\",\"username\":\"u\",\"password\":\"\"}]",
         "[{\"id\":\"{x}\",\"hostname\":\"https://a\",\"httpRealm\":\"r\",\"username\":3,\"password\":\"p\"}]",
-        "[{\"id\":\"{x}\",\"hostname\":\"https://a\",\"httpRealm\":\"r\",\"username\":\"u\",\"password\":\"p\","
+        "[{\"id\":\"{x}\",\"hostname\":\"https://"
+        "a\",\"httpRealm\":\"r\",\"username\":\"u\",\"password\":\"p\","
         "\"timesUsed\":-1}]",
-        "[{\"id\":\"{x}\",\"hostname\":\"https://a\",\"httpRealm\":\"r\",\"username\":\"u\",\"password\":\"p\","
+        "[{\"id\":\"{x}\",\"hostname\":\"https://"
+        "a\",\"httpRealm\":\"r\",\"username\":\"u\",\"password\":\"p\","
         "\"timeCreated\":\"yesterday\"}]",
         "[{\"id\":\"{x}\",\"deleted\":\"true\"}]",
-        "[{\"id\":\"{ok}\",\"hostname\":\"https://a\",\"httpRealm\":\"r\",\"username\":\"u\",\"password\":\"p\"},"
+        "[{\"id\":\"{ok}\",\"hostname\":\"https://"
+        "a\",\"httpRealm\":\"r\",\"username\":\"u\",\"password\":\"p\"},"
         " {\"id\":\"{bad}\"}]",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -913,7 +947,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

@@ -47,7 +47,7 @@ static const char *kids(const json_t *rec)
     size_t i;
     json_t *v;
     ck_assert_ptr_nonnull(rec);
-    json_array_foreach(json_object_get(rec, "children"), i, v) {
+    json_array_foreach (json_object_get(rec, "children"), i, v) {
         if (i)
             tu_append(buf, sizeof buf, ",");
         tu_append(buf, sizeof buf, json_string_value(v));
@@ -84,7 +84,8 @@ static char *snapshot(const char *dir)
     static const char *const q[] = {
         "SELECT id, url, title, rev_host, visit_count, hidden, typed, last_visit_date, guid, foreign_count, "
         "url_hash, origin_id FROM moz_places ORDER BY id",
-        "SELECT id, type, fk, parent, position, title, keyword_id, folder_type, dateAdded, lastModified, guid, "
+        "SELECT id, type, fk, parent, position, title, keyword_id, folder_type, dateAdded, lastModified, "
+        "guid, "
         "syncStatus, syncChangeCounter FROM moz_bookmarks ORDER BY id",
         "SELECT id, keyword, place_id, post_data FROM moz_keywords ORDER BY id",
         "SELECT id, prefix, host FROM moz_origins ORDER BY id",
@@ -129,11 +130,13 @@ START_TEST(test_url_hash_matches_firefox)
     sqlite3 *db = NULL;
     ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     sqlite3_stmt *st = NULL;
-    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT url, url_hash FROM moz_places", -1, &st, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT url, url_hash FROM moz_places", -1, &st, NULL),
+                     SQLITE_OK);
     int n = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
         const char *url = (const char *)sqlite3_column_text(st, 0);
-        ck_assert_msg(picl__places_url_hash(url, strlen(url)) == (uint64_t)sqlite3_column_int64(st, 1), "%s", url);
+        ck_assert_msg(picl__places_url_hash(url, strlen(url)) == (uint64_t)sqlite3_column_int64(st, 1), "%s",
+                      url);
         n++;
     }
     ck_assert_int_eq(n, 7);
@@ -186,7 +189,8 @@ END_TEST
 START_TEST(test_corrupt_places_untouched)
 {
     const char *d = fresh_profile();
-    tup_sh("head -c 4096 /dev/urandom > '%s/places.sqlite' && rm -f '%s/places.sqlite-wal' && touch '%s/.parentlock'",
+    tup_sh("head -c 4096 /dev/urandom > '%s/places.sqlite' && rm -f '%s/places.sqlite-wal' && touch "
+           "'%s/.parentlock'",
            d, d, d);
     uint64_t before = tup_dir_digest(d);
     picl_store *s = NULL;
@@ -283,10 +287,14 @@ END_TEST
 /* Firefox's own way of recording a local edit and a deletion. */
 static void firefox_like_edit(const char *d)
 {
-    ck_assert_int_eq(sql_int(d, "UPDATE moz_bookmarks SET title = 'HN!', syncChangeCounter = syncChangeCounter + 1 "
-                                "WHERE guid = 'bmkToolbar01' RETURNING 1"), 1);
-    ck_assert_int_eq(sql_int(d, "INSERT INTO moz_bookmarks_deleted(guid, dateRemoved) VALUES ('gonegone0001', 1) "
-                                "RETURNING 1"), 1);
+    ck_assert_int_eq(
+        sql_int(d, "UPDATE moz_bookmarks SET title = 'HN!', syncChangeCounter = syncChangeCounter + 1 "
+                   "WHERE guid = 'bmkToolbar01' RETURNING 1"),
+        1);
+    ck_assert_int_eq(
+        sql_int(d, "INSERT INTO moz_bookmarks_deleted(guid, dateRemoved) VALUES ('gonegone0001', 1) "
+                   "RETURNING 1"),
+        1);
 }
 
 START_TEST(test_bookmarks_change_tracking)
@@ -306,19 +314,22 @@ START_TEST(test_bookmarks_change_tracking)
     /* an edit between tup_changes() and mark_synced() stays a change */
     picl__store_close(s);
     ck_assert_int_eq(sql_int(d, "UPDATE moz_bookmarks SET syncChangeCounter = syncChangeCounter + 1 "
-                                "WHERE guid = 'bmkToolbar01' RETURNING 1"), 1);
+                                "WHERE guid = 'bmkToolbar01' RETURNING 1"),
+                     1);
     s = open_ok(d, "bookmarks");
     json_t *c2 = tup_changes(s);
     ck_assert_int_eq(json_array_size(c2), 2);
     json_decref(c2);
     picl__store_close(s);
     ck_assert_int_eq(sql_int(d, "UPDATE moz_bookmarks SET syncChangeCounter = syncChangeCounter + 1 "
-                                "WHERE guid = 'bmkToolbar01' RETURNING 1"), 1);
+                                "WHERE guid = 'bmkToolbar01' RETURNING 1"),
+                     1);
     s = open_ok(d, "bookmarks");
     /* the store forgot what it reported on close: report again, then edit */
     c2 = tup_changes(s);
     ck_assert_int_eq(sql_int(d, "UPDATE moz_bookmarks SET syncChangeCounter = syncChangeCounter + 1 "
-                                "WHERE guid = 'bmkToolbar01' RETURNING 1"), 1);
+                                "WHERE guid = 'bmkToolbar01' RETURNING 1"),
+                     1);
     ck_assert_int_eq(picl__store_mark_synced(s, c2), PICL_OK);
     json_decref(c2);
     c2 = tup_changes(s);
@@ -348,7 +359,8 @@ static const char *INCOMING_BOOKMARKS =
     "{\"id\":\"newBookmk001\",\"type\":\"bookmark\",\"parentid\":\"newFolder001\",\"title\":\"Rust\","
     " \"bmkUri\":\"https://www.rust-lang.org/learn\",\"tags\":[\"lang\",\"sample\"],\"keyword\":\"RS\","
     " \"dateAdded\":1700000001000},"
-    "{\"id\":\"newBookmk002\",\"type\":\"bookmark\",\"parentid\":\"newFolder001\",\"title\":\"Example again\","
+    "{\"id\":\"newBookmk002\",\"type\":\"bookmark\",\"parentid\":\"newFolder001\",\"title\":\"Example "
+    "again\","
     " \"bmkUri\":\"https://example.com/\",\"tags\":[\"sample\",\"test\"],\"keyword\":\"ex\"},"
     "{\"id\":\"newSeparat01\",\"type\":\"separator\",\"parentid\":\"newFolder001\"},"
     "{\"id\":\"bmkFirefox01\",\"type\":\"bookmark\",\"parentid\":\"toolbar\",\"title\":\"Firefox (moved)\","
@@ -422,25 +434,36 @@ START_TEST(test_bookmarks_apply_read_back_by_firefox)
     ck_assert_int_eq(sql_int(d, "SELECT foreign_count FROM moz_places WHERE url = 'https://example.com/'"),
                      2 + 2 + 1); /* two bookmarks, two tag entries, one keyword */
     /* a page left without bookmark or visit goes, as Places' expiration does */
-    ck_assert_int_eq(sql_int(d, "SELECT count(*) FROM moz_places WHERE url = 'https://developer.mozilla.org/'"), 0);
+    ck_assert_int_eq(
+        sql_int(d, "SELECT count(*) FROM moz_places WHERE url = 'https://developer.mozilla.org/'"), 0);
     ck_assert_int_eq(sql_int(d, "SELECT count(*) FROM moz_origins WHERE host = 'developer.mozilla.org'"), 0);
     ck_assert_int_eq(sql_int(d, "SELECT count(*) FROM moz_places h WHERE foreign_count != "
                                 "(SELECT count(*) FROM moz_bookmarks b WHERE b.fk = h.id) + "
-                                "(SELECT count(*) FROM moz_keywords k WHERE k.place_id = h.id)"), 0);
+                                "(SELECT count(*) FROM moz_keywords k WHERE k.place_id = h.id)"),
+                     0);
     ck_assert_int_eq(sql_int(d, "SELECT count(*) FROM moz_places WHERE url_hash = 0 OR origin_id IS NULL "
-                                "OR guid IS NULL OR rev_host IS NULL"), 0);
-    ck_assert_int_eq(sql_int(d, "SELECT recalc_frecency FROM moz_places WHERE url = 'https://www.rust-lang.org/learn'"),
-                     1);
+                                "OR guid IS NULL OR rev_host IS NULL"),
+                     0);
+    ck_assert_int_eq(
+        sql_int(d, "SELECT recalc_frecency FROM moz_places WHERE url = 'https://www.rust-lang.org/learn'"),
+        1);
     ck_assert_int_eq(sql_int(d, "SELECT count(*) FROM moz_origins WHERE host = 'www.rust-lang.org' "
-                                "AND prefix = 'https://'"), 1);
-    ck_assert_int_eq(sql_int(d, "SELECT count(*) FROM moz_bookmarks WHERE guid = 'newBookmk001' AND syncStatus = 2 "
-                                "AND syncChangeCounter = 0 AND lastModified > 1700000000000000"), 1);
+                                "AND prefix = 'https://'"),
+                     1);
+    ck_assert_int_eq(
+        sql_int(d, "SELECT count(*) FROM moz_bookmarks WHERE guid = 'newBookmk001' AND syncStatus = 2 "
+                   "AND syncChangeCounter = 0 AND lastModified > 1700000000000000"),
+        1);
     /* positions dense in every folder */
-    ck_assert_int_eq(sql_int(d, "SELECT count(*) FROM (SELECT parent, count(*) n, max(position) m FROM moz_bookmarks "
-                                "WHERE parent > 0 GROUP BY parent) WHERE m != n - 1"), 0);
+    ck_assert_int_eq(
+        sql_int(d, "SELECT count(*) FROM (SELECT parent, count(*) n, max(position) m FROM moz_bookmarks "
+                   "WHERE parent > 0 GROUP BY parent) WHERE m != n - 1"),
+        0);
     /* the tag 'test' still exists (example.com), the MDN url kept no tag */
-    ck_assert_int_eq(sql_int(d, "SELECT count(*) FROM moz_bookmarks t JOIN moz_bookmarks r ON t.parent = r.id "
-                                "WHERE r.guid = 'tags________' AND t.title = 'lang'"), 1);
+    ck_assert_int_eq(sql_int(d,
+                             "SELECT count(*) FROM moz_bookmarks t JOIN moz_bookmarks r ON t.parent = r.id "
+                             "WHERE r.guid = 'tags________' AND t.title = 'lang'"),
+                     1);
 }
 END_TEST
 
@@ -448,16 +471,19 @@ START_TEST(test_bookmarks_reorder_only)
 {
     const char *d = fresh_profile();
     picl_store *s = open_ok(d, "bookmarks");
-    tup_apply_ok(s, "[{\"id\":\"fldrSample01\",\"type\":\"folder\",\"parentid\":\"menu\",\"title\":\"Sample Folder\","
-                "\"children\":[\"bmkFirefox01\",\"fldrNested01\",\"bmkExample01\"]}]");
+    tup_apply_ok(
+        s, "[{\"id\":\"fldrSample01\",\"type\":\"folder\",\"parentid\":\"menu\",\"title\":\"Sample Folder\","
+           "\"children\":[\"bmkFirefox01\",\"fldrNested01\",\"bmkExample01\"]}]");
     json_t *r = NULL;
     ck_assert_int_eq(picl__store_get(s, "fldrSample01", &r), PICL_OK);
     /* listed first in order; the unlisted separator keeps its place after them */
     ck_assert_str_eq(kids(r), "bmkFirefox01,fldrNested01,bmkExample01,sepSample001");
     json_decref(r);
     picl__store_close(s);
-    ck_assert_int_eq(sql_int(d, "SELECT count(*) FROM (SELECT parent, count(*) n, max(position) m, min(position) l "
-                                "FROM moz_bookmarks GROUP BY parent) WHERE m != n - 1 OR l != 0"), 0);
+    ck_assert_int_eq(
+        sql_int(d, "SELECT count(*) FROM (SELECT parent, count(*) n, max(position) m, min(position) l "
+                   "FROM moz_bookmarks GROUP BY parent) WHERE m != n - 1 OR l != 0"),
+        0);
     json_t *dump = tup_dump_profile(d);
     ck_assert_str_eq(kids(tup_find(json_object_get(dump, "bookmarks"), "guid", "fldrSample01")),
                      "bmkFirefox01,fldrNested01,bmkExample01,sepSample001");
@@ -473,8 +499,9 @@ START_TEST(test_bookmarks_tree_walks)
 {
     const char *d = fresh_profile();
     picl_store *s = open_ok(d, "bookmarks");
-    tup_apply_ok(s, "[{\"id\":\"fldrSample01\",\"type\":\"folder\",\"parentid\":\"fldrNested01\","
-                    "\"title\":\"Sample Folder\",\"children\":[\"bmkFirefox01\",\"fldrNested01\",\"bmkExample01\"]}]");
+    tup_apply_ok(
+        s, "[{\"id\":\"fldrSample01\",\"type\":\"folder\",\"parentid\":\"fldrNested01\","
+           "\"title\":\"Sample Folder\",\"children\":[\"bmkFirefox01\",\"fldrNested01\",\"bmkExample01\"]}]");
     json_t *r = NULL;
     ck_assert_int_eq(picl__store_get(s, "fldrSample01", &r), PICL_OK);
     ck_assert_str_eq(str(r, "parentid"), "unfiled");
@@ -489,8 +516,12 @@ START_TEST(test_bookmarks_tree_walks)
     snprintf(path, sizeof path, "%s/places.sqlite", d);
     sqlite3 *db = NULL;
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    ck_assert_int_eq(sqlite3_exec(db, "UPDATE moz_bookmarks SET parent = (SELECT id FROM moz_bookmarks WHERE guid = "
-                                      "'fldrNested01') WHERE guid = 'fldrSample01'", NULL, NULL, NULL), SQLITE_OK);
+    ck_assert_int_eq(
+        sqlite3_exec(db,
+                     "UPDATE moz_bookmarks SET parent = (SELECT id FROM moz_bookmarks WHERE guid = "
+                     "'fldrNested01') WHERE guid = 'fldrSample01'",
+                     NULL, NULL, NULL),
+        SQLITE_OK);
     sqlite3_close(db);
     s = open_ok(d, "bookmarks");
     r = json_object();
@@ -523,11 +554,16 @@ START_TEST(test_bookmarks_bad_records_change_nothing)
         "[{\"id\":\"abcdefghijkl\",\"type\":\"livemarkish\",\"parentid\":\"menu\"}]",
         "[{\"id\":\"abcdefghijkl\",\"type\":\"bookmark\",\"parentid\":\"menu\"}]",
         "[{\"id\":\"abcdefghijkl\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"bmkUri\":\"not a url\"}]",
-        "[{\"id\":\"abcdefghijkl\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"bmkUri\":\"https://a/\",\"tags\":\"x\"}]",
-        "[{\"id\":\"abcdefghijkl\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"bmkUri\":\"https://a/\",\"tags\":[1]}]",
-        "[{\"id\":\"abcdefghijkl\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"bmkUri\":\"https://a/\",\"keyword\":\"a b\"}]",
-        "[{\"id\":\"abcdefghijkl\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"bmkUri\":\"https://a/\",\"title\":7}]",
-        "[{\"id\":\"abcdefghijkl\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"bmkUri\":\"https://a/\",\"dateAdded\":-1}]",
+        "[{\"id\":\"abcdefghijkl\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"bmkUri\":\"https://a/"
+        "\",\"tags\":\"x\"}]",
+        "[{\"id\":\"abcdefghijkl\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"bmkUri\":\"https://a/"
+        "\",\"tags\":[1]}]",
+        "[{\"id\":\"abcdefghijkl\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"bmkUri\":\"https://a/"
+        "\",\"keyword\":\"a b\"}]",
+        "[{\"id\":\"abcdefghijkl\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"bmkUri\":\"https://a/"
+        "\",\"title\":7}]",
+        "[{\"id\":\"abcdefghijkl\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"bmkUri\":\"https://a/"
+        "\",\"dateAdded\":-1}]",
         "[{\"id\":\"abcdefghijkl\",\"type\":\"folder\",\"parentid\":\"menu\",\"children\":[\"bad id!\"]}]",
         "[{\"id\":\"abcdefghijkl\",\"type\":\"folder\",\"parentid\":\"tags________\"}]",
         "[{\"id\":\"abcdefghijkl\",\"type\":\"folder\",\"parentid\":\"abcdefghijkl\"}]",
@@ -536,12 +572,14 @@ START_TEST(test_bookmarks_bad_records_change_nothing)
         "[{\"id\":\"menu\",\"type\":\"bookmark\",\"bmkUri\":\"https://a/\"}]",
         "[{\"id\":\"abcdefghijkl\",\"deleted\":\"yes\"}]",
         /* one good record before a bad one: nothing of the batch is kept */
-        "[{\"id\":\"goodgoodgood\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"bmkUri\":\"https://good.example/\"},"
+        "[{\"id\":\"goodgoodgood\",\"type\":\"bookmark\",\"parentid\":\"menu\",\"bmkUri\":\"https://"
+        "good.example/\"},"
         " {\"id\":\"bmkExample01\",\"deleted\":true}, {\"id\":\"x\"}]",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         picl_status st = apply_status(s, bad[i]);
-        ck_assert_msg(st == (i == 0 ? PICL_ERROR_INVALID_ARGUMENT : PICL_ERROR_ENCODING), "case %zu: %d", i, st);
+        ck_assert_msg(st == (i == 0 ? PICL_ERROR_INVALID_ARGUMENT : PICL_ERROR_ENCODING), "case %zu: %d", i,
+                      st);
         ck_assert_msg(picl__store_error(s)[0] != '\0', "case %zu: no message", i);
     }
     picl__store_close(s);
@@ -578,13 +616,16 @@ START_TEST(test_history_read_firefox_profile)
     json_t *h = NULL;
     size_t i;
     json_t *r;
-    json_array_foreach(a, i, r) if (strcmp(str(r, "histUri"), "https://history-only.example.org/a/b") == 0) h = r;
+    json_array_foreach (a, i, r)
+        if (strcmp(str(r, "histUri"), "https://history-only.example.org/a/b") == 0)
+            h = r;
     ck_assert_ptr_nonnull(h);
     ck_assert_str_eq(str(h, "title"), "History only");
     json_t *v = json_object_get(h, "visits");
     ck_assert_int_eq(json_array_size(v), 3);
     /* newest first: RELOAD at T0-600s, REDIRECT_PERMANENT, LINK */
-    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(v, 0), "date")), (T0_MS - 600000) * 1000);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(v, 0), "date")),
+                     (T0_MS - 600000) * 1000);
     ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(v, 0), "type")), 9);
     ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(v, 1), "type")), 5);
     ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(v, 2), "type")), 1);
@@ -610,9 +651,11 @@ START_TEST(test_history_read_firefox_profile)
     json_decref(c);
     /* a new local visit (as Firefox writes it) is a change */
     picl__store_close(s);
-    ck_assert_int_eq(sql_int(d, "INSERT INTO moz_historyvisits(from_visit, place_id, visit_date, visit_type, session, "
-                                "source) SELECT 0, id, 1800000000000000, 1, 0, 0 FROM moz_places WHERE url = "
-                                "'https://example.com/' RETURNING 1"), 1);
+    ck_assert_int_eq(
+        sql_int(d, "INSERT INTO moz_historyvisits(from_visit, place_id, visit_date, visit_type, session, "
+                   "source) SELECT 0, id, 1800000000000000, 1, 0, 0 FROM moz_places WHERE url = "
+                   "'https://example.com/' RETURNING 1"),
+        1);
     s = open_ok(d, "history");
     c = tup_changes(s);
     ck_assert_int_eq(json_array_size(c), 1);
@@ -639,21 +682,26 @@ START_TEST(test_history_apply_read_back_by_firefox)
     json_t *a = tup_all(s);
     size_t i;
     json_t *r;
-    json_array_foreach(a, i, r) if (strcmp(str(r, "histUri"), "https://history-only.example.org/a/b") == 0)
-        snprintf(guid_hist, sizeof guid_hist, "%s", str(r, "id"));
+    json_array_foreach (a, i, r)
+        if (strcmp(str(r, "histUri"), "https://history-only.example.org/a/b") == 0)
+            snprintf(guid_hist, sizeof guid_hist, "%s", str(r, "id"));
     json_decref(a);
     char *batch = NULL;
-    ck_assert(asprintf(&batch,
-        "[{\"id\":\"newPage00001\",\"histUri\":\"https://sync.example.net/p?x=1\",\"title\":\"Synced page\","
-        "  \"futurePage\":{\"a\":[1,2]},"
-        "  \"visits\":[{\"date\":1705000000000000,\"type\":1,\"futureVisit\":\"v\"},"
-        "              {\"date\":1705000100000000,\"type\":2},"
-        "              {\"date\":1705000200000000,\"type\":4},{\"date\":1705000300000000,\"type\":9}]},"
-        " {\"id\":\"framedPage01\",\"histUri\":\"https://frame.example.net/\",\"title\":null,"
-        "  \"visits\":[{\"date\":1705000000000000,\"type\":8}]},"
-        " {\"id\":\"otherGuid001\",\"histUri\":\"https://example.com/\",\"title\":\"Example (remote)\","
-        "  \"visits\":[{\"date\":1705318200000000,\"type\":1},{\"date\":1705400000000000,\"type\":1}]},"
-        " {\"id\":\"%s\",\"deleted\":true}]", guid_hist) > 0);
+    ck_assert(
+        asprintf(
+            &batch,
+            "[{\"id\":\"newPage00001\",\"histUri\":\"https://sync.example.net/p?x=1\",\"title\":\"Synced "
+            "page\","
+            "  \"futurePage\":{\"a\":[1,2]},"
+            "  \"visits\":[{\"date\":1705000000000000,\"type\":1,\"futureVisit\":\"v\"},"
+            "              {\"date\":1705000100000000,\"type\":2},"
+            "              {\"date\":1705000200000000,\"type\":4},{\"date\":1705000300000000,\"type\":9}]},"
+            " {\"id\":\"framedPage01\",\"histUri\":\"https://frame.example.net/\",\"title\":null,"
+            "  \"visits\":[{\"date\":1705000000000000,\"type\":8}]},"
+            " {\"id\":\"otherGuid001\",\"histUri\":\"https://example.com/\",\"title\":\"Example (remote)\","
+            "  \"visits\":[{\"date\":1705318200000000,\"type\":1},{\"date\":1705400000000000,\"type\":1}]},"
+            " {\"id\":\"%s\",\"deleted\":true}]",
+            guid_hist) > 0);
     tup_apply_ok(s, batch);
     tup_apply_ok(s, batch); /* idempotent: no duplicate visits */
     free(batch);
@@ -664,7 +712,8 @@ START_TEST(test_history_apply_read_back_by_firefox)
     ck_assert_int_eq(picl__store_get(s, "newPage00001", &np), PICL_OK);
     ck_assert_int_eq(json_array_size(json_object_get(np, "visits")), 3); /* EMBED not stored */
     /* unknown fields come back, page and visit */
-    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(json_object_get(np, "futurePage"), "a"), 1)), 2);
+    ck_assert_int_eq(
+        json_integer_value(json_array_get(json_object_get(json_object_get(np, "futurePage"), "a"), 1)), 2);
     ck_assert_str_eq(str(json_array_get(json_object_get(np, "visits"), 2), "futureVisit"), "v");
     ck_assert_ptr_null(json_object_get(json_array_get(json_object_get(np, "visits"), 0), "futureVisit"));
     json_decref(np);
@@ -682,7 +731,8 @@ START_TEST(test_history_apply_read_back_by_firefox)
     ck_assert_int_eq(json_integer_value(json_object_get(p, "hidden")), 0);
     /* Firefox's own history sync would upload them too */
     json_t *suf = json_object_get(p, "syncUnknownFields");
-    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(json_object_get(suf, "futurePage"), "a"), 0)), 1);
+    ck_assert_int_eq(
+        json_integer_value(json_array_get(json_object_get(json_object_get(suf, "futurePage"), "a"), 0)), 1);
     json_t *sv = json_object_get(p, "syncVisits");
     ck_assert_int_eq(json_array_size(sv), 3);
     ck_assert_str_eq(str(json_array_get(sv, 2), "futureVisit"), "v");
@@ -698,8 +748,10 @@ START_TEST(test_history_apply_read_back_by_firefox)
     ck_assert_int_eq(json_integer_value(json_object_get(ex, "visit_count")), 3);
     ck_assert_int_eq(json_integer_value(json_object_get(ex, "foreign_count")), 4); /* bookmark untouched */
     ck_assert_ptr_null(tup_find(hist, "guid", guid_hist));
-    ck_assert_int_eq(sql_int(d, "SELECT count(*) FROM moz_places WHERE url = 'https://history-only.example.org/a/b'"), 0);
-    ck_assert_int_eq(sql_int(d, "SELECT count(*) FROM moz_origins WHERE host = 'history-only.example.org'"), 0);
+    ck_assert_int_eq(
+        sql_int(d, "SELECT count(*) FROM moz_places WHERE url = 'https://history-only.example.org/a/b'"), 0);
+    ck_assert_int_eq(sql_int(d, "SELECT count(*) FROM moz_origins WHERE host = 'history-only.example.org'"),
+                     0);
     ck_assert_int_eq(sql_int(d, "SELECT typed FROM moz_places WHERE guid = 'newPage00001'"), 1);
     ck_assert_int_eq(sql_int(d, "SELECT count(*) FROM moz_historyvisits WHERE source = 1"), 5);
     json_decref(dump);
@@ -712,10 +764,10 @@ START_TEST(test_history_twenty_newest)
     picl_store *s = open_ok(d, "history");
     json_t *visits = json_array();
     for (int k = 0; k < 25; k++)
-        json_array_append_new(visits, json_pack("{s:I, s:i}", "date", (json_int_t)(1705000000000000LL + k * 1000000LL),
-                                                "type", 1));
-    json_t *batch = json_pack("[{s:s, s:s, s:s, s:o}]", "id", "manyVisits01", "histUri", "https://many.example/",
-                              "title", "Many", "visits", visits);
+        json_array_append_new(visits, json_pack("{s:I, s:i}", "date",
+                                                (json_int_t)(1705000000000000LL + k * 1000000LL), "type", 1));
+    json_t *batch = json_pack("[{s:s, s:s, s:s, s:o}]", "id", "manyVisits01", "histUri",
+                              "https://many.example/", "title", "Many", "visits", visits);
     ck_assert_int_eq(picl__store_apply(s, batch), PICL_OK);
     json_decref(batch);
     json_t *r = NULL;
@@ -747,12 +799,16 @@ START_TEST(test_history_bad_records_change_nothing)
         "[{\"id\":\"abcdefghijkl\",\"histUri\":\"https://a.example/\",\"visits\":{}}]",
         "[{\"id\":\"abcdefghijkl\",\"histUri\":\"https://a.example/\",\"visits\":[{\"date\":1}]}]",
         "[{\"id\":\"abcdefghijkl\",\"histUri\":\"https://a.example/\",\"visits\":[{\"date\":1,\"type\":0}]}]",
-        "[{\"id\":\"abcdefghijkl\",\"histUri\":\"https://a.example/\",\"visits\":[{\"date\":1,\"type\":10}]}]",
-        "[{\"id\":\"abcdefghijkl\",\"histUri\":\"https://a.example/\",\"visits\":[{\"date\":-5,\"type\":1}]}]",
-        "[{\"id\":\"abcdefghijkl\",\"histUri\":\"https://a.example/\",\"visits\":[{\"date\":\"1\",\"type\":1}]}]",
+        "[{\"id\":\"abcdefghijkl\",\"histUri\":\"https://a.example/"
+        "\",\"visits\":[{\"date\":1,\"type\":10}]}]",
+        "[{\"id\":\"abcdefghijkl\",\"histUri\":\"https://a.example/"
+        "\",\"visits\":[{\"date\":-5,\"type\":1}]}]",
+        "[{\"id\":\"abcdefghijkl\",\"histUri\":\"https://a.example/"
+        "\",\"visits\":[{\"date\":\"1\",\"type\":1}]}]",
         "[{\"id\":\"abcdefghijkl\",\"histUri\":\"https://a.example/\",\"title\":[],\"visits\":[]}]",
         "[{\"id\":\"abcdefghijkl\",\"deleted\":1}]",
-        "[{\"id\":\"goodgoodgood\",\"histUri\":\"https://good.example/\",\"visits\":[{\"date\":1,\"type\":1}]},"
+        "[{\"id\":\"goodgoodgood\",\"histUri\":\"https://good.example/"
+        "\",\"visits\":[{\"date\":1,\"type\":1}]},"
         " {\"id\":\"bad\"}]",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -795,10 +851,11 @@ START_TEST(test_firefox_maintenance_finds_nothing_to_fix)
     tup_apply_ok(s, INCOMING_BOOKMARKS);
     picl__store_close(s);
     s = open_ok(d, "history");
-    tup_apply_ok(s, "[{\"id\":\"newPage00001\",\"histUri\":\"https://sync.example.net/p?x=1\",\"title\":\"S\","
-                "\"visits\":[{\"date\":1705000000000000,\"type\":1},{\"date\":1705000300000000,\"type\":9}]},"
-                "{\"id\":\"framedPage01\",\"histUri\":\"https://frame.example.net/\","
-                "\"visits\":[{\"date\":1705000000000000,\"type\":8}]}]");
+    tup_apply_ok(
+        s, "[{\"id\":\"newPage00001\",\"histUri\":\"https://sync.example.net/p?x=1\",\"title\":\"S\","
+           "\"visits\":[{\"date\":1705000000000000,\"type\":1},{\"date\":1705000300000000,\"type\":9}]},"
+           "{\"id\":\"framedPage01\",\"histUri\":\"https://frame.example.net/\","
+           "\"visits\":[{\"date\":1705000000000000,\"type\":8}]}]");
     picl__store_close(s);
     char *before = snapshot(d);
     ck_assert_int_eq(tup_sh("'%s/tests/make-profile.sh' --maintain '%s' >'%s.maintlog' 2>&1", src, d, d), 0);
@@ -847,7 +904,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

@@ -52,7 +52,8 @@ static int locked_elsewhere(const char *d)
 {
     int r = tup_sh("python3 -c 'import fcntl,os,sys; os.path.exists(sys.argv[1]) or sys.exit(0); "
                    "f=open(sys.argv[1],\"r+\"); "
-                   "fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)' '%s/.parentlock' 2>/dev/null", d);
+                   "fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)' '%s/.parentlock' 2>/dev/null",
+                   d);
     ck_assert(r == 0 || r == 1);
     return r == 1;
 }
@@ -141,8 +142,8 @@ START_TEST(test_locked_by_real_firefox)
         int null = open("/dev/null", O_WRONLY);
         dup2(null, 1);
         dup2(null, 2);
-        execlp("timeout", "timeout", "60", "firefox-esr", "--headless", "--no-remote", "--profile", d, "about:blank",
-               (char *)NULL);
+        execlp("timeout", "timeout", "60", "firefox-esr", "--headless", "--no-remote", "--profile", d,
+               "about:blank", (char *)NULL);
         _exit(127);
     }
     char link[PATH_MAX];
@@ -166,7 +167,8 @@ START_TEST(test_locked_by_real_firefox)
     picl_store *s = NULL;
     ck_assert_int_eq(picl__places_open(&s, d, "bookmarks", err, sizeof err), PICL_ERROR_PROFILE_LOCKED);
     ck_assert_int_eq(picl__places_open(&s, d, "history", err, sizeof err), PICL_ERROR_PROFILE_LOCKED);
-    ck_assert_int_eq(picl__logins_open(&s, d, "/tmp", NULL, NULL, err, sizeof err), PICL_ERROR_PROFILE_LOCKED);
+    ck_assert_int_eq(picl__logins_open(&s, d, "/tmp", NULL, NULL, err, sizeof err),
+                     PICL_ERROR_PROFILE_LOCKED);
     ck_assert_ptr_null(s);
     /* a crash: the kernel drops the fcntl lock, the symlink stays */
     killpg(ff, SIGKILL);
@@ -197,7 +199,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

@@ -19,10 +19,7 @@ static void mkdir_setup(void)
     ck_assert_ptr_nonnull(mkdtemp(dir));
 }
 
-static void rm_teardown(void)
-{
-    ck_assert_int_eq(tu_rmtree(dir), 0);
-}
+static void rm_teardown(void) { ck_assert_int_eq(tu_rmtree(dir), 0); }
 
 static json_t *bm(const char *id, const char *title)
 {
@@ -34,7 +31,7 @@ static size_t count_ids(const json_t *a, const char *id, int tomb)
 {
     size_t i, n = 0;
     json_t *r;
-    json_array_foreach(a, i, r) {
+    json_array_foreach (a, i, r) {
         if (!strcmp(json_string_value(json_object_get(r, "id")), id) &&
             tomb == json_is_true(json_object_get(r, "deleted")))
             n++;
@@ -132,7 +129,8 @@ START_TEST(test_filestore_tracking)
     ck_assert_uint_eq(json_array_size(ch), 0);
     json_decref(ch);
     /* the user edits one record and removes the other */
-    write_text("bookmarks.json", "[{\"id\":\"aaaaaaaaaaaa\",\"title\":\"A edited\",\"extra\":{\"kept\":true}}]");
+    write_text("bookmarks.json",
+               "[{\"id\":\"aaaaaaaaaaaa\",\"title\":\"A edited\",\"extra\":{\"kept\":true}}]");
     ck_assert_int_eq(picl__store_changes(s, &ch), PICL_OK);
     ck_assert_uint_eq(json_array_size(ch), 2);
     ck_assert_uint_eq(count_ids(ch, "aaaaaaaaaaaa", 0), 1);
@@ -140,8 +138,8 @@ START_TEST(test_filestore_tracking)
     ck_assert_int_eq(picl__store_mark_synced(s, ch), PICL_OK);
     json_decref(ch);
     /* incoming: a new record and a tombstone; not reported back as changes */
-    json_t *in = json_pack("[{s:s, s:s}, {s:s, s:b}]", "id", "cccccccccccc", "title", "C", "id", "aaaaaaaaaaaa",
-                           "deleted", 1);
+    json_t *in = json_pack("[{s:s, s:s}, {s:s, s:b}]", "id", "cccccccccccc", "title", "C", "id",
+                           "aaaaaaaaaaaa", "deleted", 1);
     ck_assert_int_eq(picl__store_apply(s, in), PICL_OK);
     json_decref(in);
     ck_assert_int_eq(picl__store_changes(s, &ch), PICL_OK);
@@ -163,12 +161,14 @@ END_TEST
 
 START_TEST(test_filestore_malformed)
 {
-    static const char *bad[] = {"{\"id\":\"x\"}", "[1,2]", "[{\"title\":\"no id\"}]",
-                                "[{\"id\":\"a\"},{\"id\":\"a\"}]", "[{\"id\":\"a\"}", "not json"};
+    static const char *bad[] = {"{\"id\":\"x\"}",          "[1,2]",
+                                "[{\"title\":\"no id\"}]", "[{\"id\":\"a\"},{\"id\":\"a\"}]",
+                                "[{\"id\":\"a\"}",         "not json"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         write_text("passwords.json", bad[i]);
         picl_store *s = (picl_store *)1;
-        ck_assert_msg(picl__filestore_open(&s, dir, "passwords") == PICL_ERROR_ENCODING, "accepted %s", bad[i]);
+        ck_assert_msg(picl__filestore_open(&s, dir, "passwords") == PICL_ERROR_ENCODING, "accepted %s",
+                      bad[i]);
         ck_assert_ptr_null(s);
         char *t = read_text("passwords.json");
         ck_assert_str_eq(t, bad[i]); /* untouched */
@@ -229,7 +229,6 @@ START_TEST(test_filestore_empty_id_refused)
 }
 END_TEST
 
-
 /* A store implemented through picl_store_callbacks (what the browser binding uses). */
 typedef struct cbctx {
     int applied;
@@ -258,10 +257,7 @@ static picl_status cb_apply(void *ctx, const char *json)
     snprintf(c->last_apply, sizeof c->last_apply, "%s", json);
     return PICL_OK;
 }
-static picl_status cb_fail(void *ctx, const char *json)
-{
-    return PICL_ERROR_DATABASE;
-}
+static picl_status cb_fail(void *ctx, const char *json) { return PICL_ERROR_DATABASE; }
 static picl_status cb_bad(void *ctx, char **out)
 {
     *out = picl_alloc_string("{not an array");
@@ -271,8 +267,8 @@ static picl_status cb_bad(void *ctx, char **out)
 START_TEST(test_callback_store)
 {
     cbctx ctx = {0};
-    picl_store_callbacks cb = {.changes = cb_changes, .all = cb_all, .get = cb_get, .apply = cb_apply,
-                               .mark_synced = cb_apply};
+    picl_store_callbacks cb = {
+        .changes = cb_changes, .all = cb_all, .get = cb_get, .apply = cb_apply, .mark_synced = cb_apply};
     picl_store *s;
     ck_assert_int_eq(picl__cbstore_open(&s, "bookmarks", &cb, &ctx), PICL_OK);
     json_t *ch;
@@ -300,7 +296,8 @@ START_TEST(test_callback_store)
     ck_assert_int_eq(picl__store_apply(s, empty), PICL_ERROR_DATABASE);
     json_decref(empty);
     picl__store_close(s);
-    picl_store_callbacks missing = {.all = cb_all, .apply = cb_apply, .mark_synced = cb_apply}; /* no changes */
+    picl_store_callbacks missing = {
+        .all = cb_all, .apply = cb_apply, .mark_synced = cb_apply}; /* no changes */
     ck_assert_int_eq(picl__cbstore_open(&s, "x", &missing, &ctx), PICL_ERROR_INVALID_ARGUMENT);
 }
 END_TEST

@@ -50,7 +50,14 @@ START_TEST(test_picl_era_stretch)
     ck_assert_int_eq(srp_pw[0], 0); /* the vector's leading zero survives */
     uint8_t *want_unwrap = val(f, "unwrapBKey", &n);
     ck_assert(n == 32 && memcmp(unwrap, want_unwrap, 32) == 0);
-    free(email); free(pw); free(k1); free(k2); free(sp); free(salt); free(want_srp); free(want_unwrap);
+    free(email);
+    free(pw);
+    free(k1);
+    free(k2);
+    free(sp);
+    free(salt);
+    free(want_srp);
+    free(want_unwrap);
     tu_vec_free(f);
 }
 END_TEST
@@ -99,17 +106,25 @@ START_TEST(test_floor)
     for (int i = 0; i < 5; i++) {
         picl_stretch_params over = top;
         switch (i) {
-        case 0: over.pbkdf2_rounds_1++; break;
-        case 1: over.scrypt_n *= 2; break;
-        case 2: over.scrypt_r++; break;
-        case 3: over.scrypt_p++; break;
-        default: over.pbkdf2_rounds_2++;
+        case 0:
+            over.pbkdf2_rounds_1++;
+            break;
+        case 1:
+            over.scrypt_n *= 2;
+            break;
+        case 2:
+            over.scrypt_r++;
+            break;
+        case 3:
+            over.scrypt_p++;
+            break;
+        default:
+            over.pbkdf2_rounds_2++;
         }
         memset(out, 0x77, sizeof out);
         ck_assert_int_eq(picl__stretch_check_params(&over, NULL), PICL_ERROR_UNSUPPORTED);
         ck_assert_int_eq(picl__stretch_check_params(&over, &low), PICL_ERROR_UNSUPPORTED);
-        ck_assert_int_eq(picl__stretch(out, &over, NULL, "e", 1, "p", 1, NULL),
-                         PICL_ERROR_UNSUPPORTED);
+        ck_assert_int_eq(picl__stretch(out, &over, NULL, "e", 1, "p", 1, NULL), PICL_ERROR_UNSUPPORTED);
         ck_assert(picl__iszero_ct(out, sizeof out)); /* wiped, nothing computed */
     }
     /* a lowered floor (tests only) admits cheap parameters */

@@ -27,12 +27,12 @@ static void expect_zero(const void *p, size_t n)
         ck_assert_int_eq(((const uint8_t *)p)[i], 0);
 }
 
-static picl_status parse(picl_tokenlib_payload *p, const char *secret, const char *token,
-                         int64_t now, int64_t grace)
+static picl_status parse(picl_tokenlib_payload *p, const char *secret, const char *token, int64_t now,
+                         int64_t grace)
 {
     memset(p, 0xAA, sizeof *p);
-    picl_status st = picl__tokenlib_parse(p, (const uint8_t *)secret, strlen(secret), token,
-                                          strlen(token), now, grace);
+    picl_status st =
+        picl__tokenlib_parse(p, (const uint8_t *)secret, strlen(secret), token, strlen(token), now, grace);
     if (st != PICL_OK)
         expect_zero(p, sizeof *p);
     return st;
@@ -45,7 +45,8 @@ static char *sign(const char *secret, const void *payload, size_t len)
     uint8_t skey[32];
     uint8_t *raw = malloc(len + 32);
     const char *info = "services.mozilla.com/tokenlib/v1/signing";
-    ck_assert_int_eq(picl__hkdf_sha256(skey, 32, secret, strlen(secret), NULL, 0, info, strlen(info)), PICL_OK);
+    ck_assert_int_eq(picl__hkdf_sha256(skey, 32, secret, strlen(secret), NULL, 0, info, strlen(info)),
+                     PICL_OK);
     memcpy(raw, payload, len);
     ck_assert_int_eq(picl__hmac_sha256(raw + len, skey, 32, raw, len), PICL_OK);
     char *t = picl__base64url_encode_alloc(raw, len + 32, 1);
@@ -77,8 +78,9 @@ START_TEST(test_syncstorage_fixture)
     ck_assert_str_eq(p.hashed_device_id, jstr(want, "hashed_device_id"));
     ck_assert_str_eq(p.salt, jstr(want, "salt"));
 
-    ck_assert_int_eq(picl__tokenlib_derive_key(key, (const uint8_t *)secret, strlen(secret), id,
-                                               strlen(id), p.salt), PICL_OK);
+    ck_assert_int_eq(
+        picl__tokenlib_derive_key(key, (const uint8_t *)secret, strlen(secret), id, strlen(id), p.salt),
+        PICL_OK);
     ck_assert_uint_eq(strlen(key), PICL_TOKENLIB_KEY_CHARS);
     const char *sfx[2] = {"", "2"};
     for (int i = 0; i < 2; i++) {
@@ -88,10 +90,16 @@ START_TEST(test_syncstorage_fixture)
         snprintf(kt, sizeof kt, "ts%s", sfx[i]);
         snprintf(kn, sizeof kn, "nonce%s", sfx[i]);
         snprintf(kmac, sizeof kmac, "mac%s", sfx[i]);
-        picl_hawk_request req = {jstr(fx, km), jstr(fx, kp), jstr(fx, "host"),
-                                 (unsigned)json_integer_value(json_object_get(fx, "port")), NULL, NULL, 0};
+        picl_hawk_request req = {jstr(fx, km),
+                                 jstr(fx, kp),
+                                 jstr(fx, "host"),
+                                 (unsigned)json_integer_value(json_object_get(fx, "port")),
+                                 NULL,
+                                 NULL,
+                                 0};
         snprintf(tsbuf, sizeof tsbuf, "%lld", (long long)json_integer_value(json_object_get(fx, kt)));
-        ck_assert_int_eq(picl__hawk_mac(mac, key, strlen(key), tsbuf, jstr(fx, kn), &req, NULL, NULL), PICL_OK);
+        ck_assert_int_eq(picl__hawk_mac(mac, key, strlen(key), tsbuf, jstr(fx, kn), &req, NULL, NULL),
+                         PICL_OK);
         ck_assert_str_eq(mac, jstr(fx, kmac));
     }
     /* the fixture is valid until its expiry, not one second after */
@@ -166,8 +174,10 @@ START_TEST(test_round_trip_random_salt)
     char key[PICL_TOKENLIB_KEY_CHARS + 1];
     fixed_payload(&p);
     p.salt[0] = 0;
-    ck_assert_int_eq(picl__tokenlib_mint(&t1, &k1, (const uint8_t *)PY_SECRET, strlen(PY_SECRET), &p), PICL_OK);
-    ck_assert_int_eq(picl__tokenlib_mint(&t2, &k2, (const uint8_t *)PY_SECRET, strlen(PY_SECRET), &p), PICL_OK);
+    ck_assert_int_eq(picl__tokenlib_mint(&t1, &k1, (const uint8_t *)PY_SECRET, strlen(PY_SECRET), &p),
+                     PICL_OK);
+    ck_assert_int_eq(picl__tokenlib_mint(&t2, &k2, (const uint8_t *)PY_SECRET, strlen(PY_SECRET), &p),
+                     PICL_OK);
     ck_assert_str_ne(t1, t2);
     ck_assert_str_ne(k1, k2);
     ck_assert_int_eq(parse(&q, PY_SECRET, t1, 0, 0), PICL_OK);
@@ -175,8 +185,9 @@ START_TEST(test_round_trip_random_salt)
     ck_assert_uint_eq(strspn(q.salt, "0123456789abcdef"), 6);
     ck_assert_int_eq(q.uid, 42);
     ck_assert_str_eq(q.node, p.node);
-    ck_assert_int_eq(picl__tokenlib_derive_key(key, (const uint8_t *)PY_SECRET, strlen(PY_SECRET), t1,
-                                               strlen(t1), q.salt), PICL_OK);
+    ck_assert_int_eq(
+        picl__tokenlib_derive_key(key, (const uint8_t *)PY_SECRET, strlen(PY_SECRET), t1, strlen(t1), q.salt),
+        PICL_OK);
     ck_assert_str_eq(key, k1);
     /* the unpadded form of the same token is the same token */
     char *unpadded = strdup(t1);
@@ -185,7 +196,10 @@ START_TEST(test_round_trip_random_salt)
         unpadded[--n] = 0;
     ck_assert_int_eq(parse(&q, PY_SECRET, unpadded, 0, 0), PICL_OK);
     free(unpadded);
-    free(t1); free(k1); free(t2); free(k2);
+    free(t1);
+    free(k1);
+    free(t2);
+    free(k2);
 }
 END_TEST
 
@@ -214,7 +228,8 @@ START_TEST(test_tamper_every_byte)
     ck_assert_int_eq(parse(&q, PY_SECRET, t, 0, 0), PICL_ERROR_DECRYPT);
     free(t);
     /* wrong secrets */
-    ck_assert_int_eq(parse(&q, "picl tokenlib test secret, 32+ bytes lonG", PY_TOKEN, 0, 0), PICL_ERROR_DECRYPT);
+    ck_assert_int_eq(parse(&q, "picl tokenlib test secret, 32+ bytes lonG", PY_TOKEN, 0, 0),
+                     PICL_ERROR_DECRYPT);
     ck_assert_int_eq(parse(&q, "x", PY_TOKEN, 0, 0), PICL_ERROR_DECRYPT);
     ck_assert_int_eq(parse(&q, PY_SECRET, PY_TOKEN, 0, 0), PICL_OK);
 }
@@ -257,9 +272,11 @@ START_TEST(test_bad_token_text)
 
     ck_assert_int_eq(parse(&q, PY_SECRET, "", 0, 0), PICL_ERROR_ENCODING);
     /* exactly 32 bytes: a MAC and no payload */
-    ck_assert_int_eq(parse(&q, PY_SECRET, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", 0, 0), PICL_ERROR_ENCODING);
+    ck_assert_int_eq(parse(&q, PY_SECRET, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", 0, 0),
+                     PICL_ERROR_ENCODING);
     /* 33 bytes: a 1-byte payload, not signed */
-    ck_assert_int_eq(parse(&q, PY_SECRET, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 0, 0), PICL_ERROR_DECRYPT);
+    ck_assert_int_eq(parse(&q, PY_SECRET, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 0, 0),
+                     PICL_ERROR_DECRYPT);
 
     char *t = strdup(PY_TOKEN);
     size_t n = strlen(t);
@@ -278,13 +295,15 @@ START_TEST(test_bad_token_text)
     memcpy(u, PY_TOKEN, n + 1);
     ck_assert_int_eq(u[n - 1], '=');
     ck_assert(u[n - 2] != '=');
-    u[n] = '='; u[n + 1] = 0; /* one '=' too many */
+    u[n] = '=';
+    u[n + 1] = 0; /* one '=' too many */
     ck_assert_int_eq(parse(&q, PY_SECRET, u, 0, 0), PICL_ERROR_ENCODING);
     memcpy(u, PY_TOKEN, n + 1);
     u[20] = '=';
     ck_assert_int_eq(parse(&q, PY_SECRET, u, 0, 0), PICL_ERROR_ENCODING);
     memcpy(u, PY_TOKEN, n + 1);
-    u[n - 1] = 0; u[n - 2] = 'V'; /* non-zero pad bits before the (now missing) padding */
+    u[n - 1] = 0;
+    u[n - 2] = 'V'; /* non-zero pad bits before the (now missing) padding */
     ck_assert_int_eq(parse(&q, PY_SECRET, u, 0, 0), PICL_ERROR_ENCODING);
     free(u);
     free(t);
@@ -296,8 +315,9 @@ typedef struct bad_json {
     picl_status want;
 } bad_json;
 
-#define GOOD_TAIL "\"fxa_uid\": \"u\", \"fxa_kid\": \"k\", \"hashed_fxa_uid\": \"h\", " \
-                  "\"hashed_device_id\": \"d\", \"salt\": \"abcdef\""
+#define GOOD_TAIL                                                                                            \
+    "\"fxa_uid\": \"u\", \"fxa_kid\": \"k\", \"hashed_fxa_uid\": \"h\", "                                    \
+    "\"hashed_device_id\": \"d\", \"salt\": \"abcdef\""
 
 static const bad_json bad_payloads[] = {
     {"{\"uid\": 1, \"node\": \"n\", \"expires\": 5, " GOOD_TAIL "}", PICL_OK},
@@ -314,12 +334,14 @@ static const bad_json bad_payloads[] = {
     {"{\"uid\": 1, \"expires\": 5, " GOOD_TAIL "}", PICL_ERROR_ENCODING},
     {"{\"uid\": 1, \"node\": \"n\", " GOOD_TAIL "}", PICL_ERROR_ENCODING},
     {"{\"uid\": 1, \"node\": \"n\", \"expires\": 5, \"fxa_uid\": \"u\", \"fxa_kid\": \"k\", "
-     "\"hashed_fxa_uid\": \"h\", \"hashed_device_id\": \"d\"}", PICL_ERROR_ENCODING},
+     "\"hashed_fxa_uid\": \"h\", \"hashed_device_id\": \"d\"}",
+     PICL_ERROR_ENCODING},
     /* duplicate keys are refused; keys we do not know are ignored, whatever
      * their value (Mozilla's tokenservers add tokenserver_origin) */
     {"{\"uid\": 1, \"uid\": 2, \"node\": \"n\", \"expires\": 5, " GOOD_TAIL "}", PICL_ERROR_ENCODING},
     {"{\"uid\": 1, \"node\": \"n\", \"expires\": 5, \"admin\": true, " GOOD_TAIL "}", PICL_OK},
-    {"{\"uid\": 1, \"node\": \"n\", \"expires\": 5, \"tokenserver_origin\": \"rust\", " GOOD_TAIL "}", PICL_OK},
+    {"{\"uid\": 1, \"node\": \"n\", \"expires\": 5, \"tokenserver_origin\": \"rust\", " GOOD_TAIL "}",
+     PICL_OK},
     {"{\"uid\": 1, \"node\": \"n\", \"expires\": 5, \"x\": {\"y\": [1, null]}, " GOOD_TAIL "}", PICL_OK},
     {"{\"uid\": 1, \"node\": \"n\", \"expires\": 5, \"x\": 1, \"x\": 2, " GOOD_TAIL "}", PICL_ERROR_ENCODING},
     /* Python's tokenservers write expires = time.time() + duration */
@@ -329,7 +351,8 @@ static const bad_json bad_payloads[] = {
     {"{\"uid\": -1, \"node\": \"n\", \"expires\": 5, " GOOD_TAIL "}", PICL_ERROR_ENCODING},
     {"{\"uid\": 1.0, \"node\": \"n\", \"expires\": 5, " GOOD_TAIL "}", PICL_ERROR_ENCODING},
     {"{\"uid\": 9007199254740993, \"node\": \"n\", \"expires\": 5, " GOOD_TAIL "}", PICL_ERROR_ENCODING},
-    {"{\"uid\": 99999999999999999999999, \"node\": \"n\", \"expires\": 5, " GOOD_TAIL "}", PICL_ERROR_ENCODING},
+    {"{\"uid\": 99999999999999999999999, \"node\": \"n\", \"expires\": 5, " GOOD_TAIL "}",
+     PICL_ERROR_ENCODING},
     {"{\"uid\": null, \"node\": \"n\", \"expires\": 5, " GOOD_TAIL "}", PICL_ERROR_ENCODING},
     {"{\"uid\": 1, \"node\": 5, \"expires\": 5, " GOOD_TAIL "}", PICL_ERROR_ENCODING},
     {"{\"uid\": 1, \"node\": {\"a\": 1}, \"expires\": 5, " GOOD_TAIL "}", PICL_ERROR_ENCODING},
@@ -347,15 +370,20 @@ static const bad_json bad_payloads[] = {
     {"{\"uid\": 1, \"node\": \"n\", \"expires\": true, " GOOD_TAIL "}", PICL_ERROR_ENCODING},
     /* salt: 6 lowercase hex characters */
     {"{\"uid\": 1, \"node\": \"n\", \"expires\": 5, \"fxa_uid\": \"u\", \"fxa_kid\": \"k\", "
-     "\"hashed_fxa_uid\": \"h\", \"hashed_device_id\": \"d\", \"salt\": \"abcde\"}", PICL_ERROR_ENCODING},
+     "\"hashed_fxa_uid\": \"h\", \"hashed_device_id\": \"d\", \"salt\": \"abcde\"}",
+     PICL_ERROR_ENCODING},
     {"{\"uid\": 1, \"node\": \"n\", \"expires\": 5, \"fxa_uid\": \"u\", \"fxa_kid\": \"k\", "
-     "\"hashed_fxa_uid\": \"h\", \"hashed_device_id\": \"d\", \"salt\": \"abcdef0\"}", PICL_ERROR_ENCODING},
+     "\"hashed_fxa_uid\": \"h\", \"hashed_device_id\": \"d\", \"salt\": \"abcdef0\"}",
+     PICL_ERROR_ENCODING},
     {"{\"uid\": 1, \"node\": \"n\", \"expires\": 5, \"fxa_uid\": \"u\", \"fxa_kid\": \"k\", "
-     "\"hashed_fxa_uid\": \"h\", \"hashed_device_id\": \"d\", \"salt\": \"ABCDEF\"}", PICL_ERROR_ENCODING},
+     "\"hashed_fxa_uid\": \"h\", \"hashed_device_id\": \"d\", \"salt\": \"ABCDEF\"}",
+     PICL_ERROR_ENCODING},
     {"{\"uid\": 1, \"node\": \"n\", \"expires\": 5, \"fxa_uid\": \"u\", \"fxa_kid\": \"k\", "
-     "\"hashed_fxa_uid\": \"h\", \"hashed_device_id\": \"d\", \"salt\": \"abcdeg\"}", PICL_ERROR_ENCODING},
+     "\"hashed_fxa_uid\": \"h\", \"hashed_device_id\": \"d\", \"salt\": \"abcdeg\"}",
+     PICL_ERROR_ENCODING},
     {"{\"uid\": 1, \"node\": \"n\", \"expires\": 5, \"fxa_uid\": \"u\", \"fxa_kid\": \"k\", "
-     "\"hashed_fxa_uid\": \"h\", \"hashed_device_id\": \"d\", \"salt\": 123456}", PICL_ERROR_ENCODING},
+     "\"hashed_fxa_uid\": \"h\", \"hashed_device_id\": \"d\", \"salt\": 123456}",
+     PICL_ERROR_ENCODING},
 };
 
 START_TEST(test_bad_payloads)
@@ -364,8 +392,8 @@ START_TEST(test_bad_payloads)
     for (size_t i = 0; i < sizeof bad_payloads / sizeof bad_payloads[0]; i++) {
         char *t = sign(PY_SECRET, bad_payloads[i].payload, strlen(bad_payloads[i].payload));
         picl_status st = parse(&q, PY_SECRET, t, 0, 0);
-        ck_assert_msg(st == bad_payloads[i].want, "payload %s: got %d want %d", bad_payloads[i].payload,
-                      st, bad_payloads[i].want);
+        ck_assert_msg(st == bad_payloads[i].want, "payload %s: got %d want %d", bad_payloads[i].payload, st,
+                      bad_payloads[i].want);
         free(t);
     }
     /* a NUL byte inside the JSON text */
@@ -401,8 +429,11 @@ START_TEST(test_field_caps)
     char id[PICL_TOKENLIB_MAX_ID + 2];
     memset(id, 'f', sizeof id - 1);
     id[PICL_TOKENLIB_MAX_ID + 1] = 0;
-    snprintf(js, sizeof js, "{\"uid\": 1, \"node\": \"n\", \"expires\": 5, \"fxa_uid\": \"%s\", "
-             "\"fxa_kid\": \"k\", \"hashed_fxa_uid\": \"h\", \"hashed_device_id\": \"d\", \"salt\": \"abcdef\"}", id);
+    snprintf(
+        js, sizeof js,
+        "{\"uid\": 1, \"node\": \"n\", \"expires\": 5, \"fxa_uid\": \"%s\", "
+        "\"fxa_kid\": \"k\", \"hashed_fxa_uid\": \"h\", \"hashed_device_id\": \"d\", \"salt\": \"abcdef\"}",
+        id);
     t = sign(PY_SECRET, js, strlen(js));
     ck_assert_int_eq(parse(&q, PY_SECRET, t, 0, 0), PICL_ERROR_ENCODING);
     free(t);
@@ -416,7 +447,8 @@ START_TEST(test_field_caps)
     memset(p.hashed_device_id, 'd', PICL_TOKENLIB_MAX_ID);
     p.uid = (int64_t)1 << 53;
     p.expires = PICL_TOKENLIB_MAX_EXPIRES;
-    ck_assert_int_eq(picl__tokenlib_mint(&token, &key, (const uint8_t *)PY_SECRET, strlen(PY_SECRET), &p), PICL_OK);
+    ck_assert_int_eq(picl__tokenlib_mint(&token, &key, (const uint8_t *)PY_SECRET, strlen(PY_SECRET), &p),
+                     PICL_OK);
     ck_assert_uint_le(strlen(token), PICL_TOKENLIB_MAX_TOKEN);
     ck_assert_int_eq(parse(&q, PY_SECRET, token, 0, 0), PICL_OK);
     ck_assert_mem_eq(&p, &q, sizeof p);
@@ -432,13 +464,13 @@ START_TEST(test_mint_bad_arguments)
     const uint8_t *s = (const uint8_t *)PY_SECRET;
     size_t sl = strlen(PY_SECRET);
     fixed_payload(&base);
-#define BAD(mutate)                                                                              \
-    do {                                                                                         \
-        p = base;                                                                                \
-        mutate;                                                                                  \
-        ck_assert_int_eq(picl__tokenlib_mint(&token, &key, s, sl, &p), PICL_ERROR_INVALID_ARGUMENT); \
-        ck_assert_ptr_null(token);                                                               \
-        ck_assert_ptr_null(key);                                                                 \
+#define BAD(mutate)                                                                                          \
+    do {                                                                                                     \
+        p = base;                                                                                            \
+        mutate;                                                                                              \
+        ck_assert_int_eq(picl__tokenlib_mint(&token, &key, s, sl, &p), PICL_ERROR_INVALID_ARGUMENT);         \
+        ck_assert_ptr_null(token);                                                                           \
+        ck_assert_ptr_null(key);                                                                             \
     } while (0)
     BAD(p.uid = -1);
     BAD(p.uid = ((int64_t)1 << 53) + 1);
@@ -456,8 +488,10 @@ START_TEST(test_mint_bad_arguments)
     ck_assert_int_eq(picl__tokenlib_mint(NULL, &key, s, sl, &p), PICL_ERROR_INVALID_ARGUMENT);
 #undef BAD
     picl_tokenlib_payload q;
-    ck_assert_int_eq(picl__tokenlib_parse(NULL, s, sl, PY_TOKEN, strlen(PY_TOKEN), 0, 0), PICL_ERROR_INVALID_ARGUMENT);
-    ck_assert_int_eq(picl__tokenlib_parse(&q, s, 0, PY_TOKEN, strlen(PY_TOKEN), 0, 0), PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__tokenlib_parse(NULL, s, sl, PY_TOKEN, strlen(PY_TOKEN), 0, 0),
+                     PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__tokenlib_parse(&q, s, 0, PY_TOKEN, strlen(PY_TOKEN), 0, 0),
+                     PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(picl__tokenlib_parse(&q, s, sl, NULL, 0, 0, 0), PICL_ERROR_INVALID_ARGUMENT);
     char k[PICL_TOKENLIB_KEY_CHARS + 1];
     ck_assert_int_eq(picl__tokenlib_derive_key(k, s, sl, PY_TOKEN, 0, "abcdef"), PICL_ERROR_INVALID_ARGUMENT);

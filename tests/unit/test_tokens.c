@@ -17,10 +17,7 @@ static const tu_case *only(const tu_vecfile *f)
     return &f->cases[0];
 }
 
-static int is_hex(const char *s)
-{
-    return *s && strspn(s, "0123456789abcdef") == strlen(s);
-}
+static int is_hex(const char *s) { return *s && strspn(s, "0123456789abcdef") == strlen(s); }
 
 static uint8_t *at(const tu_vecfile *f, const char *anchor, const char *key, size_t want)
 {

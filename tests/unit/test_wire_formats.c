@@ -50,7 +50,10 @@ START_TEST(test_synctime_parse)
     int64_t c = -42;
     ck_assert_int_eq(picl__synctime_parse("12.34xyz", 5, &c), PICL_OK);
     ck_assert_int_eq(c, 1234);
-    ck_assert_int_eq(picl__synctime_parse("12\0" "3", 4, &c), PICL_ERROR_ENCODING);
+    ck_assert_int_eq(picl__synctime_parse("12\0"
+                                          "3",
+                                          4, &c),
+                     PICL_ERROR_ENCODING);
     ck_assert_int_eq(c, 1234);
     ck_assert_int_eq(picl__synctime_parse(NULL, 0, &c), PICL_ERROR_INVALID_ARGUMENT);
     ck_assert_int_eq(picl__synctime_parse("1", 1, NULL), PICL_ERROR_INVALID_ARGUMENT);
@@ -63,8 +66,12 @@ START_TEST(test_synctime_format)
     struct {
         int64_t in;
         const char *want;
-    } v[] = {{0, "0.00"},         {7, "0.07"},       {750, "7.50"},
-             {12345, "123.45"},   {-1, "0.00"},      {170000000025, "1700000000.25"},
+    } v[] = {{0, "0.00"},
+             {7, "0.07"},
+             {750, "7.50"},
+             {12345, "123.45"},
+             {-1, "0.00"},
+             {170000000025, "1700000000.25"},
              {INT64_MAX, "92233720368547758.07"}};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         memset(out, 'x', sizeof out);
@@ -138,9 +145,9 @@ static const struct {
     {"[::1%eth0]", NULL, NULL, 0, 0}, /* zone ids are not in a Host header */
     {"[v1.x]", NULL, NULL, 0, 0},     /* IPvFuture */
     {"[127.0.0.1]", NULL, NULL, 0, 0},
-    {"::1", NULL, NULL, 0, 0},        /* IPv6 without brackets */
+    {"::1", NULL, NULL, 0, 0}, /* IPv6 without brackets */
     {"a:b:c", NULL, NULL, 0, 0},
-    {"a:b:80", NULL, NULL, 0, 0},     /* the old strrchr copies took host "a:b" */
+    {"a:b:80", NULL, NULL, 0, 0}, /* the old strrchr copies took host "a:b" */
     {"user@h", NULL, NULL, 0, 0},
     {"h/x", NULL, NULL, 0, 0},
     {"h h", NULL, NULL, 0, 0},

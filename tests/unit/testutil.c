@@ -200,15 +200,9 @@ int tu_run(Suite *s)
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
-void tu_nss_setup(void)
-{
-    ck_assert_int_eq(picl__nss_acquire(), 0);
-}
+void tu_nss_setup(void) { ck_assert_int_eq(picl__nss_acquire(), 0); }
 
-void tu_nss_teardown(void)
-{
-    picl__nss_release();
-}
+void tu_nss_teardown(void) { picl__nss_release(); }
 
 static int rmtree_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {

@@ -12,10 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-void tucli_start(tucli *t)
-{
-    tucli_start_with(t, NULL);
-}
+void tucli_start(tucli *t) { tucli_start_with(t, NULL); }
 
 void tucli_start_with(tucli *t, const char *const *extra)
 {

@@ -90,18 +90,19 @@ int tu_http(tu_resp *r, const char *method, const char *base, const char *target
         /* host and port from base "http://host:port" */
         picl_hostport hp;
         const char *auth_part = base + 7;
-        ck_assert_int_eq(picl__hostport_parse(auth_part, strcspn(auth_part, "/"), 80, 0, &hp),
-                         PICL_OK);
+        ck_assert_int_eq(picl__hostport_parse(auth_part, strcspn(auth_part, "/"), 80, 0, &hp), PICL_OK);
         picl_hawk_request hr = {.method = method,
                                 .resource = o->sign_target ? o->sign_target : target,
-                                .host = hp.host, .port = hp.port,
+                                .host = hp.host,
+                                .port = hp.port,
                                 .content_type = o->hawk_hash ? (o->ctype ? o->ctype : "") : NULL,
-                                .body = o->body, .bodylen = o->len};
+                                .body = o->body,
+                                .bodylen = o->len};
         char *hv = NULL;
-        ck_assert_int_eq(picl__hawk_client_header(&hv, o->cred->token, o->cred->key,
-                                                  strlen(o->cred->key), &hr,
-                                                  (int64_t)time(NULL) + o->hawk_ts_offset,
-                                                  o->hawk_nonce, NULL), 0);
+        ck_assert_int_eq(picl__hawk_client_header(&hv, o->cred->token, o->cred->key, strlen(o->cred->key),
+                                                  &hr, (int64_t)time(NULL) + o->hawk_ts_offset, o->hawk_nonce,
+                                                  NULL),
+                         0);
         size_t al = strlen(hv) + 32;
         auth = malloc(al);
         snprintf(auth, al, "Authorization: %s", hv);

@@ -22,22 +22,22 @@ void tu_cred_free(tu_cred *c);
 
 typedef struct tu_resp {
     long status;
-    char *body;     /* NUL-terminated */
+    char *body; /* NUL-terminated */
     size_t len;
-    char *headers;  /* raw header block of the final response */
+    char *headers; /* raw header block of the final response */
 } tu_resp;
 
 /* Options of one request; zero = defaults. */
 typedef struct tu_req {
-    const char *ctype;            /* Content-Type or NULL */
-    const void *body;             /* NULL = no body */
+    const char *ctype; /* Content-Type or NULL */
+    const void *body;  /* NULL = no body */
     size_t len;
-    const char *const *headers;   /* NULL-terminated "Name: value" list, or NULL */
-    const tu_cred *cred;          /* NULL = no Authorization */
-    int hawk_hash;                /* 1: include the payload hash */
-    int64_t hawk_ts_offset;       /* added to the Hawk ts (skew tests) */
-    const char *hawk_nonce;       /* NULL = random */
-    const char *sign_target;      /* sign this resource instead of the target (tamper tests) */
+    const char *const *headers; /* NULL-terminated "Name: value" list, or NULL */
+    const tu_cred *cred;        /* NULL = no Authorization */
+    int hawk_hash;              /* 1: include the payload hash */
+    int64_t hawk_ts_offset;     /* added to the Hawk ts (skew tests) */
+    const char *hawk_nonce;     /* NULL = random */
+    const char *sign_target;    /* sign this resource instead of the target (tamper tests) */
 } tu_req;
 
 /* Sends METHOD base+target (target is sent exactly as given) and fills r.

@@ -58,10 +58,7 @@ void tuks_start(tuks_srv *t, const ks_config *cfg)
     snprintf(t->base, sizeof t->base, "http://127.0.0.1:%u", t->port);
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    return remove(path);
-}
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) { return remove(path); }
 
 void tuks_stop(tuks_srv *t)
 {
@@ -118,8 +115,8 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
     return size * n;
 }
 
-long tuks_request(unsigned port, const char *method, const char *target,
-                  const char *const *headers, const char *body, size_t bodylen, tuks_resp *out)
+long tuks_request(unsigned port, const char *method, const char *target, const char *const *headers,
+                  const char *body, size_t bodylen, tuks_resp *out)
 {
     memset(out, 0, sizeof *out);
     char url[1024];
@@ -154,23 +151,25 @@ long tuks_request(unsigned port, const char *method, const char *target,
     return out->status;
 }
 
-long tuks_hawk(unsigned port, const char *method, const char *target, const uint8_t token[32],
-               int type, const char *body, int64_t ts, const char *nonce,
-               const char *signed_body, tuks_resp *out)
+long tuks_hawk(unsigned port, const char *method, const char *target, const uint8_t token[32], int type,
+               const char *body, int64_t ts, const char *nonce, const char *signed_body, tuks_resp *out)
 {
     picl_token_keys k;
     char id[PICL_TOKEN_ID_HEX_BYTES + 1];
     ck_assert_int_eq(picl__token_derive(&k, (picl_token_type)type, token), PICL_OK);
     picl__token_id_hex(id, &k);
     const char *mb = signed_body ? signed_body : body;
-    picl_hawk_request hr = {
-        .method = method, .resource = target, .host = "127.0.0.1", .port = port,
-        .content_type = body ? "application/json" : NULL, .body = mb,
-        .bodylen = mb ? strlen(mb) : 0};
+    picl_hawk_request hr = {.method = method,
+                            .resource = target,
+                            .host = "127.0.0.1",
+                            .port = port,
+                            .content_type = body ? "application/json" : NULL,
+                            .body = mb,
+                            .bodylen = mb ? strlen(mb) : 0};
     char *authz = NULL;
-    ck_assert_int_eq(picl__hawk_client_header(&authz, id, k.hmac_key, 32, &hr,
-                                              ts ? ts : (int64_t)time(NULL), nonce, NULL),
-                     PICL_OK);
+    ck_assert_int_eq(
+        picl__hawk_client_header(&authz, id, k.hmac_key, 32, &hr, ts ? ts : (int64_t)time(NULL), nonce, NULL),
+        PICL_OK);
     char *hdr = malloc(strlen(authz) + 32);
     ck_assert_ptr_nonnull(hdr);
     snprintf(hdr, strlen(authz) + 32, "Authorization: %s", authz);
@@ -296,21 +295,21 @@ void tuks_auth_token(const tuks_srv *t, const char *email, const char *pw, uint8
     size_t el = strlen(email);
     ck_assert_int_eq(picl__ksc_new(&c, t->base), PICL_OK);
     ck_assert_int_eq(picl__ksc_auth_start(c, email, el, &st), PICL_OK);
-    ck_assert_int_eq(picl__stretch(stretched, &st.params, tuks_params(), email, el, pw,
-                                   strlen(pw), NULL), PICL_OK);
+    ck_assert_int_eq(picl__stretch(stretched, &st.params, tuks_params(), email, el, pw, strlen(pw), NULL),
+                     PICL_OK);
     ck_assert_int_eq(picl__main_kdf(srp_pw, unwrap, stretched, st.main_salt, 32), PICL_OK);
     ck_assert_int_eq(picl__srp_client_new(picl__srp_group_picl(), &srp), PICL_OK);
     ck_assert_int_eq(picl__srp_client_A(srp, A, sizeof A), PICL_OK);
-    ck_assert_int_eq(picl__srp_client_process(srp, (const uint8_t *)email, el, srp_pw, 32,
-                                              st.srp_salt, 32, st.B, 256, M, 32), PICL_OK);
+    ck_assert_int_eq(picl__srp_client_process(srp, (const uint8_t *)email, el, srp_pw, 32, st.srp_salt, 32,
+                                              st.B, 256, M, 32),
+                     PICL_OK);
     ck_assert_int_eq(picl__srp_client_key(srp, K, 32), PICL_OK);
     ck_assert_int_eq(picl__ksc_auth_finish(c, st.srp_token, A, M, K, auth), PICL_OK);
     picl__srp_client_free(srp);
     picl__ksc_free(c);
 }
 
-void tuks_session(const tuks_srv *t, const char *email, const char *pw, uint8_t kft[32],
-                  uint8_t session[32])
+void tuks_session(const tuks_srv *t, const char *email, const char *pw, uint8_t kft[32], uint8_t session[32])
 {
     picl_ks_client *c = NULL;
     uint8_t auth[32];

@@ -14,12 +14,12 @@
 
 typedef struct tuks_srv {
     ks_server *ks;
-    char dir[256];     /* temporary data directory (removed by tuks_stop) */
+    char dir[256]; /* temporary data directory (removed by tuks_stop) */
     unsigned port;
-    char base[64];     /* "http://127.0.0.1:PORT" */
-    char pgdb[64];     /* PICL_TEST_BACKEND=postgresql: its fresh database
+    char base[64];   /* "http://127.0.0.1:PORT" */
+    char pgdb[64];   /* PICL_TEST_BACKEND=postgresql: its fresh database
                           (dropped by tuks_stop), else "" */
-    char dburl[192];   /* that database's URL, else "" */
+    char dburl[192]; /* that database's URL, else "" */
 } tuks_srv;
 
 /* Starts a keyserver on 127.0.0.1:0 in a fresh temporary directory.  cfg
@@ -35,8 +35,8 @@ void tuks_stop(tuks_srv *t);
 const picl_stretch_params *tuks_params(void);
 
 typedef struct tuks_resp {
-    long status;          /* 0 when the exchange failed */
-    json_t *json;         /* parsed body or NULL */
+    long status;  /* 0 when the exchange failed */
+    json_t *json; /* parsed body or NULL */
     char *body;
     size_t len;
     char retry_after[32]; /* header value or "" */
@@ -45,15 +45,14 @@ typedef struct tuks_resp {
 
 /* A raw request: headers is a NULL-terminated list of "Name: value" (may be
  * NULL); body NULL = none.  Returns out->status. */
-long tuks_request(unsigned port, const char *method, const char *target,
-                  const char *const *headers, const char *body, size_t bodylen, tuks_resp *out);
+long tuks_request(unsigned port, const char *method, const char *target, const char *const *headers,
+                  const char *body, size_t bodylen, tuks_resp *out);
 
 /* A Hawk-signed request with the token's credentials (type: picl_token_type).
  * body NULL = none (no hash); ts 0 = now; nonce NULL = random.  signed_body,
  * when not NULL, is what the MAC covers instead of body (to test tampering). */
-long tuks_hawk(unsigned port, const char *method, const char *target, const uint8_t token[32],
-               int type, const char *body, int64_t ts, const char *nonce,
-               const char *signed_body, tuks_resp *out);
+long tuks_hawk(unsigned port, const char *method, const char *target, const uint8_t token[32], int type,
+               const char *body, int64_t ts, const char *nonce, const char *signed_body, tuks_resp *out);
 
 void tuks_resp_free(tuks_resp *r);
 
@@ -73,8 +72,7 @@ void tuks_account(const tuks_srv *t, const char *email, const char *pw, int veri
 void tuks_auth_token(const tuks_srv *t, const char *email, const char *pw, uint8_t auth[32]);
 
 /* session/create with a fresh authToken: keyFetchToken and sessionToken. */
-void tuks_session(const tuks_srv *t, const char *email, const char *pw, uint8_t kft[32],
-                  uint8_t session[32]);
+void tuks_session(const tuks_srv *t, const char *email, const char *pw, uint8_t kft[32], uint8_t session[32]);
 
 /* The integer in the first column of the first row of sql (a count) in the
  * server's database, SQLite file or PostgreSQL alike (sql must suit both).

@@ -20,10 +20,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char cluster_dir[256];   /* set only in the process that owns the cluster */
+static char cluster_dir[256]; /* set only in the process that owns the cluster */
 static pid_t owner;
 static char admin_url[128];
-static char start_opts[512];     /* pg_ctl -o of the cluster (for a restart) */
+static char start_opts[512]; /* pg_ctl -o of the cluster (for a restart) */
 static unsigned db_seq;
 
 int tupg_enabled(void)
@@ -54,8 +54,7 @@ static int run(char *const argv[], const char *log)
     if (pid == 0) {
         if (geteuid() == 0) {
             struct passwd *pw = getpwnam("nobody");
-            if (!pw || setgroups(0, NULL) != 0 || setgid(pw->pw_gid) != 0 ||
-                setuid(pw->pw_uid) != 0)
+            if (!pw || setgroups(0, NULL) != 0 || setgid(pw->pw_gid) != 0 || setuid(pw->pw_uid) != 0)
                 _exit(126);
         }
         /* opened as that user: pg_ctl -l appends to the same file */
@@ -74,10 +73,7 @@ static int run(char *const argv[], const char *log)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    return remove(path);
-}
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) { return remove(path); }
 
 static void cluster_stop(void)
 {
@@ -155,12 +151,14 @@ __attribute__((constructor)) static void cluster_start(void)
     snprintf(data, sizeof data, "%s/data", cluster_dir);
     snprintf(log, sizeof log, "%s/setup.log", cluster_dir);
     if (access(initdb, X_OK) != 0) {
-        fprintf(stderr, "testutil_pg: %s not found: install postgresql (./bootstrap) or set "
-                        "PICL_PG_BIN\n", initdb);
+        fprintf(stderr,
+                "testutil_pg: %s not found: install postgresql (./bootstrap) or set "
+                "PICL_PG_BIN\n",
+                initdb);
         exit(1);
     }
-    char *const init_argv[] = {initdb, "-D", data, "-U", "picl", "-A", "trust", "-E", "UTF8",
-                               "--locale=C", "--no-sync", NULL};
+    char *const init_argv[] = {initdb,  "-D", data,   "-U",         "picl",      "-A",
+                               "trust", "-E", "UTF8", "--locale=C", "--no-sync", NULL};
     if (run(init_argv, log) != 0) {
         fprintf(stderr, "testutil_pg: initdb failed\n");
         show_log(log);
@@ -175,8 +173,8 @@ __attribute__((constructor)) static void cluster_start(void)
                  " -c synchronous_commit=off -c full_page_writes=off",
                  port, cluster_dir);
         snprintf(start_opts, sizeof start_opts, "%s", opts);
-        char *const start_argv[] = {pg_ctl, "-D", data, "-l", log, "-o", opts, "-t", "30", "-w",
-                                    "start", NULL};
+        char *const start_argv[] = {pg_ctl, "-D", data, "-l", log,     "-o",
+                                    opts,   "-t", "30", "-w", "start", NULL};
         started = run(start_argv, log) == 0;
     }
     if (!started) {
@@ -192,9 +190,7 @@ __attribute__((constructor)) static void cluster_start(void)
     }
 }
 
-static void quiet(void *arg, const char *message)
-{
-}
+static void quiet(void *arg, const char *message) {}
 
 int tupg_exec(const char *url, const char *sql)
 {
@@ -239,8 +235,7 @@ void tupg_create_db(char *url, size_t url_cap, char *name, size_t name_cap)
     snprintf(name, name_cap, "t_%ld_%u", (long)getpid(), ++db_seq);
     const char *slash = strrchr(admin, '/');
     ck_assert_ptr_nonnull(slash);
-    snprintf(url, url_cap, "%.*s/picl?options=-csearch_path%%3D%s", (int)(slash - admin), admin,
-             name);
+    snprintf(url, url_cap, "%.*s/picl?options=-csearch_path%%3D%s", (int)(slash - admin), admin, name);
     char sql[128];
     snprintf(sql, sizeof sql, "CREATE SCHEMA %s", name);
     ck_assert_int_eq(tupg_exec(url, sql), 0);
@@ -292,17 +287,10 @@ static int cluster_ctl(const char *what)
         char *const argv[] = {pg_ctl, "-D", data, "-m", "fast", "-w", "stop", NULL};
         return run(argv, log);
     }
-    char *const argv[] = {pg_ctl, "-D", data, "-l", log, "-o", start_opts, "-t", "30", "-w",
-                          "start", NULL};
+    char *const argv[] = {pg_ctl, "-D", data, "-l", log, "-o", start_opts, "-t", "30", "-w", "start", NULL};
     return run(argv, log);
 }
 
-int tupg_stop_cluster(void)
-{
-    return cluster_ctl("stop");
-}
+int tupg_stop_cluster(void) { return cluster_ctl("stop"); }
 
-int tupg_start_cluster(void)
-{
-    return cluster_ctl("start");
-}
+int tupg_start_cluster(void) { return cluster_ctl("start"); }

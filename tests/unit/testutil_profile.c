@@ -152,8 +152,8 @@ void tup_make_profile(const char *dir, const char *primary)
 
 static void make_profile_now(const char *dir, const char *primary)
 {
-    int r = tup_sh("'%s/tests/make-profile.sh' '%s' %s%s%s >'%s.log' 2>&1", srcdir(), dir,
-                   primary ? "'" : "", primary ? primary : "", primary ? "'" : "", dir);
+    int r = tup_sh("'%s/tests/make-profile.sh' '%s' %s%s%s >'%s.log' 2>&1", srcdir(), dir, primary ? "'" : "",
+                   primary ? primary : "", primary ? "'" : "", dir);
     if (r != 0)
         tup_sh("cat '%s.log' >&2", dir);
     ck_assert_msg(r == 0, "make-profile.sh %s failed (exit %d): is firefox-esr installed?", dir, r);
@@ -162,24 +162,21 @@ static void make_profile_now(const char *dir, const char *primary)
 void tup_remove_login(const char *dir, const char *user)
 {
     ck_assert_msg(!strchr(user, '\''), "no quotes in a user name");
-    int r = tup_sh("'%s/tests/make-profile.sh' --edit '%s' remove-login '%s' >'%s.editlog' 2>&1", srcdir(), dir, user,
-                   dir);
+    int r = tup_sh("'%s/tests/make-profile.sh' --edit '%s' remove-login '%s' >'%s.editlog' 2>&1", srcdir(),
+                   dir, user, dir);
     if (r != 0)
         tup_sh("cat '%s.editlog' >&2", dir);
     ck_assert_msg(r == 0, "make-profile.sh --edit %s remove-login %s failed (exit %d)", dir, user, r);
 }
 
-json_t *tup_dump_profile(const char *dir)
-{
-    return tup_dump_profile_pw(dir, NULL);
-}
+json_t *tup_dump_profile(const char *dir) { return tup_dump_profile_pw(dir, NULL); }
 
 json_t *tup_dump_profile_pw(const char *dir, const char *pw)
 {
     char out[PATH_MAX];
     snprintf(out, sizeof out, "%s.dump.json", dir);
-    int r = tup_sh("'%s/tests/make-profile.sh' --dump '%s' '%s' %s%s%s >'%s.dumplog' 2>&1", srcdir(), dir, out,
-                   pw ? "'" : "", pw ? pw : "", pw ? "'" : "", dir);
+    int r = tup_sh("'%s/tests/make-profile.sh' --dump '%s' '%s' %s%s%s >'%s.dumplog' 2>&1", srcdir(), dir,
+                   out, pw ? "'" : "", pw ? pw : "", pw ? "'" : "", dir);
     if (r != 0)
         tup_sh("cat '%s.dumplog' >&2", dir);
     ck_assert_msg(r == 0, "make-profile.sh --dump %s failed (exit %d)", dir, r);
@@ -189,10 +186,7 @@ json_t *tup_dump_profile_pw(const char *dir, const char *pw)
     return j;
 }
 
-static int cmpstr(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int cmpstr(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 uint64_t tup_dir_digest(const char *dir)
 {
@@ -268,7 +262,7 @@ json_t *tup_find(const json_t *a, const char *k, const char *v)
 {
     size_t i;
     json_t *e;
-    json_array_foreach(a, i, e) {
+    json_array_foreach (a, i, e) {
         const char *s = json_string_value(json_object_get(e, k));
         if (s && strcmp(s, v) == 0)
             return e;

@@ -53,10 +53,7 @@ static void b_add(buf *b, const void *d, size_t n)
     b->p[b->n] = 0;
 }
 
-static void b_str(buf *b, const char *s)
-{
-    b_add(b, s, strlen(s));
-}
+static void b_str(buf *b, const char *s) { b_add(b, s, strlen(s)); }
 
 static int send_all(int fd, const char *p, size_t n)
 {
@@ -219,8 +216,10 @@ static void serve(tupx *p, int cfd)
     if (f == TUPX_STATUS) {
         char r[256];
         const char *body503 = "{\"status\":\"flaky\"}";
-        snprintf(r, sizeof r, "HTTP/1.1 %ld Flaky\r\nRetry-After: 1\r\nContent-Type: application/json\r\n"
-                              "Content-Length: %zu\r\nConnection: close\r\n\r\n%s", arg, strlen(body503), body503);
+        snprintf(r, sizeof r,
+                 "HTTP/1.1 %ld Flaky\r\nRetry-After: 1\r\nContent-Type: application/json\r\n"
+                 "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                 arg, strlen(body503), body503);
         send_all(cfd, r, strlen(r));
         goto done;
     }
@@ -352,8 +351,7 @@ tupx *tupx_start(const char *upstream_url)
     snprintf(p->up_hostport, sizeof p->up_hostport, "%s", hp + 3);
     p->up_hostport[strcspn(p->up_hostport, "/")] = 0;
     picl_hostport up;
-    ck_assert_int_eq(picl__hostport_parse(p->up_hostport, strlen(p->up_hostport), 0, 1, &up),
-                     PICL_OK);
+    ck_assert_int_eq(picl__hostport_parse(p->up_hostport, strlen(p->up_hostport), 0, 1, &up), PICL_OK);
     p->up_port = up.port;
     p->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     ck_assert_int_ge(p->lfd, 0);
@@ -382,10 +380,7 @@ void tupx_stop(tupx *p)
     free(p);
 }
 
-const char *tupx_url(const tupx *p)
-{
-    return p->url;
-}
+const char *tupx_url(const tupx *p) { return p->url; }
 
 void tupx_set(tupx *p, tupx_fault f, const char *match, int count, long arg)
 {
@@ -398,12 +393,6 @@ void tupx_set(tupx *p, tupx_fault f, const char *match, int count, long arg)
     pthread_mutex_unlock(&p->mu);
 }
 
-int tupx_faulted(const tupx *p)
-{
-    return atomic_load(&((tupx *)p)->faulted);
-}
+int tupx_faulted(const tupx *p) { return atomic_load(&((tupx *)p)->faulted); }
 
-int tupx_seen(const tupx *p)
-{
-    return atomic_load(&((tupx *)p)->seen);
-}
+int tupx_seen(const tupx *p) { return atomic_load(&((tupx *)p)->seen); }

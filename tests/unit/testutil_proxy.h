@@ -10,13 +10,13 @@
 #define PICL_TESTUTIL_PROXY_H
 
 typedef enum tupx_fault {
-    TUPX_PASS = 0,   /* forward as is */
-    TUPX_DROP,       /* the upstream's status line, headers and half its body, then close */
-    TUPX_RESET,      /* close the connection without answering */
-    TUPX_DELAY,      /* wait arg milliseconds, then forward */
-    TUPX_STATUS,     /* answer status arg (500, 503, ...) with Retry-After: 1, not forwarded */
-    TUPX_TRUNCATE,   /* the upstream's answer with its body cut to half (Content-Length fits) */
-    TUPX_HUGE,       /* 200 application/json, the upstream's other headers, a body of arg MiB:
+    TUPX_PASS = 0, /* forward as is */
+    TUPX_DROP,     /* the upstream's status line, headers and half its body, then close */
+    TUPX_RESET,    /* close the connection without answering */
+    TUPX_DELAY,    /* wait arg milliseconds, then forward */
+    TUPX_STATUS,   /* answer status arg (500, 503, ...) with Retry-After: 1, not forwarded */
+    TUPX_TRUNCATE, /* the upstream's answer with its body cut to half (Content-Length fits) */
+    TUPX_HUGE,     /* 200 application/json, the upstream's other headers, a body of arg MiB:
                         one record whose payload is that long */
 } tupx_fault;
 

@@ -59,8 +59,13 @@ void tu_srv_start_argv(tu_srv *s, int storage, rlim_t nofile, const char *const 
         int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         dup2(fd, 2);
         setenv("PICL_TEST_STRETCH_FLOOR", "cheap", 1);
-        const char *argv[32] = {storage ? "picl-storage" : "picl-keyserver", "--listen",
-                                "127.0.0.1:0", "--data", data, "--secret-file", secret};
+        const char *argv[32] = {storage ? "picl-storage" : "picl-keyserver",
+                                "--listen",
+                                "127.0.0.1:0",
+                                "--data",
+                                data,
+                                "--secret-file",
+                                secret};
         size_t n = 7;
         for (size_t i = 0; extra && extra[i] && n < 31; i++)
             argv[n++] = extra[i];
