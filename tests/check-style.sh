@@ -11,7 +11,12 @@ if ! command -v "$fmt" >/dev/null 2>&1; then
     echo "style: needs clang-format (./bootstrap installs it)" >&2
     echo "0 passed, 1 failed" > "$out"; exit 1
 fi
-files=$( (git ls-files 2>/dev/null || find . -type f | sed 's#^\./##') | sort -u)
+# the tracked files of a checkout; every file of an unpacked tarball
+if [ "$(git rev-parse --show-toplevel 2>/dev/null)" = "$(pwd -P)" ]; then
+    files=$(git ls-files | sort -u)
+else
+    files=$(find . -path './build*' -prune -o -path './autom4te.cache' -prune -o -type f -print | sed 's#^\./##' | sort -u)
+fi
 for f in $(echo "$files" | grep -E '\.[ch]$'); do
     [ -f "$f" ] || continue
     if "$fmt" --style=file --dry-run -Werror "$f" >/dev/null 2>&1; then
