@@ -170,11 +170,13 @@ static void info(srv_http_request *req, srv_http_response *resp, storage_server 
         break;
     default: {
         int64_t bytes = 0;
+        char kb[32];
         st = sdb_usage(c, r.uid, r.now, &bytes);
+        sdb_fmt_kib(kb, bytes);
         if (s->quota_kb)
-            srv_buf_printf(&out, "[%.2f,%" PRId64 "]", (double)bytes / 1024.0, s->quota_kb);
+            srv_buf_printf(&out, "[%s,%" PRId64 "]", kb, s->quota_kb);
         else
-            srv_buf_printf(&out, "[%.2f,null]", (double)bytes / 1024.0);
+            srv_buf_printf(&out, "[%s,null]", kb);
     }
     }
     if (st != PICL_OK)
@@ -293,11 +295,8 @@ static void delete_(sreq *r, del_kind kind, const char *coll, const char *id)
         st = sdb_commit(c);
     if (st != PICL_OK)
         goto done;
-    if (usage >= 0) {
-        char q[32];
-        snprintf(q, sizeof q, "%.2f", (double)(r->s->quota_kb * 1024 - usage) / 1024.0);
-        srv_http_set_header(r->resp, "X-Weave-Quota-Remaining", q);
-    }
+    if (usage >= 0)
+        storage__set_quota_header(r, usage);
     char ts[32], body[64];
     picl__synctime_format(ts, t);
     int n = snprintf(body, sizeof body, "{\"modified\":%s}", ts);

@@ -242,6 +242,8 @@ int64_t sdb_now(void)
     return (int64_t)ts.tv_sec * 100 + ts.tv_nsec / 10000000;
 }
 
+void sdb_fmt_kib(char out[32], int64_t bytes) { snprintf(out, 32, "%.2f", (double)bytes / 1024.0); }
+
 void sdb__render_bso(srv_buf *out, const sdb_row *row)
 {
     /* the rows of one write share its timestamp: formatted once per run of
@@ -277,7 +279,9 @@ void sdb__map_entry(srv_buf *out, int first, const char *name, size_t len, int64
     } else if (kind == 1) {
         srv_buf_printf(out, ":%" PRId64, v);
     } else {
-        srv_buf_printf(out, ":%.2f", (double)v / 1024.0);
+        char kb[32];
+        sdb_fmt_kib(kb, v);
+        srv_buf_printf(out, ":%s", kb);
     }
 }
 

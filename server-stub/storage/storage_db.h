@@ -83,6 +83,11 @@ int sdb_shares_nonces(const sdb *db);
 /* Current wall-clock time in centis. */
 int64_t sdb_now(void);
 
+/* Bytes as SyncStorage writes a size in KB (/info/collection_usage,
+ * /info/quota, X-Weave-Quota-Remaining): kibibytes with two decimals --
+ * the one formatter of that figure. */
+void sdb_fmt_kib(char out[32], int64_t bytes);
+
 /* A BSO as parsed from a request.  has_* say whether the field was given;
  * *_null that it was given as JSON null (reset to the default). */
 typedef struct sdb_bso {

@@ -96,6 +96,8 @@ static inline int64_t storage__max64(int64_t a, int64_t b) { return a > b ? a : 
 /* X-If-Modified-Since / X-If-Unmodified-Since for a read of a resource last
  * modified at m: 1 to go on, 0 when the 304/412 answer is set. */
 int storage__read_preconditions(sreq *r, int64_t m, int64_t wts);
+/* X-Weave-Quota-Remaining for a user at usage bytes (nothing without a quota). */
+void storage__set_quota_header(sreq *r, int64_t usage);
 
 /* The `ids` parameter: 1..100 valid ids into a malloc()ed array (free with
  * storage__free_ids); absent = none.  Returns 0 when it answered 400. */

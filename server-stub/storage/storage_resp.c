@@ -90,3 +90,12 @@ int storage__read_preconditions(sreq *r, int64_t m, int64_t wts)
     }
     return 1;
 }
+
+void storage__set_quota_header(sreq *r, int64_t usage)
+{
+    if (!r->s->quota_kb)
+        return;
+    char v[32];
+    sdb_fmt_kib(v, r->s->quota_kb * 1024 - usage);
+    srv_http_set_header(r->resp, "X-Weave-Quota-Remaining", v);
+}

@@ -588,15 +588,6 @@ static int quota_ok(sreq *r, sdb_conn *c, picl_status *st, int64_t *usage)
     return *st != PICL_OK || *usage <= r->s->quota_kb * 1024;
 }
 
-static void set_quota_header(sreq *r, int64_t usage)
-{
-    if (!r->s->quota_kb)
-        return;
-    char v[32];
-    snprintf(v, sizeof v, "%.2f", (double)(r->s->quota_kb * 1024 - usage) / 1024.0);
-    srv_http_set_header(r->resp, "X-Weave-Quota-Remaining", v);
-}
-
 /* ---- PUT -------------------------------------------------------------- */
 
 void storage__put_item(sreq *r, const char *coll, const char *id)
@@ -677,7 +668,7 @@ void storage__put_item(sreq *r, const char *coll, const char *id)
     picl__synctime_format(ts, t);
     srv_http_respond(r->resp, 200, "application/json", ts, strlen(ts));
     storage__set_modified(r, t, t);
-    set_quota_header(r, usage);
+    storage__set_quota_header(r, usage);
 done:
     if (st != PICL_OK)
         storage__db_error(r, st);
@@ -901,7 +892,7 @@ static int post_batch(post_ctx *p, picl_status *st)
     }
     srv_http_respond_owned(r->resp, 202, "application/json", body, len);
     storage__set_modified(r, p->cmod, p->wts);
-    set_quota_header(r, p->usage);
+    storage__set_quota_header(r, p->usage);
     return 0;
 }
 
@@ -941,7 +932,7 @@ static void post_finish(post_ctx *p, picl_status *st)
     }
     srv_http_respond_owned(r->resp, 200, "application/json", body, len);
     storage__set_modified(r, p->t, p->t > p->wts ? p->t : p->wts);
-    set_quota_header(r, p->usage);
+    storage__set_quota_header(r, p->usage);
 }
 
 void storage__post_coll(sreq *r, const char *coll)
