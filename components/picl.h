@@ -56,10 +56,10 @@ typedef struct picl_iid {
         0x00000000, 0x0000, 0x0000, { 0xc0, 0, 0, 0, 0, 0, 0, 0x46 }                                         \
     }
 /* nsIPiCLService {5a2b9c1e-3f4d-4e8a-9b6c-2d1f0e7a8c44} (idl/nsIPiCLService.idl) */
-#define PICL_ISERVICE_IID                                                                                    \
-    {                                                                                                        \
-        0x5a2b9c1e, 0x3f4d, 0x4e8a, { 0x9b, 0x6c, 0x2d, 0x1f, 0x0e, 0x7a, 0x8c, 0x44 }                       \
-    }
+/* one line, as tests/test_idl_consistency.py reads it */
+/* clang-format off */
+#define PICL_ISERVICE_IID {0x5a2b9c1e, 0x3f4d, 0x4e8a, {0x9b, 0x6c, 0x2d, 0x1f, 0x0e, 0x7a, 0x8c, 0x44}}
+/* clang-format on */
 
 /* Progress and status notifications.  phase: "download", "apply", "upload",
  * "status", "account", "integrity" (a record refused: message "<id>:

@@ -524,9 +524,11 @@ START_TEST(test_bookmarks_tree_walks)
         SQLITE_OK);
     sqlite3_close(db);
     s = open_ok(d, "bookmarks");
-    r = json_object();
+    json_t *sentinel = json_object(); /* get() must overwrite what r held */
+    r = sentinel;
     ck_assert_int_eq(picl__store_get(s, "fldrSample01", &r), PICL_OK);
     ck_assert_ptr_null(r);
+    json_decref(sentinel);
     ck_assert_int_eq(picl__store_get(s, "bmkFirefox01", &r), PICL_OK);
     ck_assert_ptr_null(r);
     ck_assert_int_eq(picl__store_get(s, "menu", &r), PICL_OK);
