@@ -24,6 +24,13 @@ double bench_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* What bench_target() printed, for the summary at the end of a run. */
+static struct {
+    char name[48];
+    int met;
+} targets[64];
+static size_t n_targets;
+
 int bench_target(const char *name, double value, const char *unit, const char *op, double target,
                  const char *reference)
 {
@@ -31,6 +38,10 @@ int bench_target(const char *name, double value, const char *unit, const char *o
     printf("  target %-34s %9.3f %-4s %s %7.3f %-4s%s%s%s: %s\n", name, value, unit, op, target, unit,
            reference ? " (" : "", reference ? reference : "", reference ? ")" : "", met ? "MET" : "NOT MET");
     fflush(stdout);
+    if (n_targets < sizeof targets / sizeof targets[0]) {
+        snprintf(targets[n_targets].name, sizeof targets[n_targets].name, "%s", name);
+        targets[n_targets++].met = met;
+    }
     return met;
 }
 
@@ -90,6 +101,19 @@ int main(int argc, char **argv)
     if (!found) {
         fprintf(stderr, "picl-bench: unknown benchmark '%s'\n", argv[1]);
         return 2;
+    }
+    size_t met = 0;
+    for (size_t i = 0; i < n_targets; i++)
+        met += targets[i].met != 0;
+    if (n_targets) {
+        printf("picl-bench: %zu of %zu targets met", met, n_targets);
+        const char *sep = "; not met: ";
+        for (size_t i = 0; i < n_targets; i++)
+            if (!targets[i].met) {
+                printf("%s%s", sep, targets[i].name);
+                sep = ", ";
+            }
+        printf("\n");
     }
     return rc;
 }
