@@ -710,6 +710,49 @@ picl_status picl__srp_server_new_with_b(const picl_srp_group *grp, const uint8_t
     return server_create(grp, v, vlen, b, blen, out);
 }
 
+picl_status picl__srp_server_restore(const picl_srp_group *grp, const uint8_t *v, size_t vlen,
+                                     const uint8_t *b, size_t blen, const uint8_t *B, size_t Blen,
+                                     picl_srp_server **out)
+{
+    if (!out)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!grp || !v || vlen != grp->len || !b || blen == 0 || blen > grp->len)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    picl_status st = picl__srp_group_check(grp);
+    if (st != PICL_OK)
+        return st;
+    /* B is public: plain branches, the checks a client makes of it */
+    if (!B || Blen != grp->len || !lt_pub(B, Blen, grp->N, grp->len) || zero_pub(B, Blen))
+        return PICL_ERROR_SRP_BAD_B;
+    picl_srp_server *s = calloc(1, sizeof *s);
+    if (!s)
+        return PICL_ERROR_NO_MEMORY;
+    st = core_init(&s->core, grp, blen);
+    srp_core *k = &s->core;
+    if (st == PICL_OK) {
+        /* 0 < v < N as in server_create, without branching on v */
+        be_to_limbs(k->V, k->n, v, vlen);
+        mp_limb_t below = mpn_sub_n(k->T, k->V, k->N, k->n);
+        int ok = (int)below & !picl__iszero_ct(v, vlen);
+        CT_PUBLIC(&ok, sizeof ok);
+        if (!ok)
+            st = PICL_ERROR_INVALID_ARGUMENT;
+    }
+    if (st == PICL_OK) {
+        be_to_limbs(k->sec, k->sn, b, blen);
+        memcpy(s->B, B, Blen);
+    }
+    if (k->mem)
+        core_scrub(k);
+    if (st != PICL_OK) {
+        picl__srp_server_free(s);
+        return st;
+    }
+    *out = s;
+    return PICL_OK;
+}
+
 picl_status picl__srp_server_B(const picl_srp_server *s, uint8_t *B, size_t Blen)
 {
     if (!s)

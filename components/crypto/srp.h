@@ -168,6 +168,17 @@ picl_status picl__srp_server_new(const picl_srp_group *grp, const uint8_t *v, si
 picl_status picl__srp_server_new_with_b(const picl_srp_group *grp, const uint8_t *v, size_t vlen,
                                         const uint8_t *b, size_t blen, picl_srp_server **out);
 
+/* Restores the server of an earlier picl__srp_server_new_with_b (the
+ * keyserver's /auth/start) from its b and the B it computed then, without
+ * the exponentiation g^b again: the same context, so verify gives the same
+ * S, K and M1.  B is public and must be exactly grp->len bytes with
+ * 0 < B < N (else PICL_ERROR_SRP_BAD_B); that it belongs to b is the
+ * caller's to keep (it stores both together).  v and b as for
+ * picl__srp_server_new_with_b (INVALID_ARGUMENT). */
+picl_status picl__srp_server_restore(const picl_srp_group *grp, const uint8_t *v, size_t vlen,
+                                     const uint8_t *b, size_t blen, const uint8_t *B, size_t Blen,
+                                     picl_srp_server **out);
+
 /* Copies B (Blen == grp->len) to send to the client. */
 picl_status picl__srp_server_B(const picl_srp_server *s, uint8_t *B, size_t Blen);
 

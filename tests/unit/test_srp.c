@@ -169,6 +169,27 @@ static void run_vector(const picl_srp_group *grp, const struct vec *t, int int_o
         ck_assert_int_eq(picl__srp_server_export(srv, PICL_SRP_M1, m, hl), PICL_OK);
         CMP(m, hl, t->M1, "server M1");
     }
+
+    /* the keyserver's /auth/finish path: the server restored from b and the
+     * B it sent (no g^b again) gives the same u, S, K and M1 */
+    picl_srp_server *rs = NULL;
+    ck_assert_int_eq(picl__srp_server_restore(grp, v, len, t->b.p, t->b.n, B, len, &rs), PICL_OK);
+    uint8_t B2[PICL_SRP_MAX_BYTES], Kr[32], x2[PICL_SRP_MAX_BYTES], x1[PICL_SRP_MAX_BYTES];
+    ck_assert_int_eq(picl__srp_server_B(rs, B2, len), PICL_OK);
+    ck_assert_mem_eq(B2, B, len);
+    ck_assert_int_eq(picl__srp_server_verify(rs, A, len, M1, hl, Kr, hl), PICL_OK);
+    ck_assert_mem_eq(Kr, Ks, hl);
+    static const picl_srp_value same[] = {PICL_SRP_A, PICL_SRP_U, PICL_SRP_S, PICL_SRP_K, PICL_SRP_M1};
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        size_t n = same[i] == PICL_SRP_A || same[i] == PICL_SRP_S ? len : hl;
+        ck_assert_int_eq(picl__srp_server_export(srv, same[i], x1, n), PICL_OK);
+        ck_assert_int_eq(picl__srp_server_export(rs, same[i], x2, n), PICL_OK);
+        ck_assert_msg(memcmp(x1, x2, n) == 0, "%s: restored value %d differs", name, (int)same[i]);
+    }
+    /* spent like the original */
+    ck_assert_int_eq(picl__srp_server_verify(rs, A, len, M1, hl, Kr, hl), PICL_ERROR_STATE);
+    ck_assert(all_zero(Kr, hl));
+    picl__srp_server_free(rs);
 #undef CMP
     picl__srp_client_free(cl);
     picl__srp_server_free(srv);
@@ -824,6 +845,65 @@ START_TEST(test_misuse)
 }
 END_TEST
 
+/* picl__srp_server_restore: the old path's answers for a wrong proof and a
+ * bad A, and its own checks of B and of the arguments. */
+START_TEST(test_server_restore)
+{
+    struct fixture fx;
+    fixture_open(&fx);
+    const picl_srp_group *g = picl__srp_group_picl();
+    uint8_t bad[PLEN], K[32], M1[32];
+    const uint8_t *A = fx.A, *B = fx.B;
+    picl_srp_server *s = NULL;
+
+    /* a wrong proof: PROOF, K zeroed, then spent -- as the old path */
+    ck_assert_int_eq(picl__srp_server_restore(g, fx.t.v.p, PLEN, fx.t.b.p, fx.t.b.n, B, PLEN, &s), PICL_OK);
+    memcpy(M1, fx.t.M1.p, 32);
+    M1[31] ^= 1;
+    memset(K, 0xaa, sizeof K);
+    ck_assert_int_eq(picl__srp_server_verify(s, A, PLEN, M1, 32, K, 32), PICL_ERROR_SRP_PROOF);
+    ck_assert(all_zero(K, 32));
+    ck_assert_int_eq(picl__srp_server_verify(s, A, PLEN, fx.t.M1.p, 32, K, 32), PICL_ERROR_STATE);
+    picl__srp_server_free(s);
+
+    /* a bad A: BAD_A and the context unchanged (the right proof then passes) */
+    ck_assert_int_eq(picl__srp_server_restore(g, fx.t.v.p, PLEN, fx.t.b.p, fx.t.b.n, B, PLEN, &s), PICL_OK);
+    memset(bad, 0, PLEN);
+    ck_assert_int_eq(picl__srp_server_verify(s, bad, PLEN, fx.t.M1.p, 32, K, 32), PICL_ERROR_SRP_BAD_A);
+    ck_assert_int_eq(picl__srp_server_verify(s, A, PLEN, fx.t.M1.p, 32, K, 32), PICL_OK);
+    ck_assert_mem_eq(K, fx.t.K.p, 32);
+    picl__srp_server_free(s);
+
+    /* B: exactly PLEN bytes, 0 < B < N */
+    s = (picl_srp_server *)1;
+    ck_assert_int_eq(picl__srp_server_restore(g, fx.t.v.p, PLEN, fx.t.b.p, fx.t.b.n, B, PLEN - 1, &s),
+                     PICL_ERROR_SRP_BAD_B);
+    ck_assert_ptr_null(s);
+    ck_assert_int_eq(picl__srp_server_restore(g, fx.t.v.p, PLEN, fx.t.b.p, fx.t.b.n, bad, PLEN, &s),
+                     PICL_ERROR_SRP_BAD_B);
+    ck_assert_int_eq(picl__srp_server_restore(g, fx.t.v.p, PLEN, fx.t.b.p, fx.t.b.n, g->N, PLEN, &s),
+                     PICL_ERROR_SRP_BAD_B);
+    ck_assert_int_eq(picl__srp_server_restore(g, fx.t.v.p, PLEN, fx.t.b.p, fx.t.b.n, NULL, PLEN, &s),
+                     PICL_ERROR_SRP_BAD_B);
+    ck_assert_ptr_null(s);
+    /* v and b as for new_with_b */
+    ck_assert_int_eq(picl__srp_server_restore(g, fx.t.v.p, PLEN, NULL, 1, B, PLEN, &s),
+                     PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__srp_server_restore(g, fx.t.v.p, PLEN, fx.t.b.p, 0, B, PLEN, &s),
+                     PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__srp_server_restore(g, fx.t.v.p, PLEN - 1, fx.t.b.p, fx.t.b.n, B, PLEN, &s),
+                     PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__srp_server_restore(g, bad, PLEN, fx.t.b.p, fx.t.b.n, B, PLEN, &s),
+                     PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__srp_server_restore(NULL, fx.t.v.p, PLEN, fx.t.b.p, fx.t.b.n, B, PLEN, &s),
+                     PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(s);
+    ck_assert_int_eq(picl__srp_server_restore(g, fx.t.v.p, PLEN, fx.t.b.p, fx.t.b.n, B, PLEN, NULL),
+                     PICL_ERROR_INVALID_ARGUMENT);
+    fixture_close(&fx);
+}
+END_TEST
+
 START_TEST(test_bad_groups)
 {
     const picl_srp_group *p = picl__srp_group_picl();
@@ -920,6 +1000,7 @@ int main(void)
     tcase_add_test(tc, test_wrong_password);
     tcase_add_test(tc, test_random_round_trip);
     tcase_add_test(tc, test_misuse);
+    tcase_add_test(tc, test_server_restore);
     tcase_add_test(tc, test_bad_groups);
     tcase_add_test(tc, test_gmp_allocates_nothing);
     suite_add_tcase(s, tc);
