@@ -168,27 +168,51 @@ picl_status picl__hawk_normalized(char **out, size_t *outlen, const char *ts, co
     return PICL_OK;
 }
 
-picl_status picl__hawk_mac(char out[PICL_HAWK_B64_BYTES + 1], const void *key, size_t keylen, const char *ts,
-                           const char *nonce, const picl_hawk_request *req, const char *hash, const char *ext)
+/* The MAC under ctx (restarted for the next MAC) or, ctx NULL, under key
+ * imported for this one. */
+static picl_status mac_with(char out[PICL_HAWK_B64_BYTES + 1], picl_hmac_ctx *ctx, const void *key,
+                            size_t keylen, const char *ts, const char *nonce, const picl_hawk_request *req,
+                            const char *hash, const char *ext)
 {
     char *norm = NULL;
     size_t normlen = 0;
     uint8_t mac[32];
     picl_status st;
 
-    if (!out || !req || (!key && keylen))
+    if (!out || !req || (!ctx && !key && keylen))
         return PICL_ERROR_INVALID_ARGUMENT;
     out[0] = 0;
     st = picl__hawk_normalized(&norm, &normlen, ts, nonce, req->method, req->resource, req->host, req->port,
                                hash, ext);
     if (st != PICL_OK)
         return st;
-    st = picl__hmac_sha256(mac, key, keylen, norm, normlen);
+    if (ctx) {
+        st = picl__hmac_sha256_update(ctx, norm, normlen);
+        if (st == PICL_OK)
+            st = picl__hmac_sha256_result(ctx, mac);
+    } else {
+        st = picl__hmac_sha256(mac, key, keylen, norm, normlen);
+    }
     if (st == PICL_OK)
         picl__base64_encode(out, mac, sizeof mac);
     picl__wipe(mac, sizeof mac);
     free(norm);
     return st;
+}
+
+picl_status picl__hawk_mac(char out[PICL_HAWK_B64_BYTES + 1], const void *key, size_t keylen, const char *ts,
+                           const char *nonce, const picl_hawk_request *req, const char *hash, const char *ext)
+{
+    return mac_with(out, NULL, key, keylen, ts, nonce, req, hash, ext);
+}
+
+picl_status picl__hawk_mac_ctx(char out[PICL_HAWK_B64_BYTES + 1], picl_hmac_ctx *ctx, const char *ts,
+                               const char *nonce, const picl_hawk_request *req, const char *hash,
+                               const char *ext)
+{
+    if (!ctx)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    return mac_with(out, ctx, NULL, 0, ts, nonce, req, hash, ext);
 }
 
 /* ---- client ------------------------------------------------------------ */
@@ -412,8 +436,8 @@ picl_status picl__hawk_verify(const picl_hawk_auth *auth, const void *key, size_
         return PICL_ERROR_INVALID_ARGUMENT;
 
     /* 1. MAC over what the client says it sent (its hash, its ext). */
-    st = picl__hawk_mac(mac, key, keylen, auth->ts_text, auth->nonce, req, auth->has_hash ? auth->hash : NULL,
-                        auth->has_ext ? auth->ext : NULL);
+    st = mac_with(mac, opts->mac_ctx, key, keylen, auth->ts_text, auth->nonce, req,
+                  auth->has_hash ? auth->hash : NULL, auth->has_ext ? auth->ext : NULL);
     if (st != PICL_OK)
         return wire_status(st);
     ok = strlen(auth->mac) == PICL_HAWK_B64_BYTES && picl__memeq_ct(mac, auth->mac, PICL_HAWK_B64_BYTES);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "picl_status.h"
+#include "crypto/hash.h"
 
 /*
  * normalised = "hawk.1.header\n" ts "\n" nonce "\n" METHOD "\n" path?query "\n"
@@ -102,6 +103,14 @@ picl_status picl__hawk_normalized(char **out, size_t *outlen, const char *ts, co
 picl_status picl__hawk_mac(char out[PICL_HAWK_B64_BYTES + 1], const void *key, size_t keylen, const char *ts,
                            const char *nonce, const picl_hawk_request *req, const char *hash,
                            const char *ext);
+/* The same under ctx, an HMAC-SHA256 context already keyed
+ * (picl__hmac_sha256_init): the key is imported into PK11 once for many
+ * MACs.  ctx is left ready for the next MAC, also when a field is refused
+ * (INVALID_ARGUMENT / TOO_LARGE, nothing fed); after a PICL_ERROR_CRYPTO
+ * it can only be freed. */
+picl_status picl__hawk_mac_ctx(char out[PICL_HAWK_B64_BYTES + 1], picl_hmac_ctx *ctx, const char *ts,
+                               const char *nonce, const picl_hawk_request *req, const char *hash,
+                               const char *ext);
 
 /* ---- client ------------------------------------------------------------ */
 
@@ -145,6 +154,9 @@ typedef struct picl_hawk_verify_opts {
     picl_hawk_nonce_cache *nonces; /* NULL = no replay check */
     const char *identity;          /* whose share of the nonce cache the request
                                       uses (e.g. the account); NULL = the Hawk id */
+    picl_hmac_ctx *mac_ctx;        /* NULL, or an HMAC-SHA256 context keyed with
+                                      the key passed beside (picl__hawk_mac_ctx):
+                                      the MAC without importing the key */
 } picl_hawk_verify_opts;
 
 /*
