@@ -122,15 +122,16 @@ picl_status ks_db_forgot_guess(ks_db *db, const uint8_t id[32], const char code[
 }
 
 picl_status ks_db_srp_put(ks_db *db, const uint8_t key[32], int64_t account, const uint8_t *b, size_t blen,
-                          int64_t now, int64_t expires)
+                          const uint8_t B[KS_VERIFIER_BYTES], int64_t now, int64_t expires)
 {
-    return db->ops->srp_put(db->impl, key, account, b, blen, now, expires);
+    return db->ops->srp_put(db->impl, key, account, b, blen, B, now, expires);
 }
 
-picl_status ks_db_srp_take(ks_db *db, const uint8_t key[32], int64_t now, int64_t *account, uint8_t b[256],
-                           size_t *blen)
+picl_status ks_db_srp_take(ks_db *db, const uint8_t key[32], int64_t now, ks_srp_login *l)
 {
-    return db->ops->srp_take(db->impl, key, now, account, b, blen);
+    if (l->n > 4 || !l->limits)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    return db->ops->srp_take(db->impl, key, now, l);
 }
 
 picl_status ks_db_rate_take(ks_db *db, ks_rate *limits, size_t n, int64_t now, int *ok, int64_t *retry_after)
@@ -141,6 +142,11 @@ picl_status ks_db_rate_take(ks_db *db, ks_rate *limits, size_t n, int64_t now, i
 picl_status ks_db_rate_refund(ks_db *db, const ks_rate *limits, size_t n)
 {
     return db->ops->rate_refund(db->impl, limits, n);
+}
+
+picl_status ks_db_token_put_refund(ks_db *db, const ks_token *t, const ks_rate *limits, size_t n)
+{
+    return db->ops->token_put_refund(db->impl, t, limits, n);
 }
 
 picl_status ks_db_sweep(ks_db *db, int64_t now, int64_t unverified_before, int64_t rate_before)

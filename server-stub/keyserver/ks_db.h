@@ -32,7 +32,7 @@
 #define KS_EMAIL_MAX 255
 #define KS_UID_BYTES 16
 #define KS_VERIFIER_BYTES 256
-#define KS_SCHEMA_VERSION 5
+#define KS_SCHEMA_VERSION 6
 #define KS_NODE_URL_MAX 255
 
 typedef struct ks_db ks_db;
@@ -154,17 +154,6 @@ picl_status ks_db_sessions(ks_db *db, int64_t account, int64_t now, void (*fn)(v
 picl_status ks_db_forgot_guess(ks_db *db, const uint8_t id[32], const char code[8], int64_t now, int *ok,
                                int *tries_left);
 
-/* SRP sessions (srpToken hashed to key): b (1..256 bytes) is the server
- * secret, kept until the session is taken or expires (expired sessions are
- * deleted by the next put). */
-picl_status ks_db_srp_put(ks_db *db, const uint8_t key[32], int64_t account, const uint8_t *b, size_t blen,
-                          int64_t now, int64_t expires);
-/* Takes (deletes) the session: PICL_OK with account and b (b holds 256
- * bytes, *blen receives its length), TOKEN when unknown, already taken or
- * expired. */
-picl_status ks_db_srp_take(ks_db *db, const uint8_t key[32], int64_t now, int64_t *account, uint8_t b[256],
-                           size_t *blen);
-
 /* One limit: at most max events of key within window seconds. */
 typedef struct ks_rate {
     char key[96]; /* "" = not applied */
@@ -172,6 +161,43 @@ typedef struct ks_rate {
     int count;     /* 1: this request is an event of key */
     int64_t event; /* out: the event added (for a refund), else 0 */
 } ks_rate;
+
+/* SRP sessions (srpToken hashed to key): b (1..256 bytes) is the server
+ * secret and B (KS_VERIFIER_BYTES, public) the value auth/start sent with
+ * it, kept until the session is taken or expires (expired sessions are
+ * deleted by the next put).  A session is ephemeral login state: it is
+ * written without waiting for the disk (SQLite synchronous=NORMAL in WAL
+ * mode, PostgreSQL synchronous_commit off), so a power failure may lose it
+ * (that login starts again); a kill -9 of the process does not. */
+picl_status ks_db_srp_put(ks_db *db, const uint8_t key[32], int64_t account, const uint8_t *b, size_t blen,
+                          const uint8_t B[KS_VERIFIER_BYTES], int64_t now, int64_t expires);
+
+/* What ks_db_srp_take gives and takes (the caller's storage; b and account
+ * are secret: the caller wipes them). */
+typedef struct ks_srp_login {
+    /* in: fills lim[0..n) for the session's account (called once, with the
+     * account loaded, inside the transaction) */
+    void (*limits)(void *ctx, int64_t account, ks_rate *lim);
+    void *ctx;
+    size_t n; /* <= 4 */
+    /* out */
+    ks_rate lim[4];
+    int ok;              /* the limits passed (and were counted) */
+    int64_t retry_after; /* when !ok */
+    uint8_t b[256];
+    size_t blen;
+    uint8_t B[KS_VERIFIER_BYTES];
+    size_t Blen; /* KS_VERIFIER_BYTES, or 0 for a session stored before schema v6 */
+    ks_account account;
+} ks_srp_login;
+
+/* Takes (deletes) the session and, in the same transaction, loads its
+ * account and checks and counts the limits as ks_db_rate_take does: PICL_OK
+ * with l->ok (0: a limit is reached, nothing counted, l->retry_after), b, B
+ * and the account; TOKEN when the session is unknown, already taken or
+ * expired; NOT_FOUND when its account is gone (no limit counted).  The
+ * session is gone in every case but a database failure. */
+picl_status ks_db_srp_take(ks_db *db, const uint8_t key[32], int64_t now, ks_srp_login *l);
 
 /* Rate-limit events are kept in memory (an attached database of the same
  * connection, so a take is still one transaction); a restart forgets them.
@@ -182,6 +208,9 @@ typedef struct ks_rate {
 picl_status ks_db_rate_take(ks_db *db, ks_rate *limits, size_t n, int64_t now, int *ok, int64_t *retry_after);
 /* Removes the events a take added (a login that succeeded is no failure). */
 picl_status ks_db_rate_refund(ks_db *db, const ks_rate *limits, size_t n);
+/* Stores the token t and removes the events a take added, in one
+ * transaction (a login's authToken and the refund of its guess). */
+picl_status ks_db_token_put_refund(ks_db *db, const ks_token *t, const ks_rate *limits, size_t n);
 
 /* Housekeeping in one transaction: deletes expired tokens and SRP sessions,
  * rate events before rate_before, and every account never verified that

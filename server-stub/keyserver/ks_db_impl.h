@@ -36,12 +36,12 @@ typedef struct ks_db_ops {
     picl_status (*forgot_guess)(ks_db_impl *db, const uint8_t id[32], const char code[8], int64_t now,
                                 int *ok, int *tries_left);
     picl_status (*srp_put)(ks_db_impl *db, const uint8_t key[32], int64_t account, const uint8_t *b,
-                           size_t blen, int64_t now, int64_t expires);
-    picl_status (*srp_take)(ks_db_impl *db, const uint8_t key[32], int64_t now, int64_t *account,
-                            uint8_t b[256], size_t *blen);
+                           size_t blen, const uint8_t B[KS_VERIFIER_BYTES], int64_t now, int64_t expires);
+    picl_status (*srp_take)(ks_db_impl *db, const uint8_t key[32], int64_t now, ks_srp_login *l);
     picl_status (*rate_take)(ks_db_impl *db, ks_rate *limits, size_t n, int64_t now, int *ok,
                              int64_t *retry_after);
     picl_status (*rate_refund)(ks_db_impl *db, const ks_rate *limits, size_t n);
+    picl_status (*token_put_refund)(ks_db_impl *db, const ks_token *t, const ks_rate *limits, size_t n);
     picl_status (*sweep)(ks_db_impl *db, int64_t now, int64_t unverified_before, int64_t rate_before);
     picl_status (*nonce_take)(ks_db_impl *db, const char *id, int64_t ts, const char *nonce, int64_t expires);
     picl_status (*node_add)(ks_db_impl *db, const char *url, int64_t capacity);

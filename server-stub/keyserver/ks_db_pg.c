@@ -89,6 +89,11 @@ static const char *const schema_v5 = "CREATE TABLE IF NOT EXISTS outbox ("
                                      " next_try BIGINT NOT NULL, tries BIGINT NOT NULL DEFAULT 0);"
                                      "CREATE INDEX IF NOT EXISTS outbox_due ON outbox(next_try);";
 
+/* v6: the SRP session keeps the B its /auth/start sent (public), so
+ * /auth/finish need not compute g^b again; sessions stored before have
+ * none (NULL) and are finished the old way. */
+static const char *const schema_v6 = "ALTER TABLE srp_sessions ADD COLUMN IF NOT EXISTS b_public BYTEA;";
+
 #define ACCOUNT_COLS                                                                                         \
     "SELECT id, uid, email, verified, verify_code, ka, wrap_kb, verifier, srp_salt, main_salt,"              \
     " pbkdf2_rounds_1, scrypt_n, scrypt_r, scrypt_p, pbkdf2_rounds_2, epoch FROM accounts "
@@ -209,9 +214,10 @@ static const char *const sql[S_COUNT] = {
                    " coalesce((SELECT a.t FROM session_access a WHERE a.id = tokens.id), 0)"
                    " FROM tokens WHERE account = $1 AND type = $2 AND"
                    " (expires = 0 OR expires >= $3) ORDER BY seq",
-    [S_SRP_PUT] = "INSERT INTO srp_sessions (key, account, b, expires) VALUES ($1,$2,$3,$4)",
+    [S_SRP_PUT] = "INSERT INTO srp_sessions (key, account, b, b_public, expires)"
+                  " VALUES ($1,$2,$3,$4,$5)",
     [S_SRP_GC] = "DELETE FROM srp_sessions WHERE expires < $1",
-    [S_SRP_TAKE] = "DELETE FROM srp_sessions WHERE key = $1 RETURNING account, b, expires",
+    [S_SRP_TAKE] = "DELETE FROM srp_sessions WHERE key = $1 RETURNING account, b, b_public, expires",
     [S_RATE_LOCK] = "SELECT pg_advisory_xact_lock(7411, hashtext($1))",
     [S_RATE_PRUNE] = "DELETE FROM rate_events WHERE key = $1 AND t < $2",
     [S_RATE_COUNT] = "SELECT count(*), coalesce(min(t), 0) FROM rate_events"
@@ -551,7 +557,15 @@ static picl_status migrate(pconn *c, const char **why)
             rc = simple(c, "INSERT INTO meta VALUES ('schema_version', 5) ON CONFLICT (key)"
                            " DO UPDATE SET value = 5");
     }
-    /* Later versions add "if (version < 6) ..." steps here. */
+    if (rc == PICL_OK && version < 6) {
+        rc = simple(c, schema_v6);
+        if (rc != PICL_OK)
+            *why = reason("cannot create the schema", c->c);
+        if (rc == PICL_OK)
+            rc = simple(c, "INSERT INTO meta VALUES ('schema_version', 6) ON CONFLICT (key)"
+                           " DO UPDATE SET value = 6");
+    }
+    /* Later versions add "if (version < 7) ..." steps here. */
     rc = end_tx(c, rc);
     if (rc != PICL_OK && !*why)
         *why = reason("cannot migrate the schema", c->c);
@@ -895,7 +909,8 @@ static picl_status pg_account_delete(pg_db *db, int64_t id)
 
 /* ---- tokens ------------------------------------------------------------------------ */
 
-static picl_status pg_token_put(pg_db *db, const ks_token *t)
+/* Inserts t on c (in a transaction or on its own). */
+static picl_status token_put_tx(pconn *c, const ks_token *t)
 {
     pq_args g = {0};
     a_bin(&g, t->id, 32);
@@ -911,8 +926,13 @@ static picl_status pg_token_put(pg_db *db, const ks_token *t)
     a_text(&g, t->code);
     a_i64(&g, t->tries);
     a_i64(&g, t->mailbox);
+    return q(c, S_TOK_PUT, &g, NULL, NULL);
+}
+
+static picl_status pg_token_put(pg_db *db, const ks_token *t)
+{
     pconn *c = conn_get(db);
-    picl_status rc = q(c, S_TOK_PUT, &g, NULL, NULL);
+    picl_status rc = token_put_tx(c, t);
     conn_put(db, c);
     return rc == PICL_ERROR_CONFLICT ? PICL_ERROR_DATABASE : rc;
 }
@@ -1061,20 +1081,27 @@ out:
 
 /* ---- SRP sessions ------------------------------------------------------------------- */
 
+/* An ephemeral write (an SRP session): its commit does not wait for the
+ * WAL flush (ks_db.h); in the caller's transaction. */
+static picl_status no_sync_wait(pconn *c) { return simple(c, "SET LOCAL synchronous_commit = off"); }
+
 static picl_status pg_srp_put(pg_db *db, const uint8_t key[32], int64_t account, const uint8_t *b,
-                              size_t blen, int64_t now, int64_t expires)
+                              size_t blen, const uint8_t B[KS_VERIFIER_BYTES], int64_t now, int64_t expires)
 {
-    if (!blen || blen > 256)
+    if (!blen || blen > 256 || !B)
         return PICL_ERROR_INVALID_ARGUMENT;
     pq_args g = {0};
     a_bin(&g, key, 32);
     a_i64(&g, account);
     a_bin(&g, b, blen);
+    a_bin(&g, B, KS_VERIFIER_BYTES);
     a_i64(&g, expires);
     pq_args d = {0};
     a_i64(&d, now);
     pconn *c = conn_get(db);
     picl_status rc = begin(c);
+    if (rc == PICL_OK)
+        rc = no_sync_wait(c);
     if (rc == PICL_OK)
         rc = q(c, S_SRP_PUT, &g, NULL, NULL);
     /* abandoned logins go as soon as they expire */
@@ -1085,19 +1112,18 @@ static picl_status pg_srp_put(pg_db *db, const uint8_t key[32], int64_t account,
     return rc == PICL_ERROR_CONFLICT ? PICL_ERROR_DATABASE : rc;
 }
 
-static picl_status pg_srp_take(pg_db *db, const uint8_t key[32], int64_t now, int64_t *account,
-                               uint8_t b[256], size_t *blen)
+static picl_status rate_take_tx(pconn *c, ks_rate *limits, size_t n, int64_t now, int *over,
+                                int64_t *retry_after);
+
+/* The session's row, taken (DELETE ... RETURNING: exactly once), into l;
+ * *expires its expiry.  In the caller's transaction. */
+static picl_status srp_pop(pconn *c, const uint8_t key[32], int64_t *account, ks_srp_login *l,
+                           int64_t *expires)
 {
-    *account = 0;
-    *blen = 0;
-    memset(b, 0, 256);
     pq_args g = {0};
     a_bin(&g, key, 32);
-    pconn *c = conn_get(db);
     PGresult *r = NULL;
-    /* DELETE ... RETURNING: taken exactly once */
     picl_status rc = q(c, S_SRP_TAKE, &g, &r, NULL);
-    conn_put(db, c);
     if (rc == PICL_OK && PQntuples(r) != 1)
         rc = PICL_ERROR_TOKEN;
     if (rc == PICL_OK) {
@@ -1106,17 +1132,68 @@ static picl_status pg_srp_take(pg_db *db, const uint8_t key[32], int64_t now, in
         if (n < 1 || n > 256)
             rc = PICL_ERROR_DATABASE;
         else
-            rc = g_blob(r, 0, 1, b, (size_t)n);
-        *blen = n > 0 ? (size_t)n : 0;
-        /* an expired session is deleted all the same, and refused */
-        if (rc == PICL_OK && now > g_i64(r, 0, 2))
-            rc = PICL_ERROR_TOKEN;
+            rc = g_blob(r, 0, 1, l->b, (size_t)n);
+        l->blen = n > 0 ? (size_t)n : 0;
+        /* NULL: a session stored before schema v6 */
+        if (rc == PICL_OK && !PQgetisnull(r, 0, 2)) {
+            rc = g_blob(r, 0, 2, l->B, KS_VERIFIER_BYTES);
+            l->Blen = KS_VERIFIER_BYTES;
+        }
+        *expires = g_i64(r, 0, 3);
     }
     clear_secret(r);
+    return rc;
+}
+
+static picl_status pg_srp_take(pg_db *db, const uint8_t key[32], int64_t now, ks_srp_login *l)
+{
+    l->ok = 0;
+    l->retry_after = 0;
+    l->blen = l->Blen = 0;
+    memset(l->b, 0, sizeof l->b);
+    memset(l->B, 0, sizeof l->B);
+    memset(&l->account, 0, sizeof l->account);
+    memset(l->lim, 0, sizeof l->lim);
+    int64_t expires = 0, account = 0;
+    picl_status verdict = PICL_OK;
+    pconn *c = conn_get(db);
+    /* the session is ephemeral; the rate events' table is unlogged */
+    picl_status rc = begin(c);
+    if (rc == PICL_OK)
+        rc = no_sync_wait(c);
+    if (rc == PICL_OK)
+        rc = srp_pop(c, key, &account, l, &expires);
+    /* an expired session is deleted all the same, and refused */
+    if (rc == PICL_OK && now > expires)
+        verdict = PICL_ERROR_TOKEN;
+    if (rc == PICL_OK && verdict == PICL_OK) {
+        pq_args g = {0};
+        a_i64(&g, account);
+        PGresult *r = NULL;
+        rc = q(c, S_ACC_BY_ID, &g, &r, NULL);
+        if (rc == PICL_OK)
+            verdict = account_row(r, &l->account);
+        clear_secret(r);
+        if (verdict != PICL_OK && verdict != PICL_ERROR_NOT_FOUND)
+            rc = verdict;
+    }
+    if (rc == PICL_OK && verdict == PICL_OK) {
+        int over = 0;
+        l->limits(l->ctx, account, l->lim);
+        rc = rate_take_tx(c, l->lim, l->n, now, &over, &l->retry_after);
+        l->ok = !over;
+    }
+    rc = end_tx(c, rc);
+    conn_put(db, c);
+    if (rc == PICL_OK)
+        rc = verdict;
     if (rc != PICL_OK) {
-        *account = 0;
-        *blen = 0;
-        picl__wipe(b, 256);
+        l->ok = 0;
+        l->blen = l->Blen = 0;
+        picl__wipe(l->b, sizeof l->b);
+        picl__wipe(&l->account, sizeof l->account);
+        for (size_t i = 0; i < 4; i++)
+            l->lim[i].event = 0;
     }
     return rc;
 }
@@ -1129,11 +1206,12 @@ static int cmp_key(const void *a, const void *b)
     return strcmp(x->key, y->key);
 }
 
-static picl_status pg_rate_take(pg_db *db, ks_rate *limits, size_t n, int64_t now, int *ok,
+/* Checks every limit and, when none is reached (*over = 0), counts the
+ * request in those with count = 1; in the caller's transaction. */
+static picl_status rate_take_tx(pconn *c, ks_rate *limits, size_t n, int64_t now, int *over,
                                 int64_t *retry_after)
 {
-    *ok = 0;
-    *retry_after = 0;
+    *over = 0;
     if (n > 16)
         return PICL_ERROR_INVALID_ARGUMENT;
     /* keys are locked in one order (theirs), so two takes never deadlock,
@@ -1142,9 +1220,7 @@ static picl_status pg_rate_take(pg_db *db, ks_rate *limits, size_t n, int64_t no
     for (size_t i = 0; i < n; i++)
         order[i] = &limits[i];
     qsort(order, n, sizeof order[0], cmp_key);
-    pconn *c = conn_get(db);
-    picl_status rc = begin(c);
-    int over = 0;
+    picl_status rc = PICL_OK;
     for (size_t i = 0; rc == PICL_OK && i < n; i++) {
         limits[i].event = 0;
         if (!order[i]->key[0] || (i > 0 && !strcmp(order[i]->key, order[i - 1]->key)))
@@ -1165,14 +1241,14 @@ static picl_status pg_rate_take(pg_db *db, ks_rate *limits, size_t n, int64_t no
         if (rc == PICL_OK)
             rc = q(c, S_RATE_COUNT, &g, &r, NULL);
         if (rc == PICL_OK && PQntuples(r) == 1 && g_i64(r, 0, 0) >= l->max) {
-            over = 1;
+            *over = 1;
             int64_t oldest = g_i64(r, 0, 1);
             if (oldest + l->window - now > *retry_after)
                 *retry_after = oldest + l->window - now;
         }
         PQclear(r);
     }
-    for (size_t i = 0; rc == PICL_OK && !over && i < n; i++) {
+    for (size_t i = 0; rc == PICL_OK && !*over && i < n; i++) {
         ks_rate *l = &limits[i];
         if (!l->key[0] || !l->count)
             continue;
@@ -1185,6 +1261,21 @@ static picl_status pg_rate_take(pg_db *db, ks_rate *limits, size_t n, int64_t no
             l->event = g_i64(r, 0, 0);
         PQclear(r);
     }
+    return rc;
+}
+
+static picl_status pg_rate_take(pg_db *db, ks_rate *limits, size_t n, int64_t now, int *ok,
+                                int64_t *retry_after)
+{
+    *ok = 0;
+    *retry_after = 0;
+    if (n > 16)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    int over = 0;
+    pconn *c = conn_get(db);
+    picl_status rc = begin(c);
+    if (rc == PICL_OK)
+        rc = rate_take_tx(c, limits, n, now, &over, retry_after);
     rc = end_tx(c, rc);
     conn_put(db, c);
     if (rc == PICL_OK)
@@ -1195,19 +1286,42 @@ static picl_status pg_rate_take(pg_db *db, ks_rate *limits, size_t n, int64_t no
     return rc;
 }
 
-static picl_status pg_rate_refund(pg_db *db, const ks_rate *limits, size_t n)
+/* Deletes the events a take added; in the caller's transaction. */
+static picl_status rate_refund_tx(pconn *c, const ks_rate *limits, size_t n)
 {
-    pconn *c = conn_get(db);
-    picl_status rc = begin(c);
+    picl_status rc = PICL_OK;
     for (size_t i = 0; rc == PICL_OK && i < n; i++)
         if (limits[i].event > 0) {
             pq_args g = {0};
             a_i64(&g, limits[i].event);
             rc = q(c, S_RATE_DEL, &g, NULL, NULL);
         }
+    return rc;
+}
+
+static picl_status pg_rate_refund(pg_db *db, const ks_rate *limits, size_t n)
+{
+    pconn *c = conn_get(db);
+    picl_status rc = begin(c);
+    if (rc == PICL_OK)
+        rc = rate_refund_tx(c, limits, n);
     rc = end_tx(c, rc);
     conn_put(db, c);
     return rc;
+}
+
+/* The authToken of a login and the refund of its guess: one commit. */
+static picl_status pg_token_put_refund(pg_db *db, const ks_token *t, const ks_rate *limits, size_t n)
+{
+    pconn *c = conn_get(db);
+    picl_status rc = begin(c);
+    if (rc == PICL_OK)
+        rc = rate_refund_tx(c, limits, n);
+    if (rc == PICL_OK)
+        rc = token_put_tx(c, t);
+    rc = end_tx(c, rc);
+    conn_put(db, c);
+    return rc == PICL_ERROR_CONFLICT ? PICL_ERROR_DATABASE : rc;
 }
 
 static picl_status pg_sweep(pg_db *db, int64_t now, int64_t unverified_before, int64_t rate_before)
@@ -1651,6 +1765,7 @@ const ks_db_ops ks_db_pg_ops = {
     .srp_take = pg_srp_take,
     .rate_take = pg_rate_take,
     .rate_refund = pg_rate_refund,
+    .token_put_refund = pg_token_put_refund,
     .sweep = pg_sweep,
     .nonce_take = pg_nonce_take,
     .node_add = pg_node_add,

@@ -14,9 +14,28 @@
 
 typedef struct ks_db_impl sq_db;
 
+/* The statements of the login path, prepared once per connection (stmt()). */
+enum {
+    Q_ACC_BY_EMAIL,
+    Q_ACC_BY_ID,
+    Q_TOK_PUT,
+    Q_SRP_PUT,
+    Q_SRP_GC,
+    Q_SRP_GET,
+    Q_SRP_DEL,
+    Q_RATE_PRUNE,
+    Q_RATE_COUNT,
+    Q_RATE_ADD,
+    Q_RATE_DEL,
+    Q_SYNC_NORMAL,
+    Q_SYNC_FULL,
+    Q_COUNT
+};
+
 struct ks_db_impl {
     sqlite3 *h;
     pthread_mutex_t mu;
+    sqlite3_stmt *q[Q_COUNT]; /* under mu */
 };
 
 static const char *const schema_v1 =
@@ -102,6 +121,11 @@ static const char *const schema_v5 = "CREATE TABLE IF NOT EXISTS outbox ("
                                      " next_try INTEGER NOT NULL, tries INTEGER NOT NULL DEFAULT 0);"
                                      "CREATE INDEX IF NOT EXISTS outbox_due ON outbox(next_try);";
 
+/* v6: the SRP session keeps the B its /auth/start sent (public), so
+ * /auth/finish need not compute g^b again.  Sessions stored before have
+ * none (NULL): they are finished the old way. */
+static const char *const schema_v6 = "ALTER TABLE srp_sessions ADD COLUMN b_public BLOB;";
+
 /* ---- small helpers ------------------------------------------------------ */
 
 static picl_status exec(sq_db *db, const char *sql)
@@ -144,6 +168,41 @@ static void col_text(sqlite3_stmt *st, int i, char *out, size_t cap)
 {
     const unsigned char *p = sqlite3_column_text(st, i);
     snprintf(out, cap, "%s", p ? (const char *)p : "");
+}
+
+/* Statement `which` (sql), prepared on first use and kept: the caller
+ * binds, steps and hands it back with done().  NULL when it cannot be
+ * prepared.  Under the lock. */
+static sqlite3_stmt *stmt(sq_db *db, int which, const char *sql)
+{
+    if (!db->q[which] &&
+        sqlite3_prepare_v3(db->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &db->q[which], NULL) != SQLITE_OK) {
+        sqlite3_finalize(db->q[which]);
+        db->q[which] = NULL;
+    }
+    return db->q[which];
+}
+
+/* Hands a kept statement back: reset, bindings cleared. */
+static void done(sqlite3_stmt *st)
+{
+    if (st) {
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+    }
+}
+
+/* PRAGMA synchronous=NORMAL (durable: 0) or FULL (1) for the next
+ * transactions of the connection.  In WAL mode a NORMAL commit survives a
+ * kill -9 of the process, not a power failure; the next FULL commit syncs
+ * it with its own. */
+static picl_status sync_level(sq_db *db, int durable)
+{
+    sqlite3_stmt *st = durable ? stmt(db, Q_SYNC_FULL, "PRAGMA synchronous=FULL")
+                               : stmt(db, Q_SYNC_NORMAL, "PRAGMA synchronous=NORMAL");
+    picl_status rc = st && sqlite3_step(st) == SQLITE_DONE ? PICL_OK : PICL_ERROR_DATABASE;
+    done(st);
+    return rc;
 }
 
 static void lock(sq_db *db) { pthread_mutex_lock(&db->mu); }
@@ -191,7 +250,20 @@ static picl_status migrate(sq_db *db)
         if (rc == PICL_OK)
             rc = exec(db, "INSERT OR REPLACE INTO meta VALUES ('schema_version', 5)");
     }
-    /* Later versions add "if (version < 6) ..." steps here. */
+    if (rc == PICL_OK && version < 6) {
+        /* idempotent like the others: SQLite has no ADD COLUMN IF NOT EXISTS */
+        int has = 0;
+        rc = prep(db, &st, "SELECT 1 FROM pragma_table_info('srp_sessions') WHERE name = 'b_public'");
+        if (rc == PICL_OK)
+            has = sqlite3_step(st) == SQLITE_ROW;
+        sqlite3_finalize(st);
+        st = NULL;
+        if (rc == PICL_OK && !has)
+            rc = exec(db, schema_v6);
+        if (rc == PICL_OK)
+            rc = exec(db, "INSERT OR REPLACE INTO meta VALUES ('schema_version', 6)");
+    }
+    /* Later versions add "if (version < 7) ..." steps here. */
     rc = end_tx(db, rc);
     return rc;
 }
@@ -240,6 +312,8 @@ static void sq_close(sq_db *db)
 {
     if (!db)
         return;
+    for (int i = 0; i < Q_COUNT; i++)
+        sqlite3_finalize(db->q[i]);
     if (db->h)
         sqlite3_close_v2(db->h);
     pthread_mutex_destroy(&db->mu);
@@ -357,14 +431,32 @@ static picl_status account_row(sqlite3_stmt *st, ks_account *a)
     return rc;
 }
 
-static picl_status account_by(sq_db *db, const char *where, const void *key, size_t keylen, int64_t id,
-                              ks_account *a)
+/* The account by id, under the lock (inside the caller's transaction). */
+static picl_status account_by_id_locked(sq_db *db, int64_t id, ks_account *a)
+{
+    sqlite3_stmt *st = stmt(db, Q_ACC_BY_ID, ACCOUNT_COLS "WHERE id = ?");
+    picl_status rc = st ? PICL_OK : PICL_ERROR_DATABASE;
+    if (rc == PICL_OK) {
+        sqlite3_bind_int64(st, 1, id);
+        rc = account_row(st, a);
+    }
+    done(st);
+    return rc;
+}
+
+/* where: a kept statement (which >= 0) or its text. */
+static picl_status account_by(sq_db *db, int which, const char *where, const void *key, size_t keylen,
+                              int64_t id, ks_account *a)
 {
     char sql[512];
     snprintf(sql, sizeof sql, "%s%s", ACCOUNT_COLS, where);
     lock(db);
     sqlite3_stmt *st = NULL;
-    picl_status rc = prep(db, &st, sql);
+    picl_status rc = PICL_ERROR_DATABASE;
+    if (which >= 0)
+        rc = (st = stmt(db, which, sql)) ? PICL_OK : PICL_ERROR_DATABASE;
+    else
+        rc = prep(db, &st, sql);
     if (rc == PICL_OK) {
         if (key)
             sqlite3_bind_blob(st, 1, key, (int)keylen, SQLITE_STATIC);
@@ -372,7 +464,10 @@ static picl_status account_by(sq_db *db, const char *where, const void *key, siz
             sqlite3_bind_int64(st, 1, id);
         rc = account_row(st, a);
     }
-    sqlite3_finalize(st);
+    if (which >= 0)
+        done(st);
+    else
+        sqlite3_finalize(st);
     unlock(db);
     return rc;
 }
@@ -381,17 +476,17 @@ static picl_status sq_account_by_email(sq_db *db, const char *email, size_t len,
 {
     if (!len || len > KS_EMAIL_MAX)
         return PICL_ERROR_NOT_FOUND;
-    return account_by(db, "WHERE email = ?", email, len, 0, a);
+    return account_by(db, Q_ACC_BY_EMAIL, "WHERE email = ?", email, len, 0, a);
 }
 
 static picl_status sq_account_by_id(sq_db *db, int64_t id, ks_account *a)
 {
-    return account_by(db, "WHERE id = ?", NULL, 0, id, a);
+    return account_by(db, Q_ACC_BY_ID, "WHERE id = ?", NULL, 0, id, a);
 }
 
 static picl_status sq_account_by_uid(sq_db *db, const uint8_t uid[KS_UID_BYTES], ks_account *a)
 {
-    return account_by(db, "WHERE uid = ?", uid, KS_UID_BYTES, 0, a);
+    return account_by(db, -1, "WHERE uid = ?", uid, KS_UID_BYTES, 0, a);
 }
 
 /* Runs a one-statement change binding an integer id first. */
@@ -594,14 +689,14 @@ static picl_status sq_account_delete(sq_db *db, int64_t id)
 
 /* ---- tokens -------------------------------------------------------------- */
 
-static picl_status sq_token_put(sq_db *db, const ks_token *t)
+/* Inserts t, under the lock (in the caller's transaction or its own). */
+static picl_status token_put_locked(sq_db *db, const ks_token *t)
 {
-    lock(db);
-    sqlite3_stmt *st = NULL;
-    picl_status rc = prep(db, &st,
-                          "INSERT INTO tokens (id, type, account, hmac_key, request_key, created,"
-                          " expires, device_id, device_name, device_type, code, tries, mailbox)"
-                          " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    sqlite3_stmt *st = stmt(db, Q_TOK_PUT,
+                            "INSERT INTO tokens (id, type, account, hmac_key, request_key, created,"
+                            " expires, device_id, device_name, device_type, code, tries, mailbox)"
+                            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    picl_status rc = st ? PICL_OK : PICL_ERROR_DATABASE;
     if (rc == PICL_OK) {
         sqlite3_bind_blob(st, 1, t->id, 32, SQLITE_STATIC);
         sqlite3_bind_int(st, 2, t->type);
@@ -619,7 +714,14 @@ static picl_status sq_token_put(sq_db *db, const ks_token *t)
         if (sqlite3_step(st) != SQLITE_DONE)
             rc = PICL_ERROR_DATABASE;
     }
-    sqlite3_finalize(st);
+    done(st);
+    return rc;
+}
+
+static picl_status sq_token_put(sq_db *db, const ks_token *t)
+{
+    lock(db);
+    picl_status rc = token_put_locked(db, t);
     unlock(db);
     return rc;
 }
@@ -810,57 +912,62 @@ out:
 /* ---- SRP sessions -------------------------------------------------------- */
 
 static picl_status sq_srp_put(sq_db *db, const uint8_t key[32], int64_t account, const uint8_t *b,
-                              size_t blen, int64_t now, int64_t expires)
+                              size_t blen, const uint8_t B[KS_VERIFIER_BYTES], int64_t now, int64_t expires)
 {
-    if (!blen || blen > 256)
+    if (!blen || blen > 256 || !B)
         return PICL_ERROR_INVALID_ARGUMENT;
     lock(db);
-    sqlite3_stmt *st = NULL;
-    /* one transaction (one WAL sync) for the insert and the cleanup */
-    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    /* ephemeral login state: no fsync (ks_db.h) */
+    picl_status rc = sync_level(db, 0);
+    /* one transaction for the insert and the cleanup */
+    if (rc == PICL_OK)
+        rc = exec(db, "BEGIN IMMEDIATE");
     if (rc != PICL_OK) {
+        sync_level(db, 1);
         unlock(db);
         return rc;
     }
-    rc = prep(db, &st,
-              "INSERT INTO srp_sessions (key, account, b, expires)"
-              " VALUES (?,?,?,?)");
+    sqlite3_stmt *st = stmt(db, Q_SRP_PUT,
+                            "INSERT INTO srp_sessions (key, account, b, b_public, expires)"
+                            " VALUES (?,?,?,?,?)");
+    rc = st ? PICL_OK : PICL_ERROR_DATABASE;
     if (rc == PICL_OK) {
         sqlite3_bind_blob(st, 1, key, 32, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, account);
         sqlite3_bind_blob(st, 3, b, (int)blen, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 4, expires);
+        sqlite3_bind_blob(st, 4, B, KS_VERIFIER_BYTES, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 5, expires);
         if (sqlite3_step(st) != SQLITE_DONE)
             rc = PICL_ERROR_DATABASE;
     }
-    sqlite3_finalize(st);
+    done(st);
     /* Abandoned logins go as soon as they expire (expires is now + ttl). */
     if (rc == PICL_OK) {
-        sqlite3_stmt *del = NULL;
-        if (prep(db, &del, "DELETE FROM srp_sessions WHERE expires < ?") == PICL_OK) {
+        sqlite3_stmt *del = stmt(db, Q_SRP_GC, "DELETE FROM srp_sessions WHERE expires < ?");
+        if (del) {
             sqlite3_bind_int64(del, 1, now);
             sqlite3_step(del);
         }
-        sqlite3_finalize(del);
+        done(del);
     }
     rc = end_tx(db, rc);
+    if (sync_level(db, 1) != PICL_OK && rc == PICL_OK)
+        rc = PICL_ERROR_DATABASE;
     unlock(db);
     return rc;
 }
 
-static picl_status sq_srp_take(sq_db *db, const uint8_t key[32], int64_t now, int64_t *account,
-                               uint8_t b[256], size_t *blen)
+static picl_status rate_take_locked(sq_db *db, ks_rate *limits, size_t n, int64_t now, int *over,
+                                    int64_t *retry_after);
+
+/* Reads the session row (account, b, B, expires) and deletes it, under
+ * the lock inside the caller's transaction. */
+static picl_status srp_pop_locked(sq_db *db, const uint8_t key[32], int64_t *account, ks_srp_login *l,
+                                  int64_t *expires)
 {
-    *account = 0;
-    *blen = 0;
-    memset(b, 0, 256);
-    lock(db);
-    sqlite3_stmt *st = NULL;
-    int64_t expires = 0;
-    picl_status rc = exec(db, "BEGIN IMMEDIATE");
-    if (rc != PICL_OK)
-        goto out;
-    rc = prep(db, &st, "SELECT account, b, expires FROM srp_sessions WHERE key = ?");
+    sqlite3_stmt *st =
+        stmt(db, Q_SRP_GET, "SELECT account, b, b_public, expires FROM srp_sessions WHERE key = ?");
+    picl_status rc = st ? PICL_OK : PICL_ERROR_DATABASE;
     if (rc == PICL_OK) {
         sqlite3_bind_blob(st, 1, key, 32, SQLITE_STATIC);
         int s = sqlite3_step(st);
@@ -874,31 +981,78 @@ static picl_status sq_srp_take(sq_db *db, const uint8_t key[32], int64_t now, in
             if (n < 1 || n > 256)
                 rc = PICL_ERROR_DATABASE;
             else
-                rc = col_blob(st, 1, b, (size_t)n);
-            *blen = n > 0 ? (size_t)n : 0;
-            expires = sqlite3_column_int64(st, 2);
+                rc = col_blob(st, 1, l->b, (size_t)n);
+            l->blen = n > 0 ? (size_t)n : 0;
+            /* NULL: a session stored before schema v6 */
+            if (rc == PICL_OK && sqlite3_column_type(st, 2) != SQLITE_NULL) {
+                rc = col_blob(st, 2, l->B, KS_VERIFIER_BYTES);
+                l->Blen = KS_VERIFIER_BYTES;
+            }
+            *expires = sqlite3_column_int64(st, 3);
         }
     }
-    sqlite3_finalize(st);
-    st = NULL;
-    if (rc == PICL_OK)
-        rc = prep(db, &st, "DELETE FROM srp_sessions WHERE key = ?");
+    done(st);
     if (rc == PICL_OK) {
-        sqlite3_bind_blob(st, 1, key, 32, SQLITE_STATIC);
-        if (sqlite3_step(st) != SQLITE_DONE || sqlite3_changes(db->h) != 1)
-            rc = PICL_ERROR_TOKEN;
+        st = stmt(db, Q_SRP_DEL, "DELETE FROM srp_sessions WHERE key = ?");
+        rc = st ? PICL_OK : PICL_ERROR_DATABASE;
+        if (rc == PICL_OK) {
+            sqlite3_bind_blob(st, 1, key, 32, SQLITE_STATIC);
+            if (sqlite3_step(st) != SQLITE_DONE || sqlite3_changes(db->h) != 1)
+                rc = PICL_ERROR_TOKEN;
+        }
+        done(st);
     }
-    sqlite3_finalize(st);
-    rc = end_tx(db, rc);
-    /* An expired session is deleted all the same, and refused. */
-    if (rc == PICL_OK && now > expires)
-        rc = PICL_ERROR_TOKEN;
+    return rc;
+}
+
+static picl_status sq_srp_take(sq_db *db, const uint8_t key[32], int64_t now, ks_srp_login *l)
+{
+    l->ok = 0;
+    l->retry_after = 0;
+    l->blen = l->Blen = 0;
+    memset(l->b, 0, sizeof l->b);
+    memset(l->B, 0, sizeof l->B);
+    memset(&l->account, 0, sizeof l->account);
+    memset(l->lim, 0, sizeof l->lim);
+    lock(db);
+    int64_t expires = 0, account = 0;
+    /* the session is ephemeral and the rate events are in memory: no fsync
+     * (ks_db.h); the authToken that follows is written with one */
+    picl_status rc = sync_level(db, 0);
+    if (rc == PICL_OK)
+        rc = exec(db, "BEGIN IMMEDIATE");
     if (rc != PICL_OK) {
-        *account = 0;
-        *blen = 0;
-        picl__wipe(b, 256);
+        sync_level(db, 1);
+        goto out;
     }
+    rc = srp_pop_locked(db, key, &account, l, &expires);
+    /* An expired session is deleted all the same, and refused. */
+    picl_status verdict = rc == PICL_OK && now > expires ? PICL_ERROR_TOKEN : PICL_OK;
+    if (rc == PICL_OK && verdict == PICL_OK) {
+        verdict = account_by_id_locked(db, account, &l->account);
+        if (verdict != PICL_OK && verdict != PICL_ERROR_NOT_FOUND)
+            rc = verdict;
+    }
+    if (rc == PICL_OK && verdict == PICL_OK) {
+        int over = 0;
+        l->limits(l->ctx, account, l->lim);
+        rc = rate_take_locked(db, l->lim, l->n, now, &over, &l->retry_after);
+        l->ok = !over;
+    }
+    rc = end_tx(db, rc);
+    if (sync_level(db, 1) != PICL_OK && rc == PICL_OK)
+        rc = PICL_ERROR_DATABASE;
+    if (rc == PICL_OK)
+        rc = verdict;
 out:
+    if (rc != PICL_OK) {
+        l->ok = 0;
+        l->blen = l->Blen = 0;
+        picl__wipe(l->b, sizeof l->b);
+        picl__wipe(&l->account, sizeof l->account);
+        for (size_t i = 0; i < 4; i++)
+            l->lim[i].event = 0;
+    }
     unlock(db);
     return rc;
 }
@@ -910,18 +1064,19 @@ out:
 static picl_status rate_count_locked(sq_db *db, const char *key, int64_t since, int64_t *count,
                                      int64_t *oldest)
 {
-    sqlite3_stmt *st = NULL;
-    picl_status rc = prep(db, &st, "DELETE FROM mem.rate_events WHERE key = ? AND t < ?");
+    sqlite3_stmt *st = stmt(db, Q_RATE_PRUNE, "DELETE FROM mem.rate_events WHERE key = ? AND t < ?");
+    picl_status rc = st ? PICL_OK : PICL_ERROR_DATABASE;
     if (rc == PICL_OK) {
         sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, since);
         if (sqlite3_step(st) != SQLITE_DONE)
             rc = PICL_ERROR_DATABASE;
     }
-    sqlite3_finalize(st);
-    st = NULL;
-    if (rc == PICL_OK)
-        rc = prep(db, &st, "SELECT count(*), min(t) FROM mem.rate_events WHERE key = ? AND t >= ?");
+    done(st);
+    if (rc == PICL_OK) {
+        st = stmt(db, Q_RATE_COUNT, "SELECT count(*), min(t) FROM mem.rate_events WHERE key = ? AND t >= ?");
+        rc = st ? PICL_OK : PICL_ERROR_DATABASE;
+    }
     if (rc == PICL_OK) {
         sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, since);
@@ -931,8 +1086,48 @@ static picl_status rate_count_locked(sq_db *db, const char *key, int64_t since, 
         } else {
             rc = PICL_ERROR_DATABASE;
         }
+        done(st);
     }
-    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Checks every limit and, when none is reached (*over = 0), counts the
+ * request in those with count = 1; under the lock, inside the caller's
+ * transaction. */
+static picl_status rate_take_locked(sq_db *db, ks_rate *limits, size_t n, int64_t now, int *over,
+                                    int64_t *retry_after)
+{
+    picl_status rc = PICL_OK;
+    *over = 0;
+    for (size_t i = 0; rc == PICL_OK && i < n; i++) {
+        ks_rate *l = &limits[i];
+        int64_t count = 0, oldest = 0;
+        l->event = 0;
+        if (!l->key[0])
+            continue;
+        rc = rate_count_locked(db, l->key, now - l->window + 1, &count, &oldest);
+        if (rc == PICL_OK && count >= l->max) {
+            *over = 1;
+            if (oldest + l->window - now > *retry_after)
+                *retry_after = oldest + l->window - now;
+        }
+    }
+    for (size_t i = 0; rc == PICL_OK && !*over && i < n; i++) {
+        ks_rate *l = &limits[i];
+        if (!l->key[0] || !l->count)
+            continue;
+        sqlite3_stmt *st = stmt(db, Q_RATE_ADD, "INSERT INTO mem.rate_events (key, t) VALUES (?, ?)");
+        rc = st ? PICL_OK : PICL_ERROR_DATABASE;
+        if (rc == PICL_OK) {
+            sqlite3_bind_text(st, 1, l->key, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(st, 2, now);
+            if (sqlite3_step(st) != SQLITE_DONE)
+                rc = PICL_ERROR_DATABASE;
+            else
+                l->event = sqlite3_last_insert_rowid(db->h);
+        }
+        done(st);
+    }
     return rc;
 }
 
@@ -942,39 +1137,11 @@ static picl_status sq_rate_take(sq_db *db, ks_rate *limits, size_t n, int64_t no
     *ok = 0;
     *retry_after = 0;
     lock(db);
+    int over = 0;
     picl_status rc = exec(db, "BEGIN IMMEDIATE");
     if (rc != PICL_OK)
         goto out;
-    int over = 0;
-    for (size_t i = 0; rc == PICL_OK && i < n; i++) {
-        ks_rate *l = &limits[i];
-        int64_t count = 0, oldest = 0;
-        l->event = 0;
-        if (!l->key[0])
-            continue;
-        rc = rate_count_locked(db, l->key, now - l->window + 1, &count, &oldest);
-        if (rc == PICL_OK && count >= l->max) {
-            over = 1;
-            if (oldest + l->window - now > *retry_after)
-                *retry_after = oldest + l->window - now;
-        }
-    }
-    for (size_t i = 0; rc == PICL_OK && !over && i < n; i++) {
-        ks_rate *l = &limits[i];
-        if (!l->key[0] || !l->count)
-            continue;
-        sqlite3_stmt *st = NULL;
-        rc = prep(db, &st, "INSERT INTO mem.rate_events (key, t) VALUES (?, ?)");
-        if (rc == PICL_OK) {
-            sqlite3_bind_text(st, 1, l->key, -1, SQLITE_STATIC);
-            sqlite3_bind_int64(st, 2, now);
-            if (sqlite3_step(st) != SQLITE_DONE)
-                rc = PICL_ERROR_DATABASE;
-            else
-                l->event = sqlite3_last_insert_rowid(db->h);
-        }
-        sqlite3_finalize(st);
-    }
+    rc = rate_take_locked(db, limits, n, now, &over, retry_after);
     rc = end_tx(db, rc);
     if (rc == PICL_OK)
         *ok = !over;
@@ -986,13 +1153,46 @@ out:
     return rc;
 }
 
+/* Deletes the events a take added; under the lock, in the caller's
+ * transaction. */
+static picl_status rate_refund_locked(sq_db *db, const ks_rate *limits, size_t n)
+{
+    picl_status rc = PICL_OK;
+    for (size_t i = 0; rc == PICL_OK && i < n; i++) {
+        if (limits[i].event <= 0)
+            continue;
+        sqlite3_stmt *st = stmt(db, Q_RATE_DEL, "DELETE FROM mem.rate_events WHERE rowid = ?");
+        rc = st ? PICL_OK : PICL_ERROR_DATABASE;
+        if (rc == PICL_OK) {
+            sqlite3_bind_int64(st, 1, limits[i].event);
+            if (sqlite3_step(st) != SQLITE_DONE)
+                rc = PICL_ERROR_DATABASE;
+        }
+        done(st);
+    }
+    return rc;
+}
+
 static picl_status sq_rate_refund(sq_db *db, const ks_rate *limits, size_t n)
 {
     lock(db);
     picl_status rc = exec(db, "BEGIN IMMEDIATE");
-    for (size_t i = 0; rc == PICL_OK && i < n; i++)
-        if (limits[i].event > 0)
-            rc = change_by_id(db, "DELETE FROM mem.rate_events WHERE rowid = ?", limits[i].event, NULL);
+    if (rc == PICL_OK)
+        rc = rate_refund_locked(db, limits, n);
+    rc = end_tx(db, rc);
+    unlock(db);
+    return rc;
+}
+
+/* The authToken of a login and the refund of its guess: one commit. */
+static picl_status sq_token_put_refund(sq_db *db, const ks_token *t, const ks_rate *limits, size_t n)
+{
+    lock(db);
+    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    if (rc == PICL_OK)
+        rc = rate_refund_locked(db, limits, n);
+    if (rc == PICL_OK)
+        rc = token_put_locked(db, t);
     rc = end_tx(db, rc);
     unlock(db);
     return rc;
@@ -1590,6 +1790,7 @@ const ks_db_ops ks_db_sqlite_ops = {
     .srp_take = sq_srp_take,
     .rate_take = sq_rate_take,
     .rate_refund = sq_rate_refund,
+    .token_put_refund = sq_token_put_refund,
     .sweep = sq_sweep,
     .nonce_take = sq_nonce_take,
     .node_add = sq_node_add,

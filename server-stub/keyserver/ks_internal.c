@@ -179,6 +179,15 @@ picl_status ks_token_issue(ks_server *s, int type, int64_t account, uint8_t raw[
                            const char *device_type, const char *code, int tries, int mailbox, int64_t expires,
                            ks_token *out)
 {
+    return ks_token_issue_refund(s, type, account, raw, device_name, device_type, code, tries, mailbox,
+                                 expires, out, NULL, 0);
+}
+
+picl_status ks_token_issue_refund(ks_server *s, int type, int64_t account, uint8_t raw[32],
+                                  const char *device_name, const char *device_type, const char *code,
+                                  int tries, int mailbox, int64_t expires, ks_token *out,
+                                  const ks_rate *refund, size_t nrefund)
+{
     picl_token_keys k;
     ks_token t;
     memset(&t, 0, sizeof t);
@@ -208,7 +217,7 @@ picl_status ks_token_issue(ks_server *s, int type, int64_t account, uint8_t raw[
         }
     }
     if (rc == PICL_OK)
-        rc = ks_db_token_put(s->db, &t);
+        rc = refund ? ks_db_token_put_refund(s->db, &t, refund, nrefund) : ks_db_token_put(s->db, &t);
     if (rc == PICL_OK && out)
         *out = t;
     if (rc != PICL_OK)

@@ -174,7 +174,7 @@ static void h_auth_start(srv_http_request *req, srv_http_response *resp, void *c
     if (rc == PICL_OK)
         rc = picl__sha256(key, token, sizeof token);
     if (rc == PICL_OK)
-        rc = ks_db_srp_put(s->db, key, a->id, b, blen, ks_now(s), ks_now(s) + s->srp_ttl);
+        rc = ks_db_srp_put(s->db, key, a->id, b, blen, B, ks_now(s), ks_now(s) + s->srp_ttl);
     json_t *j = NULL, *srpj = NULL, *ps = NULL;
     if (rc == PICL_OK) {
         j = json_object();
@@ -202,18 +202,31 @@ done:
 
 /* ---- POST /v1/auth/finish ----------------------------------------------- */
 
+/* ks_srp_login.limits: the failed-proof limits of the session's account. */
+typedef struct finish_ctx {
+    ks_server *s;
+    srv_http_request *req;
+} finish_ctx;
+
+static void finish_limits(void *ctx, int64_t account, ks_rate *lim)
+{
+    finish_ctx *f = ctx;
+    ks_rate all[4];
+    login_limits(f->s, f->req, account, 0, all);
+    memcpy(lim, all, 2 * sizeof all[0]);
+}
+
 static void h_auth_finish(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
-    ks_account *a = calloc(1, sizeof *a);
+    ks_srp_login *l = calloc(1, sizeof *l);
     picl_srp_server *srp = NULL;
-    uint8_t token[32], key[32], A[256], M[32], b[256], K[32], auth[32];
-    size_t blen = 0;
-    int64_t account = 0;
+    uint8_t token[32], key[32], A[256], M[32], K[32], auth[32];
     memset(K, 0, sizeof K);
     memset(auth, 0, sizeof auth);
-    json_t *body = a ? ks_body(req, resp) : NULL;
-    if (!a)
+    finish_ctx fc = {s, req};
+    json_t *body = l ? ks_body(req, resp) : NULL;
+    if (!l)
         ks_error_internal(resp);
     if (!body)
         goto done;
@@ -226,17 +239,17 @@ static void h_auth_finish(srv_http_request *req, srv_http_response *resp, void *
         ks_error_parse(resp, rc);
         goto done;
     }
-    /* The token is spent here, whatever follows: no second try on it. */
+    /* The token is spent here, whatever follows: no second try on it.  The
+     * guess is counted BEFORE it is evaluated, in the same transaction that
+     * takes the session and checks the limits: n concurrent guesses never
+     * pass a limit below n.  A right proof is refunded below. */
+    l->limits = finish_limits;
+    l->ctx = &fc;
+    l->n = 2;
     rc = picl__sha256(key, token, sizeof token);
     if (rc == PICL_OK)
-        rc = ks_db_srp_take(s->db, key, ks_now(s), &account, b, &blen);
-    if (rc == PICL_ERROR_TOKEN) {
-        ks_error(resp, 401, KS_ERR_TOKEN, "invalid or expired token");
-        goto done;
-    }
-    if (rc == PICL_OK)
-        rc = ks_db_account_by_id(s->db, account, a);
-    if (rc == PICL_ERROR_NOT_FOUND) {
+        rc = ks_db_srp_take(s->db, key, ks_now(s), l);
+    if (rc == PICL_ERROR_TOKEN || rc == PICL_ERROR_NOT_FOUND) {
         ks_error(resp, 401, KS_ERR_TOKEN, "invalid or expired token");
         goto done;
     }
@@ -244,14 +257,19 @@ static void h_auth_finish(srv_http_request *req, srv_http_response *resp, void *
         ks_error_internal(resp);
         goto done;
     }
-    /* The guess is counted BEFORE it is evaluated, in the transaction that
-     * checks the limits: n concurrent guesses never pass a limit below n.
-     * A right proof is refunded below. */
-    ks_rate lim[4];
-    login_limits(s, req, a->id, 0, lim);
-    if (!ks_take(s, resp, lim, 2))
+    if (!l->ok) {
+        ks_error_retry(resp, 429, KS_ERR_THROTTLED, l->retry_after);
         goto done;
-    rc = picl__srp_server_new_with_b(picl__srp_group_picl(), a->verifier, KS_VERIFIER_BYTES, b, blen, &srp);
+    }
+    const ks_account *a = &l->account;
+    /* the B auth/start sent: no g^b again (a session from before schema v6
+     * has none and computes it) */
+    if (l->Blen)
+        rc = picl__srp_server_restore(picl__srp_group_picl(), a->verifier, KS_VERIFIER_BYTES, l->b, l->blen,
+                                      l->B, l->Blen, &srp);
+    else
+        rc = picl__srp_server_new_with_b(picl__srp_group_picl(), a->verifier, KS_VERIFIER_BYTES, l->b,
+                                         l->blen, &srp);
     if (rc == PICL_OK)
         rc = picl__srp_server_verify(srp, A, sizeof A, M, sizeof M, K, sizeof K);
     if (rc == PICL_ERROR_SRP_BAD_A) {
@@ -263,11 +281,10 @@ static void h_auth_finish(srv_http_request *req, srv_http_response *resp, void *
         ks_error(resp, 400, KS_ERR_PASSWORD, "incorrect password");
         goto done;
     }
+    /* the authToken and the refund of the guess: one transaction */
     if (rc == PICL_OK)
-        rc = ks_db_rate_refund(s->db, lim, 2);
-    if (rc == PICL_OK)
-        rc = ks_token_issue(s, PICL_TOKEN_AUTH, a->id, auth, NULL, NULL, NULL, 0, 0, ks_now(s) + KS_TTL_AUTH,
-                            NULL);
+        rc = ks_token_issue_refund(s, PICL_TOKEN_AUTH, a->id, auth, NULL, NULL, NULL, 0, 0,
+                                   ks_now(s) + KS_TTL_AUTH, NULL, l->lim, 2);
     if (rc != PICL_OK) {
         ks_error_internal(resp);
         goto done;
@@ -275,13 +292,12 @@ static void h_auth_finish(srv_http_request *req, srv_http_response *resp, void *
     reply_bundle(resp, NULL, K, PICL_BUNDLE_AUTH_FINISH, auth, sizeof auth);
 done:
     picl__srp_server_free(srp);
-    picl__wipe(b, sizeof b);
     picl__wipe(K, sizeof K);
     picl__wipe(auth, sizeof auth);
     picl__wipe(token, sizeof token);
     ks_json_free(body);
-    if (a)
-        picl__zfree(a, sizeof *a);
+    if (l)
+        picl__zfree(l, sizeof *l);
 }
 
 /* ---- POST /v1/session/create, /v1/password/change/start ----------------- */
