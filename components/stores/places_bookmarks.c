@@ -101,14 +101,14 @@ picl_status picl__places_bookmarks_init(places *p)
 static picl_status text_list(places *p, const char *sql, int64_t arg, json_t *into)
 {
     sqlite3_stmt *st = NULL;
-    picl_status rc = picl__places_prep(p, &st, sql);
+    picl_status rc = picl__places_cached(p, &st, sql);
     if (rc != PICL_OK)
         return rc;
     sqlite3_bind_int64(st, 1, arg);
     int r;
     while ((r = sqlite3_step(st)) == SQLITE_ROW)
         json_array_append_new(into, json_string(to_sync((const char *)sqlite3_column_text(st, 0))));
-    sqlite3_finalize(st);
+    picl__places_release(p, st);
     return r == SQLITE_DONE ? PICL_OK : picl__store_fail(&p->base, PICL_ERROR_DATABASE, "list failed");
 }
 
@@ -118,15 +118,15 @@ static picl_status bookmark_record(places *p, int64_t id, json_t **out)
     sqlite3_stmt *st = NULL;
     *out = NULL;
     picl_status rc =
-        picl__places_prep(p, &st,
-                          "SELECT b.guid, b.type, b.title, b.dateAdded, par.guid, par.title, h.url, h.id "
-                          "FROM moz_bookmarks b LEFT JOIN moz_bookmarks par ON par.id = b.parent "
-                          "LEFT JOIN moz_places h ON h.id = b.fk WHERE b.id = ?");
+        picl__places_cached(p, &st,
+                            "SELECT b.guid, b.type, b.title, b.dateAdded, par.guid, par.title, h.url, h.id "
+                            "FROM moz_bookmarks b LEFT JOIN moz_bookmarks par ON par.id = b.parent "
+                            "LEFT JOIN moz_places h ON h.id = b.fk WHERE b.id = ?");
     if (rc != PICL_OK)
         return rc;
     sqlite3_bind_int64(st, 1, id);
     if (sqlite3_step(st) != SQLITE_ROW) {
-        sqlite3_finalize(st);
+        picl__places_release(p, st);
         return PICL_OK;
     }
     const char *guid = (const char *)sqlite3_column_text(st, 0);
@@ -156,21 +156,21 @@ static picl_status bookmark_record(places *p, int64_t id, json_t **out)
             place, tags);
         json_object_set_new(r, "tags", tags);
         sqlite3_stmt *k = NULL;
-        if (rc == PICL_OK && (rc = picl__places_prep(p, &k,
-                                                     "SELECT keyword FROM moz_keywords WHERE place_id = ? "
-                                                     "ORDER BY id LIMIT 1")) == PICL_OK) {
+        if (rc == PICL_OK && (rc = picl__places_cached(p, &k,
+                                                       "SELECT keyword FROM moz_keywords WHERE place_id = ? "
+                                                       "ORDER BY id LIMIT 1")) == PICL_OK) {
             sqlite3_bind_int64(k, 1, place);
             if (sqlite3_step(k) == SQLITE_ROW)
                 json_object_set_new(r, "keyword", json_string((const char *)sqlite3_column_text(k, 0)));
         }
-        sqlite3_finalize(k);
+        picl__places_release(p, k);
     }
     if (r && type == 2 && rc == PICL_OK) {
         json_t *kids = json_array();
         rc = text_list(p, "SELECT guid FROM moz_bookmarks WHERE parent = ? ORDER BY position, id", id, kids);
         json_object_set_new(r, "children", kids);
     }
-    sqlite3_finalize(st);
+    picl__places_release(p, st);
     if (!r)
         return picl__store_fail(&p->base, PICL_ERROR_NO_MEMORY, "out of memory");
     if (rc != PICL_OK) {

@@ -71,7 +71,7 @@ static picl_status history_record(places *p, int64_t place_id, const char *guid,
 {
     sqlite3_stmt *st = NULL;
     *out = NULL;
-    picl_status rc = picl__places_prep(
+    picl_status rc = picl__places_cached(
         p, &st,
         "SELECT v.visit_date, v.visit_type, json_extract(e.sync_json, '$.unknown_sync_fields') "
         "FROM moz_historyvisits v LEFT JOIN moz_historyvisits_extra e ON e.visit_id = v.id WHERE v.place_id "
@@ -90,7 +90,7 @@ static picl_status history_record(places *p, int64_t place_id, const char *guid,
     }
     if (r != SQLITE_DONE)
         rc = picl__places_dberr(p, "visits");
-    sqlite3_finalize(st);
+    picl__places_release(p, st);
     size_t nvisits = json_array_size(visits);
     if (rc == PICL_OK && nvisits > 0)
         *out = json_pack("{s:s, s:s, s:s, s:O}", "id", guid, "histUri", url, "title", title ? title : "",
@@ -100,14 +100,14 @@ static picl_status history_record(places *p, int64_t place_id, const char *guid,
         rc = picl__store_fail(&p->base, PICL_ERROR_NO_MEMORY, "out of memory");
     if (*out) { /* fields of the record we did not know, kept by apply() */
         st = NULL;
-        if (picl__places_prep(p, &st,
-                              "SELECT json_extract(sync_json, '$.unknown_sync_fields') FROM "
-                              "moz_places_extra WHERE place_id = ?") == PICL_OK) {
+        if (picl__places_cached(p, &st,
+                                "SELECT json_extract(sync_json, '$.unknown_sync_fields') FROM "
+                                "moz_places_extra WHERE place_id = ?") == PICL_OK) {
             sqlite3_bind_int64(st, 1, place_id);
             if (sqlite3_step(st) == SQLITE_ROW)
                 merge_unknown(*out, (const char *)sqlite3_column_text(st, 0), page_fields, 5);
         }
-        sqlite3_finalize(st);
+        picl__places_release(p, st);
     }
     return rc;
 }
@@ -355,12 +355,19 @@ static picl_status history_page(places *p, const hist_in *h, int64_t *pidp, int 
  * visit already there not doubled); *visible when one is a top-level visit. */
 static picl_status history_visits(places *p, const hist_in *h, int64_t pid, int *visible)
 {
-    sqlite3_stmt *st = NULL;
-    picl_status rc = picl__places_cached(
-        p, &st,
-        "INSERT INTO moz_historyvisits(from_visit, place_id, visit_date, visit_type, session, source) "
-        "SELECT 0, ?1, ?2, ?3, 0, 1 WHERE NOT EXISTS (SELECT 1 FROM moz_historyvisits "
-        "  WHERE place_id = ?1 AND visit_date = ?2 AND visit_type = ?3)");
+    /* The check and the insert are two statements: an INSERT ... SELECT may
+     * write several rows, so SQLite keeps a statement journal for it, and
+     * with places.sqlite's 32 KiB pages every visit copied the pages it
+     * changed to a temporary file.  A one-row INSERT ... VALUES needs none. */
+    sqlite3_stmt *have = NULL, *ins = NULL;
+    picl_status rc = picl__places_cached(p, &have,
+                                         "SELECT 1 FROM moz_historyvisits WHERE place_id = ?1 AND "
+                                         "visit_date = ?2 AND visit_type = ?3 LIMIT 1");
+    if (rc == PICL_OK)
+        rc = picl__places_cached(
+            p, &ins,
+            "INSERT INTO moz_historyvisits(from_visit, place_id, visit_date, visit_type, session, source) "
+            "VALUES (0, ?1, ?2, ?3, 0, 1)");
     size_t k;
     json_t *v;
     *visible = 0;
@@ -372,16 +379,29 @@ static picl_status history_visits(places *p, const hist_in *h, int64_t pid, int 
             continue; /* EMBED visits are never stored */
         if (type != 8)
             *visible = 1;
-        sqlite3_bind_int64(st, 1, pid);
-        sqlite3_bind_int64(st, 2, json_integer_value(json_object_get(v, "date")));
-        sqlite3_bind_int(st, 3, type);
-        rc = picl__places_done(p, st);
-        char *vu = rc == PICL_OK && sqlite3_changes(p->db) == 1 ? unknown_text(v, visit_fields, 2) : NULL;
+        sqlite3_int64 date = json_integer_value(json_object_get(v, "date"));
+        sqlite3_bind_int64(have, 1, pid);
+        sqlite3_bind_int64(have, 2, date);
+        sqlite3_bind_int(have, 3, type);
+        int r = sqlite3_step(have);
+        sqlite3_reset(have);
+        if (r == SQLITE_ROW)
+            continue; /* already there: not doubled */
+        if (r != SQLITE_DONE) {
+            rc = picl__places_dberr(p, "visit lookup");
+            break;
+        }
+        sqlite3_bind_int64(ins, 1, pid);
+        sqlite3_bind_int64(ins, 2, date);
+        sqlite3_bind_int(ins, 3, type);
+        rc = picl__places_done(p, ins);
+        char *vu = rc == PICL_OK ? unknown_text(v, visit_fields, 2) : NULL;
         if (vu)
             rc = put_unknown(p, 0, sqlite3_last_insert_rowid(p->db), vu);
         free(vu);
     }
-    picl__places_release(p, st);
+    picl__places_release(p, have);
+    picl__places_release(p, ins);
     return rc;
 }
 

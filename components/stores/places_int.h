@@ -16,7 +16,7 @@
 #define PLACES_SYNC_STATUS_UNKNOWN 0
 #define PLACES_SYNC_STATUS_NORMAL 2
 
-#define PLACES_STMT_CACHE 32
+#define PLACES_STMT_CACHE 64
 
 typedef struct places {
     picl_store base;

@@ -784,6 +784,73 @@ START_TEST(test_history_twenty_newest)
 }
 END_TEST
 
+/* The first column of the first row of sql as text (malloc()ed; "" if none). */
+static char *sql_text(const char *dir, const char *sql)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/places.sqlite", dir);
+    sqlite3 *db = NULL;
+    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK, "%s", sqlite3_errmsg(db));
+    int r = sqlite3_step(st);
+    ck_assert(r == SQLITE_ROW || r == SQLITE_DONE);
+    const unsigned char *t = r == SQLITE_ROW ? sqlite3_column_text(st, 0) : NULL;
+    char *out = strdup(t ? (const char *)t : "");
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return out;
+}
+
+/* Which visits apply() stores, exactly: a visit already there (from sync or
+ * local, or earlier in the same record) is not doubled and its unknown
+ * fields are not kept; a new one is stored with source 1 and its unknown
+ * fields.  The visit insert is a lookup plus a one-row INSERT (issue 15);
+ * these are the rows the INSERT ... SELECT WHERE NOT EXISTS it replaced
+ * wrote. */
+START_TEST(test_history_visits_exact)
+{
+    static const char *const rows =
+        "SELECT group_concat((visit_date - 1706000000000000) || ':' || visit_type || ':' || source || ':' || "
+        "coalesce(json_extract(e.sync_json, '$.unknown_sync_fields'), '-'), ' ') FROM (SELECT * FROM "
+        "moz_historyvisits ORDER BY id) v JOIN moz_places h ON h.id = v.place_id "
+        "LEFT JOIN moz_historyvisits_extra e ON e.visit_id = v.id WHERE h.guid = 'visitExact01'";
+    const char *d = fresh_profile();
+    picl_store *s = open_ok(d, "history");
+    tup_apply_ok(s, "[{\"id\":\"visitExact01\",\"histUri\":\"https://exact.example/\",\"title\":\"E\","
+                    "  \"visits\":[{\"date\":1706000000000000,\"type\":1,\"futureVisit\":\"first\"},"
+                    "              {\"date\":1706000000000000,\"type\":1,\"futureVisit\":\"second\"},"
+                    "              {\"date\":1706000000000000,\"type\":2},"
+                    "              {\"date\":1706000001000000,\"type\":4},"
+                    "              {\"date\":1706000001000000,\"type\":9}]}]");
+    picl__store_close(s);
+    char *t = sql_text(d, rows);
+    ck_assert_str_eq(t, "0:1:1:{\"futureVisit\":\"first\"} 0:2:1:- 1000000:9:1:-");
+    free(t);
+    /* a local visit, as Firefox writes it */
+    ck_assert_int_eq(
+        sql_int(d, "INSERT INTO moz_historyvisits(from_visit, place_id, visit_date, visit_type, session, "
+                   "source) SELECT 0, id, 1706000002000000, 1, 0, 0 FROM moz_places WHERE guid = "
+                   "'visitExact01' RETURNING 1"),
+        1);
+    s = open_ok(d, "history");
+    tup_apply_ok(s, "[{\"id\":\"visitExact01\",\"histUri\":\"https://exact.example/\",\"title\":\"E\","
+                    "  \"visits\":[{\"date\":1706000002000000,\"type\":1,\"futureVisit\":\"third\"},"
+                    "              {\"date\":1706000001000000,\"type\":9},"
+                    "              {\"date\":1706000002000000,\"type\":5},"
+                    "              {\"date\":1706000003000000,\"type\":1,\"futureVisit\":\"fourth\"}]}]");
+    picl__store_close(s);
+    t = sql_text(d, rows);
+    ck_assert_str_eq(t, "0:1:1:{\"futureVisit\":\"first\"} 0:2:1:- 1000000:9:1:- 2000000:1:0:- "
+                        "2000000:5:1:- 3000000:1:1:{\"futureVisit\":\"fourth\"}");
+    free(t);
+    ck_assert_int_eq(sql_int(d, "SELECT visit_count FROM moz_places WHERE guid = 'visitExact01'"), 5);
+    ck_assert_int_eq(sql_int(d, "SELECT last_visit_date FROM moz_places WHERE guid = 'visitExact01'"),
+                     1706000003000000LL);
+    ck_assert_int_eq(sql_int(d, "SELECT count(*) FROM moz_historyvisits_extra"), 2);
+}
+END_TEST
+
 START_TEST(test_history_bad_records_change_nothing)
 {
     const char *d = fresh_profile();
@@ -899,6 +966,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_history_read_firefox_profile);
     tcase_add_test(t, test_history_apply_read_back_by_firefox);
     tcase_add_test(t, test_history_twenty_newest);
+    tcase_add_test(t, test_history_visits_exact);
     tcase_add_test(t, test_history_bad_records_change_nothing);
     tcase_add_test(t, test_history_wipe);
     tcase_add_test(t, test_firefox_maintenance_finds_nothing_to_fix);
