@@ -188,10 +188,33 @@ typedef struct coll_run {
     const char *status;
 } coll_run;
 
+/* A download's pages as they arrive: decrypted into incoming, their
+ * ciphertext dropped (the next page is already on its way meanwhile). */
+typedef struct dl_run {
+    coll_run *r;
+    picl_eng_decrypt_run *d;
+    json_t *incoming;
+    int64_t count, held;
+    picl_status failed; /* what the page function itself failed with */
+} dl_run;
+
+static picl_status dl_page(void *ctx, json_t *page)
+{
+    dl_run *dl = ctx;
+    coll_run *r = dl->r;
+    dl->count += (int64_t)json_array_size(page);
+    picl_status st = picl__eng_decrypt_page(r->e, r->c, &r->entry, dl->d, page, dl->incoming, &dl->held);
+    if (st != PICL_OK)
+        dl->failed = st;
+    return st;
+}
+
 /* 2. download what is newer than lastSync (last), decrypted into a new
  * *incoming (the caller's, also on failure).  The cursor follows only what
  * the listing proved it handed over (its X-Last-Modified, counts,
  * completeness), never /info/collections: an incomplete answer is an error.
+ * Each page is decrypted as it comes; what it shows (records refused, the
+ * count) is told only once the download is complete.
  * PICL_ERROR_CONFLICT: the collection changed meanwhile (try again). */
 static picl_status download_step(coll_run *r, int64_t last, int64_t srv, json_t **incoming,
                                  int64_t *coll_modified, int64_t *undecryptable, int *hold_cursor)
@@ -203,26 +226,34 @@ static picl_status download_step(coll_run *r, int64_t last, int64_t srv, json_t 
     *hold_cursor = 0;
     if (srv <= last)
         return PICL_OK;
-    json_t *bsos = NULL;
+    dl_run dl = {.r = r, .incoming = *incoming, .failed = PICL_OK};
     int64_t listed = -1;
-    picl_status st = picl__stc_download(e->stc, r->c, last, 0, &bsos, &listed);
-    if (st == PICL_ERROR_CONFLICT)
-        return st;
-    if (st != PICL_OK && st != PICL_ERROR_NOT_FOUND)
+    dl.d = picl__eng_decrypt_begin(1, e->stc);
+    if (!dl.d || !*incoming) {
+        picl__eng_decrypt_end(e, r->c, dl.d, 0);
+        return PICL_ERROR_NO_MEMORY;
+    }
+    picl_status st = picl__stc_download_each(e->stc, r->c, last, 0, dl_page, &dl, &listed);
+    if (st != PICL_OK && st != PICL_ERROR_NOT_FOUND) {
+        /* nothing of an incomplete download is used or told */
+        picl__eng_decrypt_end(e, r->c, dl.d, 0);
+        json_object_clear(*incoming);
+        if (st == PICL_ERROR_CONFLICT || dl.failed != PICL_OK)
+            return st;
         return picl__eng_fail(e, st, "%s: download failed", r->c);
+    }
     if (st == PICL_OK)
         *coll_modified = listed;
     else
         *hold_cursor = 1; /* 404: nothing received, nothing to advance to */
-    r->downloaded += (int64_t)json_array_size(bsos);
+    r->downloaded += dl.count;
     picl__eng_notify(e, "download", r->c, r->downloaded, r->downloaded, NULL);
     size_t before = json_array_size(e->failures);
-    st = picl__eng_decrypt_all(e, r->c, &r->entry, bsos, *incoming, undecryptable);
+    picl__eng_decrypt_end(e, r->c, dl.d, 1);
     r->failed += (int64_t)(json_array_size(e->failures) - before);
-    json_decref(bsos);
-    if (st == PICL_OK)
-        crash_point("sync-downloaded");
-    return st;
+    *undecryptable = dl.held;
+    crash_point("sync-downloaded");
+    return PICL_OK;
 }
 
 /* 3. reconcile the incoming records with the local changes (and what an

@@ -142,19 +142,63 @@ static picl_status ring_get(picl_engine *e, const char *c, keyring *r, const pic
     return PICL_OK;
 }
 
-/* Decrypts BSOs into id -> cleartext.  *held counts the records not read
- * (the cursor stays so they are fetched again); those that failed an
- * integrity check are also listed in e->failures.  A record under a key
- * this device does not hold in memory (class B in strict mode) is held, not
- * a failure.  Each payload is parsed once, each key imported once. */
-picl_status picl__eng_decrypt_all(picl_engine *e, const char *c, const picl_class_entry *entry, json_t *bsos,
-                                  json_t *out, int64_t *held)
+struct picl_eng_decrypt_run {
+    keyring ring;
+    json_t *faults; /* [id, fault] pairs not yet recorded; NULL: record at once */
+    picl_stc *pump; /* moves a requested next page between records, or NULL */
+};
+
+picl_eng_decrypt_run *picl__eng_decrypt_begin(int defer, picl_stc *pump)
 {
-    keyring ring = {0};
+    picl_eng_decrypt_run *d = calloc(1, sizeof *d);
+    if (d && defer && !(d->faults = json_array())) {
+        free(d);
+        d = NULL;
+    }
+    if (d)
+        d->pump = pump;
+    return d;
+}
+
+void picl__eng_decrypt_end(picl_engine *e, const char *c, picl_eng_decrypt_run *d, int report)
+{
+    if (!d)
+        return;
+    size_t i;
+    json_t *f;
+    if (report)
+        json_array_foreach (d->faults, i, f)
+            picl__eng_record_failure(e, c, json_string_value(json_array_get(f, 0)),
+                                     (picl_record_fault)json_integer_value(json_array_get(f, 1)));
+    json_decref(d->faults);
+    ring_free(&d->ring);
+    free(d);
+}
+
+/* A refused record: recorded now, or kept for decrypt_end. */
+static picl_status refused(picl_engine *e, const char *c, picl_eng_decrypt_run *d, const char *id,
+                           picl_record_fault why)
+{
+    if (!d->faults) {
+        picl__eng_record_failure(e, c, id, why);
+        return PICL_OK;
+    }
+    return json_array_append_new(d->faults, json_pack("[s,i]", id ? id : "", (int)why)) == 0
+               ? PICL_OK
+               : PICL_ERROR_NO_MEMORY;
+}
+
+#define PUMP_EVERY 16 /* records between two moves of the next page's data */
+
+picl_status picl__eng_decrypt_page(picl_engine *e, const char *c, const picl_class_entry *entry,
+                                   picl_eng_decrypt_run *d, json_t *bsos, json_t *out, int64_t *held)
+{
     picl_status st = PICL_OK;
     size_t i;
     json_t *b;
     json_array_foreach (bsos, i, b) {
+        if (d->pump && i % PUMP_EVERY == 0)
+            picl__stc_pump(d->pump);
         const char *id = json_string_value(json_object_get(b, "id"));
         const char *payload = json_string_value(json_object_get(b, "payload"));
         picl_class_entry kid;
@@ -164,13 +208,14 @@ picl_status picl__eng_decrypt_all(picl_engine *e, const char *c, const picl_clas
         int tmp = 0;
         if (!id || !payload) {
             (*held)++;
-            picl__eng_record_failure(e, c, id, PICL_RECORD_FAULT_NOT_JSON);
+            if ((st = refused(e, c, d, id, PICL_RECORD_FAULT_NOT_JSON)) != PICL_OK)
+                break;
             continue;
         }
         if ((st = picl__record_payload_load(payload, &o)) == PICL_ERROR_NO_MEMORY)
             break;
         if (o && picl__record_kid_obj(o, &kid) == PICL_OK) {
-            if ((st = ring_get(e, c, &ring, &kid, &keys, &tmp)) != PICL_OK) {
+            if ((st = ring_get(e, c, &d->ring, &kid, &keys, &tmp)) != PICL_OK) {
                 json_decref(o);
                 break;
             }
@@ -193,12 +238,28 @@ picl_status picl__eng_decrypt_all(picl_engine *e, const char *c, const picl_clas
         st = PICL_OK;
         if (!clear) {
             (*held)++;
-            picl__eng_record_failure(e, c, id, why);
+            if ((st = refused(e, c, d, id, why)) != PICL_OK)
+                break;
             continue;
         }
         json_object_set_new(out, id, clear);
     }
-    ring_free(&ring);
+    return st;
+}
+
+/* Decrypts BSOs into id -> cleartext.  *held counts the records not read
+ * (the cursor stays so they are fetched again); those that failed an
+ * integrity check are also listed in e->failures.  A record under a key
+ * this device does not hold in memory (class B in strict mode) is held, not
+ * a failure.  Each payload is parsed once, each key imported once. */
+picl_status picl__eng_decrypt_all(picl_engine *e, const char *c, const picl_class_entry *entry, json_t *bsos,
+                                  json_t *out, int64_t *held)
+{
+    picl_eng_decrypt_run *d = picl__eng_decrypt_begin(0, NULL);
+    if (!d)
+        return PICL_ERROR_NO_MEMORY;
+    picl_status st = picl__eng_decrypt_page(e, c, entry, d, bsos, out, held);
+    picl__eng_decrypt_end(e, c, d, 1);
     return st;
 }
 

@@ -38,6 +38,16 @@ void picl__eng_record_failure(picl_engine *e, const char *c, const char *id, pic
  * freeing afterwards).  PICL_OK or PICL_ERROR_NO_MEMORY. */
 picl_status picl__eng_decrypt_all(picl_engine *e, const char *c, const picl_class_entry *entry, json_t *bsos,
                                   json_t *out, int64_t *held);
+/* The same over pages as they arrive: one key ring for the whole run;
+ * begin(defer): the integrity failures are kept until end(report = 1)
+ * records them (report = 0 forgets them: a download that failed showed
+ * nothing); pump: a storage client whose next page moves between records
+ * (may be NULL).  begin returns NULL for want of memory. */
+typedef struct picl_eng_decrypt_run picl_eng_decrypt_run;
+picl_eng_decrypt_run *picl__eng_decrypt_begin(int defer, picl_stc *pump);
+picl_status picl__eng_decrypt_page(picl_engine *e, const char *c, const picl_class_entry *entry,
+                                   picl_eng_decrypt_run *d, json_t *bsos, json_t *out, int64_t *held);
+void picl__eng_decrypt_end(picl_engine *e, const char *c, picl_eng_decrypt_run *d, int report);
 /* Encrypts cleartext records under entry into new BSOs {id, payload[, ttl]}
  * (*bsos, the caller's). */
 picl_status picl__eng_encrypt_bsos(picl_engine *e, const char *c, const picl_class_entry *entry,

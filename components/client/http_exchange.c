@@ -14,6 +14,8 @@
 typedef struct hx_sink {
     picl_hx_response *rs;
     size_t max;
+    char **spare; /* the request's spare buffer (see picl_hx_request) */
+    size_t *spare_cap;
 } hx_sink;
 
 static void response_init(picl_hx_response *rs)
@@ -50,6 +52,12 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
     if (rs->len + n > s->max) {
         rs->too_large = 1;
         return 0;
+    }
+    if (!rs->body && s->spare && *s->spare) {
+        rs->body = *s->spare; /* taken: the answer owns it now */
+        rs->cap = *s->spare_cap;
+        *s->spare = NULL;
+        *s->spare_cap = 0;
     }
     if (!rs->body || rs->len + n + 1 > rs->cap) {
         size_t cap = body_cap(rs->len + n, s->max);
@@ -137,12 +145,12 @@ fail:
     return NULL;
 }
 
-picl_status picl__hx_perform(CURL *h, const picl_hx_request *rq, picl_hx_response *rs)
+/* Sets h up for rq (reset first); *hl receives the header list (the
+ * caller frees it once the exchange is over). */
+static picl_status setup(CURL *h, const picl_hx_request *rq, hx_sink *sink, struct curl_slist **hl)
 {
-    response_init(rs);
-    hx_sink sink = {rs, rq->max_answer};
-    struct curl_slist *hl = header_list(rq);
-    if (!hl)
+    *hl = header_list(rq);
+    if (!*hl)
         return PICL_ERROR_NO_MEMORY;
     curl_easy_reset(h);
     curl_easy_setopt(h, CURLOPT_URL, rq->url);
@@ -155,17 +163,22 @@ picl_status picl__hx_perform(CURL *h, const picl_hx_request *rq, picl_hx_respons
     } else if (!strcmp(rq->method, "GET")) {
         curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
     }
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, *hl);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, sink);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &sink);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, sink);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, PICL_HX_CONNECT_TIMEOUT_S);
     curl_easy_setopt(h, CURLOPT_TIMEOUT, rq->timeout_s);
-    CURLcode cc = curl_easy_perform(h);
-    /* the list held the Authorization value: not a secret once sent, but
-     * the caller's copy is wiped and this one goes with it */
+    return PICL_OK;
+}
+
+/* The outcome of a finished transfer (the header list goes: it held the
+ * Authorization value, not a secret once sent, but the caller's copy is
+ * wiped and this one goes with it). */
+static picl_status finish(CURL *h, struct curl_slist *hl, CURLcode cc, picl_hx_response *rs)
+{
     curl_slist_free_all(hl);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
     if (cc != CURLE_OK) {
@@ -174,6 +187,101 @@ picl_status picl__hx_perform(CURL *h, const picl_hx_request *rq, picl_hx_respons
     }
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &rs->status);
     return PICL_OK;
+}
+
+picl_status picl__hx_perform(CURL *h, const picl_hx_request *rq, picl_hx_response *rs)
+{
+    response_init(rs);
+    hx_sink sink = {rs, rq->max_answer, rq->spare, rq->spare_cap};
+    struct curl_slist *hl;
+    picl_status st = setup(h, rq, &sink, &hl);
+    if (st != PICL_OK)
+        return st;
+    return finish(h, hl, curl_easy_perform(h), rs);
+}
+
+picl_status picl__hx_begin(picl_hx_xfer *x, CURLM *m, CURL *h, const picl_hx_request *rq,
+                           picl_hx_response *rs)
+{
+    memset(x, 0, sizeof *x);
+    response_init(rs);
+    hx_sink *sink = malloc(sizeof *sink);
+    if (!sink)
+        return PICL_ERROR_NO_MEMORY;
+    *sink = (hx_sink){rs, rq->max_answer, rq->spare, rq->spare_cap};
+    struct curl_slist *hl;
+    picl_status st = setup(h, rq, sink, &hl);
+    if (st != PICL_OK) {
+        free(sink);
+        return st;
+    }
+    if (curl_multi_add_handle(m, h) != CURLM_OK) {
+        curl_slist_free_all(hl);
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+        free(sink);
+        return PICL_ERROR_NO_MEMORY;
+    }
+    x->m = m;
+    x->h = h;
+    x->hl = hl;
+    x->sink = sink;
+    picl__hx_pump(x);
+    return PICL_OK;
+}
+
+void picl__hx_pump(picl_hx_xfer *x)
+{
+    if (!x->m || x->done)
+        return;
+    int running = 0;
+    if (curl_multi_perform(x->m, &running) != CURLM_OK) {
+        x->done = 1;
+        x->result = CURLE_FAILED_INIT;
+        return;
+    }
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(x->m, &left)) != NULL)
+        if (msg->msg == CURLMSG_DONE && msg->easy_handle == x->h) {
+            x->done = 1;
+            x->result = msg->data.result;
+        }
+}
+
+/* Takes h out of the multi handle, frees what the exchange held. */
+static void detach(picl_hx_xfer *x)
+{
+    curl_multi_remove_handle(x->m, x->h);
+    free(x->sink);
+    x->sink = NULL;
+    x->m = NULL;
+}
+
+picl_status picl__hx_end(picl_hx_xfer *x, picl_hx_response *rs)
+{
+    while (!x->done) {
+        if (curl_multi_poll(x->m, NULL, 0, 1000, NULL) != CURLM_OK) {
+            x->done = 1;
+            x->result = CURLE_FAILED_INIT;
+            break;
+        }
+        picl__hx_pump(x);
+    }
+    CURL *h = x->h;
+    struct curl_slist *hl = x->hl;
+    detach(x);
+    return finish(h, hl, x->result, rs);
+}
+
+void picl__hx_abort(picl_hx_xfer *x)
+{
+    if (!x->m)
+        return;
+    CURL *h = x->h;
+    struct curl_slist *hl = x->hl;
+    detach(x);
+    curl_slist_free_all(hl);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
 }
 
 picl_status picl__hx_hawk_line(char **out, const char *id, const void *key, size_t keylen,

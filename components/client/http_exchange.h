@@ -31,6 +31,11 @@ typedef struct picl_hx_request {
     size_t max_answer; /* answer bodies over this many bytes stop the
                                      transfer: PICL_ERROR_TOO_LARGE */
     long timeout_s;    /* whole exchange */
+    char **spare;      /* optional: a free buffer of *spare_cap bytes the body may
+                                     be written into (taken: *spare set to NULL), so
+                                     a run of large answers does not grow and fault
+                                     in a new block each time */
+    size_t *spare_cap;
 } picl_hx_request;
 
 /*
@@ -65,6 +70,28 @@ typedef struct picl_hx_response {
  * clients decide.
  */
 picl_status picl__hx_perform(CURL *h, const picl_hx_request *rq, picl_hx_response *rs);
+
+/*
+ * The same exchange driven by a multi handle, so the caller can work while
+ * the server answers: begin adds h to m and sends what can be sent; pump
+ * moves data without waiting; end waits for the answer and returns what
+ * picl__hx_perform would; abort drops the exchange unfinished.  The request's
+ * strings may go once begin returned; rs and x stay put until end or abort
+ * (exactly one of them follows a begin that returned PICL_OK).
+ */
+typedef struct picl_hx_xfer {
+    CURLM *m;
+    CURL *h;
+    struct curl_slist *hl;
+    void *sink;
+    int done;
+    CURLcode result;
+} picl_hx_xfer;
+picl_status picl__hx_begin(picl_hx_xfer *x, CURLM *m, CURL *h, const picl_hx_request *rq,
+                           picl_hx_response *rs);
+void picl__hx_pump(picl_hx_xfer *x);
+picl_status picl__hx_end(picl_hx_xfer *x, picl_hx_response *rs);
+void picl__hx_abort(picl_hx_xfer *x);
 
 /* Wipes and frees what rs still holds; rs may then be reused. */
 void picl__hx_response_free(picl_hx_response *rs);

@@ -126,10 +126,18 @@ picl_status picl__stc_new(picl_stc **out, const char *api_endpoint, const char *
     return PICL_OK;
 }
 
+static void prefetch_drop(picl_stc *c);
+
 void picl__stc_free(picl_stc *c)
 {
     if (!c)
         return;
+    prefetch_drop(c);
+    if (c->pf.curl)
+        curl_easy_cleanup(c->pf.curl);
+    if (c->pf.multi)
+        curl_multi_cleanup(c->pf.multi);
+    free(c->spare);
     clear_creds(c);
     if (c->curl)
         curl_easy_cleanup(c->curl);
@@ -260,7 +268,71 @@ static void take_answer(picl_stc_result *res, stc_reply *r, picl_hx_response *rs
     rs->www_auth = NULL;
     r->body = rs->body;
     r->len = rs->len;
+    r->cap = rs->cap;
     rs->body = NULL;
+}
+
+/* A request's pieces: resource, URL and header lines (held by x until
+ * request_free). */
+typedef struct stc_req {
+    char *resource, *url, *lines[3], ct[160];
+    const char *h[24];
+    picl_hx_request rq;
+} stc_req;
+
+static void request_free(stc_req *x)
+{
+    for (int i = 0; i < 3; i++)
+        if (x->lines[i])
+            picl__zfree(x->lines[i], strlen(x->lines[i]));
+    free(x->resource);
+    free(x->url);
+    memset(x, 0, sizeof *x);
+}
+
+/* Builds the request (Hawk signed now).  rel is the path?query below the
+ * endpoint, already percent-encoded. */
+static picl_status request_build(picl_stc *c, const char *method, const char *rel, const char *ctype,
+                                 const char *body, size_t blen, int64_t ims, int64_t ius,
+                                 const char *const *extra, stc_req *x)
+{
+    memset(x, 0, sizeof *x);
+    size_t rl = strlen(c->base_path) + strlen(rel) + 1;
+    size_t ul = strlen(c->origin) + rl;
+    x->resource = malloc(rl);
+    x->url = malloc(ul);
+    if (!x->resource || !x->url)
+        return PICL_ERROR_NO_MEMORY;
+    snprintf(x->resource, rl, "%s%s", c->base_path, rel);
+    snprintf(x->url, ul, "%s%s", c->origin, x->resource);
+    if (ctype)
+        snprintf(x->ct, sizeof x->ct, "Content-Type: %s", ctype);
+    picl_status st = request_headers(c, method, x->resource, ctype ? x->ct : NULL, ims, ius, extra, x->lines,
+                                     x->h, sizeof x->h / sizeof x->h[0]);
+    if (st != PICL_OK)
+        return st;
+    x->rq = (picl_hx_request){.method = method,
+                              .url = x->url,
+                              .headers = x->h,
+                              .body = body,
+                              .body_len = body ? blen : 0,
+                              .max_answer = MAX_BODY,
+                              .timeout_s = 300L,
+                              .spare = &c->spare,
+                              .spare_cap = &c->spare_cap};
+    return PICL_OK;
+}
+
+/* What an exchange's answer (or its failure) leaves in r and c. */
+static picl_status exchange_result(picl_stc *c, picl_status st, picl_hx_response *rs, stc_reply *r)
+{
+    if (st == PICL_OK)
+        take_answer(r->res, r, rs);
+    else
+        snprintf(c->neterr, sizeof c->neterr, "%s", rs->neterr);
+    r->too_large = rs->too_large;
+    picl__hx_response_free(rs);
+    return st;
 }
 
 /* One HTTP exchange, no retry.  rel is the path?query below the endpoint,
@@ -269,47 +341,91 @@ static picl_status exchange(picl_stc *c, const char *method, const char *rel, co
                             const char *body, size_t blen, int64_t ims, int64_t ius, const char *const *extra,
                             stc_reply *r)
 {
-    picl_status st = PICL_ERROR_NO_MEMORY;
-    char *resource = NULL, *url = NULL, *lines[3] = {NULL, NULL, NULL}, ct[160] = "";
-    const char *h[24];
+    stc_req x;
     picl_hx_response rs;
     memset(&rs, 0, sizeof rs);
-    size_t rl = strlen(c->base_path) + strlen(rel) + 1;
-    size_t ul = strlen(c->origin) + rl;
-    resource = malloc(rl);
-    url = malloc(ul);
-    if (!resource || !url)
-        goto done;
-    snprintf(resource, rl, "%s%s", c->base_path, rel);
-    snprintf(url, ul, "%s%s", c->origin, resource);
-    if (ctype)
-        snprintf(ct, sizeof ct, "Content-Type: %s", ctype);
-    st = request_headers(c, method, resource, ctype ? ct : NULL, ims, ius, extra, lines, h,
-                         sizeof h / sizeof h[0]);
-    if (st != PICL_OK)
-        goto done;
-    picl_hx_request rq = {.method = method,
-                          .url = url,
-                          .headers = h,
-                          .body = body,
-                          .body_len = body ? blen : 0,
-                          .max_answer = MAX_BODY,
-                          .timeout_s = 300L};
-    c->requests++;
-    st = picl__hx_perform(c->curl, &rq, &rs);
-    if (st == PICL_OK)
-        take_answer(r->res, r, &rs);
-    else
-        snprintf(c->neterr, sizeof c->neterr, "%s", rs.neterr);
-    r->too_large = rs.too_large;
-done:
-    for (int i = 0; i < 3; i++)
-        if (lines[i])
-            picl__zfree(lines[i], strlen(lines[i]));
+    picl_status st = request_build(c, method, rel, ctype, body, blen, ims, ius, extra, &x);
+    if (st == PICL_OK) {
+        c->requests++;
+        st = exchange_result(c, picl__hx_perform(c->curl, &x.rq, &rs), &rs, r);
+    }
     picl__hx_response_free(&rs);
-    free(resource);
-    free(url);
+    request_free(&x);
     return st;
+}
+
+/* ---- the next page, requested ahead --------------------------------------- */
+
+/* Drops a request made ahead that nobody will read (unfinished: aborted). */
+static void prefetch_drop(picl_stc *c)
+{
+    if (!c->pf.active)
+        return;
+    picl__hx_abort(&c->pf.x);
+    picl__hx_response_free(&c->pf.rs);
+    free(c->pf.rel);
+    c->pf.rel = NULL;
+    c->pf.active = 0;
+}
+
+/* Sends GET rel (with these X-If-* values) now; picl__stc_request of the
+ * same GET later reads its answer instead of sending it again.  Nothing is
+ * sent when the client must not send (backoff, node moved) or cannot; the
+ * later request then goes the ordinary way. */
+static void prefetch_start(picl_stc *c, const char *rel, int64_t ims, int64_t ius)
+{
+    prefetch_drop(c);
+    if (c->backoff_until > mono_now() || c->node_changed)
+        return;
+    if (!c->pf.multi)
+        c->pf.multi = curl_multi_init();
+    if (!c->pf.curl)
+        c->pf.curl = curl_easy_init();
+    if (!c->pf.multi || !c->pf.curl || !(c->pf.rel = strdup(rel)))
+        return;
+    stc_req x;
+    picl_status st = request_build(c, "GET", rel, NULL, NULL, 0, ims, ius, NULL, &x);
+    if (st == PICL_OK)
+        st = picl__hx_begin(&c->pf.x, c->pf.multi, c->pf.curl, &x.rq, &c->pf.rs);
+    request_free(&x);
+    if (st != PICL_OK) {
+        picl__hx_response_free(&c->pf.rs);
+        free(c->pf.rel);
+        c->pf.rel = NULL;
+        return;
+    }
+    c->requests++;
+    c->pf.ims = ims;
+    c->pf.ius = ius;
+    c->pf.active = 1;
+}
+
+void picl__stc_pump(picl_stc *c)
+{
+    if (c && c->pf.active)
+        picl__hx_pump(&c->pf.x);
+}
+
+/* The answer of the request made ahead, when it is this very request (else
+ * that one is dropped): 1 and r filled as exchange() fills it, *st its
+ * status; 0 when there is none to use. */
+static int prefetch_take(picl_stc *c, const char *method, const char *rel, const char *ctype,
+                         const char *body, int64_t ims, int64_t ius, const char *const *extra, stc_reply *r,
+                         picl_status *st)
+{
+    if (!c->pf.active)
+        return 0;
+    if (strcmp(method, "GET") || ctype || body || extra || ims != c->pf.ims || ius != c->pf.ius ||
+        strcmp(rel, c->pf.rel)) {
+        prefetch_drop(c);
+        return 0;
+    }
+    picl_status hs = picl__hx_end(&c->pf.x, &c->pf.rs);
+    *st = exchange_result(c, hs, &c->pf.rs, r);
+    free(c->pf.rel);
+    c->pf.rel = NULL;
+    c->pf.active = 0;
+    return 1;
 }
 
 /* The value of attribute `name` ("ts") of a Hawk challenge into out. */
@@ -403,6 +519,9 @@ picl_status picl__stc_request(picl_stc *c, const char *method, const char *rel, 
                               const char *body, size_t blen, int64_t ims, int64_t ius,
                               const char *const *extra, stc_reply *r)
 {
+    int ahead = c->pf.active; /* the first exchange may be the request made ahead */
+    if (ahead && (c->backoff_until > mono_now() || c->node_changed))
+        prefetch_drop(c);
     if (c->backoff_until > mono_now()) {
         memset(&c->last, 0, sizeof c->last);
         c->last.last_modified = c->last.timestamp = c->last.records = -1;
@@ -428,7 +547,10 @@ picl_status picl__stc_request(picl_stc *c, const char *method, const char *rel, 
         c->last.last_modified = c->last.timestamp = c->last.records = -1;
         c->last.quota_remaining_kb = -1;
         r->res = &c->last;
-        picl_status st = exchange(c, method, rel, ctype, body, blen, ims, ius, extra, r);
+        picl_status st;
+        if (!ahead || !prefetch_take(c, method, rel, ctype, body, ims, ius, extra, r, &st))
+            st = exchange(c, method, rel, ctype, body, blen, ims, ius, extra, r);
+        ahead = 0;
         if (st != PICL_OK)
             return st;
         st = map_status(c, r);
@@ -657,15 +779,25 @@ picl_status picl__stc_get(picl_stc *c, const char *coll, const picl_stc_query *q
         *next_offset = r.next_offset;
         r.next_offset = NULL;
     }
+    if (r.body && r.cap > c->spare_cap) {
+        /* parsed: the buffer serves the next answer (a listing's pages are
+         * alike in size: no new block to grow and fault in each time) */
+        free(c->spare);
+        c->spare = r.body;
+        c->spare_cap = r.cap;
+        r.body = NULL;
+    }
     picl__stc_reply_free(&r);
     return st;
 }
 
 /* The paging loop of get_all and download.  strict: every page must carry
  * X-Last-Modified and an X-Weave-Records equal to its item count; the first
- * page's X-Last-Modified goes to *listed (may be NULL). */
+ * page's X-Last-Modified goes to *listed (may be NULL).  fn NULL: the items
+ * into *items; else each page to fn, the next page requested before fn
+ * runs (*items stays NULL). */
 static picl_status list_pages(picl_stc *c, const char *coll, const picl_stc_query *q, size_t max_items,
-                              int strict, json_t **items, int64_t *listed)
+                              int strict, json_t **items, int64_t *listed, picl_stc_page_fn fn, void *ctx)
 {
     *items = NULL;
     picl_stc_query page = *q;
@@ -673,12 +805,13 @@ static picl_status list_pages(picl_stc *c, const char *coll, const picl_stc_quer
         page.limit = DEFAULT_PAGE;
     if (!max_items)
         max_items = 1000000;
-    json_t *all = json_array();
-    if (!all)
+    json_t *all = fn ? NULL : json_array();
+    if (!fn && !all)
         return PICL_ERROR_NO_MEMORY;
     char *offset = NULL;
     picl_status st;
     int first = 1;
+    size_t count = 0;
     for (size_t pages = 0;; pages++) {
         json_t *part = NULL;
         char *next = NULL;
@@ -717,17 +850,31 @@ static picl_status list_pages(picl_stc *c, const char *coll, const picl_stc_quer
             page.if_modified_since = -1;
             first = 0;
         }
-        if (json_array_size(all) + json_array_size(part) > max_items) {
+        if (count + json_array_size(part) > max_items) {
             json_decref(part);
             st = PICL_ERROR_TOO_LARGE;
             break;
         }
-        json_array_extend(all, part);
-        json_decref(part);
+        count += json_array_size(part);
+        if (fn) {
+            char *rel = NULL;
+            page.offset = offset;
+            if (offset && picl__stc_build_get(coll, &page, &rel) == PICL_OK)
+                prefetch_start(c, rel, page.if_modified_since, page.if_unmodified_since);
+            free(rel);
+            st = fn(ctx, part);
+            json_decref(part);
+            if (st != PICL_OK)
+                break;
+        } else {
+            json_array_extend(all, part);
+            json_decref(part);
+        }
         if (!offset)
             break;
     }
     free(offset);
+    prefetch_drop(c); /* a listing that ended early leaves none behind */
     if (st != PICL_OK) {
         json_decref(all);
         return st;
@@ -739,7 +886,7 @@ static picl_status list_pages(picl_stc *c, const char *coll, const picl_stc_quer
 picl_status picl__stc_get_all(picl_stc *c, const char *coll, const picl_stc_query *q, size_t max_items,
                               json_t **items)
 {
-    return list_pages(c, coll, q, max_items, 0, items, NULL);
+    return list_pages(c, coll, q, max_items, 0, items, NULL, NULL, NULL);
 }
 
 /* A BSO's "modified" in hundredths of a second, or -1. */
@@ -748,10 +895,48 @@ static int64_t bso_centis(const json_t *bso)
     return picl__synctime_from_json(json_object_get(bso, "modified"), -1);
 }
 
-picl_status picl__stc_download(picl_stc *c, const char *coll, int64_t newer, size_t max_items, json_t **items,
-                               int64_t *listed)
+/* What the completeness probe needs of the pages, gathered as they pass. */
+typedef struct dl_track {
+    picl_stc_page_fn fn;
+    void *ctx;
+    int64_t top;   /* the newest "modified" seen */
+    size_t at_top; /* how many records carry it */
+    json_t *tail;  /* ids of the trailing run of records at top */
+    size_t n;
+    int bad; /* a BSO without a valid modified or id */
+} dl_track;
+
+static picl_status dl_page(void *ctx, json_t *part)
 {
-    *items = NULL;
+    dl_track *t = ctx;
+    size_t i;
+    json_t *b;
+    json_array_foreach (part, i, b) {
+        int64_t m = bso_centis(b);
+        const char *id = json_string_value(json_object_get(b, "id"));
+        if (m < 0 || !id) {
+            t->bad = 1;
+            continue;
+        }
+        if (m > t->top) {
+            t->top = m;
+            t->at_top = 0;
+        }
+        if (m == t->top) {
+            t->at_top++;
+            if (json_object_set_new(t->tail, id, json_true()) != 0)
+                return PICL_ERROR_NO_MEMORY;
+        } else {
+            json_object_clear(t->tail); /* oldest first: an older one ends the run */
+        }
+    }
+    t->n += json_array_size(part);
+    return t->fn ? t->fn(t->ctx, part) : PICL_OK;
+}
+
+picl_status picl__stc_download_each(picl_stc *c, const char *coll, int64_t newer, size_t max_items,
+                                    picl_stc_page_fn fn, void *ctx, int64_t *listed)
+{
     *listed = -1;
     picl_stc_query q = {0};
     q.newer = newer;
@@ -760,39 +945,31 @@ picl_status picl__stc_download(picl_stc *c, const char *coll, int64_t newer, siz
     q.limit = DEFAULT_PAGE;
     q.sort = "oldest";
     q.if_modified_since = q.if_unmodified_since = -1;
-    json_t *all = NULL, *probe = NULL, *held = NULL;
+    json_t *none = NULL, *probe = NULL;
     int64_t lm = -1;
-    picl_status st = list_pages(c, coll, &q, max_items, 1, &all, &lm);
+    dl_track t = {.fn = fn, .ctx = ctx, .top = -1, .tail = json_object()};
+    picl_status st = PICL_ERROR_NO_MEMORY;
+    if (!t.tail)
+        goto done;
+    st = list_pages(c, coll, &q, max_items, 1, &none, &lm, dl_page, &t);
     if (st != PICL_OK)
         goto done;
-    if (lm < 0) {
+    if (lm < 0 || t.bad) {
         st = PICL_ERROR_PROTOCOL;
         goto done;
     }
-    size_t n = json_array_size(all);
-    if (n) {
+    if (t.n) {
         /* Completeness: oldest first, so what came is a prefix of the
          * listing.  Ask for the records at or after the newest one received,
          * one more than we hold there: an id we do not have means the
-         * listing ended early (a lost X-Weave-Next-Offset, a cut page). */
-        int64_t top = -1;
-        size_t at_top = 0, i;
-        json_t *b;
-        json_array_foreach (all, i, b) {
-            int64_t m = bso_centis(b);
-            if (m < 0 || !json_is_string(json_object_get(b, "id"))) {
-                st = PICL_ERROR_PROTOCOL;
-                goto done;
-            }
-            if (m > top)
-                top = m, at_top = 0;
-            if (m == top)
-                at_top++;
-        }
+         * listing ended early (a lost X-Weave-Next-Offset, a cut page).  The
+         * ids held are those of the last records, at the newest time (a
+         * batch shares one timestamp: looking each probe id up by a scan was
+         * quadratic). */
         picl_stc_query pq = {0};
-        pq.newer = top > 0 ? top - 1 : 0;
+        pq.newer = t.top > 0 ? t.top - 1 : 0;
         pq.older = -1;
-        pq.limit = (int64_t)at_top + 1;
+        pq.limit = (int64_t)t.at_top + 1;
         pq.sort = "oldest";
         pq.if_modified_since = -1;
         pq.if_unmodified_since = lm;
@@ -805,40 +982,44 @@ picl_status picl__stc_download(picl_stc *c, const char *coll, int64_t newer, siz
             st = PICL_ERROR_PROTOCOL;
             goto done;
         }
-        /* the ids received at the newest time, once (a batch shares one
-         * timestamp: looking each probe id up by a scan was quadratic) */
-        held = json_object();
-        if (!held) {
-            st = PICL_ERROR_NO_MEMORY;
-            goto done;
-        }
-        for (size_t j = n; j-- > 0;) {
-            const json_t *bj = json_array_get(all, j);
-            if (bso_centis(bj) < top)
-                break; /* oldest first: the rest is older than the probe */
-            if (json_object_set_new(held, json_string_value(json_object_get(bj, "id")), json_true()) != 0) {
-                st = PICL_ERROR_NO_MEMORY;
-                goto done;
-            }
-        }
         json_t *pid;
         size_t k;
         json_array_foreach (probe, k, pid) {
             const char *want = json_string_value(pid);
-            if (!want || !json_object_get(held, want)) {
+            if (!want || !json_object_get(t.tail, want)) {
                 st = PICL_ERROR_PROTOCOL;
                 goto done;
             }
         }
     }
-    *items = all;
-    all = NULL;
     *listed = lm;
 done:
-    json_decref(held);
+    json_decref(t.tail);
     json_decref(probe);
-    picl__json_zdecref(all);
+    json_decref(none);
     return st;
+}
+
+/* The pages into one array. */
+static picl_status collect_page(void *ctx, json_t *part)
+{
+    return json_array_extend((json_t *)ctx, part) == 0 ? PICL_OK : PICL_ERROR_NO_MEMORY;
+}
+
+picl_status picl__stc_download(picl_stc *c, const char *coll, int64_t newer, size_t max_items, json_t **items,
+                               int64_t *listed)
+{
+    *items = NULL;
+    json_t *all = json_array();
+    picl_status st = all ? picl__stc_download_each(c, coll, newer, max_items, collect_page, all, listed)
+                         : PICL_ERROR_NO_MEMORY;
+    if (st != PICL_OK) {
+        *listed = -1;
+        picl__json_zdecref(all);
+        return st;
+    }
+    *items = all;
+    return PICL_OK;
 }
 
 picl_status picl__stc_get_item(picl_stc *c, const char *coll, const char *id, json_t **bso)

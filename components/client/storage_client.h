@@ -158,6 +158,18 @@ picl_status picl__stc_get_all(picl_stc *c, const char *coll, const picl_stc_quer
  * max_items as for picl__stc_get_all. */
 picl_status picl__stc_download(picl_stc *c, const char *coll, int64_t newer, size_t max_items, json_t **items,
                                int64_t *listed);
+/* picl__stc_download page by page: each page, once it passed the checks of
+ * a page, is handed to fn (the page is borrowed; fn may take references)
+ * while the next one is already requested; fn's non-PICL_OK status ends the
+ * download with that status.  The completeness rules and statuses are those
+ * of picl__stc_download: a PICL_OK page is not yet a complete download --
+ * only the PICL_OK return says the pages handed over are the listing. */
+typedef picl_status (*picl_stc_page_fn)(void *ctx, json_t *page);
+picl_status picl__stc_download_each(picl_stc *c, const char *coll, int64_t newer, size_t max_items,
+                                    picl_stc_page_fn fn, void *ctx, int64_t *listed);
+/* Moves the data of a requested next page without waiting (call it now and
+ * then from a page function; nothing when no request is under way). */
+void picl__stc_pump(picl_stc *c);
 /* One BSO object (caller decrefs). */
 picl_status picl__stc_get_item(picl_stc *c, const char *coll, const char *id, json_t **bso);
 

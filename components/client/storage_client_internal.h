@@ -6,6 +6,7 @@
 
 #include <curl/curl.h>
 
+#include "client/http_exchange.h"
 #include "client/storage_client.h"
 
 struct picl_stc {
@@ -26,11 +27,25 @@ struct picl_stc {
     uint64_t requests; /* HTTP exchanges made (benchmarks, tests) */
     int node_changed;  /* a refresh named another api_endpoint: every call fails */
     char neterr[160];  /* libcurl's words for the last transport failure */
+    char *spare;       /* a body buffer kept for the next answer (http_exchange.h) */
+    size_t spare_cap;
+    /* the next page of a download, requested while the caller works on the
+     * one before (storage_client.c: prefetch); consumed by the request it
+     * matches, dropped by any other */
+    struct {
+        int active;
+        char *rel;
+        int64_t ims, ius;
+        CURL *curl;
+        CURLM *multi;
+        picl_hx_xfer x;
+        picl_hx_response rs;
+    } pf;
 };
 
 typedef struct stc_reply {
     char *body;
-    size_t len;
+    size_t len, cap; /* cap: the bytes allocated */
     int too_large;
     picl_stc_result *res;
     char *next_offset;

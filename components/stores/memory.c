@@ -77,15 +77,27 @@ static picl_status mem_apply(picl_store *s, const json_t *records)
     picl_status st = check_records(s, records);
     if (st != PICL_OK)
         return st;
+    /* shallow copies, all made before the store changes (all or nothing):
+     * the record's own fields (a caller may set them afterwards), its values
+     * shared (nothing changes them in place; get() hands out references) */
+    json_t *copies = json_array();
     size_t i;
     json_t *r;
+    json_array_foreach (records, i, r) {
+        if (!copies || json_array_append_new(copies, is_tombstone(r) ? json_null() : json_copy(r)) != 0 ||
+            json_array_size(copies) != i + 1 || !json_array_get(copies, i)) {
+            json_decref(copies);
+            return picl__store_fail(s, PICL_ERROR_NO_MEMORY, "out of memory");
+        }
+    }
     json_array_foreach (records, i, r) {
         const char *id = json_string_value(json_object_get(r, "id"));
         if (is_tombstone(r))
             json_object_del(m->records, id);
         else
-            json_object_set_new(m->records, id, json_deep_copy(r));
+            json_object_set(m->records, id, json_array_get(copies, i));
     }
+    json_decref(copies);
     return PICL_OK;
 }
 
