@@ -29,6 +29,9 @@ enum {
     Q_RATE_DEL,
     Q_SYNC_NORMAL,
     Q_SYNC_FULL,
+    Q_BEGIN,
+    Q_COMMIT,
+    Q_ROLLBACK,
     Q_COUNT
 };
 
@@ -122,30 +125,87 @@ static const char *const schema_v5 = "CREATE TABLE IF NOT EXISTS outbox ("
                                      "CREATE INDEX IF NOT EXISTS outbox_due ON outbox(next_try);";
 
 /* v6: the SRP session keeps the B its /auth/start sent (public), so
- * /auth/finish need not compute g^b again.  Sessions stored before have
- * none (NULL): they are finished the old way. */
-static const char *const schema_v6 = "ALTER TABLE srp_sessions ADD COLUMN b_public BLOB;";
+ * /auth/finish need not compute g^b again; sessions stored before have
+ * none (NULL) and are finished the old way.  The table is rebuilt WITHOUT
+ * ROWID and without its account index: a login writes one b-tree page per
+ * session change instead of three (the table only holds logins younger
+ * than the SRP TTL, so a delete by account scans a few rows). */
+static const char *const schema_v6 =
+    "CREATE TABLE srp_sessions_v6 ("
+    " key BLOB PRIMARY KEY,"
+    " account INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,"
+    " b BLOB NOT NULL, b_public BLOB, expires INTEGER NOT NULL) WITHOUT ROWID;"
+    "INSERT INTO srp_sessions_v6 (key, account, b, expires)"
+    " SELECT key, account, b, expires FROM srp_sessions;"
+    "DROP TABLE srp_sessions;"
+    "ALTER TABLE srp_sessions_v6 RENAME TO srp_sessions;";
 
 /* ---- small helpers ------------------------------------------------------ */
+
+/* Statement `which` (sql), prepared on first use and kept: the caller
+ * binds, steps and hands it back with done().  NULL when it cannot be
+ * prepared.  Under the lock. */
+static sqlite3_stmt *stmt(sq_db *db, int which, const char *sql)
+{
+    if (!db->q[which] &&
+        sqlite3_prepare_v3(db->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &db->q[which], NULL) != SQLITE_OK) {
+        sqlite3_finalize(db->q[which]);
+        db->q[which] = NULL;
+    }
+    return db->q[which];
+}
+
+/* Hands a kept statement back: reset, bindings cleared. */
+static void done(sqlite3_stmt *st)
+{
+    if (st) {
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+    }
+}
+
+/* The storage under the database failed (a COMMIT on a full disk). */
+static void note_fault(sq_db *db)
+{
+    int primary = sqlite3_extended_errcode(db->h) & 0xff;
+    if (primary == SQLITE_FULL || primary == SQLITE_IOERR)
+        ks_db_note_fault(primary == SQLITE_FULL, sqlite3_errmsg(db->h));
+}
 
 static picl_status exec(sq_db *db, const char *sql)
 {
     if (sqlite3_exec(db->h, sql, NULL, NULL, NULL) == SQLITE_OK)
         return PICL_OK;
-    int primary = sqlite3_extended_errcode(db->h) & 0xff; /* a COMMIT on a full disk */
-    if (primary == SQLITE_FULL || primary == SQLITE_IOERR)
-        ks_db_note_fault(primary == SQLITE_FULL, sqlite3_errmsg(db->h));
+    note_fault(db);
     return PICL_ERROR_DATABASE;
 }
+
+/* BEGIN IMMEDIATE, COMMIT or ROLLBACK from a kept statement (no parse per
+ * transaction); failures noted as exec's. */
+static picl_status kept(sq_db *db, int which, const char *sql)
+{
+    sqlite3_stmt *st = stmt(db, which, sql);
+    if (!st)
+        return exec(db, sql);
+    picl_status rc = PICL_OK;
+    if (sqlite3_step(st) != SQLITE_DONE) {
+        note_fault(db);
+        rc = PICL_ERROR_DATABASE;
+    }
+    sqlite3_reset(st);
+    return rc;
+}
+
+static picl_status begin_tx(sq_db *db) { return kept(db, Q_BEGIN, "BEGIN IMMEDIATE"); }
 
 /* Ends a transaction: COMMIT when rc is PICL_OK, else (or when COMMIT fails)
  * ROLLBACK, so no transaction is ever left open.  Returns the outcome. */
 static picl_status end_tx(sq_db *db, picl_status rc)
 {
     if (rc == PICL_OK)
-        rc = exec(db, "COMMIT");
-    if (rc != PICL_OK)
-        exec(db, "ROLLBACK");
+        rc = kept(db, Q_COMMIT, "COMMIT");
+    if (rc != PICL_OK && !sqlite3_get_autocommit(db->h))
+        kept(db, Q_ROLLBACK, "ROLLBACK");
     return rc;
 }
 
@@ -170,28 +230,6 @@ static void col_text(sqlite3_stmt *st, int i, char *out, size_t cap)
     snprintf(out, cap, "%s", p ? (const char *)p : "");
 }
 
-/* Statement `which` (sql), prepared on first use and kept: the caller
- * binds, steps and hands it back with done().  NULL when it cannot be
- * prepared.  Under the lock. */
-static sqlite3_stmt *stmt(sq_db *db, int which, const char *sql)
-{
-    if (!db->q[which] &&
-        sqlite3_prepare_v3(db->h, sql, -1, SQLITE_PREPARE_PERSISTENT, &db->q[which], NULL) != SQLITE_OK) {
-        sqlite3_finalize(db->q[which]);
-        db->q[which] = NULL;
-    }
-    return db->q[which];
-}
-
-/* Hands a kept statement back: reset, bindings cleared. */
-static void done(sqlite3_stmt *st)
-{
-    if (st) {
-        sqlite3_reset(st);
-        sqlite3_clear_bindings(st);
-    }
-}
-
 /* PRAGMA synchronous=NORMAL (durable: 0) or FULL (1) for the next
  * transactions of the connection.  In WAL mode a NORMAL commit survives a
  * kill -9 of the process, not a power failure; the next FULL commit syncs
@@ -212,7 +250,7 @@ static void unlock(sq_db *db) { pthread_mutex_unlock(&db->mu); }
 
 static picl_status migrate(sq_db *db)
 {
-    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    picl_status rc = begin_tx(db);
     if (rc != PICL_OK)
         return rc;
     sqlite3_stmt *st = NULL;
@@ -338,7 +376,7 @@ static picl_status sq_account_create(sq_db *db, ks_account *a)
 {
     lock(db);
     sqlite3_stmt *st = NULL;
-    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    picl_status rc = begin_tx(db);
     if (rc == PICL_OK)
         rc = prep(db, &st,
                   "INSERT INTO accounts (uid, email, verified, verify_code, ka, wrap_kb,"
@@ -519,7 +557,7 @@ static picl_status sq_account_reset(sq_db *db, int64_t id, const ks_reset *r)
     lock(db);
     sqlite3_stmt *st = NULL;
     int verified = 0;
-    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    picl_status rc = begin_tx(db);
     if (rc != PICL_OK)
         goto out;
     /* decided inside the transaction: nobody can verify in between */
@@ -615,7 +653,7 @@ static picl_status sq_classmap_put(sq_db *db, int64_t account, int64_t version, 
     int64_t have = 0;
     uint8_t old[32];
     int has_old = 0;
-    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    picl_status rc = begin_tx(db);
     if (rc != PICL_OK)
         goto out;
     rc = prep(db, &st, "SELECT cm_version, cm_hmac FROM accounts WHERE id = ?");
@@ -660,7 +698,7 @@ static picl_status sq_account_delete(sq_db *db, int64_t id)
 {
     lock(db);
     int n = 0;
-    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    picl_status rc = begin_tx(db);
     if (rc == PICL_OK)
         rc = change_by_id(db, "DELETE FROM tokens WHERE account = ?", id, NULL);
     if (rc == PICL_OK)
@@ -796,7 +834,7 @@ static picl_status sq_token_consume(sq_db *db, const uint8_t id[32])
 {
     lock(db);
     sqlite3_stmt *st = NULL;
-    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    picl_status rc = begin_tx(db);
     if (rc == PICL_OK)
         rc = prep(db, &st, "DELETE FROM tokens WHERE id = ?");
     if (rc == PICL_OK) {
@@ -871,7 +909,7 @@ static picl_status sq_forgot_guess(sq_db *db, const uint8_t id[32], const char c
     lock(db);
     ks_token t;
     memset(&t, 0, sizeof t);
-    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    picl_status rc = begin_tx(db);
     if (rc != PICL_OK)
         goto out;
     rc = token_get_locked(db, id, PICL_TOKEN_FORGOT_PASSWORD, now, &t);
@@ -921,7 +959,7 @@ static picl_status sq_srp_put(sq_db *db, const uint8_t key[32], int64_t account,
     picl_status rc = sync_level(db, 0);
     /* one transaction for the insert and the cleanup */
     if (rc == PICL_OK)
-        rc = exec(db, "BEGIN IMMEDIATE");
+        rc = begin_tx(db);
     if (rc != PICL_OK) {
         sync_level(db, 1);
         unlock(db);
@@ -1020,7 +1058,7 @@ static picl_status sq_srp_take(sq_db *db, const uint8_t key[32], int64_t now, ks
      * (ks_db.h); the authToken that follows is written with one */
     picl_status rc = sync_level(db, 0);
     if (rc == PICL_OK)
-        rc = exec(db, "BEGIN IMMEDIATE");
+        rc = begin_tx(db);
     if (rc != PICL_OK) {
         sync_level(db, 1);
         goto out;
@@ -1138,7 +1176,7 @@ static picl_status sq_rate_take(sq_db *db, ks_rate *limits, size_t n, int64_t no
     *retry_after = 0;
     lock(db);
     int over = 0;
-    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    picl_status rc = begin_tx(db);
     if (rc != PICL_OK)
         goto out;
     rc = rate_take_locked(db, limits, n, now, &over, retry_after);
@@ -1176,7 +1214,7 @@ static picl_status rate_refund_locked(sq_db *db, const ks_rate *limits, size_t n
 static picl_status sq_rate_refund(sq_db *db, const ks_rate *limits, size_t n)
 {
     lock(db);
-    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    picl_status rc = begin_tx(db);
     if (rc == PICL_OK)
         rc = rate_refund_locked(db, limits, n);
     rc = end_tx(db, rc);
@@ -1188,7 +1226,7 @@ static picl_status sq_rate_refund(sq_db *db, const ks_rate *limits, size_t n)
 static picl_status sq_token_put_refund(sq_db *db, const ks_token *t, const ks_rate *limits, size_t n)
 {
     lock(db);
-    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    picl_status rc = begin_tx(db);
     if (rc == PICL_OK)
         rc = rate_refund_locked(db, limits, n);
     if (rc == PICL_OK)
@@ -1201,7 +1239,7 @@ static picl_status sq_token_put_refund(sq_db *db, const ks_token *t, const ks_ra
 static picl_status sq_sweep(sq_db *db, int64_t now, int64_t unverified_before, int64_t rate_before)
 {
     lock(db);
-    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    picl_status rc = begin_tx(db);
     if (rc == PICL_OK)
         rc = change_by_id(db, "DELETE FROM tokens WHERE expires > 0 AND expires < ?", now, NULL);
     if (rc == PICL_OK)
@@ -1319,7 +1357,7 @@ static picl_status sq_node_drain(sq_db *db, const char *url, int64_t now, int64_
     lock(db);
     sqlite3_stmt *st = NULL;
     int64_t id = 0;
-    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    picl_status rc = begin_tx(db);
     if (rc != PICL_OK)
         goto out;
     rc = prep(db, &st, "SELECT id FROM nodes WHERE url = ?");
@@ -1381,7 +1419,7 @@ static picl_status sq_assign(sq_db *db, int64_t account, int64_t now, ks_assignm
     lock(db);
     sqlite3_stmt *st = NULL;
     int64_t node = 0;
-    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    picl_status rc = begin_tx(db);
     if (rc != PICL_OK)
         goto out;
     rc = prep(db, &st, "SELECT 1 FROM accounts WHERE id = ?");
@@ -1604,7 +1642,7 @@ static picl_status sq_event_add(sq_db *db, int64_t account, const ks_event *e)
 {
     lock(db);
     sqlite3_stmt *st = NULL;
-    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    picl_status rc = begin_tx(db);
     if (rc == PICL_OK)
         rc = prep(db, &st,
                   "INSERT INTO events (account, type, t, device, address)"
@@ -1725,7 +1763,7 @@ static picl_status sq_outbox_claim(sq_db *db, int64_t due, int64_t until, int64_
 {
     lock(db);
     sqlite3_stmt *st = NULL;
-    picl_status rc = exec(db, "BEGIN IMMEDIATE");
+    picl_status rc = begin_tx(db);
     if (rc == PICL_OK)
         rc = prep(db, &st,
                   "SELECT account FROM outbox WHERE next_try <= ?"
