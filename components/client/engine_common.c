@@ -203,7 +203,8 @@ picl_status picl__eng_decrypt_page(picl_engine *e, const char *c, const picl_cla
         const char *payload = json_string_value(json_object_get(b, "payload"));
         picl_class_entry kid;
         picl_record_fault why = PICL_RECORD_FAULT_NONE;
-        json_t *clear = NULL, *o = NULL;
+        json_t *clear = NULL;
+        picl_envelope env;
         picl_sealer *keys = NULL;
         int tmp = 0;
         if (!id || !payload) {
@@ -212,24 +213,27 @@ picl_status picl__eng_decrypt_page(picl_engine *e, const char *c, const picl_cla
                 break;
             continue;
         }
-        if ((st = picl__record_payload_load(payload, &o)) == PICL_ERROR_NO_MEMORY)
+        picl_status lst = picl__record_envelope_load(payload, &env);
+        if (lst == PICL_ERROR_NO_MEMORY) {
+            st = lst;
             break;
-        if (o && picl__record_kid_obj(o, &kid) == PICL_OK) {
+        }
+        if (lst == PICL_OK && picl__record_kid_env(&env, &kid) == PICL_OK) {
             if ((st = ring_get(e, c, &d->ring, &kid, &keys, &tmp)) != PICL_OK) {
-                json_decref(o);
+                picl__record_envelope_free(&env);
                 break;
             }
             if (!keys && !(kid.cls == 'A' && entry->cls == 'B')) {
                 (*held)++; /* locked: kB not in memory */
-                json_decref(o);
+                picl__record_envelope_free(&env);
                 continue;
             }
         }
-        /* o NULL: refused as not JSON; keys NULL: refused at the MAC */
-        st = picl__record_decrypt_obj(&clear, c, id, o, keys, entry, 1, &why);
+        /* not loaded: refused as not JSON; keys NULL: refused at the MAC */
+        st = picl__record_decrypt_env(&clear, c, id, lst == PICL_OK ? &env : NULL, keys, entry, 1, &why);
         if (tmp)
             picl__sealer_free(keys);
-        json_decref(o);
+        picl__record_envelope_free(&env);
         /* read: its ciphertext goes now, so a large download does not hold
          * every payload and every cleartext at once */
         json_object_del(b, "payload");

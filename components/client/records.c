@@ -172,9 +172,172 @@ picl_status picl__record_kid(const char *payload, picl_class_entry *kid)
     return st;
 }
 
-picl_status picl__record_decrypt_obj(json_t **clear, const char *collection, const char *bso_id,
-                                     const json_t *o, picl_sealer *keys, const picl_class_entry *expect,
-                                     int allow_other, picl_record_fault *fault)
+/* ---- the envelope's four texts ------------------------------------------- */
+
+void picl__record_envelope_free(picl_envelope *env)
+{
+    free(env->buf);
+    memset(env, 0, sizeof *env);
+}
+
+static const char *const ENV_KEYS[4] = {"ciphertext", "IV", "hmac", "kid"};
+
+static const char **env_slot(picl_envelope *env, size_t k)
+{
+    const char **slots[4] = {&env->ciphertext, &env->iv, &env->hmac, &env->kid};
+    return slots[k];
+}
+
+/* The four fields of a payload object (a missing or non-string one NULL),
+ * copied into env->buf. */
+static picl_status envelope_from_obj(const json_t *o, picl_envelope *env)
+{
+    memset(env, 0, sizeof *env);
+    const char *v[4];
+    size_t total = 0;
+    for (size_t k = 0; k < 4; k++) {
+        v[k] = json_string_value(json_object_get(o, ENV_KEYS[k]));
+        total += v[k] ? strlen(v[k]) + 1 : 0;
+    }
+    if (!(env->buf = malloc(total ? total : 1)))
+        return PICL_ERROR_NO_MEMORY;
+    char *w = env->buf;
+    for (size_t k = 0; k < 4; k++) {
+        if (!v[k])
+            continue;
+        size_t l = strlen(v[k]);
+        memcpy(w, v[k], l + 1);
+        *env_slot(env, k) = w;
+        w += l + 1;
+    }
+    return PICL_OK;
+}
+
+picl_status picl__record_envelope_load_tree(const char *payload, picl_envelope *env)
+{
+    memset(env, 0, sizeof *env);
+    json_t *o = NULL;
+    picl_status st = picl__record_payload_load(payload, &o);
+    if (st == PICL_OK)
+        st = envelope_from_obj(o, env);
+    json_decref(o);
+    if (st != PICL_OK)
+        picl__record_envelope_free(env);
+    return st;
+}
+
+static int json_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* A JSON string of printable ASCII without escapes at p[*i] (its opening
+ * quote); its text into *s, *len; *i after the closing quote.  0 for
+ * anything else (the tree parser decides about it). */
+static int plain_string(const char *p, size_t n, size_t *i, const char **s, size_t *len)
+{
+    if (*i >= n || p[*i] != '"')
+        return 0;
+    size_t j = *i + 1, from = j;
+    while (j < n && p[j] != '"') {
+        unsigned char ch = (unsigned char)p[j];
+        if (ch < 0x20 || ch > 0x7e || ch == '\\')
+            return 0;
+        j++;
+    }
+    if (j >= n)
+        return 0;
+    *s = p + from;
+    *len = j - from;
+    *i = j + 1;
+    return 1;
+}
+
+/* The common payload in one pass: an object of at most the four fields,
+ * each once, as plain strings.  1: env filled; 0: not that shape (the
+ * caller parses it as a tree, which accepts or refuses it as before);
+ * -1: no memory. */
+static int envelope_fast(const char *p, size_t n, picl_envelope *env)
+{
+    memset(env, 0, sizeof *env);
+    size_t i = 0;
+    while (i < n && json_ws(p[i]))
+        i++;
+    if (i >= n || p[i++] != '{')
+        return 0;
+    if (!(env->buf = malloc(n + 1)))
+        return -1;
+    char *w = env->buf;
+    int seen = 0, ok = 0;
+    while (i < n && json_ws(p[i]))
+        i++;
+    if (i < n && p[i] == '}') {
+        i++;
+        ok = 1;
+    }
+    while (!ok) {
+        const char *ks, *vs;
+        size_t kl, vl, k;
+        if (!plain_string(p, n, &i, &ks, &kl))
+            break;
+        for (k = 0; k < 4; k++)
+            if (strlen(ENV_KEYS[k]) == kl && !memcmp(ENV_KEYS[k], ks, kl))
+                break;
+        if (k == 4 || (seen & (1 << k)))
+            break; /* another member, or one twice */
+        seen |= 1 << k;
+        while (i < n && json_ws(p[i]))
+            i++;
+        if (i >= n || p[i++] != ':')
+            break;
+        while (i < n && json_ws(p[i]))
+            i++;
+        if (!plain_string(p, n, &i, &vs, &vl))
+            break;
+        memcpy(w, vs, vl);
+        w[vl] = 0;
+        *env_slot(env, k) = w;
+        w += vl + 1;
+        while (i < n && json_ws(p[i]))
+            i++;
+        if (i < n && p[i] == ',') {
+            i++;
+            while (i < n && json_ws(p[i]))
+                i++;
+            continue;
+        }
+        if (i < n && p[i] == '}') {
+            i++;
+            ok = 1;
+        }
+        break;
+    }
+    while (ok && i < n && json_ws(p[i]))
+        i++;
+    if (!ok || i != n) {
+        picl__record_envelope_free(env);
+        return 0;
+    }
+    return 1;
+}
+
+picl_status picl__record_envelope_load(const char *payload, picl_envelope *env)
+{
+    memset(env, 0, sizeof *env);
+    if (!payload || strlen(payload) > PAYLOAD_MAX)
+        return PICL_ERROR_DECRYPT;
+    int r = envelope_fast(payload, strlen(payload), env);
+    if (r < 0)
+        return PICL_ERROR_NO_MEMORY;
+    return r ? PICL_OK : picl__record_envelope_load_tree(payload, env);
+}
+
+picl_status picl__record_kid_env(const picl_envelope *env, picl_class_entry *kid)
+{
+    return picl__kid_parse(env->kid, kid) == PICL_OK ? PICL_OK : PICL_ERROR_DECRYPT;
+}
+
+picl_status picl__record_decrypt_env(json_t **clear, const char *collection, const char *bso_id,
+                                     const picl_envelope *env, picl_sealer *keys,
+                                     const picl_class_entry *expect, int allow_other,
+                                     picl_record_fault *fault)
 {
     *clear = NULL;
     picl_status st = PICL_ERROR_DECRYPT;
@@ -184,11 +347,11 @@ picl_status picl__record_decrypt_obj(json_t **clear, const char *collection, con
     int oom;
     json_t *c = NULL;
     picl_class_entry kid;
-    if (!json_is_object(o) || !bso_id || !collection)
+    if (!env || !bso_id || !collection)
         goto done;
     /* 1. the kid against the class map */
     why = PICL_RECORD_FAULT_KID;
-    const char *kidtxt = json_string_value(json_object_get(o, "kid"));
+    const char *kidtxt = env->kid;
     if (picl__kid_parse(kidtxt, &kid) != PICL_OK)
         goto done;
     /* never read data under a weaker class than the map says: a server
@@ -204,10 +367,7 @@ picl_status picl__record_decrypt_obj(json_t **clear, const char *collection, con
         goto done;
     picl_mac_context ctx;
     picl__record_v2_context(&ctx, collection, bso_id, kidtxt);
-    const char *ct = json_string_value(json_object_get(o, "ciphertext"));
-    const char *iv = json_string_value(json_object_get(o, "IV"));
-    const char *mac = json_string_value(json_object_get(o, "hmac"));
-    picl_status ost = picl__record_open_with(&pt, &ptlen, keys, &ctx, ct, iv, mac);
+    picl_status ost = picl__record_open_with(&pt, &ptlen, keys, &ctx, env->ciphertext, env->iv, env->hmac);
     if (ost == PICL_ERROR_NO_MEMORY) {
         st = ost;
         goto done;
@@ -235,6 +395,24 @@ done:
     picl__json_zdecref(c);
     if (fault)
         *fault = st == PICL_OK ? PICL_RECORD_FAULT_NONE : why;
+    return st;
+}
+
+picl_status picl__record_decrypt_obj(json_t **clear, const char *collection, const char *bso_id,
+                                     const json_t *o, picl_sealer *keys, const picl_class_entry *expect,
+                                     int allow_other, picl_record_fault *fault)
+{
+    picl_envelope env;
+    memset(&env, 0, sizeof env);
+    if (json_is_object(o) && envelope_from_obj(o, &env) != PICL_OK) {
+        *clear = NULL;
+        if (fault)
+            *fault = PICL_RECORD_FAULT_NOT_JSON;
+        return PICL_ERROR_NO_MEMORY;
+    }
+    picl_status st = picl__record_decrypt_env(clear, collection, bso_id, json_is_object(o) ? &env : NULL,
+                                              keys, expect, allow_other, fault);
+    picl__record_envelope_free(&env);
     return st;
 }
 

@@ -84,6 +84,29 @@ picl_status picl__record_decrypt_obj(json_t **clear, const char *collection, con
 picl_status picl__record_encrypt_with(char **payload, const char *collection, const json_t *cleartext,
                                       picl_sealer *keys, const picl_class_entry *kid);
 
+/* The payload's four texts without a JSON tree: what picl__record_decrypt_obj
+ * reads of the payload object.  picl__record_envelope_load: the same
+ * results as picl__record_payload_load followed by reading the fields (a
+ * field missing or not a string is NULL), the same statuses; the common
+ * shape (an object of at most those four members, each once, plain ASCII
+ * strings) is read in one pass, anything else through the tree.
+ * picl__record_envelope_load_tree: always through the tree (tests compare
+ * the two).  picl__record_kid_env, picl__record_decrypt_env: as the _obj
+ * functions (env NULL = a payload that is not a JSON object).  env is the
+ * caller's: picl__record_envelope_free. */
+typedef struct picl_envelope {
+    char *buf; /* the texts, each NUL-terminated */
+    const char *ciphertext, *iv, *hmac, *kid;
+} picl_envelope;
+picl_status picl__record_envelope_load(const char *payload, picl_envelope *env);
+picl_status picl__record_envelope_load_tree(const char *payload, picl_envelope *env);
+void picl__record_envelope_free(picl_envelope *env);
+picl_status picl__record_kid_env(const picl_envelope *env, picl_class_entry *kid);
+picl_status picl__record_decrypt_env(json_t **clear, const char *collection, const char *bso_id,
+                                     const picl_envelope *env, picl_sealer *keys,
+                                     const picl_class_entry *expect, int allow_other,
+                                     picl_record_fault *fault);
+
 /* ---- the class map (records.md section 4) ------------------------------ */
 
 typedef struct picl_classmap_item {

@@ -384,6 +384,163 @@ START_TEST(test_classmap_set_and_fingerprint)
 }
 END_TEST
 
+/* Compares the one-pass envelope reader with the tree: same status, same
+ * four fields (NULL or the same text). */
+static void envelope_same(const char *payload)
+{
+    picl_envelope a, b;
+    picl_status sa = picl__record_envelope_load(payload, &a);
+    picl_status sb = picl__record_envelope_load_tree(payload, &b);
+    ck_assert_msg(sa == sb, "status %d vs tree %d for %s", sa, sb, payload ? payload : "(null)");
+    const char *fa[4] = {a.ciphertext, a.iv, a.hmac, a.kid}, *fb[4] = {b.ciphertext, b.iv, b.hmac, b.kid};
+    for (int k = 0; k < 4; k++) {
+        ck_assert_msg((fa[k] == NULL) == (fb[k] == NULL), "field %d presence differs for %s", k, payload);
+        if (fa[k])
+            ck_assert_str_eq(fa[k], fb[k]);
+    }
+    picl__record_envelope_free(&a);
+    picl__record_envelope_free(&b);
+}
+
+/* layout with %1$s, %2$s, %3$s replaced by a, b, c (no printf: the layouts
+ * are data) */
+static void fill(char *out, size_t cap, const char *layout, const char *a, const char *b, const char *c)
+{
+    size_t o = 0;
+    for (const char *p = layout; *p && o + 1 < cap;) {
+        if (p[0] == '%' && p[1] >= '1' && p[1] <= '3' && p[2] == '$' && p[3] == 's') {
+            const char *v = p[1] == '1' ? a : p[1] == '2' ? b : c;
+            size_t l = strlen(v);
+            ck_assert(o + l < cap);
+            memcpy(out + o, v, l);
+            o += l;
+            p += 4;
+        } else {
+            out[o++] = *p++;
+        }
+    }
+    out[o] = 0;
+}
+
+START_TEST(test_envelope_one_pass_matches_tree)
+{
+    picl_keypair b1;
+    ck_assert_int_eq(picl__collection_keys(&b1, kB, "passwords", 1), PICL_OK);
+    picl_class_entry B1 = {'B', 1};
+    json_t *rec = sample(ID);
+    char *payload;
+    ck_assert_int_eq(picl__record_encrypt(&payload, "passwords", rec, &b1, &B1), PICL_OK);
+
+    /* the common shape: exact fields */
+    picl_envelope env;
+    ck_assert_int_eq(picl__record_envelope_load(payload, &env), PICL_OK);
+    json_t *p = json_loads(payload, 0, NULL);
+    ck_assert_str_eq(env.ciphertext, json_string_value(json_object_get(p, "ciphertext")));
+    ck_assert_str_eq(env.iv, json_string_value(json_object_get(p, "IV")));
+    ck_assert_str_eq(env.hmac, json_string_value(json_object_get(p, "hmac")));
+    ck_assert_str_eq(env.kid, "B:1");
+    picl__record_envelope_free(&env);
+    envelope_same(payload);
+
+    /* the same envelope laid out otherwise: spacing, order, escapes */
+    const char *ct = json_string_value(json_object_get(p, "ciphertext"));
+    const char *iv = json_string_value(json_object_get(p, "IV"));
+    const char *mac = json_string_value(json_object_get(p, "hmac"));
+    size_t big = strlen(ct) * 2 + 512;
+    char *t = malloc(big);
+    const char *layouts[] = {
+        " {\n\t\"kid\" : \"B:1\" ,\r\n \"hmac\":\"%3$s\", \"IV\":\"%2$s\",\"ciphertext\":\"%1$s\" } \n",
+        "{\"ciphertext\":\"%1$s\",\"IV\":\"%2$s\",\"hmac\":\"%3$s\",\"kid\":\"B\\u003a1\"}",
+        "{\"ciphertext\":\"%1$s\",\"IV\":\"%2$s\",\"hmac\":\"%3$s\",\"kid\":\"B:1\",\"extra\":1}",
+        "{\"ciphertext\":\"%1$s\",\"IV\":\"%2$s\",\"hmac\":\"%3$s\",\"kid\":\"B:1\",\"kid\":\"B:1\"}",
+        "{\"ciphertext\":\"%1$s\",\"IV\":\"%2$s\",\"hmac\":\"%3$s\"}",
+        "{\"ciphertext\":\"%1$s\",\"IV\":\"%2$s\",\"hmac\":\"%3$s\",\"kid\":null}",
+        "{\"ciphertext\":\"%1$s\",\"IV\":\"%2$s\",\"hmac\":\"%3$s\",\"kid\":7}",
+        "{\"ciphertext\":\"%1$s\",\"IV\":\"%2$s\",\"hmac\":\"%3$s\",\"kid\":\"B:1\"} x",
+        "{\"ciphertext\":\"%1$s\",\"IV\":\"%2$s\",\"hmac\":\"%3$s\",\"kid\":\"B:1\",}",
+        "{\"ciphertext\":\"%1$s\",\"IV\":\"%2$s\",\"hmac\":\"%3$s\",\"kid\":\"B:1\"",
+        "{\"ciphertext\":\"%1$s\" \"IV\":\"%2$s\",\"hmac\":\"%3$s\",\"kid\":\"B:1\"}",
+        "{\"ciphertext\"\"%1$s\",\"IV\":\"%2$s\",\"hmac\":\"%3$s\",\"kid\":\"B:1\"}",
+        "[\"%1$s\",\"%2$s\",\"%3$s\"]",
+        "{\"ciphertext\":\"%1$s\",\"IV\":\"%2$s\",\"hmac\":\"%3$s\",\"kid\":\"B:1\u00e9\"}",
+        "{\"ciphertext\":\"%1$s\",\"IV\":\"%2$s\",\"hmac\":\"%3$s\",\"kid\":\"B:1\xff\"}",
+        "{\"ciphertext\":\"%1$s\",\"IV\":\"%2$s\",\"hmac\":\"%3$s\",\"kid\":\"B:\\u0000\"}",
+        "{\"ciphertext\":\"%1$s\",\"IV\":\"%2$s\",\"hmac\":\"%3$s\",\"kid\":\"B:1\t\"}",
+        "{\"ciphertext\":\"%1$s\",\"IV\":\"%2$s\",\"hmac\":\"%3$s\",\"kid\":\"\\\"\"}",
+        "{\"ciphertext\":\"%1$s\",\"IV\":\"%2$s\",\"hmac\":\"%3$s\",\"k\\u0069d\":\"B:1\"}",
+        "{\"ciphertext\":\"%1$s\",\"IV\":\"%2$s\",\"hmac\":\"%3$s\",\"kid\":\"B:1\",\"n\":1e999999}",
+        "{\"ciphertext\":\"%1$s\",\"IV\":\"%2$s\",\"hmac\":\"%3$s\",\"kid\":\"B:1\",\"n\":"
+        "123456789012345678901234567890}",
+        "{\"ciphertext\":[\"%1$s\"],\"IV\":\"%2$s\",\"hmac\":\"%3$s\",\"kid\":\"B:1\"}",
+        "{\"IV\":\"%2$s\"}",
+        "{}",
+        " { } ",
+        "",
+        "   ",
+        "{",
+        "}",
+        "\"%1$s\"",
+        "null",
+        "{\"ciphertext\":\"%1$s\",\"IV\":\"%2$s\",\"hmac\":\"%3$s\",\"kid\":\"B:1\"}\n\n",
+        "\xef\xbb\xbf{\"kid\":\"B:1\"}",
+        "{\"kid\":\"B:1\"}\x0b",
+    };
+    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
+        fill(t, big, layouts[i], ct, iv, mac);
+        envelope_same(t);
+        /* and the whole decryption agrees with the tree's */
+        json_t *o = NULL, *c1 = NULL, *c2 = NULL;
+        picl_record_fault w1 = PICL_RECORD_FAULT_NONE, w2 = PICL_RECORD_FAULT_NONE;
+        picl_sealer *k = NULL;
+        ck_assert_int_eq(picl__sealer_new(&k, &b1), PICL_OK);
+        picl_status s1 = picl__record_envelope_load(t, &env);
+        picl_status d1 =
+            picl__record_decrypt_env(&c1, "passwords", ID, s1 == PICL_OK ? &env : NULL, k, &B1, 0, &w1);
+        picl__record_envelope_free(&env);
+        picl_status s2 = picl__record_payload_load(t, &o);
+        picl_status d2 = picl__record_decrypt_obj(&c2, "passwords", ID, o, k, &B1, 0, &w2);
+        ck_assert_int_eq(s1, s2);
+        ck_assert_int_eq(d1, d2);
+        ck_assert_int_eq(w1, w2);
+        ck_assert((c1 == NULL) == (c2 == NULL));
+        if (c1)
+            ck_assert(json_equal(c1, c2) && json_equal(c1, rec));
+        json_decref(c1);
+        json_decref(c2);
+        json_decref(o);
+        picl__sealer_free(k);
+    }
+    /* the plain layouts decrypt; a duplicate member and a non-object never do */
+    fill(t, big, layouts[0], ct, iv, mac);
+    ck_assert_int_eq(picl__record_envelope_load(t, &env), PICL_OK);
+    picl__record_envelope_free(&env);
+    fill(t, big, layouts[3], ct, iv, mac);
+    ck_assert_int_eq(picl__record_envelope_load(t, &env), PICL_ERROR_DECRYPT);
+    fill(t, big, layouts[12], ct, iv, mac);
+    ck_assert_int_eq(picl__record_envelope_load(t, &env), PICL_ERROR_DECRYPT);
+    ck_assert_int_eq(picl__record_envelope_load(NULL, &env), PICL_ERROR_DECRYPT);
+
+    /* every cut and every single-byte change of a real payload */
+    size_t n = strlen(payload);
+    for (size_t cut = 0; cut <= n; cut++) {
+        memcpy(t, payload, cut);
+        t[cut] = 0;
+        envelope_same(t);
+    }
+    const char subst[] = {'"', '\\', ',', ':', '{', '}', ' ', 'A', '\x01', '\x80'};
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < sizeof subst; j++) {
+            memcpy(t, payload, n + 1);
+            t[i] = subst[j];
+            envelope_same(t);
+        }
+    free(t);
+    json_decref(p);
+    free(payload);
+    json_decref(rec);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("records");
@@ -397,6 +554,7 @@ int main(void)
     tcase_add_test(tc, test_classmap_sign_verify);
     tcase_add_test(tc, test_classmap_attacks);
     tcase_add_test(tc, test_classmap_set_and_fingerprint);
+    tcase_add_test(tc, test_envelope_one_pass_matches_tree);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
