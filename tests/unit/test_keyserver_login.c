@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: MPL-2.0 */
+/* test_keyserver_login.c -- the login's SRP session (schema v6): auth/finish
+ * from the stored B gives the picl_srp_era.txt bundle byte for byte, as a
+ * session stored without B (the old path, g^b again) does; spent, replayed,
+ * unknown, expired and throttled sessions are refused with their exact
+ * answers; a schema 5 session table is migrated with its pending login. */
+#include "testutil.h"
+#include "testutil_ks.h"
+#include "testutil_pg.h"
+
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "keyserver/ks_db.h"
+
+static tu_vecfile *vf;
+static tuks_srv srv;
+static int64_t fake_now;
+
+static int is_hex(const char *s) { return *s && strspn(s, "0123456789abcdef") == strlen(s); }
+
+/* The n-th (0-based) pure-hex value of key in file order. */
+static const char *nth(const char *key, int n)
+{
+    const tu_case *c = &vf->cases[0];
+    for (size_t j = 0; j < c->n; j++)
+        if (!strcmp(c->kv[j].key, key) && is_hex(c->kv[j].value) && n-- == 0)
+            return c->kv[j].value;
+    ck_abort_msg("vector %s missing", key);
+    return NULL;
+}
+
+/* The vector's b and authToken; everything else from NSS. */
+static picl_status hook(void *ctx, const char *what, uint8_t *out, size_t len)
+{
+    const char *key = !strcmp(what, "b") && len == 256          ? "private b (hex)"
+                      : !strcmp(what, "authToken") && len == 32 ? "authToken"
+                                                                : NULL;
+    if (!key)
+        return PICL_ERROR_NOT_FOUND;
+    size_t n = 0;
+    uint8_t *v = tu_unhex(nth(key, 0), &n);
+    ck_assert_uint_eq(n, len);
+    memcpy(out, v, len);
+    free(v);
+    return PICL_OK;
+}
+
+static int64_t clock_hook(void *ctx) { return fake_now; }
+
+static ks_config config(void)
+{
+    ks_config c = {.random = hook, .now = clock_hook, .login_max = 2};
+    return c;
+}
+
+static long post(const char *path, const char *body, tuks_resp *r)
+{
+    const char *h[] = {"Content-Type: application/json", NULL};
+    return tuks_request(srv.port, "POST", path, h, body, strlen(body), r);
+}
+
+static void assert_err(tuks_resp *r, long code, int errnum)
+{
+    ck_assert_int_eq(r->status, code);
+    ck_assert_int_eq(json_integer_value(json_object_get(r->json, "errno")), errnum);
+    tuks_resp_free(r);
+}
+
+/* The vector's account, verified. */
+static void make_account(void)
+{
+    tuks_resp r;
+    char body[4096];
+    snprintf(body, sizeof body,
+             "{\"email\":\"%s\",\"srp\":{\"type\":\"SRP-6a/SHA256/2048/v1\",\"verifier\":\"%s\","
+             "\"salt\":\"%s\"},\"passwordStretching\":{\"type\":\"PBKDF2/scrypt/PBKDF2/v1\","
+             "\"PBKDF2_rounds_1\":20000,\"scrypt_N\":65536,\"scrypt_r\":8,\"scrypt_p\":1,"
+             "\"PBKDF2_rounds_2\":20000,\"salt\":\"%s\"}}",
+             nth("email", 0), nth("srpVerifier", 0), nth("srpSalt (normally random)", 0),
+             nth("mainSalt (normally random)", 0));
+    ck_assert_int_eq(post("/v1/account/create", body, &r), 200);
+    tuks_resp_free(&r);
+}
+
+static void setup(void)
+{
+    tu_nss_setup();
+    vf = tu_vec_load("picl_srp_era.txt");
+    fake_now = time(NULL);
+    ks_config c = config();
+    tuks_start(&srv, &c);
+    make_account();
+}
+
+static void teardown(void)
+{
+    tuks_stop(&srv);
+    tu_vec_free(vf);
+    tu_nss_teardown();
+}
+
+/* auth/start: the srpToken (65 bytes), after checking B is the vector's. */
+static void start(char tok[65])
+{
+    tuks_resp r;
+    char body[512];
+    snprintf(body, sizeof body, "{\"email\":\"%s\"}", nth("email", 0));
+    ck_assert_int_eq(post("/v1/auth/start", body, &r), 200);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r.json, "srp"), "B")),
+                     nth("transmitted srpB", 0));
+    snprintf(tok, 65, "%s", json_string_value(json_object_get(r.json, "srpToken")));
+    tuks_resp_free(&r);
+}
+
+/* auth/finish with the vector's A and M1 (or a wrong M1): the status; the
+ * answer stays in *r. */
+static long finish(const char *tok, int wrong, tuks_resp *r)
+{
+    char body[2048];
+    char m[65];
+    snprintf(m, sizeof m, "%s", nth("M1", 0));
+    if (wrong)
+        m[0] = m[0] == '0' ? '1' : '0';
+    snprintf(body, sizeof body, "{\"srpToken\":\"%s\",\"A\":\"%s\",\"M\":\"%s\"}", tok,
+             nth("transmitted srpA", 0), m);
+    return post("/v1/auth/finish", body, r);
+}
+
+static void db_exec(const char *sql);
+
+/* A right finish: 200 and the vector's bundle (authToken under srpK). */
+static void finish_ok(const char *tok)
+{
+    tuks_resp r;
+    long st_ = finish(tok, 0, &r);
+    ck_assert_msg(st_ == 200, "finish: %ld %s", st_, r.body ? r.body : "");
+    ck_assert_str_eq(json_string_value(json_object_get(r.json, "bundle")), nth("response", 0));
+    tuks_resp_free(&r);
+    /* the forced authToken is the same every time: the next login may
+     * store it again */
+    db_exec("DELETE FROM tokens");
+}
+
+/* One SQL statement on the server's database (SQLite file or PostgreSQL). */
+static void db_exec(const char *sql)
+{
+    if (srv.dburl[0]) {
+        ck_assert_msg(tupg_exec(srv.dburl, sql) == 0, "%s failed", sql);
+        return;
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s/keyserver.db", srv.dir);
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    char *err = NULL;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
+    ck_assert_msg(rc == SQLITE_OK, "%s: %s", sql, err ? err : "");
+    sqlite3_close(db);
+}
+
+/* The server again on the same data directory and database. */
+static void restart_same_data(void)
+{
+    ks_server_free(srv.ks);
+    srv.ks = NULL;
+    ks_config c = config();
+    c.listen = "127.0.0.1:0";
+    c.data_dir = srv.dir;
+    c.database = srv.dburl[0] ? srv.dburl : NULL;
+    c.threads = 4;
+    ck_assert_int_eq(ks_server_new(&srv.ks, &c), PICL_OK);
+    ck_assert_int_eq(ks_server_start(srv.ks), PICL_OK);
+    srv.port = ks_server_port(srv.ks);
+    snprintf(srv.base, sizeof srv.base, "http://127.0.0.1:%u", srv.port);
+}
+
+START_TEST(finish_from_stored_B_matches_old_path)
+{
+    char tok[65];
+    /* the new path: the session keeps B */
+    start(tok);
+    ck_assert_int_eq(tuks_db_int(&srv, "SELECT count(*) FROM srp_sessions WHERE b_public IS NOT NULL"), 1);
+    finish_ok(tok);
+    ck_assert_int_eq(tuks_db_int(&srv, "SELECT count(*) FROM srp_sessions"), 0);
+    /* the old path: a session without B (stored before schema 6) computes
+     * g^b again -- the same bundle */
+    start(tok);
+    db_exec("UPDATE srp_sessions SET b_public = NULL");
+    ck_assert_int_eq(tuks_db_int(&srv, "SELECT count(*) FROM srp_sessions WHERE b_public IS NULL"), 1);
+    finish_ok(tok);
+    ck_assert_int_eq(tuks_db_int(&srv, "SELECT count(*) FROM srp_sessions"), 0);
+    /* a wrong proof is refused on both paths alike */
+    tuks_resp r;
+    start(tok);
+    finish(tok, 1, &r);
+    assert_err(&r, 400, 103);
+    start(tok);
+    db_exec("UPDATE srp_sessions SET b_public = NULL");
+    finish(tok, 1, &r);
+    assert_err(&r, 400, 103);
+}
+END_TEST
+
+START_TEST(spent_replayed_expired_and_throttled_sessions_refused)
+{
+    tuks_resp r;
+    char tok[65], held[65];
+    /* a successful login's srpToken is spent */
+    start(tok);
+    finish_ok(tok);
+    finish(tok, 0, &r);
+    assert_err(&r, 401, 110);
+    /* a failed one's too, even with the right proof afterwards */
+    start(tok);
+    finish(tok, 1, &r);
+    assert_err(&r, 400, 103);
+    finish(tok, 0, &r);
+    assert_err(&r, 401, 110);
+    /* an unknown one */
+    finish("0000000000000000000000000000000000000000000000000000000000000005", 0, &r);
+    assert_err(&r, 401, 110);
+    /* an expired one is refused and deleted all the same */
+    start(tok);
+    fake_now += 61;
+    finish(tok, 0, &r);
+    assert_err(&r, 401, 110);
+    ck_assert_int_eq(tuks_db_int(&srv, "SELECT count(*) FROM srp_sessions"), 0);
+    /* login_max = 2 failed proofs: one was counted above, a second now; the
+     * session held from before is then throttled (429/114 with Retry-After)
+     * and spent: its replay is 401/110 */
+    start(held);
+    start(tok);
+    finish(tok, 1, &r);
+    assert_err(&r, 400, 103);
+    finish(held, 0, &r);
+    ck_assert_int_gt(strtol(r.retry_after, NULL, 10), 0);
+    assert_err(&r, 429, 114);
+    finish(held, 0, &r);
+    assert_err(&r, 401, 110);
+    ck_assert_int_eq(tuks_db_int(&srv, "SELECT count(*) FROM srp_sessions"), 0);
+    /* the window passes: the right password logs in again (and a success
+     * is not a failure: it is refunded) */
+    fake_now += 3600;
+    for (int i = 0; i < 3; i++) {
+        start(tok);
+        finish_ok(tok);
+    }
+}
+END_TEST
+
+START_TEST(schema5_session_table_migrated)
+{
+    /* a login left pending in a schema 5 database: its session has no B */
+    char tok[65];
+    start(tok);
+    ks_server_free(srv.ks);
+    srv.ks = NULL;
+    if (srv.dburl[0]) {
+        db_exec("ALTER TABLE srp_sessions DROP COLUMN b_public;"
+                "UPDATE meta SET value = 5 WHERE key = 'schema_version'");
+    } else {
+        db_exec("CREATE TABLE srp_old (key BLOB PRIMARY KEY,"
+                " account INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,"
+                " b BLOB NOT NULL, expires INTEGER NOT NULL);"
+                "INSERT INTO srp_old SELECT key, account, b, expires FROM srp_sessions;"
+                "DROP TABLE srp_sessions; ALTER TABLE srp_old RENAME TO srp_sessions;"
+                "CREATE INDEX srp_account ON srp_sessions(account);"
+                "UPDATE meta SET value = 5 WHERE key = 'schema_version';");
+        ck_assert_int_eq(tuks_db_int(&srv, "SELECT count(*) FROM sqlite_master WHERE name = 'srp_sessions'"
+                                           " AND sql LIKE '%WITHOUT ROWID%'"),
+                         0);
+    }
+    ck_assert_int_eq(tuks_db_int(&srv, "SELECT value FROM meta WHERE key = 'schema_version'"), 5);
+    restart_same_data();
+    ck_assert_int_eq(tuks_db_int(&srv, "SELECT value FROM meta WHERE key = 'schema_version'"), 6);
+    ck_assert_int_eq(KS_SCHEMA_VERSION, 6);
+    if (srv.dburl[0]) {
+        ck_assert_int_eq(tuks_db_int(&srv, "SELECT count(*) FROM information_schema.columns WHERE"
+                                           " table_schema = current_schema() AND"
+                                           " table_name = 'srp_sessions' AND column_name = 'b_public'"),
+                         1);
+    } else {
+        ck_assert_int_eq(tuks_db_int(&srv, "SELECT count(*) FROM pragma_table_info('srp_sessions')"
+                                           " WHERE name = 'b_public'"),
+                         1);
+        ck_assert_int_eq(tuks_db_int(&srv, "SELECT count(*) FROM sqlite_master WHERE name = 'srp_sessions'"
+                                           " AND sql LIKE '%WITHOUT ROWID%'"),
+                         1);
+        ck_assert_int_eq(tuks_db_int(&srv, "SELECT count(*) FROM sqlite_master WHERE name = 'srp_account'"),
+                         0);
+    }
+    /* the pending session survived the migration without B: the old path */
+    ck_assert_int_eq(tuks_db_int(&srv, "SELECT count(*) FROM srp_sessions WHERE b_public IS NULL"), 1);
+    finish_ok(tok);
+    tuks_resp r;
+    finish(tok, 0, &r);
+    assert_err(&r, 401, 110);
+    /* and a new login keeps B */
+    start(tok);
+    ck_assert_int_eq(tuks_db_int(&srv, "SELECT count(*) FROM srp_sessions WHERE b_public IS NOT NULL"), 1);
+    finish_ok(tok);
+    /* a database of a newer schema stays refused */
+    ks_server_free(srv.ks);
+    srv.ks = NULL;
+    db_exec("UPDATE meta SET value = 7 WHERE key = 'schema_version'");
+    ks_config c = config();
+    c.listen = "127.0.0.1:0";
+    c.data_dir = srv.dir;
+    c.database = srv.dburl[0] ? srv.dburl : NULL;
+    ck_assert_int_eq(ks_server_new(&srv.ks, &c), PICL_ERROR_DATABASE);
+    ck_assert_ptr_null(srv.ks);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("keyserver_login");
+    TCase *tc = tcase_create("login");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, finish_from_stored_B_matches_old_path);
+    tcase_add_test(tc, spent_replayed_expired_and_throttled_sessions_refused);
+    tcase_add_test(tc, schema5_session_table_migrated);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return tu_run(suite()); }
