@@ -57,6 +57,7 @@ typedef struct wrk_result {
 } wrk_result;
 
 static char dir[64];
+static const char *only; /* --only NAME: that scenario alone (for a profile) */
 static char *token, *key;
 static unsigned port;
 
@@ -677,7 +678,7 @@ static int run_node(const char *label, const char *database, int short_run, unsi
         goto done;
 
     /* 1000 records of 1 KiB for each get1000 user to read back */
-    for (int u = 0; u < READ_USERS; u++)
+    for (int u = 0; u < READ_USERS && (!only || !strcmp(only, "get1000")); u++)
         for (int i = 0; i < 10; i++) {
             char *b = records_body(100, i * 100, 1024);
             long ok = b ? signed_request(BIG_UID + u, "POST", "/storage/big", b) : -1;
@@ -688,7 +689,7 @@ static int run_node(const char *label, const char *database, int short_run, unsi
             }
         }
     /* user UID (its share of the server's nonce cache is its own) */
-    if (!database && write_targets() != 0)
+    if (!database && !only && write_targets() != 0)
         goto done;
     int d = short_run ? 1 : 3;
     /* users of its own each, so that no scenario uses up the nonce-cache
@@ -707,6 +708,8 @@ static int run_node(const char *label, const char *database, int short_run, unsi
     printf("  %s\n", label);
     rc = 0;
     for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++) {
+        if (only && strcmp(only, sc[i].name))
+            continue;
         /* every user of the scenario answered 2xx before it starts (the
          * probe of the first gives the response's size) */
         long size = signed_request(sc[i].uid, sc[i].method, sc[i].path, sc[i].body);
@@ -778,7 +781,9 @@ done:
 }
 
 /* Options: --backend sqlite (default) | postgresql (SQLite, then the same
- * on PostgreSQL: --database URL, else a throw-away cluster), --short. */
+ * on PostgreSQL: --database URL, else a throw-away cluster), --short,
+ * --only SCENARIO (info, post, qpost8, get1000: that one alone, without the
+ * write comparison, e.g. under perf). */
 int bench_storage(int argc, char **argv)
 {
     const char *backend = "sqlite", *database = NULL;
@@ -790,6 +795,8 @@ int bench_storage(int argc, char **argv)
             database = argv[++i];
         else if (!strcmp(argv[i], "--short"))
             short_run = 1;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            only = argv[++i]; /* info, post, qpost8 or get1000 */
     }
     int pg = !strcmp(backend, "postgresql");
     if (!pg && strcmp(backend, "sqlite")) {

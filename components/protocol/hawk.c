@@ -416,6 +416,9 @@ picl_status picl__hawk_parse(picl_hawk_auth *auth, const char *header, size_t le
 
 /* ---- server: verification ---------------------------------------------- */
 
+static picl_status nonce_check(picl_hawk_nonce_cache *c, const uint8_t who[32], const uint8_t id_digest[32],
+                               const char *nonce, int64_t expires, int64_t now);
+
 /* Malformed request fields (not the caller's mistake: they came off the
  * wire) are reported as a malformed request. */
 static picl_status wire_status(picl_status st)
@@ -460,9 +463,17 @@ picl_status picl__hawk_verify(const picl_hawk_auth *auth, const void *key, size_
         return PICL_HAWK_ERROR_STALE;
 
     /* 4. nonce: live exactly as long as the timestamp would be accepted */
-    if (opts->nonces)
-        return picl__hawk_nonce_check_for(opts->nonces, opts->identity ? opts->identity : auth->id, auth->id,
-                                          auth->nonce, auth->ts + opts->skew, opts->now);
+    if (opts->nonces) {
+        uint8_t iddig[32], who[32];
+        const uint8_t *idd = opts->id_digest, *w = opts->identity_digest;
+        if (!idd && (st = picl__hawk_nonce_id_digest(iddig, auth->id)) != PICL_OK)
+            return st;
+        if (!w && (st = picl__hawk_nonce_identity_digest(who, opts->identity ? opts->identity : auth->id)) !=
+                      PICL_OK)
+            return st;
+        return nonce_check(opts->nonces, w ? w : who, idd ? idd : iddig, auth->nonce, auth->ts + opts->skew,
+                           opts->now);
+    }
     return PICL_OK;
 }
 
@@ -656,18 +667,62 @@ picl_status picl__hawk_nonce_check(picl_hawk_nonce_cache *c, const char *id, con
     return picl__hawk_nonce_check_for(c, id, id, nonce, expires, now);
 }
 
+picl_status picl__hawk_nonce_id_digest(uint8_t out[32], const char *id)
+{
+    if (!out || !id)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    return pair_digest(out, "picl-hawk-id", id);
+}
+
+picl_status picl__hawk_nonce_identity_digest(uint8_t out[32], const char *identity)
+{
+    if (!out || !identity)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    return pair_digest(out, "picl-hawk-identity", identity);
+}
+
 picl_status picl__hawk_nonce_check_for(picl_hawk_nonce_cache *c, const char *identity, const char *id,
                                        const char *nonce, int64_t expires, int64_t now)
 {
-    uint8_t digest[32], who[32];
-    size_t i, free_slot;
-    int have_free = 0;
+    uint8_t iddig[32], who[32];
     picl_status st;
 
     if (!c || !identity || !id || !nonce)
         return PICL_ERROR_INVALID_ARGUMENT;
-    if ((st = pair_digest(digest, id, nonce)) != PICL_OK ||
-        (st = pair_digest(who, "picl-hawk-identity", identity)) != PICL_OK)
+    if ((st = picl__hawk_nonce_id_digest(iddig, id)) != PICL_OK ||
+        (st = picl__hawk_nonce_identity_digest(who, identity)) != PICL_OK)
+        return st;
+    return nonce_check(c, who, iddig, nonce, expires, now);
+}
+
+picl_status picl__hawk_nonce_check_digests(picl_hawk_nonce_cache *c, const uint8_t identity_digest[32],
+                                           const uint8_t id_digest[32], const char *nonce, int64_t expires,
+                                           int64_t now)
+{
+    if (!c || !identity_digest || !id_digest || !nonce)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    return nonce_check(c, identity_digest, id_digest, nonce, expires, now);
+}
+
+/* The entry's key: SHA-256(id digest || nonce), the id digest a fixed 32
+ * bytes (so unambiguous); who: whose share it counts in. */
+static picl_status nonce_check(picl_hawk_nonce_cache *c, const uint8_t who[32], const uint8_t id_digest[32],
+                               const char *nonce, int64_t expires, int64_t now)
+{
+    uint8_t digest[32];
+    size_t i, free_slot;
+    int have_free = 0;
+    picl_status st;
+    picl_sha256_ctx *ctx = NULL;
+
+    if ((st = picl__sha256_init(&ctx)) != PICL_OK)
+        return st;
+    if ((st = picl__sha256_update(ctx, id_digest, 32)) != PICL_OK ||
+        (st = picl__sha256_update(ctx, nonce, strlen(nonce))) != PICL_OK) {
+        picl__sha256_abort(ctx);
+        return st;
+    }
+    if ((st = picl__sha256_final(ctx, digest)) != PICL_OK)
         return st;
 
     pthread_mutex_lock(&c->lock);

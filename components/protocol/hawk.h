@@ -148,15 +148,19 @@ picl_status picl__hawk_parse(picl_hawk_auth *auth, const char *header, size_t le
 typedef struct picl_hawk_nonce_cache picl_hawk_nonce_cache;
 
 typedef struct picl_hawk_verify_opts {
-    int64_t now;                   /* server time, unix seconds */
-    int64_t skew;                  /* allowed |ts - now|, 0..86400*366 */
-    int require_hash;              /* a missing hash is PICL_HAWK_ERROR_BAD_MAC */
-    picl_hawk_nonce_cache *nonces; /* NULL = no replay check */
-    const char *identity;          /* whose share of the nonce cache the request
+    int64_t now;                    /* server time, unix seconds */
+    int64_t skew;                   /* allowed |ts - now|, 0..86400*366 */
+    int require_hash;               /* a missing hash is PICL_HAWK_ERROR_BAD_MAC */
+    picl_hawk_nonce_cache *nonces;  /* NULL = no replay check */
+    const char *identity;           /* whose share of the nonce cache the request
                                       uses (e.g. the account); NULL = the Hawk id */
-    picl_hmac_ctx *mac_ctx;        /* NULL, or an HMAC-SHA256 context keyed with
+    picl_hmac_ctx *mac_ctx;         /* NULL, or an HMAC-SHA256 context keyed with
                                       the key passed beside (picl__hawk_mac_ctx):
                                       the MAC without importing the key */
+    const uint8_t *id_digest;       /* NULL, or picl__hawk_nonce_id_digest(auth->id)
+                                       kept by the caller (e.g. per token) */
+    const uint8_t *identity_digest; /* NULL, or picl__hawk_nonce_identity_digest of
+                                       the identity (else of the Hawk id) */
 } picl_hawk_verify_opts;
 
 /*
@@ -200,6 +204,16 @@ picl_status picl__hawk_nonce_cache_set_share(picl_hawk_nonce_cache *cache, size_
  * of live entries.  Needs NSS (SHA-256). */
 picl_status picl__hawk_nonce_check_for(picl_hawk_nonce_cache *cache, const char *identity, const char *id,
                                        const char *nonce, int64_t expires, int64_t now);
+/* The digests the cache keys its entries with, which a server may keep per
+ * credential so that a request's check hashes its nonce alone: of the Hawk
+ * id (an entry is SHA-256(id digest || nonce)) and of the identity whose
+ * share it counts in.  Need NSS. */
+picl_status picl__hawk_nonce_id_digest(uint8_t out[32], const char *id);
+picl_status picl__hawk_nonce_identity_digest(uint8_t out[32], const char *identity);
+/* picl__hawk_nonce_check_for with both digests given: the same decisions. */
+picl_status picl__hawk_nonce_check_digests(picl_hawk_nonce_cache *cache, const uint8_t identity_digest[32],
+                                           const uint8_t id_digest[32], const char *nonce, int64_t expires,
+                                           int64_t now);
 /* The same with identity = id. */
 picl_status picl__hawk_nonce_check(picl_hawk_nonce_cache *cache, const char *id, const char *nonce,
                                    int64_t expires, int64_t now);

@@ -24,13 +24,30 @@
 /* Verified tokens and their derived keys, so that a client's requests do
  * not pay the signature check and the HKDF again (the token text is the
  * cache key: a tampered token is never found and goes the full way). */
-#define TOKEN_CACHE_SLOTS 256
+#define TOKEN_CACHE_SETS 1024 /* of TOKEN_CACHE_WAYS tokens each */
+#define TOKEN_CACHE_WAYS 2
 
+/* Per token also what each of its requests would otherwise redo: the Hawk
+ * key imported into an HMAC context (lent to one request at a time: a
+ * request that finds it lent imports the key itself), and the nonce
+ * cache's digests of the token and of its user.  All wiped with the slot. */
 typedef struct token_slot {
     char *token;
     picl_tokenlib_payload p;
     char key[PICL_TOKENLIB_KEY_CHARS + 1];
+    picl_hmac_ctx *mac;
+    uint8_t id_digest[32], who_digest[32];
+    uint64_t used; /* the cache's tick when last found: the older way goes */
 } token_slot;
+
+/* What a request takes from the cache: copies, and the HMAC context lent
+ * (NULL: none was free). */
+typedef struct token_view {
+    picl_tokenlib_payload p;
+    char key[PICL_TOKENLIB_KEY_CHARS + 1];
+    picl_hmac_ctx *mac;
+    uint8_t id_digest[32], who_digest[32];
+} token_view;
 
 struct storage_auth {
     uint8_t *secret;
@@ -40,50 +57,139 @@ struct storage_auth {
     storage_nonce_store shared; /* NULL, or the store sibling processes share */
     void *shared_ctx;
     pthread_mutex_t mu;
-    token_slot cache[TOKEN_CACHE_SLOTS];
+    uint64_t tick;
+    token_slot *cache[TOKEN_CACHE_SETS * TOKEN_CACHE_WAYS]; /* NULL: empty */
 };
 
-static size_t slot_of(const char *token)
+static size_t set_of(const char *token)
 {
     uint64_t h = 1469598103934665603u; /* FNV-1a */
     for (; *token; token++)
         h = (h ^ (uint8_t)*token) * 1099511628211u;
-    return (size_t)(h % TOKEN_CACHE_SLOTS);
+    return (size_t)(h % TOKEN_CACHE_SETS) * TOKEN_CACHE_WAYS;
 }
 
-static void slot_clear(token_slot *t)
+static void slot_free(token_slot *t)
 {
+    if (!t)
+        return;
     free(t->token);
-    picl__wipe(t, sizeof *t);
+    picl__hmac_sha256_abort(t->mac);
+    picl__zfree(t, sizeof *t);
+}
+
+/* The slot holding token, or NULL.  Lock held. */
+static token_slot *slot_find(storage_auth *a, const char *token)
+{
+    size_t s = set_of(token);
+    for (size_t w = 0; w < TOKEN_CACHE_WAYS; w++) {
+        token_slot *t = a->cache[s + w];
+        if (t && !strcmp(t->token, token)) {
+            t->used = ++a->tick;
+            return t;
+        }
+    }
+    return NULL;
+}
+
+/* The nonce-cache share is the user's, whatever token it uses (a user can
+ * get any number of tokens). */
+static void who_of(char who[40], int64_t uid) { snprintf(who, 40, "uid:%lld", (long long)uid); }
+
+/* 1 and v filled when token was verified before (its HMAC context lent to
+ * the caller, who gives it back with cache_return). */
+static int cache_get(storage_auth *a, const char *token, token_view *v)
+{
+    pthread_mutex_lock(&a->mu);
+    token_slot *t = slot_find(a, token);
+    if (t) {
+        v->p = t->p;
+        memcpy(v->key, t->key, sizeof t->key);
+        memcpy(v->id_digest, t->id_digest, sizeof v->id_digest);
+        memcpy(v->who_digest, t->who_digest, sizeof v->who_digest);
+        v->mac = t->mac;
+        t->mac = NULL;
+    }
+    pthread_mutex_unlock(&a->mu);
+    return t != NULL;
 }
 
 /* 1 and copies of the payload and key when token was verified before. */
-static int cache_get(storage_auth *a, const char *token, picl_tokenlib_payload *p, char *key)
+static int cache_get_key(storage_auth *a, const char *token, picl_tokenlib_payload *p, char *key)
 {
-    token_slot *t = &a->cache[slot_of(token)];
-    int hit = 0;
     pthread_mutex_lock(&a->mu);
-    if (t->token && !strcmp(t->token, token)) {
+    token_slot *t = slot_find(a, token);
+    if (t) {
         *p = t->p;
         memcpy(key, t->key, sizeof t->key);
-        hit = 1;
     }
     pthread_mutex_unlock(&a->mu);
-    return hit;
+    return t != NULL;
 }
 
-static void cache_put(storage_auth *a, const char *token, const picl_tokenlib_payload *p, const char *key)
+/* Gives a lent (or new) HMAC context of token back to its slot; freed when
+ * the token is no longer cached or its slot has one already. */
+static void cache_return(storage_auth *a, const char *token, picl_hmac_ctx *mac)
 {
-    char *copy = strdup(token);
-    if (!copy)
+    if (!mac)
         return;
-    token_slot *t = &a->cache[slot_of(token)];
     pthread_mutex_lock(&a->mu);
-    slot_clear(t);
-    t->token = copy;
-    t->p = *p;
-    memcpy(t->key, key, sizeof t->key);
+    token_slot *t = slot_find(a, token);
+    if (t && !t->mac) {
+        t->mac = mac;
+        mac = NULL;
+    }
     pthread_mutex_unlock(&a->mu);
+    picl__hmac_sha256_abort(mac);
+}
+
+/* Caches a verified token: in an empty way of its set, else in place of
+ * the way found least recently (wiped). */
+static void cache_put(storage_auth *a, const char *token, const token_view *v)
+{
+    token_slot *n = calloc(1, sizeof *n);
+    if (!n || !(n->token = strdup(token))) {
+        free(n);
+        return;
+    }
+    n->p = v->p;
+    memcpy(n->key, v->key, sizeof n->key);
+    memcpy(n->id_digest, v->id_digest, sizeof n->id_digest);
+    memcpy(n->who_digest, v->who_digest, sizeof n->who_digest);
+    size_t s = set_of(token), victim = s;
+    token_slot *old = NULL;
+    pthread_mutex_lock(&a->mu);
+    for (size_t w = 0; w < TOKEN_CACHE_WAYS; w++) {
+        token_slot *t = a->cache[s + w];
+        if (!t || !strcmp(t->token, token)) {
+            victim = s + w;
+            break;
+        }
+        if (t->used < a->cache[victim]->used)
+            victim = s + w;
+    }
+    old = a->cache[victim];
+    n->used = ++a->tick;
+    a->cache[victim] = n;
+    pthread_mutex_unlock(&a->mu);
+    slot_free(old);
+}
+
+/* v for token from scratch: signature, expiry, the key's HKDF, the
+ * digests.  PICL_OK or PICL_ERROR_TOKEN. */
+static picl_status token_verify(storage_auth *a, const char *token, int64_t now_s, int64_t grace_s,
+                                token_view *v)
+{
+    char who[40];
+    size_t n = strlen(token);
+    if (picl__tokenlib_parse(&v->p, a->secret, a->secretlen, token, n, now_s, grace_s) != PICL_OK ||
+        picl__tokenlib_derive_key(v->key, a->secret, a->secretlen, token, n, v->p.salt) != PICL_OK)
+        return PICL_ERROR_TOKEN;
+    who_of(who, v->p.uid);
+    if (picl__hawk_nonce_id_digest(v->id_digest, token) != PICL_OK ||
+        picl__hawk_nonce_identity_digest(v->who_digest, who) != PICL_OK)
+        return PICL_ERROR_TOKEN;
+    return PICL_OK;
 }
 
 picl_status storage_auth_new(storage_auth **out, const uint8_t *secret, size_t secretlen, int64_t skew_s)
@@ -129,8 +235,8 @@ void storage_auth_free(storage_auth *a)
         return;
     picl__zfree(a->secret, a->secretlen);
     picl__hawk_nonce_cache_free(a->nonces);
-    for (size_t i = 0; i < TOKEN_CACHE_SLOTS; i++)
-        slot_clear(&a->cache[i]);
+    for (size_t i = 0; i < TOKEN_CACHE_SETS * TOKEN_CACHE_WAYS; i++)
+        slot_free(a->cache[i]);
     pthread_mutex_destroy(&a->mu);
     free(a);
 }
@@ -184,9 +290,7 @@ static picl_status check(storage_auth *a, const srv_http_request *req, const cha
 {
     picl_status st = PICL_ERROR_TOKEN;
     picl_hawk_auth *auth = NULL;
-    picl_tokenlib_payload *p = NULL;
-    char key[PICL_TOKENLIB_KEY_CHARS + 1];
-    memset(key, 0, sizeof key);
+    token_view *v = NULL;
 
     const char *hdr = srv_http_header(req, "Authorization");
     const char *hosthdr = srv_http_header(req, "Host");
@@ -194,27 +298,29 @@ static picl_status check(storage_auth *a, const srv_http_request *req, const cha
     if (!hdr || !hosthdr || picl__hostport_parse(hosthdr, strlen(hosthdr), 80, 0, &hp) != PICL_OK)
         goto done;
     auth = malloc(sizeof *auth);
-    p = malloc(sizeof *p);
-    if (!auth || !p) {
+    v = calloc(1, sizeof *v);
+    if (!auth || !v) {
         st = PICL_ERROR_NO_MEMORY;
         goto done;
     }
     if (picl__hawk_parse(auth, hdr, strlen(hdr)) != PICL_OK)
         goto done;
-    if (cache_get(a, auth->id, p, key)) {
-        if (now_s > p->expires + grace_s)
+    if (cache_get(a, auth->id, v)) {
+        if (now_s > v->p.expires + grace_s)
             goto done;
     } else {
-        if (picl__tokenlib_parse(p, a->secret, a->secretlen, auth->id, strlen(auth->id), now_s, grace_s) !=
-            PICL_OK)
+        if (token_verify(a, auth->id, now_s, grace_s, v) != PICL_OK)
             goto done;
-        if (picl__tokenlib_derive_key(key, a->secret, a->secretlen, auth->id, strlen(auth->id), p->salt) !=
-            PICL_OK)
-            goto done;
-        cache_put(a, auth->id, p, key);
+        cache_put(a, auth->id, v);
     }
-    if (strcmp(p->node, node) != 0 || p->uid != path_uid)
+    if (strcmp(v->p.node, node) != 0 || v->p.uid != path_uid)
         goto done;
+    /* the key in an HMAC context: imported once per token, not per request
+     * (when NSS cannot, the request is refused as a failed MAC was) */
+    if (!v->mac && picl__hmac_sha256_init(&v->mac, v->key, strlen(v->key)) != PICL_OK) {
+        v->mac = NULL;
+        goto done;
+    }
     picl_hawk_request hr = {
         .method = req->method,
         .resource = req->target,
@@ -226,32 +332,47 @@ static picl_status check(storage_auth *a, const srv_http_request *req, const cha
     };
     if (!hr.content_type && auth->has_hash)
         hr.content_type = srv_http_header(req, "Content-Type");
-    /* the nonce cache share is the user's, whatever token it uses (a user
-     * can get any number of tokens) */
-    char who[40];
-    snprintf(who, sizeof who, "uid:%lld", (long long)p->uid);
+    picl_status v_st;
     if (headers_only) {
         char mac[PICL_HAWK_B64_BYTES + 1];
         hr.body = NULL;
         hr.bodylen = 0;
-        if (picl__hawk_mac(mac, key, strlen(key), auth->ts_text, auth->nonce, &hr,
-                           auth->has_hash ? auth->hash : NULL, auth->has_ext ? auth->ext : NULL) == PICL_OK &&
-            strlen(auth->mac) == PICL_HAWK_B64_BYTES && picl__memeq_ct(mac, auth->mac, PICL_HAWK_B64_BYTES) &&
-            auth->ts <= now_s + a->skew && auth->ts >= now_s - a->skew)
+        v_st = picl__hawk_mac_ctx(mac, v->mac, auth->ts_text, auth->nonce, &hr,
+                                  auth->has_hash ? auth->hash : NULL, auth->has_ext ? auth->ext : NULL);
+        if (v_st == PICL_OK && strlen(auth->mac) == PICL_HAWK_B64_BYTES &&
+            picl__memeq_ct(mac, auth->mac, PICL_HAWK_B64_BYTES) && auth->ts <= now_s + a->skew &&
+            auth->ts >= now_s - a->skew)
             st = PICL_OK;
-        goto done;
+        picl__wipe(mac, sizeof mac);
+    } else {
+        char who[40];
+        who_of(who, v->p.uid);
+        picl_hawk_verify_opts opts = {.now = now_s,
+                                      .skew = a->skew,
+                                      .require_hash = 0,
+                                      .nonces = a->nonces,
+                                      .identity = who,
+                                      .mac_ctx = v->mac,
+                                      .id_digest = v->id_digest,
+                                      .identity_digest = v->who_digest};
+        v_st = picl__hawk_verify(auth, v->key, strlen(v->key), &hr, &opts);
+        if (v_st == PICL_OK)
+            st = take_shared(a, auth);
+        else if (v_st == PICL_HAWK_ERROR_BUSY)
+            st = PICL_ERROR_BACKOFF;
     }
-    picl_hawk_verify_opts opts = {
-        .now = now_s, .skew = a->skew, .require_hash = 0, .nonces = a->nonces, .identity = who};
-    picl_status v = picl__hawk_verify(auth, key, strlen(key), &hr, &opts);
-    if (v == PICL_OK)
-        st = take_shared(a, auth);
-    else if (v == PICL_HAWK_ERROR_BUSY)
-        st = PICL_ERROR_BACKOFF;
+    /* a context that failed inside NSS is not lent again */
+    if (v_st == PICL_ERROR_CRYPTO) {
+        picl__hmac_sha256_abort(v->mac);
+        v->mac = NULL;
+    }
+    cache_return(a, auth->id, v->mac);
+    v->mac = NULL;
 done:
-    picl__wipe(key, sizeof key);
-    if (p)
-        picl__zfree(p, sizeof *p);
+    if (v) {
+        picl__hmac_sha256_abort(v->mac);
+        picl__zfree(v, sizeof *v);
+    }
     free(auth);
     return st;
 }
@@ -282,7 +403,7 @@ void storage_auth_challenge(storage_auth *a, const srv_http_request *req, int64_
         goto done;
     /* the key of a genuine token, expired or not: only its holder can
      * check the tsm, and so trust the ts */
-    if (cache_get(a, auth->id, p, key))
+    if (cache_get_key(a, auth->id, p, key))
         have_key = 1;
     else if (picl__tokenlib_parse(p, a->secret, a->secretlen, auth->id, strlen(auth->id), now_s,
                                   (int64_t)3650 * 86400) == PICL_OK &&

@@ -741,6 +741,152 @@ START_TEST(test_nonce_cache_threads)
 }
 END_TEST
 
+/* An HMAC context kept per key (picl__hawk_mac_ctx, opts.mac_ctx) gives the
+ * MAC of the key imported per call, also after a refused field and after a
+ * failed verification; and verification decides the same either way. */
+START_TEST(test_mac_ctx_same_results)
+{
+    picl_hmac_ctx *ctx = NULL;
+    ck_assert_int_eq(picl__hmac_sha256_init(&ctx, KEY, strlen(KEY)), PICL_OK);
+    const char *body = "{\"a\":1}";
+    picl_hawk_request reqs[] = {
+        {"GET", "/1.5/1/info/collections", "localhost", 8000, NULL, NULL, 0},
+        {"post", "/1.5/1/storage/bookmarks?batch=true", "Example.COM", 443, "application/json", body, 7},
+        {"DELETE", "/", "h", 0, NULL, NULL, 0},
+    };
+    const char *exts[] = {NULL, "", "some-app-data"};
+    for (size_t i = 0; i < sizeof reqs / sizeof reqs[0]; i++)
+        for (size_t k = 0; k < 3; k++) {
+            char want[PICL_HAWK_B64_BYTES + 1], got[PICL_HAWK_B64_BYTES + 1];
+            ck_assert_int_eq(picl__hawk_mac(want, KEY, strlen(KEY), "1353832234", "j4h3g2", &reqs[i],
+                                            k == 1 ? "Yi9LfIIFRtBEPt74PVmbTF/xVAwPn7ub15ePICfgnuY=" : NULL,
+                                            exts[k]),
+                             PICL_OK);
+            ck_assert_int_eq(
+                picl__hawk_mac_ctx(got, ctx, "1353832234", "j4h3g2", &reqs[i],
+                                   k == 1 ? "Yi9LfIIFRtBEPt74PVmbTF/xVAwPn7ub15ePICfgnuY=" : NULL, exts[k]),
+                PICL_OK);
+            ck_assert_str_eq(got, want);
+        }
+    /* a refused field: the same error, and the context still right after */
+    char m1[PICL_HAWK_B64_BYTES + 1], m2[PICL_HAWK_B64_BYTES + 1];
+    picl_hawk_request bad = {"GET", "/x\ny", "h", 1, NULL, NULL, 0};
+    ck_assert_int_eq(picl__hawk_mac(m1, KEY, strlen(KEY), "1", "n", &bad, NULL, NULL),
+                     PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__hawk_mac_ctx(m2, ctx, "1", "n", &bad, NULL, NULL), PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__hawk_mac_ctx(m2, NULL, "1", "n", &reqs[0], NULL, NULL),
+                     PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__hawk_mac(m1, KEY, strlen(KEY), "1", "n", &reqs[0], NULL, NULL), PICL_OK);
+    ck_assert_int_eq(picl__hawk_mac_ctx(m2, ctx, "1", "n", &reqs[0], NULL, NULL), PICL_OK);
+    ck_assert_str_eq(m1, m2);
+
+    /* verification: the same status with and without the context (and the
+     * precomputed nonce digests), case by case, on two caches fed alike */
+    picl_hawk_nonce_cache *c1 = NULL, *c2 = NULL;
+    ck_assert_int_eq(picl__hawk_nonce_cache_new(&c1, 64), PICL_OK);
+    ck_assert_int_eq(picl__hawk_nonce_cache_new(&c2, 64), PICL_OK);
+    ck_assert_int_eq(picl__hawk_nonce_cache_set_share(c1, 64), PICL_OK);
+    ck_assert_int_eq(picl__hawk_nonce_cache_set_share(c2, 64), PICL_OK);
+    uint8_t idd[32], whod[32];
+    ck_assert_int_eq(picl__hawk_nonce_id_digest(idd, "id1"), PICL_OK);
+    ck_assert_int_eq(picl__hawk_nonce_identity_digest(whod, "acct"), PICL_OK);
+    picl_hawk_verify_opts plain = {.now = 1000, .skew = 60, .nonces = c1, .identity = "acct"};
+    picl_hawk_verify_opts fast = {.now = 1000,
+                                  .skew = 60,
+                                  .nonces = c2,
+                                  .identity = "acct",
+                                  .mac_ctx = ctx,
+                                  .id_digest = idd,
+                                  .identity_digest = whod};
+    picl_hawk_request get = reqs[0], post = reqs[1];
+    picl_hawk_auth a, wrongmac, stale, other, hashed, badhash;
+    make(&a, &get, 1000, "n-1", 0);
+    wrongmac = a;
+    wrongmac.mac[5] = wrongmac.mac[5] == 'A' ? 'B' : 'A';
+    make(&stale, &get, 1000 - 61, "n-2", 0);
+    make(&other, &get, 1000, "n-3", 0);
+    make(&hashed, &post, 1000, "n-4", 1);
+    badhash = hashed;
+    static const char *wrongkey = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+    struct {
+        const picl_hawk_auth *auth;
+        const picl_hawk_request *req;
+        const char *key; /* NULL: KEY */
+        picl_status want;
+    } cases[] = {
+        {&wrongmac, &get, NULL, PICL_HAWK_ERROR_BAD_MAC},
+        {&a, &get, NULL, PICL_OK},
+        {&a, &get, NULL, PICL_HAWK_ERROR_REPLAY},
+        {&stale, &get, NULL, PICL_HAWK_ERROR_STALE},
+        {&other, &post, NULL, PICL_HAWK_ERROR_BAD_MAC}, /* signed for another request */
+        {&other, &get, NULL, PICL_OK},
+        {&hashed, &post, NULL, PICL_OK},
+        {&hashed, &post, NULL, PICL_HAWK_ERROR_REPLAY},
+        {&badhash, &get, NULL, PICL_HAWK_ERROR_BAD_MAC},
+        {&a, &get, wrongkey, PICL_HAWK_ERROR_BAD_MAC},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *k = cases[i].key ? cases[i].key : KEY;
+        picl_hmac_ctx *kc = NULL;
+        if (cases[i].key) {
+            ck_assert_int_eq(picl__hmac_sha256_init(&kc, k, strlen(k)), PICL_OK);
+            fast.mac_ctx = kc;
+        }
+        ck_assert_int_eq(picl__hawk_verify(cases[i].auth, k, strlen(k), cases[i].req, &plain), cases[i].want);
+        ck_assert_int_eq(picl__hawk_verify(cases[i].auth, k, strlen(k), cases[i].req, &fast), cases[i].want);
+        picl__hmac_sha256_abort(kc);
+        fast.mac_ctx = ctx;
+    }
+    ck_assert_uint_eq(picl__hawk_nonce_cache_count(c1), 3);
+    ck_assert_uint_eq(picl__hawk_nonce_cache_count(c2), 3);
+    /* one cache, both paths: a nonce recorded by one is a replay for the other */
+    ck_assert_int_eq(picl__hawk_nonce_check_for(c1, "acct", "id1", "n-9", 1100, 1000), PICL_OK);
+    ck_assert_int_eq(picl__hawk_nonce_check_digests(c1, whod, idd, "n-9", 1100, 1000),
+                     PICL_HAWK_ERROR_REPLAY);
+    ck_assert_int_eq(picl__hawk_nonce_check_digests(c1, whod, idd, "n-10", 1100, 1000), PICL_OK);
+    ck_assert_int_eq(picl__hawk_nonce_check_for(c1, "acct", "id1", "n-10", 1100, 1000),
+                     PICL_HAWK_ERROR_REPLAY);
+    /* the same nonce under another id is another entry on both paths */
+    uint8_t idd2[32];
+    ck_assert_int_eq(picl__hawk_nonce_id_digest(idd2, "id2"), PICL_OK);
+    ck_assert_int_eq(picl__hawk_nonce_check_digests(c1, whod, idd2, "n-9", 1100, 1000), PICL_OK);
+    ck_assert_int_eq(picl__hawk_nonce_check_for(c1, "acct", "id2", "n-10", 1100, 1000), PICL_OK);
+    ck_assert_int_eq(picl__hawk_nonce_check_digests(c1, NULL, idd, "n-11", 1100, 1000),
+                     PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(picl__hawk_nonce_id_digest(idd2, NULL), PICL_ERROR_INVALID_ARGUMENT);
+    picl__hawk_nonce_cache_free(c1);
+    picl__hawk_nonce_cache_free(c2);
+    picl__hmac_sha256_abort(ctx);
+}
+END_TEST
+
+/* The share of an identity counts the same whichever path recorded its
+ * entries: full is BUSY on both, and another identity is served. */
+START_TEST(test_nonce_digests_share)
+{
+    picl_hawk_nonce_cache *c = NULL;
+    uint8_t ida[32], idb[32], wa[32], wb[32];
+    ck_assert_int_eq(picl__hawk_nonce_cache_new(&c, 64), PICL_OK);
+    ck_assert_int_eq(picl__hawk_nonce_cache_set_share(c, 4), PICL_OK);
+    ck_assert_int_eq(picl__hawk_nonce_id_digest(ida, "token-a"), PICL_OK);
+    ck_assert_int_eq(picl__hawk_nonce_id_digest(idb, "token-b"), PICL_OK);
+    ck_assert_int_eq(picl__hawk_nonce_identity_digest(wa, "uid:1"), PICL_OK);
+    ck_assert_int_eq(picl__hawk_nonce_identity_digest(wb, "uid:2"), PICL_OK);
+    ck_assert_int_eq(picl__hawk_nonce_check_for(c, "uid:1", "token-a", "1", 110, 100), PICL_OK);
+    ck_assert_int_eq(picl__hawk_nonce_check_digests(c, wa, ida, "2", 110, 100), PICL_OK);
+    ck_assert_int_eq(picl__hawk_nonce_check_for(c, "uid:1", "token-a2", "3", 110, 100), PICL_OK);
+    ck_assert_int_eq(picl__hawk_nonce_check_digests(c, wa, ida, "4", 110, 100), PICL_OK);
+    ck_assert_int_eq(picl__hawk_nonce_check_digests(c, wa, ida, "5", 110, 100), PICL_HAWK_ERROR_BUSY);
+    ck_assert_int_eq(picl__hawk_nonce_check_for(c, "uid:1", "token-a", "5", 110, 100), PICL_HAWK_ERROR_BUSY);
+    ck_assert_int_eq(picl__hawk_nonce_check_digests(c, wb, idb, "5", 110, 100), PICL_OK);
+    ck_assert_int_eq(picl__hawk_nonce_check_for(c, "uid:2", "token-b", "6", 110, 100), PICL_OK);
+    ck_assert_uint_eq(picl__hawk_nonce_cache_count(c), 6);
+    /* once expired, the share is free again */
+    ck_assert_int_eq(picl__hawk_nonce_check_digests(c, wa, ida, "5", 200, 111), PICL_OK);
+    picl__hawk_nonce_cache_free(c);
+}
+END_TEST
+
 START_TEST(test_client_header)
 {
     picl_hawk_request req = {"GET", "/x", "h", 1, NULL, NULL, 0};
@@ -812,6 +958,8 @@ int main(void)
     tcase_add_test(tc, test_nonce_cache_share);
     tcase_add_test(tc, test_nonce_cache_threads);
     tcase_add_test(tc, test_client_header);
+    tcase_add_test(tc, test_mac_ctx_same_results);
+    tcase_add_test(tc, test_nonce_digests_share);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

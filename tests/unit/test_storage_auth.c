@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MPL-2.0 */
 /* test_storage_auth.c -- the storage server's authentication over HTTP:
  * tokenlib tokens (uid, node, expiry, grace, tampering) and Hawk (MAC over
- * the raw target, payload hash, skew, replay); refusals change nothing. */
+ * the raw target, payload hash, skew, replay); refusals change nothing;
+ * the token cache (key context, nonce digests, eviction) decides alike. */
 #include "storage_fixture.h"
 #include "testutil.h"
 
@@ -150,6 +151,82 @@ START_TEST(test_raw_target_is_signed)
 }
 END_TEST
 
+/* Once a token is cached (with its key in an HMAC context and its nonce
+ * digests), every decision is the one of a first request: exact statuses
+ * for a wrong MAC (first, before any good request), a good request after a
+ * failed one, a MAC over another resource, stale timestamps, a replayed
+ * nonce, the same nonce under a second token of the user (accepted: nonces
+ * are per token) and another user's token. */
+START_TEST(test_cached_token_decisions)
+{
+    const char *t = "/1.5/42/info/collections";
+    tu_cred wrong = {strdup(SF.cred.token), strdup("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")};
+    tu_cred t2, other;
+    tu_mint(&t2, SF_SECRET, SF_SECRET_LEN, SF.node, SF_UID, 3600);
+    tu_mint(&other, SF_SECRET, SF_SECRET_LEN, SF.node, 43, 3600);
+    for (int round = 0; round < 3; round++) {
+        char nonce[32];
+        snprintf(nonce, sizeof nonce, "cached-nonce-%d", round);
+        ck_assert_int_eq(status_with(&wrong, "GET", t, NULL), 401);
+        ck_assert_int_eq(status_with(&SF.cred, "GET", t, NULL), 200);
+        ck_assert_int_eq(status_with(&wrong, "GET", t, NULL), 401);
+        ck_assert_int_eq(status_with(&SF.cred, "GET", t, NULL), 200);
+        tu_req o = {.sign_target = "/1.5/42/info/quota"};
+        ck_assert_int_eq(status_with(&SF.cred, "GET", t, &o), 401);
+        tu_req s1 = {.hawk_ts_offset = -600}, s2 = {.hawk_ts_offset = 600};
+        ck_assert_int_eq(status_with(&SF.cred, "GET", t, &s1), 401);
+        ck_assert_int_eq(status_with(&SF.cred, "GET", t, &s2), 401);
+        tu_req n = {.hawk_nonce = nonce};
+        ck_assert_int_eq(status_with(&SF.cred, "GET", t, &n), 200);
+        ck_assert_int_eq(status_with(&SF.cred, "GET", t, &n), 401);
+        ck_assert_int_eq(status_with(&t2, "GET", t, &n), 200);
+        ck_assert_int_eq(status_with(&t2, "GET", t, &n), 401);
+        ck_assert_int_eq(status_with(&other, "GET", t, NULL), 401);
+        ck_assert_int_eq(status_with(&other, "GET", t, &n), 401);
+        ck_assert_int_eq(status_with(&other, "GET", "/1.5/43/info/collections", &n), 200);
+        ck_assert_int_eq(status_with(&other, "GET", "/1.5/43/info/collections", &n), 401);
+        /* a body: its hash is checked through the cached context too */
+        const char *body = "{\"payload\":\"cached\"}";
+        tu_req h = {.ctype = "application/json", .body = body, .len = strlen(body), .hawk_hash = 1};
+        ck_assert_int_eq(status_with(&SF.cred, "PUT", "/1.5/42/storage/tabs/c", &h), 200);
+        static const char *const ct[] = {"Content-Type: application/json", NULL};
+        tu_req w = {.ctype = NULL, .body = body, .len = strlen(body), .hawk_hash = 1, .headers = ct};
+        ck_assert_int_eq(status_with(&SF.cred, "PUT", "/1.5/42/storage/tabs/c", &w), 401);
+    }
+    tu_cred_free(&wrong);
+    tu_cred_free(&t2);
+    tu_cred_free(&other);
+}
+END_TEST
+
+/* More tokens than the token cache holds (2 048): the ones evicted are
+ * verified again and served, a wrong key is still refused, and a nonce
+ * seen before the eviction is still a replay. */
+START_TEST(test_token_cache_eviction)
+{
+    enum { N = 2300 };
+    tu_cred *c = calloc(N, sizeof *c);
+    ck_assert_ptr_nonnull(c);
+    const char *t = "/1.5/42/info/collections";
+    for (int i = 0; i < N; i++)
+        tu_mint(&c[i], SF_SECRET, SF_SECRET_LEN, SF.node, SF_UID, 3600);
+    tu_req n = {.hawk_nonce = "before-eviction"};
+    ck_assert_int_eq(status_with(&c[0], "GET", t, &n), 200);
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(status_with(&c[i], "GET", t, NULL), 200);
+    for (int i = 0; i < 40; i++) {
+        ck_assert_int_eq(status_with(&c[i], "GET", t, NULL), 200);
+        tu_cred wrong = {strdup(c[i].token), strdup("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")};
+        ck_assert_int_eq(status_with(&wrong, "GET", t, NULL), 401);
+        tu_cred_free(&wrong);
+    }
+    ck_assert_int_eq(status_with(&c[0], "GET", t, &n), 401);
+    for (int i = 0; i < N; i++)
+        tu_cred_free(&c[i]);
+    free(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("storage_auth");
@@ -160,6 +237,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_auth_rejection_changes_nothing);
     tcase_add_test(tc, test_hawk_payload_hash);
     tcase_add_test(tc, test_raw_target_is_signed);
+    tcase_add_test(tc, test_cached_token_decisions);
+    tcase_add_test(tc, test_token_cache_eviction);
     suite_add_tcase(s, tc);
     return s;
 }
