@@ -31,9 +31,9 @@ picl_status picl__places_set_tags(places *p, int64_t place, const json_t *tags, 
 {
     sqlite3_stmt *st = NULL;
     picl_status rc =
-        picl__places_prep(p, &st,
-                          "SELECT e.id, t.title FROM moz_bookmarks e JOIN moz_bookmarks t ON t.id = e.parent "
-                          "WHERE e.fk = ? AND t.parent = ?");
+        picl__places_cached(p, &st,
+                            "SELECT e.id, t.title FROM moz_bookmarks e INDEXED BY moz_bookmarks_itemindex "
+                            "JOIN moz_bookmarks t ON t.id = e.parent WHERE e.fk = ? AND t.parent = ?");
     if (rc != PICL_OK)
         return rc;
     sqlite3_bind_int64(st, 1, place);
@@ -43,7 +43,7 @@ picl_status picl__places_set_tags(places *p, int64_t place, const json_t *tags, 
         const char *t = (const char *)sqlite3_column_text(st, 1);
         json_object_set_new(have, t ? t : "", json_integer(sqlite3_column_int64(st, 0)));
     }
-    sqlite3_finalize(st);
+    picl__places_release(p, st);
     const char *tag;
     json_t *v;
     json_object_foreach (have, tag, v) {
@@ -99,8 +99,8 @@ picl_status picl__places_drop_orphan_url(places *p, int64_t place)
     int64_t n = 0;
     picl_status rc =
         picl__places_q1(p, &n,
-                        "SELECT count(*) FROM moz_bookmarks b JOIN moz_bookmarks par ON par.id = b.parent "
-                        "WHERE b.fk = ? AND par.parent != ?",
+                        "SELECT count(*) FROM moz_bookmarks b INDEXED BY moz_bookmarks_itemindex "
+                        "JOIN moz_bookmarks par ON par.id = b.parent WHERE b.fk = ? AND par.parent != ?",
                         "ii", place, p->tags_id);
     if (rc == PICL_OK && n == 0)
         rc = picl__places_set_tags(p, place, NULL, 0);
