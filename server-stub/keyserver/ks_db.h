@@ -209,7 +209,15 @@ picl_status ks_db_rate_take(ks_db *db, ks_rate *limits, size_t n, int64_t now, i
 /* Removes the events a take added (a login that succeeded is no failure). */
 picl_status ks_db_rate_refund(ks_db *db, const ks_rate *limits, size_t n);
 /* Stores the token t and removes the events a take added, in one
- * transaction (a login's authToken and the refund of its guess). */
+ * transaction (a login's authToken and the refund of its guess), written
+ * like an SRP session without waiting for the disk: an authToken lives 5
+ * minutes and is spent once, by the client that just logged in, on
+ * session/create or password/change/start, whose own commit is durable
+ * (and makes the authToken's durable with it: the WAL is one sequence).  A
+ * power failure in between loses nothing but that token, which fails
+ * closed: the client's next call gets 401/110 and it logs in again, as for
+ * a lost SRP session.  A kill -9 of the process loses nothing.  Only the
+ * login uses it: every other token is written with an fsync. */
 picl_status ks_db_token_put_refund(ks_db *db, const ks_token *t, const ks_rate *limits, size_t n);
 
 /* Housekeeping in one transaction: deletes expired tokens and SRP sessions,

@@ -1310,11 +1310,14 @@ static picl_status pg_rate_refund(pg_db *db, const ks_rate *limits, size_t n)
     return rc;
 }
 
-/* The authToken of a login and the refund of its guess: one commit. */
+/* The authToken of a login and the refund of its guess: one commit,
+ * not waiting for the WAL flush. */
 static picl_status pg_token_put_refund(pg_db *db, const ks_token *t, const ks_rate *limits, size_t n)
 {
     pconn *c = conn_get(db);
     picl_status rc = begin(c);
+    if (rc == PICL_OK)
+        rc = no_sync_wait(c); /* ks_db.h says why */
     if (rc == PICL_OK)
         rc = rate_refund_tx(c, limits, n);
     if (rc == PICL_OK)

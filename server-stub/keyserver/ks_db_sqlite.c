@@ -316,7 +316,9 @@ static picl_status sq_open(ks_db_impl **out, const char *path, unsigned pool, co
         return PICL_ERROR_NO_MEMORY;
     pthread_mutex_init(&db->mu, NULL);
     picl_status rc = PICL_ERROR_DATABASE;
-    if (sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+    /* every use of the connection is under db->mu: SQLite's own mutex per
+     * call (FULLMUTEX) would only be taken again */
+    if (sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         NULL) != SQLITE_OK)
         goto done;
     sqlite3_busy_timeout(db->h, 5000);
@@ -1222,16 +1224,21 @@ static picl_status sq_rate_refund(sq_db *db, const ks_rate *limits, size_t n)
     return rc;
 }
 
-/* The authToken of a login and the refund of its guess: one commit. */
+/* The authToken of a login and the refund of its guess: one commit,
+ * without an fsync (ks_db.h says why). */
 static picl_status sq_token_put_refund(sq_db *db, const ks_token *t, const ks_rate *limits, size_t n)
 {
     lock(db);
-    picl_status rc = begin_tx(db);
+    picl_status rc = sync_level(db, 0);
+    if (rc == PICL_OK)
+        rc = begin_tx(db);
     if (rc == PICL_OK)
         rc = rate_refund_locked(db, limits, n);
     if (rc == PICL_OK)
         rc = token_put_locked(db, t);
     rc = end_tx(db, rc);
+    if (sync_level(db, 1) != PICL_OK && rc == PICL_OK)
+        rc = PICL_ERROR_DATABASE;
     unlock(db);
     return rc;
 }
