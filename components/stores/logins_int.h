@@ -16,11 +16,17 @@ typedef struct logins {
     char json_path[PATH_MAX];
     char key_path[PATH_MAX];
     char state_path[PATH_MAX];
-    char *password;             /* primary password, wiped on close; NULL = none needed */
-    json_t *doc;                /* logins.json as read (or as we last wrote it) */
-    json_t *synced;             /* guid -> digest of what was last synced */
-    json_t *reported;           /* guid -> digest reported by changes() (null = tombstone) */
-    PK11SlotInfo *slot;         /* key4.db while an operation runs */
+    char *password;      /* primary password, wiped on close; NULL = none needed */
+    json_t *doc;         /* logins.json as read (or as we last wrote it) */
+    json_t *synced;      /* guid -> digest of what was last synced */
+    json_t *reported;    /* guid -> digest reported by changes() (null = tombstone) */
+    PK11SlotInfo *slot;  /* key4.db while an operation runs */
+    struct {             /* keys of slot found by CKA_ID and type (dropped with the slot): */
+        PK11SymKey *key; /* listing the token's keys per blob cost more than the decryption */
+        CK_KEY_TYPE type;
+        unsigned char id[32];
+        unsigned idlen;
+    } found[2];
     int direct;                 /* keys read by key4.c (Firefox 146+ primary password) */
     PK11SymKey *k_aes, *k_des3; /* those keys, as NSS session keys */
     size_t unreadable;          /* live entries the last changes()/all()/apply() could not decrypt */

@@ -79,6 +79,11 @@ picl_status picl__logins_slot_open(logins *l, int rw)
 
 void picl__logins_slot_close(logins *l)
 {
+    for (size_t i = 0; i < sizeof l->found / sizeof l->found[0]; i++) {
+        if (l->found[i].key)
+            PK11_FreeSymKey(l->found[i].key);
+        memset(&l->found[i], 0, sizeof l->found[i]);
+    }
     if (!l->slot)
         return;
     PK11_Logout(l->slot);
@@ -106,11 +111,30 @@ static PK11SymKey *find_key(PK11SlotInfo *slot, const SECItem *id, CK_KEY_TYPE t
     return found;
 }
 
+/* find_key() in the open slot, remembered until the slot closes (a key is
+ * found or made in it, never removed from it while it is open). */
+static PK11SymKey *slot_key(logins *l, const SECItem *id, CK_KEY_TYPE type)
+{
+    size_t n = sizeof l->found / sizeof l->found[0], i;
+    for (i = 0; i < n && l->found[i].key; i++)
+        if (l->found[i].type == type && l->found[i].idlen == id->len &&
+            memcmp(l->found[i].id, id->data, id->len) == 0)
+            return PK11_ReferenceSymKey(l->found[i].key);
+    PK11SymKey *k = find_key(l->slot, id, type);
+    if (k && i < n && id->len <= sizeof l->found[i].id) {
+        l->found[i].key = PK11_ReferenceSymKey(k);
+        l->found[i].type = type;
+        memcpy(l->found[i].id, id->data, id->len);
+        l->found[i].idlen = id->len;
+    }
+    return k;
+}
+
 /* The SDR key for blob key id `id` and key type `type` (a new reference). */
 static PK11SymKey *key_for(logins *l, const SECItem *id, CK_KEY_TYPE type)
 {
     if (!l->direct)
-        return l->slot ? find_key(l->slot, id, type) : NULL;
+        return l->slot ? slot_key(l, id, type) : NULL;
     if (id->len != sizeof sdr_keyid || memcmp(id->data, sdr_keyid, sizeof sdr_keyid) != 0)
         return NULL;
     PK11SymKey *k = type == CKK_AES ? l->k_aes : type == CKK_DES3 ? l->k_des3 : NULL;

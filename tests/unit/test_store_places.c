@@ -844,6 +844,20 @@ START_TEST(test_history_visits_exact)
     ck_assert_str_eq(t, "0:1:1:{\"futureVisit\":\"first\"} 0:2:1:- 1000000:9:1:- 2000000:1:0:- "
                         "2000000:5:1:- 3000000:1:1:{\"futureVisit\":\"fourth\"}");
     free(t);
+    /* read back: the records share one JSON integer per visit type (issue
+     * 15); each visit still reads as its own */
+    s = open_ok(d, "history");
+    json_t *a = tup_all(s);
+    json_t *r = tup_find(a, "id", "visitExact01");
+    ck_assert_ptr_nonnull(r);
+    char *txt = json_dumps(json_object_get(r, "visits"), JSON_COMPACT);
+    ck_assert_str_eq(txt, "[{\"date\":1706000003000000,\"type\":1,\"futureVisit\":\"fourth\"},"
+                          "{\"date\":1706000002000000,\"type\":5},{\"date\":1706000002000000,\"type\":1},"
+                          "{\"date\":1706000001000000,\"type\":9},{\"date\":1706000000000000,\"type\":2},"
+                          "{\"date\":1706000000000000,\"type\":1,\"futureVisit\":\"first\"}]");
+    free(txt);
+    json_decref(a);
+    picl__store_close(s);
     ck_assert_int_eq(sql_int(d, "SELECT visit_count FROM moz_places WHERE guid = 'visitExact01'"), 5);
     ck_assert_int_eq(sql_int(d, "SELECT last_visit_date FROM moz_places WHERE guid = 'visitExact01'"),
                      1706000003000000LL);
