@@ -198,12 +198,12 @@ typedef struct dl_run {
     picl_status failed; /* what the page function itself failed with */
 } dl_run;
 
-static picl_status dl_page(void *ctx, json_t *page)
+static picl_status dl_page(void *ctx, const picl_bso_view *items, size_t n)
 {
     dl_run *dl = ctx;
     coll_run *r = dl->r;
-    dl->count += (int64_t)json_array_size(page);
-    picl_status st = picl__eng_decrypt_page(r->e, r->c, &r->entry, dl->d, page, dl->incoming, &dl->held);
+    dl->count += (int64_t)n;
+    picl_status st = picl__eng_decrypt_views(r->e, r->c, &r->entry, dl->d, items, n, dl->incoming, &dl->held);
     if (st != PICL_OK)
         dl->failed = st;
     return st;

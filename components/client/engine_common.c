@@ -190,6 +190,51 @@ static picl_status refused(picl_engine *e, const char *c, picl_eng_decrypt_run *
 
 #define PUMP_EVERY 16 /* records between two moves of the next page's data */
 
+/* One BSO (id, payload: NULL when missing) into out, or counted in *held. */
+static picl_status decrypt_one(picl_engine *e, const char *c, const picl_class_entry *entry,
+                               picl_eng_decrypt_run *d, const char *id, const char *payload, json_t *out,
+                               int64_t *held)
+{
+    picl_class_entry kid;
+    picl_record_fault why = PICL_RECORD_FAULT_NONE;
+    json_t *clear = NULL;
+    picl_envelope env;
+    picl_sealer *keys = NULL;
+    int tmp = 0;
+    if (!id || !payload) {
+        (*held)++;
+        return refused(e, c, d, id, PICL_RECORD_FAULT_NOT_JSON);
+    }
+    picl_status lst = picl__record_envelope_load(payload, &env);
+    if (lst == PICL_ERROR_NO_MEMORY)
+        return lst;
+    if (lst == PICL_OK && picl__record_kid_env(&env, &kid) == PICL_OK) {
+        picl_status st = ring_get(e, c, &d->ring, &kid, &keys, &tmp);
+        if (st != PICL_OK) {
+            picl__record_envelope_free(&env);
+            return st;
+        }
+        if (!keys && !(kid.cls == 'A' && entry->cls == 'B')) {
+            (*held)++; /* locked: kB not in memory */
+            picl__record_envelope_free(&env);
+            return PICL_OK;
+        }
+    }
+    /* not loaded: refused as not JSON; keys NULL: refused at the MAC */
+    picl_status st =
+        picl__record_decrypt_env(&clear, c, id, lst == PICL_OK ? &env : NULL, keys, entry, 1, &why);
+    if (tmp)
+        picl__sealer_free(keys);
+    picl__record_envelope_free(&env);
+    if (st == PICL_ERROR_NO_MEMORY)
+        return st;
+    if (!clear) {
+        (*held)++;
+        return refused(e, c, d, id, why);
+    }
+    return json_object_set_new(out, id, clear) == 0 ? PICL_OK : PICL_ERROR_NO_MEMORY;
+}
+
 picl_status picl__eng_decrypt_page(picl_engine *e, const char *c, const picl_class_entry *entry,
                                    picl_eng_decrypt_run *d, json_t *bsos, json_t *out, int64_t *held)
 {
@@ -197,56 +242,26 @@ picl_status picl__eng_decrypt_page(picl_engine *e, const char *c, const picl_cla
     size_t i;
     json_t *b;
     json_array_foreach (bsos, i, b) {
-        if (d->pump && i % PUMP_EVERY == 0)
-            picl__stc_pump(d->pump);
-        const char *id = json_string_value(json_object_get(b, "id"));
-        const char *payload = json_string_value(json_object_get(b, "payload"));
-        picl_class_entry kid;
-        picl_record_fault why = PICL_RECORD_FAULT_NONE;
-        json_t *clear = NULL;
-        picl_envelope env;
-        picl_sealer *keys = NULL;
-        int tmp = 0;
-        if (!id || !payload) {
-            (*held)++;
-            if ((st = refused(e, c, d, id, PICL_RECORD_FAULT_NOT_JSON)) != PICL_OK)
-                break;
-            continue;
-        }
-        picl_status lst = picl__record_envelope_load(payload, &env);
-        if (lst == PICL_ERROR_NO_MEMORY) {
-            st = lst;
-            break;
-        }
-        if (lst == PICL_OK && picl__record_kid_env(&env, &kid) == PICL_OK) {
-            if ((st = ring_get(e, c, &d->ring, &kid, &keys, &tmp)) != PICL_OK) {
-                picl__record_envelope_free(&env);
-                break;
-            }
-            if (!keys && !(kid.cls == 'A' && entry->cls == 'B')) {
-                (*held)++; /* locked: kB not in memory */
-                picl__record_envelope_free(&env);
-                continue;
-            }
-        }
-        /* not loaded: refused as not JSON; keys NULL: refused at the MAC */
-        st = picl__record_decrypt_env(&clear, c, id, lst == PICL_OK ? &env : NULL, keys, entry, 1, &why);
-        if (tmp)
-            picl__sealer_free(keys);
-        picl__record_envelope_free(&env);
+        st = decrypt_one(e, c, entry, d, json_string_value(json_object_get(b, "id")),
+                         json_string_value(json_object_get(b, "payload")), out, held);
         /* read: its ciphertext goes now, so a large download does not hold
          * every payload and every cleartext at once */
         json_object_del(b, "payload");
-        if (st == PICL_ERROR_NO_MEMORY)
+        if (st != PICL_OK)
             break;
-        st = PICL_OK;
-        if (!clear) {
-            (*held)++;
-            if ((st = refused(e, c, d, id, why)) != PICL_OK)
-                break;
-            continue;
-        }
-        json_object_set_new(out, id, clear);
+    }
+    return st;
+}
+
+picl_status picl__eng_decrypt_views(picl_engine *e, const char *c, const picl_class_entry *entry,
+                                    picl_eng_decrypt_run *d, const picl_bso_view *items, size_t n,
+                                    json_t *out, int64_t *held)
+{
+    picl_status st = PICL_OK;
+    for (size_t i = 0; i < n && st == PICL_OK; i++) {
+        if (d->pump && i % PUMP_EVERY == 0)
+            picl__stc_pump(d->pump);
+        st = decrypt_one(e, c, entry, d, items[i].id, items[i].payload, out, held);
     }
     return st;
 }

@@ -47,6 +47,9 @@ typedef struct picl_eng_decrypt_run picl_eng_decrypt_run;
 picl_eng_decrypt_run *picl__eng_decrypt_begin(int defer, picl_stc *pump);
 picl_status picl__eng_decrypt_page(picl_engine *e, const char *c, const picl_class_entry *entry,
                                    picl_eng_decrypt_run *d, json_t *bsos, json_t *out, int64_t *held);
+picl_status picl__eng_decrypt_views(picl_engine *e, const char *c, const picl_class_entry *entry,
+                                    picl_eng_decrypt_run *d, const picl_bso_view *items, size_t n,
+                                    json_t *out, int64_t *held);
 void picl__eng_decrypt_end(picl_engine *e, const char *c, picl_eng_decrypt_run *d, int report);
 /* Encrypts cleartext records under entry into new BSOs {id, payload[, ttl]}
  * (*bsos, the caller's). */

@@ -791,11 +791,68 @@ picl_status picl__stc_get(picl_stc *c, const char *coll, const picl_stc_query *q
     return st;
 }
 
+/* A listing page read into views (storage_client_list.h), its body kept
+ * for them until page_release. */
+typedef struct stc_page {
+    picl_bso_list list;
+    char *body;
+    size_t cap;
+    int present; /* an answer with a list (not a 304) */
+} stc_page;
+
+static void page_release(picl_stc *c, stc_page *pg)
+{
+    picl__bso_list_free(&pg->list);
+    if (pg->body && pg->cap > c->spare_cap) {
+        free(c->spare); /* the buffer serves a later answer */
+        c->spare = pg->body;
+        c->spare_cap = pg->cap;
+    } else {
+        free(pg->body);
+    }
+    memset(pg, 0, sizeof *pg);
+}
+
+/* picl__stc_get into views. */
+static picl_status get_page(picl_stc *c, const char *coll, const picl_stc_query *q, stc_page *pg,
+                            char **next_offset)
+{
+    memset(pg, 0, sizeof *pg);
+    *next_offset = NULL;
+    char *rel;
+    picl_status st = picl__stc_build_get(coll, q, &rel);
+    if (st != PICL_OK)
+        return st;
+    stc_reply r = {0};
+    st = picl__stc_request(c, "GET", rel, NULL, NULL, 0, q->if_modified_since, q->if_unmodified_since, NULL,
+                           &r);
+    free(rel);
+    if (st == PICL_OK && r.bad_offset)
+        st = PICL_ERROR_PROTOCOL;
+    if (st == PICL_OK && !c->last.not_modified) {
+        st = picl__bso_list_parse(r.body, r.len, &pg->list);
+        if (st == PICL_OK) {
+            pg->present = 1;
+            pg->body = r.body;
+            pg->cap = r.cap;
+            r.body = NULL;
+        }
+    }
+    if (st == PICL_OK) {
+        *next_offset = r.next_offset;
+        r.next_offset = NULL;
+    } else {
+        page_release(c, pg);
+    }
+    picl__stc_reply_free(&r);
+    return st;
+}
+
 /* The paging loop of get_all and download.  strict: every page must carry
  * X-Last-Modified and an X-Weave-Records equal to its item count; the first
  * page's X-Last-Modified goes to *listed (may be NULL).  fn NULL: the items
- * into *items; else each page to fn, the next page requested before fn
- * runs (*items stays NULL). */
+ * into *items; else each page to fn as views, the next page requested
+ * before fn runs (*items stays NULL). */
 static picl_status list_pages(picl_stc *c, const char *coll, const picl_stc_query *q, size_t max_items,
                               int strict, json_t **items, int64_t *listed, picl_stc_page_fn fn, void *ctx)
 {
@@ -814,6 +871,8 @@ static picl_status list_pages(picl_stc *c, const char *coll, const picl_stc_quer
     size_t count = 0;
     for (size_t pages = 0;; pages++) {
         json_t *part = NULL;
+        stc_page pg;
+        memset(&pg, 0, sizeof pg);
         char *next = NULL;
         if (pages == PICL_STC_MAX_PAGES) {
             /* a server that pages forever ends the listing with an error */
@@ -821,28 +880,29 @@ static picl_status list_pages(picl_stc *c, const char *coll, const picl_stc_quer
             break;
         }
         page.offset = offset;
-        st = picl__stc_get(c, coll, &page, &part, &next);
-        if (st == PICL_OK && next && (!part || !json_array_size(part) || (offset && !strcmp(next, offset)))) {
+        if (fn)
+            st = get_page(c, coll, &page, &pg, &next);
+        else
+            st = picl__stc_get(c, coll, &page, &part, &next);
+        int have = fn ? pg.present : part != NULL;
+        size_t got = fn ? pg.list.n : json_array_size(part);
+        if (st == PICL_OK && next && (!have || !got || (offset && !strcmp(next, offset)))) {
             /* "more" without progress: an empty page, or the same offset again */
-            json_decref(part);
             free(next);
             next = NULL;
-            part = NULL;
+            have = 0;
             st = PICL_ERROR_PROTOCOL;
         }
-        if (st == PICL_OK && strict && part &&
+        if (st == PICL_OK && strict && have &&
             (c->last.last_modified < 0 || c->last.records < 0 ||
-             (uint64_t)c->last.records != (uint64_t)json_array_size(part))) {
+             (uint64_t)c->last.records != (uint64_t)got)) {
             /* an answer that does not say what it holds cannot move a cursor */
-            json_decref(part);
-            part = NULL;
+            have = 0;
             st = PICL_ERROR_PROTOCOL;
         }
         free(offset);
         offset = next;
-        if (st != PICL_OK || !part)
-            break;
-        if (first) {
+        if (st == PICL_OK && have && first) {
             if (listed)
                 *listed = c->last.last_modified;
             /* later pages must see the same state */
@@ -850,27 +910,24 @@ static picl_status list_pages(picl_stc *c, const char *coll, const picl_stc_quer
             page.if_modified_since = -1;
             first = 0;
         }
-        if (count + json_array_size(part) > max_items) {
-            json_decref(part);
+        if (st == PICL_OK && have && count + got > max_items)
             st = PICL_ERROR_TOO_LARGE;
-            break;
+        if (st == PICL_OK && have) {
+            count += got;
+            if (fn) {
+                char *rel = NULL;
+                page.offset = offset;
+                if (offset && picl__stc_build_get(coll, &page, &rel) == PICL_OK)
+                    prefetch_start(c, rel, page.if_modified_since, page.if_unmodified_since);
+                free(rel);
+                st = fn(ctx, pg.list.items, got);
+            } else if (json_array_extend(all, part) != 0) {
+                st = PICL_ERROR_NO_MEMORY;
+            }
         }
-        count += json_array_size(part);
-        if (fn) {
-            char *rel = NULL;
-            page.offset = offset;
-            if (offset && picl__stc_build_get(coll, &page, &rel) == PICL_OK)
-                prefetch_start(c, rel, page.if_modified_since, page.if_unmodified_since);
-            free(rel);
-            st = fn(ctx, part);
-            json_decref(part);
-            if (st != PICL_OK)
-                break;
-        } else {
-            json_array_extend(all, part);
-            json_decref(part);
-        }
-        if (!offset)
+        json_decref(part);
+        page_release(c, &pg);
+        if (st != PICL_OK || !have || !offset)
             break;
     }
     free(offset);
@@ -889,12 +946,6 @@ picl_status picl__stc_get_all(picl_stc *c, const char *coll, const picl_stc_quer
     return list_pages(c, coll, q, max_items, 0, items, NULL, NULL, NULL);
 }
 
-/* A BSO's "modified" in hundredths of a second, or -1. */
-static int64_t bso_centis(const json_t *bso)
-{
-    return picl__synctime_from_json(json_object_get(bso, "modified"), -1);
-}
-
 /* What the completeness probe needs of the pages, gathered as they pass. */
 typedef struct dl_track {
     picl_stc_page_fn fn;
@@ -906,38 +957,78 @@ typedef struct dl_track {
     int bad; /* a BSO without a valid modified or id */
 } dl_track;
 
-static picl_status dl_page(void *ctx, json_t *part)
+static picl_status dl_add(dl_track *t, const char *id, int64_t m)
 {
-    dl_track *t = ctx;
-    size_t i;
-    json_t *b;
-    json_array_foreach (part, i, b) {
-        int64_t m = bso_centis(b);
-        const char *id = json_string_value(json_object_get(b, "id"));
-        if (m < 0 || !id) {
-            t->bad = 1;
-            continue;
-        }
-        if (m > t->top) {
-            t->top = m;
-            t->at_top = 0;
-        }
-        if (m == t->top) {
-            t->at_top++;
-            if (json_object_set_new(t->tail, id, json_true()) != 0)
-                return PICL_ERROR_NO_MEMORY;
-        } else {
-            json_object_clear(t->tail); /* oldest first: an older one ends the run */
-        }
+    t->n++;
+    if (m < 0 || !id) {
+        t->bad = 1;
+        return PICL_OK;
     }
-    t->n += json_array_size(part);
-    return t->fn ? t->fn(t->ctx, part) : PICL_OK;
+    if (m > t->top) {
+        t->top = m;
+        t->at_top = 0;
+    }
+    if (m == t->top) {
+        t->at_top++;
+        return json_object_set_new(t->tail, id, json_true()) == 0 ? PICL_OK : PICL_ERROR_NO_MEMORY;
+    }
+    json_object_clear(t->tail); /* oldest first: an older one ends the run */
+    return PICL_OK;
 }
 
-picl_status picl__stc_download_each(picl_stc *c, const char *coll, int64_t newer, size_t max_items,
-                                    picl_stc_page_fn fn, void *ctx, int64_t *listed)
+static picl_status dl_page(void *ctx, const picl_bso_view *items, size_t n)
 {
-    *listed = -1;
+    dl_track *t = ctx;
+    for (size_t i = 0; i < n; i++) {
+        picl_status st = dl_add(t, items[i].id, items[i].modified);
+        if (st != PICL_OK)
+            return st;
+    }
+    return t->fn ? t->fn(t->ctx, items, n) : PICL_OK;
+}
+
+/* After a listing whose first page said lm: the checks of a complete
+ * download (see the header). */
+static picl_status download_complete(picl_stc *c, const char *coll, const dl_track *t, int64_t lm)
+{
+    if (lm < 0 || t->bad)
+        return PICL_ERROR_PROTOCOL;
+    if (!t->n)
+        return PICL_OK;
+    /* Completeness: oldest first, so what came is a prefix of the listing.
+     * Ask for the records at or after the newest one received, one more
+     * than we hold there: an id we do not have means the listing ended
+     * early (a lost X-Weave-Next-Offset, a cut page).  The ids held are
+     * those of the last records, at the newest time (a batch shares one
+     * timestamp: looking each probe id up by a scan was quadratic). */
+    picl_stc_query pq = {0};
+    pq.newer = t->top > 0 ? t->top - 1 : 0;
+    pq.older = -1;
+    pq.limit = (int64_t)t->at_top + 1;
+    pq.sort = "oldest";
+    pq.if_modified_since = -1;
+    pq.if_unmodified_since = lm;
+    char *next = NULL;
+    json_t *probe = NULL;
+    picl_status st = picl__stc_get(c, coll, &pq, &probe, &next);
+    free(next);
+    if (st == PICL_OK && !probe)
+        st = PICL_ERROR_PROTOCOL;
+    json_t *pid;
+    size_t k;
+    json_array_foreach (st == PICL_OK ? probe : NULL, k, pid) {
+        const char *want = json_string_value(pid);
+        if (!want || !json_object_get(t->tail, want)) {
+            st = PICL_ERROR_PROTOCOL;
+            break;
+        }
+    }
+    json_decref(probe);
+    return st;
+}
+
+static picl_stc_query download_query(int64_t newer)
+{
     picl_stc_query q = {0};
     q.newer = newer;
     q.older = -1;
@@ -945,80 +1036,58 @@ picl_status picl__stc_download_each(picl_stc *c, const char *coll, int64_t newer
     q.limit = DEFAULT_PAGE;
     q.sort = "oldest";
     q.if_modified_since = q.if_unmodified_since = -1;
-    json_t *none = NULL, *probe = NULL;
+    return q;
+}
+
+picl_status picl__stc_download_each(picl_stc *c, const char *coll, int64_t newer, size_t max_items,
+                                    picl_stc_page_fn fn, void *ctx, int64_t *listed)
+{
+    *listed = -1;
+    picl_stc_query q = download_query(newer);
+    json_t *none = NULL;
     int64_t lm = -1;
     dl_track t = {.fn = fn, .ctx = ctx, .top = -1, .tail = json_object()};
     picl_status st = PICL_ERROR_NO_MEMORY;
-    if (!t.tail)
-        goto done;
-    st = list_pages(c, coll, &q, max_items, 1, &none, &lm, dl_page, &t);
-    if (st != PICL_OK)
-        goto done;
-    if (lm < 0 || t.bad) {
-        st = PICL_ERROR_PROTOCOL;
-        goto done;
-    }
-    if (t.n) {
-        /* Completeness: oldest first, so what came is a prefix of the
-         * listing.  Ask for the records at or after the newest one received,
-         * one more than we hold there: an id we do not have means the
-         * listing ended early (a lost X-Weave-Next-Offset, a cut page).  The
-         * ids held are those of the last records, at the newest time (a
-         * batch shares one timestamp: looking each probe id up by a scan was
-         * quadratic). */
-        picl_stc_query pq = {0};
-        pq.newer = t.top > 0 ? t.top - 1 : 0;
-        pq.older = -1;
-        pq.limit = (int64_t)t.at_top + 1;
-        pq.sort = "oldest";
-        pq.if_modified_since = -1;
-        pq.if_unmodified_since = lm;
-        char *next = NULL;
-        st = picl__stc_get(c, coll, &pq, &probe, &next);
-        free(next);
-        if (st != PICL_OK)
-            goto done;
-        if (!probe) {
-            st = PICL_ERROR_PROTOCOL;
-            goto done;
-        }
-        json_t *pid;
-        size_t k;
-        json_array_foreach (probe, k, pid) {
-            const char *want = json_string_value(pid);
-            if (!want || !json_object_get(t.tail, want)) {
-                st = PICL_ERROR_PROTOCOL;
-                goto done;
-            }
-        }
-    }
-    *listed = lm;
-done:
+    if (t.tail)
+        st = list_pages(c, coll, &q, max_items, 1, &none, &lm, dl_page, &t);
+    if (st == PICL_OK)
+        st = download_complete(c, coll, &t, lm);
+    if (st == PICL_OK)
+        *listed = lm;
     json_decref(t.tail);
-    json_decref(probe);
     json_decref(none);
     return st;
-}
-
-/* The pages into one array. */
-static picl_status collect_page(void *ctx, json_t *part)
-{
-    return json_array_extend((json_t *)ctx, part) == 0 ? PICL_OK : PICL_ERROR_NO_MEMORY;
 }
 
 picl_status picl__stc_download(picl_stc *c, const char *coll, int64_t newer, size_t max_items, json_t **items,
                                int64_t *listed)
 {
     *items = NULL;
-    json_t *all = json_array();
-    picl_status st = all ? picl__stc_download_each(c, coll, newer, max_items, collect_page, all, listed)
-                         : PICL_ERROR_NO_MEMORY;
+    *listed = -1;
+    picl_stc_query q = download_query(newer);
+    json_t *all = NULL;
+    int64_t lm = -1;
+    dl_track t = {.top = -1, .tail = json_object()};
+    picl_status st = PICL_ERROR_NO_MEMORY;
+    if (t.tail)
+        st = list_pages(c, coll, &q, max_items, 1, &all, &lm, NULL, NULL);
+    size_t i;
+    json_t *b;
+    json_array_foreach (st == PICL_OK ? all : NULL, i, b) {
+        st = dl_add(&t, json_string_value(json_object_get(b, "id")),
+                    picl__synctime_from_json(json_object_get(b, "modified"), -1));
+        if (st != PICL_OK)
+            break;
+    }
+    if (st == PICL_OK)
+        st = download_complete(c, coll, &t, lm);
+    json_decref(t.tail);
     if (st != PICL_OK) {
-        *listed = -1;
         picl__json_zdecref(all);
         return st;
     }
     *items = all;
+    *listed = lm;
     return PICL_OK;
 }
 

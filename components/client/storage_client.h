@@ -5,6 +5,7 @@
 #ifndef PICL_CLIENT_STORAGE_CLIENT_H
 #define PICL_CLIENT_STORAGE_CLIENT_H
 
+#include "client/storage_client_list.h"
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -159,12 +160,13 @@ picl_status picl__stc_get_all(picl_stc *c, const char *coll, const picl_stc_quer
 picl_status picl__stc_download(picl_stc *c, const char *coll, int64_t newer, size_t max_items, json_t **items,
                                int64_t *listed);
 /* picl__stc_download page by page: each page, once it passed the checks of
- * a page, is handed to fn (the page is borrowed; fn may take references)
+ * a page, is handed to fn as (id, modified, payload) views read without a
+ * JSON tree per BSO (storage_client_list.h; borrowed until fn returns)
  * while the next one is already requested; fn's non-PICL_OK status ends the
  * download with that status.  The completeness rules and statuses are those
  * of picl__stc_download: a PICL_OK page is not yet a complete download --
  * only the PICL_OK return says the pages handed over are the listing. */
-typedef picl_status (*picl_stc_page_fn)(void *ctx, json_t *page);
+typedef picl_status (*picl_stc_page_fn)(void *ctx, const picl_bso_view *items, size_t n);
 picl_status picl__stc_download_each(picl_stc *c, const char *coll, int64_t newer, size_t max_items,
                                     picl_stc_page_fn fn, void *ctx, int64_t *listed);
 /* Moves the data of a requested next page without waiting (call it now and

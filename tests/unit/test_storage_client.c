@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include "client/storage_client.h"
+#include "protocol/synctime.h"
 #include "http/http.h"
 #include "storage_fixture.h"
 #include "testutil.h"
@@ -472,6 +473,250 @@ START_TEST(test_malformed_server)
 }
 END_TEST
 
+/* ---- a download page by page, and the listing reader ------------------------ */
+
+typedef struct collected {
+    json_t *ids, *mods, *payloads;
+    int pages;
+    int fail_at;          /* the page whose function fails (0: none) */
+    picl_stc *write_with; /* writes a record from inside the first page */
+} collected;
+
+static picl_status collect(void *ctx, const picl_bso_view *items, size_t n)
+{
+    collected *k = ctx;
+    k->pages++;
+    for (size_t i = 0; i < n; i++) {
+        json_array_append_new(k->ids, json_string(items[i].id));
+        json_array_append_new(k->mods, json_integer(items[i].modified));
+        json_array_append_new(k->payloads, json_string(items[i].payload));
+    }
+    if (k->write_with && k->pages == 1) {
+        json_t *b = bso("late", "z", 1);
+        ck_assert_int_eq(picl__stc_put(k->write_with, "dl", "late", b, -1, NULL), PICL_OK);
+        json_decref(b);
+    }
+    return k->pages == k->fail_at ? PICL_ERROR_STATE : PICL_OK;
+}
+
+START_TEST(test_download_each_matches_download)
+{
+    /* 2100 records: three pages of the download's 1000 */
+    json_t *list = json_array();
+    for (int i = 0; i < 2100; i++) {
+        char id[8], pl[40];
+        snprintf(id, sizeof id, "d%04d", i);
+        snprintf(pl, sizeof pl, "{\"n\":%d,\"q\":\"a\\\"b\"}", i);
+        json_array_append_new(list, bso(id, pl, i));
+    }
+    picl_stc_post_result pr;
+    ck_assert_int_eq(picl__stc_post(C, "dl", list, -1, &pr), PICL_OK);
+    picl__stc_post_result_clear(&pr);
+    json_decref(list);
+
+    json_t *items;
+    int64_t listed = -1, listed2 = -1;
+    uint64_t r0 = picl__stc_request_count(C);
+    ck_assert_int_eq(picl__stc_download(C, "dl", 0, 0, &items, &listed), PICL_OK);
+    uint64_t r1 = picl__stc_request_count(C);
+    ck_assert_uint_eq(json_array_size(items), 2100);
+    ck_assert_uint_eq(r1 - r0, 4); /* three pages and the probe */
+
+    collected k = {json_array(), json_array(), json_array(), 0, 0, NULL};
+    ck_assert_int_eq(picl__stc_download_each(C, "dl", 0, 0, collect, &k, &listed2), PICL_OK);
+    ck_assert_uint_eq(picl__stc_request_count(C) - r1, 4); /* each page asked once, ahead or not */
+    ck_assert_int_eq(k.pages, 3);
+    ck_assert_int_eq(listed2, listed);
+    ck_assert_uint_eq(json_array_size(k.ids), 2100);
+    for (size_t i = 0; i < 2100; i++) {
+        json_t *b = json_array_get(items, i);
+        ck_assert_str_eq(json_string_value(json_array_get(k.ids, i)),
+                         json_string_value(json_object_get(b, "id")));
+        ck_assert_str_eq(json_string_value(json_array_get(k.payloads, i)),
+                         json_string_value(json_object_get(b, "payload")));
+        ck_assert_int_eq(json_integer_value(json_array_get(k.mods, i)),
+                         picl__synctime_from_json(json_object_get(b, "modified"), -2));
+    }
+    char want[40];
+    snprintf(want, sizeof want, "{\"n\":%d,\"q\":\"a\\\"b\"}", 2099);
+    ck_assert_str_eq(json_string_value(json_array_get(k.payloads, 2099)), want);
+    json_decref(items);
+
+    /* a page function that fails ends the download with its status; the
+     * page asked ahead is dropped, the client goes on normally */
+    json_array_clear(k.ids);
+    json_array_clear(k.mods);
+    json_array_clear(k.payloads);
+    k.pages = 0;
+    k.fail_at = 2;
+    ck_assert_int_eq(picl__stc_download_each(C, "dl", 0, 0, collect, &k, &listed2), PICL_ERROR_STATE);
+    ck_assert_int_eq(listed2, -1);
+    ck_assert_int_eq(k.pages, 2);
+    json_t *j;
+    ck_assert_int_eq(picl__stc_info(C, "collections", -1, &j), PICL_OK);
+    json_decref(j);
+
+    /* a write between two pages (here by this very client: the page asked
+     * ahead is dropped and asked again) makes the next page a conflict */
+    k.pages = 0;
+    k.fail_at = 0;
+    k.write_with = C;
+    ck_assert_int_eq(picl__stc_download_each(C, "dl", 0, 0, collect, &k, &listed2), PICL_ERROR_CONFLICT);
+    ck_assert_int_eq(k.pages, 1);
+    ck_assert_int_eq(listed2, -1);
+    json_decref(k.ids);
+    json_decref(k.mods);
+    json_decref(k.payloads);
+}
+END_TEST
+
+/* The one-pass reader and the tree agree on text (status, items, fields). */
+static void list_same(const char *text, size_t len)
+{
+    char *copy = malloc(len + 1);
+    memcpy(copy, text, len);
+    copy[len] = 0;
+    picl_bso_list a, b;
+    picl_status sa = picl__bso_list_parse(copy, len, &a);
+    picl_status sb = picl__bso_list_parse_tree(text, len, &b);
+    ck_assert_msg(sa == sb, "status %d vs tree %d for %.*s", sa, sb, (int)len, text);
+    ck_assert_uint_eq(a.n, b.n);
+    for (size_t i = 0; i < a.n; i++) {
+        ck_assert_int_eq(a.items[i].modified, b.items[i].modified);
+        ck_assert((a.items[i].id == NULL) == (b.items[i].id == NULL));
+        ck_assert((a.items[i].payload == NULL) == (b.items[i].payload == NULL));
+        if (a.items[i].id)
+            ck_assert_str_eq(a.items[i].id, b.items[i].id);
+        if (a.items[i].payload)
+            ck_assert_str_eq(a.items[i].payload, b.items[i].payload);
+    }
+    picl__bso_list_free(&a);
+    picl__bso_list_free(&b);
+    free(copy);
+}
+
+static void list_same_s(const char *text) { list_same(text, strlen(text)); }
+
+START_TEST(test_bso_list_matches_tree)
+{
+    /* exact values of the usual page, read in one pass */
+    char page[] = "[{\"id\":\"a1\",\"modified\":1234.56,\"payload\":\"{\\\"k\\\":\\\"v\\\\\\/\\n\\\"}\","
+                  "\"sortindex\":7},\n {\"id\":\"b2\", \"modified\": 12, \"ttl\": 5}]";
+    picl_bso_list l;
+    ck_assert_int_eq(picl__bso_list_parse(page, strlen(page), &l), PICL_OK);
+    ck_assert_ptr_null(l.tree);
+    ck_assert_uint_eq(l.n, 2);
+    ck_assert_str_eq(l.items[0].id, "a1");
+    ck_assert_int_eq(l.items[0].modified, 123456);
+    ck_assert_str_eq(l.items[0].payload, "{\"k\":\"v\\/\n\"}");
+    ck_assert_str_eq(l.items[1].id, "b2");
+    ck_assert_int_eq(l.items[1].modified, 1200);
+    ck_assert_ptr_null(l.items[1].payload);
+    picl__bso_list_free(&l);
+    /* a \u escape goes through the tree, with the same values */
+    char uni[] = "[{\"id\":\"\\u00e9\",\"modified\":1}]";
+    ck_assert_int_eq(picl__bso_list_parse(uni, strlen(uni), &l), PICL_OK);
+    ck_assert_ptr_nonnull(l.tree);
+    ck_assert_str_eq(l.items[0].id, "\xc3\xa9");
+    picl__bso_list_free(&l);
+    ck_assert_int_eq(picl__bso_list_parse(NULL, 0, &l), PICL_ERROR_PROTOCOL);
+
+    static const char *const pages[] = {
+        "[]",
+        " [ ] ",
+        "[\n]\n",
+        "[{}]",
+        "[{ }, {}]",
+        "[{\"id\":\"x\"}]",
+        "[{\"modified\":0}]",
+        "[{\"modified\":0.0}]",
+        "[{\"modified\":0.005}]",
+        "[{\"modified\":0.004999}]",
+        "[{\"modified\":1234567890.12}]",
+        "[{\"modified\":123456789012345}]",
+        "[{\"modified\":1234567890123456}]",
+        "[{\"modified\":999999999999.99}]",
+        "[{\"modified\":1000000000000}]",
+        "[{\"modified\":123456789012345678901234567890}]",
+        "[{\"modified\":1e999}]",
+        "[{\"modified\":1.5e3}]",
+        "[{\"modified\":1E3}]",
+        "[{\"modified\":-1}]",
+        "[{\"modified\":-0}]",
+        "[{\"modified\":01}]",
+        "[{\"modified\":1.}]",
+        "[{\"modified\":.5}]",
+        "[{\"modified\":1.12345678901234567890123}]",
+        "[{\"modified\":\"12.00\"}]",
+        "[{\"modified\":null}]",
+        "[{\"modified\":true}]",
+        "[{\"modified\":[1]}]",
+        "[{\"id\":5}]",
+        "[{\"id\":null,\"payload\":{}}]",
+        "[{\"id\":\"a\",\"id\":\"b\"}]",
+        "[{\"id\":\"a\",\"modified\":1,\"modified\":2}]",
+        "[{\"id\":\"a\",\"other\":1}]",
+        "[{\"id\":\"a\",\"sortindex\":-5}]",
+        "[{\"id\":\"a\",\"ttl\":null}]",
+        "[{\"i\\u0064\":\"a\"}]",
+        "[{\"id\":\"a\\\"b\\\\c\\/d\\be\\ff\\ng\\rh\\ti\"}]",
+        "[{\"id\":\"\\u0041\"}]",
+        "[{\"id\":\"\\ud83d\\ude00\"}]",
+        "[{\"id\":\"\\ud800\"}]",
+        "[{\"id\":\"\\u0000\"}]",
+        "[{\"id\":\"\\x\"}]",
+        "[{\"id\":\"\\\"}]",
+        "[{\"id\":\"caf\xc3\xa9\"}]",
+        "[{\"id\":\"bad\xff\"}]",
+        "[{\"id\":\"bad\xc3\"}]",
+        "[{\"id\":\"tab\there\"}]",
+        "[{\"id\":\"a\"},]",
+        "[{\"id\":\"a\"} {\"id\":\"b\"}]",
+        "[{\"id\":\"a\",}]",
+        "[{\"id\" \"a\"}]",
+        "[{\"id\":\"a\"}",
+        "[{\"id\":\"a\"}] x",
+        "[{\"id\":\"a\"}]]",
+        "[1, \"x\", null, [], true]",
+        "[[{\"id\":\"a\"}]]",
+        "{\"id\":\"a\"}",
+        "\"x\"",
+        "5",
+        "null",
+        "",
+        "   ",
+        "[",
+        "]",
+        "\xef\xbb\xbf[]",
+        "[]\x0b",
+        "[{\"id\":\"a\",\"modified\":1.5,\"payload\":\"p\",\"sortindex\":1,\"ttl\":2}]",
+    };
+    for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++)
+        list_same_s(pages[i]);
+    list_same("[{\"id\":\"a\0b\"}]", 15);
+    list_same("[{\"id\":\"a\"}]\0", 13);
+
+    /* a page as the server writes it: every cut, every byte changed */
+    const char *real =
+        "[{\"id\":\"r1\",\"modified\":1733280000.25,\"payload\":\"{\\\"ciphertext\\\":\\\"q+/w==\\\","
+        "\\\"IV\\\":\\\"aa==\\\",\\\"hmac\\\":\\\"0f\\\",\\\"kid\\\":\\\"A:1\\\"}\",\"sortindex\":100},"
+        "{\"id\":\"r2\",\"modified\":1733280000.3,\"payload\":\"{}\"}]";
+    size_t n = strlen(real);
+    for (size_t cut = 0; cut <= n; cut++)
+        list_same(real, cut);
+    const char subst[] = {'"', '\\', ',', ':', '{', '}', '[',    ']',
+                          ' ', '0',  '.', 'e', '-', 'u', '\x01', '\x80'};
+    char *t = malloc(n + 1);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < sizeof subst; j++) {
+            memcpy(t, real, n + 1);
+            t[i] = subst[j];
+            list_same(t, n);
+        }
+    free(t);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("storage_client");
@@ -486,7 +731,11 @@ static Suite *suite(void)
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_clock_skew_corrected);
     tcase_add_test(tc, test_page_conflict);
+    tcase_add_test(tc, test_download_each_matches_download);
     suite_add_tcase(s, tc);
+    TCase *lp = tcase_create("list_parse");
+    tcase_add_test(lp, test_bso_list_matches_tree);
+    suite_add_tcase(s, lp);
     TCase *busy = tcase_create("busy");
     tcase_add_checked_fixture(busy, busy_setup, client_teardown);
     tcase_set_timeout(busy, 60);
