@@ -31,6 +31,7 @@ typedef struct cli_opts {
     const char *data;                  /* --data DIR (server) */
     const char *listen;                /* --listen HOST:PORT (server) */
     const char *restore_days;          /* --restore-days N (server): earlier versions kept N days, 0 = off */
+    const char *nonce_cache;           /* --nonce-cache N (server): Hawk nonces the storage server holds */
     const char *title;                 /* --title T (send-tab) */
     int received;                      /* --received (tabs) */
     int resend;                        /* --resend (account verify): mail the code again */

@@ -31,6 +31,9 @@ static const char *USAGE =
     "  server [--data DIR] [--listen 127.0.0.1:PORT]  keyserver + storage server, one process\n"
     "          [--restore-days N]                     keep earlier versions N days for picl restore\n"
     "                                                 (default 30, 0 = off)\n"
+    "          [--nonce-cache N]                      Hawk nonces the storage server holds (1024 to\n"
+    "                                                 16777216, default 524288: N / 60 requests/s\n"
+    "                                                 sustained, then 503; 192 bytes each)\n"
     "  account create --server URL --email E          create an account and sign in (a code is mailed)\n"
     "  account verify --code C                        verify the email address (fetches the keys)\n"
     "  account verify --resend                        mail the verification code again\n"
@@ -618,6 +621,7 @@ static const size_t valued_off[] = {
     offsetof(cli_opts, as_of),
     offsetof(cli_opts, recovery_key_file),
     offsetof(cli_opts, restore_days),
+    offsetof(cli_opts, nonce_cache),
 };
 
 static const struct option long_opts[] = {
@@ -637,6 +641,7 @@ static const struct option long_opts[] = {
     {"as-of", required_argument, NULL, OPT_VALUED + 13},
     {"recovery-key-file", required_argument, NULL, OPT_VALUED + 14},
     {"restore-days", required_argument, NULL, OPT_VALUED + 15},
+    {"nonce-cache", required_argument, NULL, OPT_VALUED + 16},
     {"yes", no_argument, NULL, OPT_YES},
     {"allow-mass-delete", no_argument, NULL, OPT_ALLOW_MASS_DELETE},
     {"received", no_argument, NULL, OPT_RECEIVED},

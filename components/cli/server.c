@@ -78,6 +78,19 @@ int cli_server(const cli_opts *o)
                 listen);
         return CLI_USAGE;
     }
+    /* --nonce-cache N: 1024 to 2^24 nonces (0: the storage server's default) */
+    long nonces = 0;
+    if (o->nonce_cache) {
+        size_t n = strlen(o->nonce_cache);
+        nonces =
+            n && n <= 8 && strspn(o->nonce_cache, "0123456789") == n ? strtol(o->nonce_cache, NULL, 10) : -1;
+        if (nonces < 1024 || nonces > (1L << 24)) {
+            fprintf(stderr,
+                    "picl server: --nonce-cache takes a number of nonces from 1024 to 16777216, not %s\n",
+                    o->nonce_cache);
+            return CLI_USAGE;
+        }
+    }
     long days = parse_days(o->restore_days);
     if (days < 0) {
         fprintf(stderr, "picl server: --restore-days takes a number of days from 0 (off) to 3650, not %s\n",
@@ -121,6 +134,7 @@ int cli_server(const cli_opts *o)
     sc.node = node;
     sc.log = srvlog_stderr;
     sc.restore_days = days > 0 ? days : -1; /* storage_config: < 0 = off */
+    sc.nonce_cache_entries = (size_t)nonces;
     srv_http_config hc;
     memset(&hc, 0, sizeof hc);
     hc.listen = addr;

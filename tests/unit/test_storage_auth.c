@@ -6,6 +6,8 @@
 #include "storage_fixture.h"
 #include "testutil.h"
 
+#include <sys/wait.h>
+
 static void put_ok(const char *path, const char *body)
 {
     tu_resp r = sf_req("PUT", path, body);
@@ -227,6 +229,60 @@ START_TEST(test_token_cache_eviction)
 }
 END_TEST
 
+/* A full nonce cache refuses (503 + Retry-After), never accepts: here 64
+ * nonces, 2 per user; 32 users fill their shares (the third request of each
+ * is 503), then a new user is refused too, and a replay is still a replay
+ * (401).  picl-storage --nonce-cache takes 1024 to 2^24. */
+START_TEST(test_nonce_cache_full_refuses)
+{
+    storage_config c;
+    memset(&c, 0, sizeof c);
+    c.nonce_cache_entries = 64;
+    sf_setup_with(&c);
+    enum { USERS = 33 };
+    tu_cred u[USERS];
+    char target[64];
+    for (int i = 0; i < USERS; i++)
+        tu_mint(&u[i], SF_SECRET, SF_SECRET_LEN, SF.node, 100 + i, 3600);
+    for (int i = 0; i < USERS; i++) {
+        snprintf(target, sizeof target, "/1.5/%d/info/collections", 100 + i);
+        tu_req first = {.hawk_nonce = "first"};
+        int admitted = i < USERS - 1 ? 2 : 0;
+        for (int k = 0; k < 3; k++) {
+            tu_resp r;
+            tu_req o = {.cred = &u[i], .hawk_nonce = k == 0 ? first.hawk_nonce : NULL};
+            ck_assert_int_eq(tu_http(&r, "GET", SF.base, target, &o), 0);
+            ck_assert_int_eq(r.status, k < admitted ? 200 : 503);
+            if (r.status == 503) {
+                char *ra = tu_resp_header(&r, "Retry-After");
+                ck_assert_ptr_nonnull(ra);
+                free(ra);
+            }
+            tu_resp_free(&r);
+        }
+    }
+    /* user 100's first nonce again: a replay, not a capacity question */
+    tu_req again = {.hawk_nonce = "first"};
+    ck_assert_int_eq(status_with(&u[0], "GET", "/1.5/100/info/collections", &again), 401);
+    for (int i = 0; i < USERS; i++)
+        tu_cred_free(&u[i]);
+
+    const char *b = getenv("PICL_BUILD");
+    ck_assert_ptr_nonnull(b);
+    char cmd[512];
+    static const char *const bad[] = {"1023", "16777217", "x", "-5"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(cmd, sizeof cmd,
+                 "%s/picl-storage --listen 127.0.0.1:0 --data %s --secret-file /dev/null --nonce-cache %s "
+                 ">/dev/null 2>&1",
+                 b, SF.dir, bad[i]);
+        int rc = system(cmd);
+        ck_assert(WIFEXITED(rc));
+        ck_assert_int_eq(WEXITSTATUS(rc), 2);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("storage_auth");
@@ -239,6 +295,11 @@ static Suite *suite(void)
     tcase_add_test(tc, test_raw_target_is_signed);
     tcase_add_test(tc, test_cached_token_decisions);
     tcase_add_test(tc, test_token_cache_eviction);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("capacity");
+    tcase_add_checked_fixture(tc, NULL, sf_teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_nonce_cache_full_refuses);
     suite_add_tcase(s, tc);
     return s;
 }
