@@ -82,7 +82,36 @@ static picl_status mac_input(uint8_t out[32], picl_sealer *k, const picl_mac_con
     if (k->broken)
         return PICL_ERROR_CRYPTO;
     picl_hmac_ctx *h = k->mac;
-    picl_status st = picl__hmac_sha256_update(h, ctx->label, strlen(ctx->label));
+    /* the short parts in one update when they fit (each update is a PK11
+     * call): the same bytes in the same order */
+    char head[512];
+    size_t hl = strlen(ctx->label), ivl = strlen(iv_b64), need = hl + 1 + ivl + 1;
+    for (size_t i = 0; i < ctx->nfields; i++)
+        need += strlen(ctx->fields[i]) + 1;
+    if (need <= sizeof head) {
+        size_t o = 0;
+        memcpy(head, ctx->label, hl);
+        o = hl;
+        for (size_t i = 0; i < ctx->nfields; i++) {
+            size_t fl = strlen(ctx->fields[i]);
+            head[o++] = '\n';
+            memcpy(head + o, ctx->fields[i], fl);
+            o += fl;
+        }
+        head[o++] = '\n';
+        memcpy(head + o, iv_b64, ivl);
+        o += ivl;
+        head[o++] = '\n';
+        picl_status st = picl__hmac_sha256_update(h, head, o);
+        if (st == PICL_OK)
+            st = picl__hmac_sha256_update(h, ct_b64, ctlen);
+        if (st == PICL_OK)
+            st = picl__hmac_sha256_result(h, out);
+        if (st != PICL_OK)
+            k->broken = 1; /* half a macInput may be in it */
+        return st;
+    }
+    picl_status st = picl__hmac_sha256_update(h, ctx->label, hl);
     for (size_t i = 0; st == PICL_OK && i < ctx->nfields; i++) {
         st = picl__hmac_sha256_update(h, "\n", 1);
         if (st == PICL_OK)

@@ -414,6 +414,50 @@ START_TEST(test_sealer_run)
 }
 END_TEST
 
+/* The MAC over macInput is the same whether its short parts go to the HMAC
+ * in one update (the usual context) or piece by piece (a context longer
+ * than that buffer): both equal HMAC-SHA256 computed here in one call. */
+START_TEST(test_mac_input_short_and_long_context)
+{
+    picl_keypair k;
+    memset(k.enc, 0x31, 32);
+    memset(k.hmac, 0x42, 32);
+    uint8_t iv[16];
+    memset(iv, 0x07, sizeof iv);
+    const char *msg = "{\"id\":\"x\"}";
+    char longid[700];
+    memset(longid, 'i', sizeof longid - 1);
+    longid[sizeof longid - 1] = 0;
+    const char *ids[2] = {"abcdefghijkl", longid};
+    picl_sealer *sk = NULL;
+    ck_assert_int_eq(picl__sealer_new(&sk, &k), PICL_OK);
+    for (int w = 0; w < 2; w++) {
+        picl_mac_context ctx;
+        picl__record_v2_context(&ctx, "bookmarks", ids[w], "B:3");
+        picl_sealed a;
+        ck_assert_int_eq(picl__record_seal_with(&a, sk, &ctx, iv, (const uint8_t *)msg, strlen(msg)),
+                         PICL_OK);
+        size_t n = strlen(PICL_RECORD_V2_LABEL) + strlen(ids[w]) + strlen(a.iv) + strlen(a.ciphertext) + 64;
+        char *input = malloc(n);
+        snprintf(input, n, "%s\nbookmarks\n%s\nB:3\n%s\n%s", PICL_RECORD_V2_LABEL, ids[w], a.iv,
+                 a.ciphertext);
+        uint8_t m[32];
+        char hex[65];
+        ck_assert_int_eq(picl__hmac_sha256(m, k.hmac, 32, input, strlen(input)), PICL_OK);
+        picl__hex_encode(hex, m, 32);
+        ck_assert_str_eq(a.hmac, hex);
+        uint8_t *out = NULL;
+        size_t olen = 0;
+        ck_assert_int_eq(picl__record_open_with(&out, &olen, sk, &ctx, a.ciphertext, a.iv, a.hmac), PICL_OK);
+        ck_assert_uint_eq(olen, strlen(msg));
+        free(out);
+        free(input);
+        picl__sealed_free(&a);
+    }
+    picl__sealer_free(sk);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("record");
@@ -426,6 +470,7 @@ int main(void)
     tcase_add_test(tc, test_tampering_one_error);
     tcase_add_test(tc, test_roundtrip_sizes);
     tcase_add_test(tc, test_sealer_run);
+    tcase_add_test(tc, test_mac_input_short_and_long_context);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
