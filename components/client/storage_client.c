@@ -19,6 +19,7 @@
 
 #define MAX_BODY ((size_t)512 * 1024 * 1024)
 #define MAX_IDS 100
+#define MAX_SPARE ((size_t)8 * 1024 * 1024) /* a body buffer kept for the next answer: up to this */
 #define DEFAULT_PAGE 1000
 #define SKEW_RETRY_S 30
 
@@ -779,7 +780,7 @@ picl_status picl__stc_get(picl_stc *c, const char *coll, const picl_stc_query *q
         *next_offset = r.next_offset;
         r.next_offset = NULL;
     }
-    if (r.body && r.cap > c->spare_cap) {
+    if (r.body && r.cap > c->spare_cap && r.cap <= MAX_SPARE) {
         /* parsed: the buffer serves the next answer (a listing's pages are
          * alike in size: no new block to grow and fault in each time) */
         free(c->spare);
@@ -803,7 +804,7 @@ typedef struct stc_page {
 static void page_release(picl_stc *c, stc_page *pg)
 {
     picl__bso_list_free(&pg->list);
-    if (pg->body && pg->cap > c->spare_cap) {
+    if (pg->body && pg->cap > c->spare_cap && pg->cap <= MAX_SPARE) {
         free(c->spare); /* the buffer serves a later answer */
         c->spare = pg->body;
         c->spare_cap = pg->cap;
