@@ -392,10 +392,12 @@ int bench_profile(int argc, char **argv)
         want = {(long)(nbm - nbm / 100), (long)(nbm / 100), (long)json_array_size(hi), (long)nvisits,
                 (long)nlg};
     /* the generated records are in profile 1 now: freed, so that the
-     * phases' peak memory is the client's (stores, engine, HTTP) */
+     * phases' peak memory is the client's (stores, engine, HTTP); the
+     * logins are made again (the same) for --firefox-check */
     json_decref(bm);
     json_decref(hi);
-    bm = hi = NULL;
+    json_decref(lg);
+    bm = hi = lg = NULL;
     malloc_trim(0);
     count_profile(p1, &c1);
     if (!same_counts(&c1, &want)) {
@@ -443,6 +445,8 @@ int bench_profile(int argc, char **argv)
         counts cf;
         size_t pw_ok = 0;
         t0 = bench_now();
+        if (!(lg = gen_logins(nlg)))
+            goto done;
         if (firefox_check(script, p2, tmp, lg, &cf, &pw_ok) != 0) {
             fprintf(stderr, "profile: firefox-esr could not read profile 2 (see %s/check.log)\n", tmp);
             goto done;

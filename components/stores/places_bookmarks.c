@@ -201,6 +201,7 @@ static picl_status collect(places *p, const char *sql, json_t *a, json_t *seen)
     if (rc == PICL_OK && r != SQLITE_DONE)
         rc = picl__store_fail(&p->base, PICL_ERROR_DATABASE, "places.sqlite: %s", sqlite3_errmsg(p->db));
     sqlite3_finalize(st);
+    picl__places_idle(p);
     return rc;
 }
 

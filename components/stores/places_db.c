@@ -95,14 +95,19 @@ picl_status picl__places_begin(places *p) { return picl__places_exec(p, "BEGIN I
 picl_status picl__places_end(places *p, picl_status rc)
 {
     if (rc == PICL_OK) {
-        if (sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+        if (sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK) {
+            picl__places_idle(p);
             return PICL_OK;
+        }
         rc = picl__places_dberr(p, "commit");
     }
     sqlite3_exec(p->db, "ROLLBACK", NULL, NULL, NULL);
     sqlite3_exec(p->db, "DELETE FROM temp.picl_touched", NULL, NULL, NULL);
+    picl__places_idle(p);
     return rc;
 }
+
+void picl__places_idle(places *p) { sqlite3_db_release_memory(p->db); }
 
 int64_t picl__places_now_us(void)
 {

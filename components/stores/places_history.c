@@ -135,6 +135,7 @@ static picl_status history_collect(places *p, sqlite3_stmt *q, json_t *a)
         rc = picl__places_dberr(p, "pages");
     for (size_t t = 0; t < 10; t++)
         json_decref(types[t]);
+    picl__places_idle(p);
     return rc;
 }
 

@@ -51,7 +51,11 @@ picl_status picl__places_done(places *p, sqlite3_stmt *st);
 picl_status picl__places_cached(places *p, sqlite3_stmt **st, const char *sql);
 void picl__places_release(places *p, sqlite3_stmt *st);
 picl_status picl__places_begin(places *p);
-picl_status picl__places_end(places *p, picl_status rc); /* COMMIT if rc OK, else ROLLBACK */
+picl_status picl__places_end(places *p, picl_status rc); /* COMMIT if rc OK, else ROLLBACK; then idle */
+/* Between operations: the connection's page cache (up to 2 MiB of 32 KiB
+ * pages) goes back to the heap, where the engine's records need it while
+ * the store waits (issue 15; the pages are read again from the OS cache). */
+void picl__places_idle(places *p);
 
 /* Runs sql with parameters bound by `types` ('i' int64, 'n' int64 with 0 as
  * NULL, 't' text or NULL); q1 also gives the first column of the first row
