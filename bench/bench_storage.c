@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -54,12 +56,14 @@ typedef struct scenario {
 typedef struct wrk_result {
     double rps, p50_ms, p99_ms;
     long non2xx, requests;
+    double server_cpu, client_cpu; /* user + system seconds of the server and of wrk in the run */
 } wrk_result;
 
 static char dir[64];
 static const char *only; /* --only NAME: that scenario alone (for a profile) */
 static char *token, *key;
 static unsigned port;
+static pid_t ngx_pid = -1;
 
 /* Users by uid: UID, then the scenarios' (see run_node). */
 #define MAX_UID 240
@@ -204,37 +208,40 @@ static int write_script(const scenario *sc, const char *lua, int64_t ts, size_t 
     f = fopen(lua, "w");
     if (!f)
         goto done;
+    /* each request a ready string (wrk.format per request would cost the
+     * client more than the server): the user's request line, Host and the
+     * start of its Authorization, then the record's nonce and MAC */
     fprintf(f,
             "local f = io.open(\"%s\", \"rb\")\n"
             "local data = f:read(\"*a\")\n"
             "f:close()\n"
             "local n = #data / %d\n"
-            "local users = {}\n"
-            "for line in io.lines(\"%s\") do\n"
-            "  local t, id = line:match(\"^([^\\t]+)\\t(.+)$\")\n"
-            "  users[#users + 1] = {t, 'Hawk id=\"' .. id .. '\", ts=\"%s\", nonce=\"'}\n"
-            "end\n"
-            "local nu = #users\n"
-            "local i = 0\n"
-            "wrk.method = \"%s\"\n",
-            datafile, REC_LEN, usersfile, tstext, sc->method);
+            "local tail = \"\\r\\n\\r\\n\"\n",
+            datafile, REC_LEN);
     if (sc->body)
         fprintf(f,
                 "local b = io.open(\"%s\", \"rb\")\n"
-                "wrk.body = b:read(\"*a\")\n"
-                "b:close()\n"
-                "wrk.headers[\"Content-Type\"] = \"application/json\"\n",
-                bodyfile);
+                "tail = \"\\r\\nContent-Type: application/json\\r\\nContent-Length: %zu\\r\\n\\r\\n\" .. "
+                "b:read(\"*a\")\n"
+                "b:close()\n",
+                bodyfile, strlen(sc->body));
     fprintf(f,
+            "local users = {}\n"
+            "for line in io.lines(\"%s\") do\n"
+            "  local t, id = line:match(\"^([^\\t]+)\\t(.+)$\")\n"
+            "  users[#users + 1] = \"%s \" .. t .. \" HTTP/1.1\\r\\nHost: 127.0.0.1:%u\\r\\n\" ..\n"
+            "    'Authorization: Hawk id=\"' .. id .. '\", ts=\"%s\", nonce=\"'\n"
+            "end\n"
+            "local nu = #users\n"
+            "local i = 0\n"
             "request = function()\n"
-            "  local u = users[(i %% nu) + 1]\n"
             "  local off = (i %% n) * %d\n"
+            "  local u = users[(i %% nu) + 1]\n"
             "  i = i + 1\n"
-            "  wrk.headers[\"Authorization\"] = u[2] .. data:sub(off + 1, off + %d) ..\n"
-            "    '\", mac=\"' .. data:sub(off + %d, off + %d) .. '\"'\n"
-            "  return wrk.format(nil, u[1])\n"
+            "  return u .. data:sub(off + 1, off + %d) .. '\", mac=\"' .. data:sub(off + %d, off + %d) .. "
+            "'\"' .. tail\n"
             "end\n",
-            REC_LEN, NONCE_LEN, NONCE_LEN + 1, REC_LEN);
+            usersfile, sc->method, port, tstext, REC_LEN, NONCE_LEN, NONCE_LEN + 1, REC_LEN);
     if (fclose(f) == 0)
         rc = 0;
     f = NULL;
@@ -248,17 +255,75 @@ done:
     return rc;
 }
 
-static int run_wrk(const char *url, const char *lua, int duration, int conns, wrk_result *r)
+static double tv_s(struct timeval t) { return (double)t.tv_sec + (double)t.tv_usec / 1e6; }
+
+/* User + system CPU seconds of one process from /proc (0 when gone). */
+static double proc_cpu(long pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* fields after the command name */
+    unsigned long ut = 0, st = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+        return 0;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* CPU seconds of the server under test: this process (the SQLite node
+ * runs in it; its main thread waits for wrk), or nginx's master and
+ * workers. */
+static double server_cpu(int nginx)
+{
+    if (!nginx) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        return tv_s(ru.ru_utime) + tv_s(ru.ru_stime);
+    }
+    double t = proc_cpu(ngx_pid);
+    char path[96], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/task/%ld/children", (long)ngx_pid, (long)ngx_pid);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        buf[n] = 0;
+        fclose(f);
+        char *e = buf;
+        for (long pid = strtol(e, &e, 10); pid > 0; pid = strtol(e, &e, 10))
+            t += proc_cpu(pid);
+    }
+    return t;
+}
+
+static double children_cpu(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_CHILDREN, &ru);
+    return tv_s(ru.ru_utime) + tv_s(ru.ru_stime);
+}
+
+/* wrk against url (lua NULL: plain GETs); r gets its figures and the CPU
+ * the server (nginx or this process) and wrk spent. */
+static int run_wrk(const char *url, const char *lua, int duration, int conns, int nginx, wrk_result *r)
 {
     char cmd[1024], out[8192];
     /* one thread: each wrk thread runs the script from its first nonce */
     snprintf(cmd, sizeof cmd, "wrk -t1 -c%d -d%ds --latency %s%s %s 2>&1", conns, duration, lua ? "-s " : "",
              lua ? lua : "", url);
+    double s0 = server_cpu(nginx), c0 = children_cpu();
     run_cmd_out(cmd, out, sizeof out);
+    double s1 = server_cpu(nginx), c1 = children_cpu();
     if (parse_wrk(out, r) != 0) {
         fprintf(stderr, "storage: wrk failed:\n%s\n", out);
         return -1;
     }
+    r->server_cpu = s1 - s0;
+    r->client_cpu = c1 - c0;
     return 0;
 }
 
@@ -327,7 +392,8 @@ static pid_t start_nginx(unsigned nport)
             "http { access_log off; sendfile on; keepalive_requests 1000000;\n"
             "  client_body_temp_path %s; proxy_temp_path %s; fastcgi_temp_path %s;\n"
             "  uwsgi_temp_path %s; scgi_temp_path %s;\n"
-            "  server { listen 127.0.0.1:%u; root %s/www; default_type application/json; } }\n",
+            "  server { listen 127.0.0.1:%u; root %s/www; default_type application/json;\n"
+            "    location /1.5/ { rewrite ^ /current break; } } }\n",
             dir, dir, dir, dir, dir, dir, dir, nport, dir);
     fclose(f);
     snprintf(cmd, sizeof cmd, "%s/www", dir);
@@ -736,9 +802,18 @@ static int run_node(const char *label, const char *database, int short_run, unsi
         }
         wrk_result ours, ceil;
         snprintf(url, sizeof url, "http://127.0.0.1:%u", port);
-        int a = run_wrk(url, lua, sc[i].duration_s, sc[i].conns, &ours);
-        snprintf(url, sizeof url, "http://127.0.0.1:%u/%s", nport, sc[i].name);
-        int b = run_wrk(url, NULL, sc[i].duration_s, sc[i].conns, &ceil);
+        int a = run_wrk(url, lua, sc[i].duration_s, sc[i].conns, 0, &ours);
+        /* the reads: nginx gets the same requests from the same script (its
+         * /1.5/ is the static file "current"), so that both servers face the
+         * same client work; the POSTs: plain GETs of the file */
+        int same = !sc[i].body;
+        int b = write_static("current", size);
+        if (same)
+            snprintf(url, sizeof url, "http://127.0.0.1:%u", nport);
+        else
+            snprintf(url, sizeof url, "http://127.0.0.1:%u/%s", nport, sc[i].name);
+        if (b == 0)
+            b = run_wrk(url, same ? lua : NULL, sc[i].duration_s, sc[i].conns, 1, &ceil);
         if (a || b) {
             rc = 1;
             continue;
@@ -750,6 +825,14 @@ static int run_node(const char *label, const char *database, int short_run, unsi
         double ratio = ceil.rps > 0 ? ours.rps / ceil.rps : 0;
         printf("  %-32s %10.0f %9.3f %9.3f | %10.0f %9.3f %9.3f | %6.3f%s\n", label2, ours.rps, ours.p50_ms,
                ours.p99_ms, ceil.rps, ceil.p50_ms, ceil.p99_ms, ratio, invalid ? " INVALID" : "");
+        double ours_n = ours.requests > 0 ? (double)ours.requests : 1,
+               ceil_n = ceil.requests > 0 ? (double)ceil.requests : 1;
+        printf("    CPU us/request: server %.1f, nginx %.1f (ratio %.3f); wrk %.1f with ours, %.1f with "
+               "nginx%s\n",
+               1e6 * ours.server_cpu / ours_n, 1e6 * ceil.server_cpu / ceil_n,
+               ours.server_cpu > 0 ? (ceil.server_cpu / ceil_n) / (ours.server_cpu / ours_n) : 0,
+               1e6 * ours.client_cpu / ours_n, 1e6 * ceil.client_cpu / ceil_n,
+               database ? " (PostgreSQL's own CPU not counted)" : "");
         if (ours.non2xx || invalid)
             printf("  %s %ld of %ld requests were not 2xx (%.2f %%; over %.0f %% is INVALID); %zu nonces "
                    "precomputed, one per request%s\n",
@@ -759,7 +842,8 @@ static int run_node(const char *label, const char *database, int short_run, unsi
                    (size_t)ours.requests > count ? " (too few for the run)" : "");
         if (!database)
             read_target(sc[i].name, invalid ? NAN : ratio,
-                        invalid ? "INVALID: not made of 2xx answers" : "nginx, static file, same run");
+                        invalid ? "INVALID: not made of 2xx answers"
+                                : "nginx, static file, same requests and run");
         if (invalid)
             rc = 1;
     }
@@ -821,6 +905,7 @@ int bench_storage(int argc, char **argv)
     }
     unsigned nport = free_port();
     ngx = start_nginx(nport);
+    ngx_pid = ngx;
     if (ngx <= 0)
         goto done;
     printf("storage: wrk on loopback; ceiling = nginx serving a static file of the "
