@@ -23,7 +23,6 @@ enum {
     Q_SRP_GC,
     Q_SRP_GET,
     Q_SRP_DEL,
-    Q_RATE_PRUNE,
     Q_RATE_COUNT,
     Q_RATE_ADD,
     Q_RATE_DEL,
@@ -1099,24 +1098,16 @@ out:
 
 /* ---- rate-limit events --------------------------------------------------- */
 
-/* Counts the events of key at or after since (pruning older ones), under
- * the lock and inside the caller's transaction. */
+/* Counts the events of key at or after since, under the lock and inside
+ * the caller's transaction.  Older events are left to the sweep (every
+ * KS_SWEEP_EVERY seconds, ks_db_sweep): they are outside every count, and
+ * a login does not pay a delete per limit for them. */
 static picl_status rate_count_locked(sq_db *db, const char *key, int64_t since, int64_t *count,
                                      int64_t *oldest)
 {
-    sqlite3_stmt *st = stmt(db, Q_RATE_PRUNE, "DELETE FROM mem.rate_events WHERE key = ? AND t < ?");
+    sqlite3_stmt *st =
+        stmt(db, Q_RATE_COUNT, "SELECT count(*), min(t) FROM mem.rate_events WHERE key = ? AND t >= ?");
     picl_status rc = st ? PICL_OK : PICL_ERROR_DATABASE;
-    if (rc == PICL_OK) {
-        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, since);
-        if (sqlite3_step(st) != SQLITE_DONE)
-            rc = PICL_ERROR_DATABASE;
-    }
-    done(st);
-    if (rc == PICL_OK) {
-        st = stmt(db, Q_RATE_COUNT, "SELECT count(*), min(t) FROM mem.rate_events WHERE key = ? AND t >= ?");
-        rc = st ? PICL_OK : PICL_ERROR_DATABASE;
-    }
     if (rc == PICL_OK) {
         sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, since);
