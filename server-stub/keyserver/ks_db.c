@@ -139,6 +139,21 @@ picl_status ks_db_rate_take(ks_db *db, ks_rate *limits, size_t n, int64_t now, i
     return db->ops->rate_take(db->impl, limits, n, now, ok, retry_after);
 }
 
+picl_status ks_db_account_rate_take(ks_db *db, const char *email, size_t len, ks_account *a,
+                                    void (*limits)(void *ctx, int64_t account, ks_rate *lim), void *ctx,
+                                    ks_rate *lim, size_t n, int64_t now, int *ok, int64_t *retry_after)
+{
+    *ok = 0;
+    *retry_after = 0;
+    if (db->ops->account_rate_take)
+        return db->ops->account_rate_take(db->impl, email, len, a, limits, ctx, lim, n, now, ok, retry_after);
+    picl_status rc = db->ops->account_by_email(db->impl, email, len, a);
+    if (rc != PICL_OK)
+        return rc;
+    limits(ctx, a->id, lim);
+    return db->ops->rate_take(db->impl, lim, n, now, ok, retry_after);
+}
+
 picl_status ks_db_rate_refund(ks_db *db, const ks_rate *limits, size_t n)
 {
     return db->ops->rate_refund(db->impl, limits, n);

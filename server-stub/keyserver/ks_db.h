@@ -206,6 +206,13 @@ picl_status ks_db_srp_take(ks_db *db, const uint8_t key[32], int64_t now, ks_srp
  * concurrent requests never pass a limit of max < n).  *ok = 1 when it may
  * go on, else 0 and *retry_after the seconds until the first slot frees. */
 picl_status ks_db_rate_take(ks_db *db, ks_rate *limits, size_t n, int64_t now, int *ok, int64_t *retry_after);
+/* /auth/start's: the account by email and, in the same transaction, the
+ * limits limits(ctx, its id, lim) fills in lim[0..n) checked and counted as
+ * ks_db_rate_take does.  PICL_OK with *a, *ok and *retry_after; NOT_FOUND
+ * without the account (nothing counted). */
+picl_status ks_db_account_rate_take(ks_db *db, const char *email, size_t len, ks_account *a,
+                                    void (*limits)(void *ctx, int64_t account, ks_rate *lim), void *ctx,
+                                    ks_rate *lim, size_t n, int64_t now, int *ok, int64_t *retry_after);
 /* Removes the events a take added (a login that succeeded is no failure). */
 picl_status ks_db_rate_refund(ks_db *db, const ks_rate *limits, size_t n);
 /* Stores the token t and removes the events a take added, in one

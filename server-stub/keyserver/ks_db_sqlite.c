@@ -1204,6 +1204,42 @@ static picl_status rate_refund_locked(sq_db *db, const ks_rate *limits, size_t n
     return rc;
 }
 
+static picl_status sq_account_rate_take(sq_db *db, const char *email, size_t len, ks_account *a,
+                                        void (*limits)(void *ctx, int64_t account, ks_rate *lim), void *ctx,
+                                        ks_rate *lim, size_t n, int64_t now, int *ok, int64_t *retry_after)
+{
+    *ok = 0;
+    *retry_after = 0;
+    if (!len || len > KS_EMAIL_MAX)
+        return PICL_ERROR_NOT_FOUND;
+    lock(db);
+    int over = 0;
+    picl_status rc = begin_tx(db);
+    if (rc != PICL_OK)
+        goto out;
+    sqlite3_stmt *st = stmt(db, Q_ACC_BY_EMAIL, ACCOUNT_COLS "WHERE email = ?");
+    rc = st ? PICL_OK : PICL_ERROR_DATABASE;
+    if (rc == PICL_OK) {
+        sqlite3_bind_blob(st, 1, email, (int)len, SQLITE_STATIC);
+        rc = account_row(st, a);
+    }
+    done(st);
+    if (rc == PICL_OK) {
+        limits(ctx, a->id, lim);
+        rc = rate_take_locked(db, lim, n, now, &over, retry_after);
+    }
+    /* NOT_FOUND: nothing was written, the rollback ends the transaction */
+    rc = end_tx(db, rc);
+    if (rc == PICL_OK)
+        *ok = !over;
+    else
+        for (size_t i = 0; i < n; i++)
+            lim[i].event = 0;
+out:
+    unlock(db);
+    return rc;
+}
+
 static picl_status sq_rate_refund(sq_db *db, const ks_rate *limits, size_t n)
 {
     lock(db);
@@ -1827,6 +1863,7 @@ const ks_db_ops ks_db_sqlite_ops = {
     .rate_take = sq_rate_take,
     .rate_refund = sq_rate_refund,
     .token_put_refund = sq_token_put_refund,
+    .account_rate_take = sq_account_rate_take,
     .sweep = sq_sweep,
     .nonce_take = sq_nonce_take,
     .node_add = sq_node_add,

@@ -133,6 +133,19 @@ done:
 
 /* ---- POST /v1/auth/start ------------------------------------------------ */
 
+/* The request whose login limits a database call fills once it knows the
+ * account (ks_db_account_rate_take, ks_db_srp_take). */
+typedef struct finish_ctx {
+    ks_server *s;
+    srv_http_request *req;
+} finish_ctx;
+
+static void start_limits(void *ctx, int64_t account, ks_rate *lim)
+{
+    finish_ctx *f = ctx;
+    login_limits(f->s, f->req, account, 1, lim);
+}
+
 static void h_auth_start(srv_http_request *req, srv_http_response *resp, void *ctx)
 {
     ks_server *s = ctx;
@@ -144,14 +157,35 @@ static void h_auth_start(srv_http_request *req, srv_http_response *resp, void *c
         ks_error_internal(resp);
         goto done;
     }
-    picl_status rc = ks_body_account(s, req, resp, &body, a);
-    if (rc != PICL_OK)
+    /* the body and its email as ks_body_account answers them */
+    body = ks_body(req, resp);
+    if (!body)
         goto done;
-    /* failed logins are only checked here; this call itself is counted */
+    picl_status rc = ks_parse_email(body, "email", a->email, &a->email_len);
+    if (rc != PICL_OK) {
+        ks_error_parse(resp, rc);
+        goto done;
+    }
+    /* the account and its limits in one transaction: failed logins are only
+     * checked here; this call itself is counted */
     ks_rate lim[4];
-    login_limits(s, req, a->id, 1, lim);
-    if (!ks_take(s, resp, lim, 4))
+    int ok = 0;
+    int64_t retry = 0;
+    finish_ctx fc = {s, req};
+    rc = ks_db_account_rate_take(s->db, a->email, a->email_len, a, start_limits, &fc, lim, 4, ks_now(s), &ok,
+                                 &retry);
+    if (rc == PICL_ERROR_NOT_FOUND) {
+        ks_error(resp, 400, KS_ERR_UNKNOWN, "unknown account");
         goto done;
+    }
+    if (rc != PICL_OK) {
+        ks_error_internal(resp);
+        goto done;
+    }
+    if (!ok) {
+        ks_error_retry(resp, 429, KS_ERR_THROTTLED, retry);
+        goto done;
+    }
     const picl_srp_group *g = picl__srp_group_picl();
     size_t blen = PICL_SRP_SECRET_BYTES;
     /* A test hook may force any b (asked as 256 bytes); NSS draws 256 bits. */
@@ -203,10 +237,6 @@ done:
 /* ---- POST /v1/auth/finish ----------------------------------------------- */
 
 /* ks_srp_login.limits: the failed-proof limits of the session's account. */
-typedef struct finish_ctx {
-    ks_server *s;
-    srv_http_request *req;
-} finish_ctx;
 
 static void finish_limits(void *ctx, int64_t account, ks_rate *lim)
 {
