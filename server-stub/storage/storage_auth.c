@@ -40,10 +40,13 @@ typedef struct token_slot {
     uint64_t used; /* the cache's tick when last found: the older way goes */
 } token_slot;
 
-/* What a request takes from the cache: copies, and the HMAC context lent
- * (NULL: none was free). */
+/* What a request takes from the cache: copies of what it checks, and the
+ * HMAC context lent (NULL: none was free); p only while a token is verified
+ * from scratch. */
 typedef struct token_view {
-    picl_tokenlib_payload p;
+    picl_tokenlib_payload *p;
+    int64_t uid, expires;
+    int node_ok; /* the token names the node asked for */
     char key[PICL_TOKENLIB_KEY_CHARS + 1];
     picl_hmac_ctx *mac;
     uint8_t id_digest[32], who_digest[32];
@@ -61,11 +64,20 @@ struct storage_auth {
     token_slot *cache[TOKEN_CACHE_SETS * TOKEN_CACHE_WAYS]; /* NULL: empty */
 };
 
+/* The first way of token's set: a hash of its text eight bytes at a time
+ * (a token is some 700 characters, hashed at every lookup). */
 static size_t set_of(const char *token)
 {
-    uint64_t h = 1469598103934665603u; /* FNV-1a */
-    for (; *token; token++)
-        h = (h ^ (uint8_t)*token) * 1099511628211u;
+    size_t n = strlen(token), i = 0;
+    uint64_t h = 1469598103934665603u ^ n, w;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, token + i, 8);
+        h = (h ^ w) * 1099511628211u;
+        h ^= h >> 29;
+    }
+    for (; i < n; i++)
+        h = (h ^ (uint8_t)token[i]) * 1099511628211u;
+    h ^= h >> 32;
     return (size_t)(h % TOKEN_CACHE_SETS) * TOKEN_CACHE_WAYS;
 }
 
@@ -98,12 +110,14 @@ static void who_of(char who[40], int64_t uid) { snprintf(who, 40, "uid:%lld", (l
 
 /* 1 and v filled when token was verified before (its HMAC context lent to
  * the caller, who gives it back with cache_return). */
-static int cache_get(storage_auth *a, const char *token, token_view *v)
+static int cache_get(storage_auth *a, const char *token, const char *node, token_view *v)
 {
     pthread_mutex_lock(&a->mu);
     token_slot *t = slot_find(a, token);
     if (t) {
-        v->p = t->p;
+        v->uid = t->p.uid;
+        v->expires = t->p.expires;
+        v->node_ok = !strcmp(t->p.node, node);
         memcpy(v->key, t->key, sizeof t->key);
         memcpy(v->id_digest, t->id_digest, sizeof v->id_digest);
         memcpy(v->who_digest, t->who_digest, sizeof v->who_digest);
@@ -152,7 +166,7 @@ static void cache_put(storage_auth *a, const char *token, const token_view *v)
         free(n);
         return;
     }
-    n->p = v->p;
+    n->p = *v->p;
     memcpy(n->key, v->key, sizeof n->key);
     memcpy(n->id_digest, v->id_digest, sizeof n->id_digest);
     memcpy(n->who_digest, v->who_digest, sizeof n->who_digest);
@@ -177,18 +191,21 @@ static void cache_put(storage_auth *a, const char *token, const token_view *v)
 
 /* v for token from scratch: signature, expiry, the key's HKDF, the
  * digests.  PICL_OK or PICL_ERROR_TOKEN. */
-static picl_status token_verify(storage_auth *a, const char *token, int64_t now_s, int64_t grace_s,
-                                token_view *v)
+static picl_status token_verify(storage_auth *a, const char *token, const char *node, int64_t now_s,
+                                int64_t grace_s, token_view *v)
 {
     char who[40];
     size_t n = strlen(token);
-    if (picl__tokenlib_parse(&v->p, a->secret, a->secretlen, token, n, now_s, grace_s) != PICL_OK ||
-        picl__tokenlib_derive_key(v->key, a->secret, a->secretlen, token, n, v->p.salt) != PICL_OK)
+    if (picl__tokenlib_parse(v->p, a->secret, a->secretlen, token, n, now_s, grace_s) != PICL_OK ||
+        picl__tokenlib_derive_key(v->key, a->secret, a->secretlen, token, n, v->p->salt) != PICL_OK)
         return PICL_ERROR_TOKEN;
-    who_of(who, v->p.uid);
+    who_of(who, v->p->uid);
     if (picl__hawk_nonce_id_digest(v->id_digest, token) != PICL_OK ||
         picl__hawk_nonce_identity_digest(v->who_digest, who) != PICL_OK)
         return PICL_ERROR_TOKEN;
+    v->uid = v->p->uid;
+    v->expires = v->p->expires;
+    v->node_ok = !strcmp(v->p->node, node);
     return PICL_OK;
 }
 
@@ -305,15 +322,20 @@ static picl_status check(storage_auth *a, const srv_http_request *req, const cha
     }
     if (picl__hawk_parse(auth, hdr, strlen(hdr)) != PICL_OK)
         goto done;
-    if (cache_get(a, auth->id, v)) {
-        if (now_s > v->p.expires + grace_s)
+    if (cache_get(a, auth->id, node, v)) {
+        if (now_s > v->expires + grace_s)
             goto done;
     } else {
-        if (token_verify(a, auth->id, now_s, grace_s, v) != PICL_OK)
+        v->p = malloc(sizeof *v->p);
+        if (!v->p) {
+            st = PICL_ERROR_NO_MEMORY;
+            goto done;
+        }
+        if (token_verify(a, auth->id, node, now_s, grace_s, v) != PICL_OK)
             goto done;
         cache_put(a, auth->id, v);
     }
-    if (strcmp(v->p.node, node) != 0 || v->p.uid != path_uid)
+    if (!v->node_ok || v->uid != path_uid)
         goto done;
     /* the key in an HMAC context: imported once per token, not per request
      * (when NSS cannot, the request is refused as a failed MAC was) */
@@ -345,13 +367,11 @@ static picl_status check(storage_auth *a, const srv_http_request *req, const cha
             st = PICL_OK;
         picl__wipe(mac, sizeof mac);
     } else {
-        char who[40];
-        who_of(who, v->p.uid);
+        /* the share is the user's (the digest of "uid:<uid>", who_of) */
         picl_hawk_verify_opts opts = {.now = now_s,
                                       .skew = a->skew,
                                       .require_hash = 0,
                                       .nonces = a->nonces,
-                                      .identity = who,
                                       .mac_ctx = v->mac,
                                       .id_digest = v->id_digest,
                                       .identity_digest = v->who_digest};
@@ -371,6 +391,8 @@ static picl_status check(storage_auth *a, const srv_http_request *req, const cha
 done:
     if (v) {
         picl__hmac_sha256_abort(v->mac);
+        if (v->p)
+            picl__zfree(v->p, sizeof *v->p);
         picl__zfree(v, sizeof *v);
     }
     free(auth);
