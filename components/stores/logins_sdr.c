@@ -111,8 +111,30 @@ static PK11SymKey *find_key(PK11SlotInfo *slot, const SECItem *id, CK_KEY_TYPE t
     return found;
 }
 
-/* find_key() in the open slot, remembered until the slot closes (a key is
- * found or made in it, never removed from it while it is open). */
+/* A session copy of token key k inside the same softoken (the key
+ * concatenated with nothing: the same value, never out of the token), or k
+ * itself when the token refuses.  Each operation with a key4.db key makes
+ * softoken read and unwrap the key's attributes from the database again
+ * (three quarters of a login's decryption); a session key is read once. */
+static PK11SymKey *session_copy(PK11SymKey *k, CK_KEY_TYPE type)
+{
+    CK_KEY_DERIVATION_STRING_DATA none = {NULL, 0};
+    SECItem param = {siBuffer, (unsigned char *)&none, sizeof none};
+    PK11SymKey *s = PK11_DeriveWithFlags(k, CKM_CONCATENATE_BASE_AND_DATA, &param,
+                                         type == CKK_AES ? CKM_AES_CBC_PAD : CKM_DES3_CBC_PAD, CKA_DECRYPT, 0,
+                                         CKF_ENCRYPT);
+    if (!s || PK11_GetKeyLength(s) != PK11_GetKeyLength(k)) {
+        if (s)
+            PK11_FreeSymKey(s);
+        return k;
+    }
+    PK11_FreeSymKey(k);
+    return s;
+}
+
+/* find_key() in the open slot as a session copy, remembered until the slot
+ * closes (a key is found or made in it, never removed from it while it is
+ * open). */
 static PK11SymKey *slot_key(logins *l, const SECItem *id, CK_KEY_TYPE type)
 {
     size_t n = sizeof l->found / sizeof l->found[0], i;
@@ -121,6 +143,8 @@ static PK11SymKey *slot_key(logins *l, const SECItem *id, CK_KEY_TYPE type)
             memcmp(l->found[i].id, id->data, id->len) == 0)
             return PK11_ReferenceSymKey(l->found[i].key);
     PK11SymKey *k = find_key(l->slot, id, type);
+    if (k)
+        k = session_copy(k, type);
     if (k && i < n && id->len <= sizeof l->found[i].id) {
         l->found[i].key = PK11_ReferenceSymKey(k);
         l->found[i].type = type;
@@ -212,16 +236,18 @@ picl_status picl__logins_write_key(logins *l, PK11SymKey **key, int *aes)
         }
         return picl__logins_fail(l, PICL_ERROR_UNSUPPORTED, "key4.db has no SDR key to encrypt with");
     }
-    if ((*key = find_key(l->slot, &id, CKK_AES)))
+    if ((*key = slot_key(l, &id, CKK_AES)))
         return PICL_OK;
-    if ((*key = find_key(l->slot, &id, CKK_DES3))) {
+    if ((*key = slot_key(l, &id, CKK_DES3))) {
         *aes = 0;
         return PICL_OK;
     }
     *key = PK11_TokenKeyGen(l->slot, CKM_AES_KEY_GEN, NULL, 32, &id, PR_TRUE, NULL);
-    return *key ? PICL_OK
-                : picl__logins_fail(l, PICL_ERROR_CRYPTO, "cannot create the key in key4.db (NSS %d)",
-                                    PORT_GetError());
+    if (!*key)
+        return picl__logins_fail(l, PICL_ERROR_CRYPTO, "cannot create the key in key4.db (NSS %d)",
+                                 PORT_GetError());
+    *key = session_copy(*key, CKK_AES); /* the new key is in key4.db: its copy encrypts */
+    return PICL_OK;
 }
 
 /* Encrypts s into a malloc()ed base64 SDR blob. */
