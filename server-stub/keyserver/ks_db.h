@@ -20,6 +20,9 @@
  * every function is thread-safe and every multi-statement change runs in
  * one BEGIN IMMEDIATE transaction, so "consume a single-use token" is
  * decided by the database exactly once even under concurrent requests.
+ * Three login writes commit without waiting for the disk (SQLite
+ * synchronous=NORMAL, PostgreSQL synchronous_commit off): ks_db_srp_put,
+ * ks_db_srp_take and ks_db_token_put_refund, each saying why.
  * Schema version lives in meta('schema_version'); ks_db_open creates or
  * migrates it.  Structs below are the caller's storage; secrets in them
  * (kA, wrapKb, verifier, keys, b) are the caller's to wipe.
