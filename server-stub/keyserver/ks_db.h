@@ -199,7 +199,10 @@ typedef struct ks_srp_login {
  * with l->ok (0: a limit is reached, nothing counted, l->retry_after), b, B
  * and the account; TOKEN when the session is unknown, already taken or
  * expired; NOT_FOUND when its account is gone (no limit counted).  The
- * session is gone in every case but a database failure. */
+ * session is gone in every case but a database failure.  Committed like
+ * the put, without waiting for the disk: a take a power failure loses
+ * brings back a session whose srpToken only its client holds, and whose
+ * key needs the password. */
 picl_status ks_db_srp_take(ks_db *db, const uint8_t key[32], int64_t now, ks_srp_login *l);
 
 /* Rate-limit events are kept in memory (an attached database of the same
