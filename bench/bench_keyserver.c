@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "bench.h"
+#include "bench_pg.h"
 #include "crypto/codec.h"
 #include "crypto/hash.h"
 #include "crypto/nss.h"
@@ -202,6 +203,8 @@ int bench_keyserver(int argc, char **argv)
     int clients = 2, accounts = 64;
     double seconds = 5;
     const char *database = NULL; /* --database postgresql://...: that backend */
+    int own_pg = 0;              /* --backend postgresql: a throw-away cluster */
+    char pg_url[256];
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--database"))
             database = argv[i + 1];
@@ -211,10 +214,12 @@ int bench_keyserver(int argc, char **argv)
             seconds = strtod(argv[i + 1], NULL);
         else if (!strcmp(argv[i], "--accounts"))
             accounts = (int)strtol(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--backend"))
+            own_pg = !strcmp(argv[i + 1], "postgresql");
     }
     if (clients < 1 || clients > 64 || seconds <= 0 || accounts < 1 || accounts > MAX_ACCOUNTS) {
         fprintf(stderr, "keyserver: usage: keyserver [--clients N] [--seconds S] [--accounts N] "
-                        "[--database postgresql://...]\n");
+                        "[--database postgresql://... | --backend postgresql]\n");
         return 1;
     }
     if (picl__nss_acquire() != PICL_OK)
@@ -228,6 +233,11 @@ int bench_keyserver(int argc, char **argv)
     int made = sh && ws && mkdtemp(dir);
     if (!made)
         goto done;
+    if (own_pg && !database) {
+        if (bench_pg_start(pg_url, sizeof pg_url))
+            goto done;
+        database = pg_url;
+    }
 
     const picl_srp_group *g = picl__srp_group_picl();
     uint8_t srp_pw[32], salt[32], v[256], B[256], A[256], M[32];
@@ -367,6 +377,8 @@ done:
     ks_server_free(ks);
     if (made)
         nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    if (database == pg_url)
+        bench_pg_stop();
     free(ws);
     if (sh)
         free(sh->acc);
