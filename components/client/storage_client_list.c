@@ -3,6 +3,7 @@
  * storage_client_list.h). */
 #include "client/storage_client_list.h"
 
+#include <locale.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,7 +125,14 @@ static int scan_number(cursor *c, double *seconds)
     char buf[MAX_INT_DIGITS + MAX_FRAC_DIGITS + 4];
     memcpy(buf, c->s + from, j - from);
     buf[j - from] = 0;
-    /* an integer is a json_integer (its double value), a real a strtod */
+    /* an integer is a json_integer (its double value), a real a strtod
+     * with the locale's decimal point in place of '.', as jansson does */
+    if (real) {
+        const char *point = localeconv()->decimal_point;
+        char *dot = strchr(buf, '.');
+        if (dot && point && *point && *point != '.')
+            *dot = *point;
+    }
     *seconds = real ? strtod(buf, NULL) : (double)strtoll(buf, NULL, 10);
     c->i = j;
     return 1;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MPL-2.0 */
 /* test_storage_client.c -- the libcurl storage client against the in-process
  * storage server: every call, paging, batching, conditions, backoff, refresh. */
+#include <locale.h>
 #include <sqlite3.h>
 
 #include "client/storage_client.h"
@@ -717,6 +718,54 @@ START_TEST(test_bso_list_matches_tree)
 }
 END_TEST
 
+/* A locale whose decimal point is ',' (jansson reads reals with the
+ * locale's point): an installed one, else one built with glibc's
+ * localedef under dir (then LOCPATH points there).  0 when none can be had. */
+static int comma_locale(char *dir, size_t cap)
+{
+    static const char *const names[] = {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "fr_FR.utf8"};
+    dir[0] = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (setlocale(LC_NUMERIC, names[i]) && localeconv()->decimal_point[0] == ',')
+            return 1;
+    snprintf(dir, cap, "/tmp/picl-locale-XXXXXX");
+    if (!mkdtemp(dir)) {
+        dir[0] = 0;
+        return 0;
+    }
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "localedef -i de_DE -f UTF-8 %s/de_DE.UTF-8 >/dev/null 2>&1", dir);
+    if (system(cmd) == -1)
+        return 0;
+    setenv("LOCPATH", dir, 1);
+    return setlocale(LC_NUMERIC, "de_DE.UTF-8") && localeconv()->decimal_point[0] == ',';
+}
+
+START_TEST(test_bso_list_comma_locale)
+{
+    char dir[64];
+    int have = comma_locale(dir, sizeof dir);
+    if (!have) {
+        fprintf(stderr, "test_bso_list_comma_locale: no locale with a decimal comma here; skipped\n");
+    } else {
+        /* the tree reads 1234.56 as 1234.56 under any locale: so must the reader */
+        list_same_s("[{\"id\":\"a\",\"modified\":1234.56},{\"id\":\"b\",\"modified\":7.5,\"sortindex\":1}]");
+        char page[] = "[{\"id\":\"a\",\"modified\":1234.56}]";
+        picl_bso_list l;
+        ck_assert_int_eq(picl__bso_list_parse(page, strlen(page), &l), PICL_OK);
+        ck_assert_ptr_null(l.tree);
+        ck_assert_int_eq(l.items[0].modified, 123456);
+        picl__bso_list_free(&l);
+    }
+    setlocale(LC_NUMERIC, "C");
+    if (dir[0]) {
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+        ck_assert_int_ne(system(cmd), -1);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("storage_client");
@@ -734,7 +783,9 @@ static Suite *suite(void)
     tcase_add_test(tc, test_download_each_matches_download);
     suite_add_tcase(s, tc);
     TCase *lp = tcase_create("list_parse");
+    tcase_set_timeout(lp, 60); /* localedef may build a locale */
     tcase_add_test(lp, test_bso_list_matches_tree);
+    tcase_add_test(lp, test_bso_list_comma_locale);
     suite_add_tcase(s, lp);
     TCase *busy = tcase_create("busy");
     tcase_add_checked_fixture(busy, busy_setup, client_teardown);
