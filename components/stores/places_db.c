@@ -304,7 +304,11 @@ picl_status picl__places_touch(places *p, int64_t place_id)
     return rc;
 }
 
-/* The moz_origins id for url, inserted (frecency -1, recalc) when new. */
+/* The moz_origins id for url, inserted (frecency -1, recalc) when new, else
+ * marked for frecency recalculation.  A lookup, then a one-row UPDATE or
+ * INSERT: the single upsert (ON CONFLICT DO UPDATE ... RETURNING) it
+ * replaces made SQLite keep a statement journal, a copy of each page it
+ * changed in a temporary file, for every page written (issue 15). */
 static picl_status origin_id(places *p, const char *url, int64_t *id)
 {
     size_t pl, hl;
@@ -312,18 +316,44 @@ static picl_status origin_id(places *p, const char *url, int64_t *id)
     split_origin(url, &pl, &host, &hl);
     sqlite3_stmt *st = NULL;
     picl_status rc = picl__places_cached(
-        p, &st,
-        "INSERT INTO moz_origins(prefix, host, frecency, recalc_frecency, recalc_alt_frecency) "
-        "VALUES (?1, ?2, -1, 1, 1) ON CONFLICT(prefix, host) DO UPDATE SET recalc_frecency = 1 "
-        "RETURNING id");
+        p, &st, "SELECT id, recalc_frecency FROM moz_origins WHERE prefix = ?1 AND host = ?2");
     if (rc != PICL_OK)
-        return rc;
-    sqlite3_bind_text(st, 1, url, (int)pl, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 2, host, (int)hl, SQLITE_TRANSIENT);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        *id = sqlite3_column_int64(st, 0);
-    else
+        goto done;
+    int r = sqlite3_bind_text(st, 1, url, (int)pl, SQLITE_STATIC);
+    if (r == SQLITE_OK)
+        r = sqlite3_bind_text(st, 2, host, (int)hl, SQLITE_STATIC);
+    if (r == SQLITE_OK)
+        r = sqlite3_step(st);
+    if (r != SQLITE_ROW && r != SQLITE_DONE) {
         rc = picl__places_dberr(p, "origin");
+        goto done;
+    }
+    int64_t found = r == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    int marked = r == SQLITE_ROW && sqlite3_column_int64(st, 1) == 1;
+    picl__places_release(p, st);
+    st = NULL;
+    if (found && marked) { /* recalc_frecency = 1 already */
+        *id = found;
+        goto done;
+    }
+    if (found) {
+        if ((rc = picl__places_cached(p, &st, "UPDATE moz_origins SET recalc_frecency = 1 WHERE id = ?")) !=
+            PICL_OK)
+            goto done;
+        sqlite3_bind_int64(st, 1, found);
+        if ((rc = picl__places_done(p, st)) == PICL_OK)
+            *id = found;
+        goto done;
+    }
+    if ((rc = picl__places_cached(p, &st,
+                                  "INSERT INTO moz_origins(prefix, host, frecency, recalc_frecency, "
+                                  "recalc_alt_frecency) VALUES (?1, ?2, -1, 1, 1)")) != PICL_OK)
+        goto done;
+    sqlite3_bind_text(st, 1, url, (int)pl, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, host, (int)hl, SQLITE_STATIC);
+    if ((rc = picl__places_done(p, st)) == PICL_OK)
+        *id = sqlite3_last_insert_rowid(p->db);
+done:
     picl__places_release(p, st);
     return rc;
 }

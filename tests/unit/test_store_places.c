@@ -865,6 +865,46 @@ START_TEST(test_history_visits_exact)
 }
 END_TEST
 
+/* moz_origins as apply() leaves it: a page of a known origin marks it for
+ * recalculation, a new origin is made once (frecency -1, both recalc
+ * flags) and its later pages point to it.  Written by a lookup plus a
+ * one-row UPDATE or INSERT since issue 15; these are the rows the upsert
+ * it replaced wrote. */
+START_TEST(test_history_origins_exact)
+{
+    const char *d = fresh_profile();
+    sql_int(d, "UPDATE moz_origins SET recalc_frecency = 0, recalc_alt_frecency = 0, frecency = 5");
+    int64_t before = sql_int(d, "SELECT count(*) FROM moz_origins");
+    int64_t known =
+        sql_int(d, "SELECT id FROM moz_origins WHERE prefix = 'https://' AND host = 'example.com'");
+    ck_assert_int_gt(known, 0);
+    picl_store *s = open_ok(d, "history");
+    tup_apply_ok(s,
+                 "[{\"id\":\"originPage01\",\"histUri\":\"https://example.com/o1\",\"title\":\"O1\","
+                 "  \"visits\":[{\"date\":1706000000000000,\"type\":1}]},"
+                 " {\"id\":\"originPage02\",\"histUri\":\"https://u@Fresh.example:8080/a\",\"title\":\"O2\","
+                 "  \"visits\":[{\"date\":1706000001000000,\"type\":1}]},"
+                 " {\"id\":\"originPage03\",\"histUri\":\"https://Fresh.example:8080/b?x\",\"title\":\"O3\","
+                 "  \"visits\":[{\"date\":1706000002000000,\"type\":1}]}]");
+    picl__store_close(s);
+    ck_assert_int_eq(sql_int(d, "SELECT count(*) FROM moz_origins"), before + 1);
+    char *t =
+        sql_text(d, "SELECT group_concat(prefix || '|' || host || '|' || recalc_frecency || '|' || "
+                    "recalc_alt_frecency || '|' || (frecency = -1), ' ') FROM (SELECT * FROM moz_origins "
+                    "WHERE host IN ('example.com', 'Fresh.example:8080') ORDER BY id)");
+    ck_assert_str_eq(t, "https://|example.com|1|1|0 https://|Fresh.example:8080|1|1|1");
+    free(t);
+    ck_assert_int_eq(sql_int(d, "SELECT origin_id FROM moz_places WHERE guid = 'originPage01'"), known);
+    t = sql_text(
+        d, "SELECT group_concat(o.host, ' ') FROM moz_places h JOIN moz_origins o ON o.id = h.origin_id "
+           "WHERE h.guid IN ('originPage02', 'originPage03')");
+    ck_assert_str_eq(t, "Fresh.example:8080 Fresh.example:8080");
+    free(t);
+    /* the other origins keep their flags */
+    ck_assert_int_eq(sql_int(d, "SELECT count(*) FROM moz_origins WHERE recalc_frecency = 1"), 2);
+}
+END_TEST
+
 START_TEST(test_history_bad_records_change_nothing)
 {
     const char *d = fresh_profile();
@@ -981,6 +1021,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_history_apply_read_back_by_firefox);
     tcase_add_test(t, test_history_twenty_newest);
     tcase_add_test(t, test_history_visits_exact);
+    tcase_add_test(t, test_history_origins_exact);
     tcase_add_test(t, test_history_bad_records_change_nothing);
     tcase_add_test(t, test_history_wipe);
     tcase_add_test(t, test_firefox_maintenance_finds_nothing_to_fix);
