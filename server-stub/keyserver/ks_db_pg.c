@@ -1081,9 +1081,12 @@ out:
 
 /* ---- SRP sessions ------------------------------------------------------------------- */
 
-/* An ephemeral write (an SRP session): its commit does not wait for the
- * WAL flush (ks_db.h); in the caller's transaction. */
-static picl_status no_sync_wait(pconn *c) { return simple(c, "SET LOCAL synchronous_commit = off"); }
+/* Begins a transaction whose commit does not wait for the WAL flush (the
+ * login writes ks_db.h names), in one round trip. */
+static picl_status begin_no_sync_wait(pconn *c)
+{
+    return simple(c, "BEGIN; SET LOCAL synchronous_commit = off");
+}
 
 static picl_status pg_srp_put(pg_db *db, const uint8_t key[32], int64_t account, const uint8_t *b,
                               size_t blen, const uint8_t B[KS_VERIFIER_BYTES], int64_t now, int64_t expires)
@@ -1099,9 +1102,7 @@ static picl_status pg_srp_put(pg_db *db, const uint8_t key[32], int64_t account,
     pq_args d = {0};
     a_i64(&d, now);
     pconn *c = conn_get(db);
-    picl_status rc = begin(c);
-    if (rc == PICL_OK)
-        rc = no_sync_wait(c);
+    picl_status rc = begin_no_sync_wait(c);
     if (rc == PICL_OK)
         rc = q(c, S_SRP_PUT, &g, NULL, NULL);
     /* abandoned logins go as soon as they expire */
@@ -1158,9 +1159,7 @@ static picl_status pg_srp_take(pg_db *db, const uint8_t key[32], int64_t now, ks
     picl_status verdict = PICL_OK;
     pconn *c = conn_get(db);
     /* the session is ephemeral; the rate events' table is unlogged */
-    picl_status rc = begin(c);
-    if (rc == PICL_OK)
-        rc = no_sync_wait(c);
+    picl_status rc = begin_no_sync_wait(c);
     if (rc == PICL_OK)
         rc = srp_pop(c, key, &account, l, &expires);
     /* an expired session is deleted all the same, and refused */
@@ -1315,9 +1314,7 @@ static picl_status pg_rate_refund(pg_db *db, const ks_rate *limits, size_t n)
 static picl_status pg_token_put_refund(pg_db *db, const ks_token *t, const ks_rate *limits, size_t n)
 {
     pconn *c = conn_get(db);
-    picl_status rc = begin(c);
-    if (rc == PICL_OK)
-        rc = no_sync_wait(c); /* ks_db.h says why */
+    picl_status rc = begin_no_sync_wait(c);
     if (rc == PICL_OK)
         rc = rate_refund_tx(c, limits, n);
     if (rc == PICL_OK)
