@@ -181,7 +181,8 @@ picl_status picl__hawk_verify(const picl_hawk_auth *auth, const void *key, size_
 
 /*
  * Nonce cache: bounded (at most max_entries live entries), thread-safe (one
- * mutex).  Entries are keyed by SHA-256(id, nonce) and expire at the time
+ * mutex).  Entries are keyed by (id, nonce) (SHA-256 of the id's digest and the
+ * nonce, see picl__hawk_nonce_id_digest) and expire at the time
  * given when recorded.  When it is full of live entries a new nonce is
  * refused with PICL_HAWK_ERROR_BUSY rather than evicting a live one (which
  * would reopen a replay window).  picl__hawk_nonce_cache_new() allocates;
