@@ -60,7 +60,8 @@ typedef struct wrk_result {
 } wrk_result;
 
 static char dir[64];
-static const char *only; /* --only NAME: that scenario alone (for a profile) */
+static const char *only;     /* --only NAME: that scenario alone (for a profile) */
+static size_t nonce_entries; /* --nonce-cache N: the server's (0: its default) */
 static char *token, *key;
 static unsigned port;
 static pid_t ngx_pid = -1;
@@ -733,7 +734,8 @@ static int run_node(const char *label, const char *database, int short_run, unsi
                           .database = database,
                           .secret = SECRET,
                           .secret_len = sizeof SECRET - 1,
-                          .prune_interval_s = -1};
+                          .prune_interval_s = -1,
+                          .nonce_cache_entries = nonce_entries};
     token = key = NULL;
     if (storage_server_new(&srv, &cfg) != PICL_OK || storage_server_start(srv) != PICL_OK) {
         fprintf(stderr, "storage: cannot start the server (%s)\n", label);
@@ -867,7 +869,8 @@ done:
 /* Options: --backend sqlite (default) | postgresql (SQLite, then the same
  * on PostgreSQL: --database URL, else a throw-away cluster), --short,
  * --only SCENARIO (info, post, qpost8, get1000: that one alone, without the
- * write comparison, e.g. under perf). */
+ * write comparison, e.g. under perf), --nonce-cache N (the server's Hawk
+ * nonce cache; a small one shows a run refused: INVALID). */
 int bench_storage(int argc, char **argv)
 {
     const char *backend = "sqlite", *database = NULL;
@@ -881,6 +884,8 @@ int bench_storage(int argc, char **argv)
             short_run = 1;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i]; /* info, post, qpost8 or get1000 */
+        else if (!strcmp(argv[i], "--nonce-cache") && i + 1 < argc)
+            nonce_entries = (size_t)strtoul(argv[++i], NULL, 10);
     }
     int pg = !strcmp(backend, "postgresql");
     if (!pg && strcmp(backend, "sqlite")) {
