@@ -386,9 +386,13 @@ static picl_status check(storage_auth *a, const srv_http_request *req, const cha
         picl__hmac_sha256_abort(v->mac);
         v->mac = NULL;
     }
-    cache_return(a, auth->id, v->mac);
-    v->mac = NULL;
 done:
+    /* a context lent (or made) for this request goes back to its token,
+     * also when the request was refused before using it */
+    if (v && v->mac && auth) {
+        cache_return(a, auth->id, v->mac);
+        v->mac = NULL;
+    }
     if (v) {
         picl__hmac_sha256_abort(v->mac);
         if (v->p)
