@@ -51,6 +51,13 @@ void ks_db_close(ks_db *db)
 
 const char *ks_db_backend(const ks_db *db) { return db->ops->name; }
 
+#ifdef PICL_TEST_HOOKS
+int ks_db_test_sync_level(ks_db *db)
+{
+    return db->ops == &ks_db_sqlite_ops ? ks_db_sqlite_sync_level(db->impl) : -1;
+}
+#endif
+
 picl_status ks_db_ping(ks_db *db) { return db->ops->ping(db->impl); }
 
 picl_status ks_db_account_create(ks_db *db, ks_account *a) { return db->ops->account_create(db->impl, a); }

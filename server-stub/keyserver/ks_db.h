@@ -336,6 +336,13 @@ picl_status ks_db_recovery_get(ks_db *db, int64_t account, char id[33], char *da
 /* Deletes it: NOT_FOUND when there was none. */
 picl_status ks_db_recovery_delete(ks_db *db, int64_t account);
 
+#ifdef PICL_TEST_HOOKS
+/* Test builds only: the SQLite connection's PRAGMA synchronous (2 = FULL,
+ * 1 = NORMAL), -1 for PostgreSQL -- what every write not named above must
+ * find after a login. */
+int ks_db_test_sync_level(ks_db *db);
+#endif
+
 /* Called by a backend, on the request's thread, when the storage under the
  * database fails (full: 1 for a full disk, 0 for an I/O error; msg the
  * database's words): the request is then answered 503 + Retry-After and the

@@ -72,6 +72,9 @@ typedef struct ks_db_ops {
 } ks_db_ops;
 
 extern const ks_db_ops ks_db_sqlite_ops;
+#ifdef PICL_TEST_HOOKS
+int ks_db_sqlite_sync_level(ks_db_impl *db); /* ks_db_test_sync_level */
+#endif
 extern const ks_db_ops ks_db_pg_ops;
 
 #endif

@@ -239,6 +239,10 @@ static picl_status sync_level(sq_db *db, int durable)
                                : stmt(db, Q_SYNC_NORMAL, "PRAGMA synchronous=NORMAL");
     picl_status rc = st && sqlite3_step(st) == SQLITE_DONE ? PICL_OK : PICL_ERROR_DATABASE;
     done(st);
+    /* back to FULL whatever happened to the kept statement: every other
+     * write relies on it */
+    if (rc != PICL_OK && durable)
+        rc = exec(db, "PRAGMA synchronous=FULL");
     return rc;
 }
 
@@ -1837,6 +1841,20 @@ static picl_status sq_outbox_done(sq_db *db, int64_t account)
     unlock(db);
     return rc;
 }
+
+#ifdef PICL_TEST_HOOKS
+int ks_db_sqlite_sync_level(sq_db *db)
+{
+    lock(db);
+    int level = -1;
+    sqlite3_stmt *st = NULL;
+    if (prep(db, &st, "PRAGMA synchronous") == PICL_OK && sqlite3_step(st) == SQLITE_ROW)
+        level = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    unlock(db);
+    return level;
+}
+#endif
 
 const ks_db_ops ks_db_sqlite_ops = {
     .name = "sqlite",

@@ -13,7 +13,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "crypto/util.h"
 #include "keyserver/ks_db.h"
+#include "keyserver/ks_internal.h"
+#include "protocol/tokens.h"
 
 static tu_vecfile *vf;
 static tuks_srv srv;
@@ -316,6 +319,104 @@ START_TEST(schema5_session_table_migrated)
 }
 END_TEST
 
+/* ks_db_srp_take's limits: one key of this test's, counted. */
+static void one_limit(void *ctx, int64_t account, ks_rate *lim)
+{
+    ks_rate_set(&lim[0], *(const int64_t *)ctx, 60, 1, "test:%lld", (long long)account);
+}
+
+/* The login's database calls directly: exact values back, the exact
+ * errors, and the connection left at synchronous=FULL (SQLite) after each
+ * of the writes that commit without waiting for the disk. */
+START_TEST(login_writes_exact_and_leave_full_sync)
+{
+    ks_db *db = srv.ks->db;
+    int full = srv.dburl[0] ? -1 : 2;
+    ck_assert_int_eq(ks_db_test_sync_level(db), full);
+    size_t elen = 0;
+    uint8_t *email = tu_unhex(nth("email", 0), &elen);
+    ks_account a;
+    ck_assert_int_eq(ks_db_account_by_email(db, (const char *)email, elen, &a), PICL_OK);
+    uint8_t key[32], b[32], B[KS_VERIFIER_BYTES];
+    memset(key, 0x4b, sizeof key);
+    memset(b, 0x11, sizeof b);
+    for (size_t i = 0; i < sizeof B; i++)
+        B[i] = (uint8_t)i;
+    int64_t now = fake_now, max = 5;
+    ck_assert_int_eq(ks_db_srp_put(db, key, a.id, b, 0, B, now, now + 60), PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(ks_db_srp_put(db, key, a.id, b, 257, B, now, now + 60), PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(ks_db_srp_put(db, key, a.id, b, sizeof b, NULL, now, now + 60),
+                     PICL_ERROR_INVALID_ARGUMENT);
+    ck_assert_int_eq(ks_db_srp_put(db, key, a.id, b, sizeof b, B, now, now + 60), PICL_OK);
+    ck_assert_int_eq(ks_db_test_sync_level(db), full);
+
+    ks_srp_login *l = calloc(1, sizeof *l);
+    ck_assert_ptr_nonnull(l);
+    l->limits = one_limit;
+    l->ctx = &max;
+    l->n = 5;
+    ck_assert_int_eq(ks_db_srp_take(db, key, now, l), PICL_ERROR_INVALID_ARGUMENT);
+    l->n = 1;
+    ck_assert_int_eq(ks_db_srp_take(db, key, now, l), PICL_OK);
+    ck_assert_int_eq(ks_db_test_sync_level(db), full);
+    ck_assert_int_eq(l->ok, 1);
+    ck_assert_uint_eq(l->blen, sizeof b);
+    ck_assert_mem_eq(l->b, b, sizeof b);
+    ck_assert_uint_eq(l->Blen, sizeof B);
+    ck_assert_mem_eq(l->B, B, sizeof B);
+    ck_assert_int_eq(l->account.id, a.id);
+    ck_assert_mem_eq(l->account.verifier, a.verifier, KS_VERIFIER_BYTES);
+    ck_assert_int_gt(l->lim[0].event, 0);
+    ks_rate counted = l->lim[0];
+
+    /* taken once: the second take is TOKEN with nothing left in l */
+    memset(l->b, 0x77, sizeof l->b);
+    ck_assert_int_eq(ks_db_srp_take(db, key, now, l), PICL_ERROR_TOKEN);
+    ck_assert_uint_eq(l->blen, 0);
+    ck_assert_uint_eq(l->Blen, 0);
+    ck_assert_int_eq(l->ok, 0);
+    ck_assert_int_eq(l->account.id, 0);
+    for (size_t i = 0; i < sizeof l->b; i++)
+        ck_assert_uint_eq(l->b[i], 0);
+
+    /* the authToken and the refund: the token is there, the event gone */
+    ks_token t;
+    memset(&t, 0, sizeof t);
+    memset(t.id, 0x3c, sizeof t.id);
+    memset(t.hmac_key, 0x3d, sizeof t.hmac_key);
+    memset(t.request_key, 0x3e, sizeof t.request_key);
+    t.type = PICL_TOKEN_AUTH;
+    t.account = a.id;
+    t.created = now;
+    t.expires = now + 300;
+    ck_assert_int_eq(ks_db_token_put_refund(db, &t, &counted, 1), PICL_OK);
+    ck_assert_int_eq(ks_db_test_sync_level(db), full);
+    ks_token got;
+    ck_assert_int_eq(ks_db_token_get(db, t.id, PICL_TOKEN_AUTH, now, &got), PICL_OK);
+    ck_assert_mem_eq(got.hmac_key, t.hmac_key, 32);
+    ck_assert_mem_eq(got.request_key, t.request_key, 32);
+    ck_assert_int_eq(got.expires, now + 300);
+    /* a limit of 1 on the refunded key passes: its event is gone */
+    ks_rate one;
+    ks_rate_set(&one, 1, 60, 0, "test:%lld", (long long)a.id);
+    int ok = 0;
+    int64_t retry = 0;
+    ck_assert_int_eq(ks_db_rate_take(db, &one, 1, now, &ok, &retry), PICL_OK);
+    ck_assert_int_eq(ok, 1);
+    /* the same token again is a database error, and nothing changes */
+    ck_assert_int_eq(ks_db_token_put_refund(db, &t, &counted, 1), PICL_ERROR_DATABASE);
+    ck_assert_int_eq(ks_db_test_sync_level(db), full);
+
+    /* an expired session: TOKEN, and gone */
+    ck_assert_int_eq(ks_db_srp_put(db, key, a.id, b, sizeof b, B, now, now), PICL_OK);
+    ck_assert_int_eq(ks_db_srp_take(db, key, now + 1, l), PICL_ERROR_TOKEN);
+    ck_assert_int_eq(tuks_db_int(&srv, "SELECT count(*) FROM srp_sessions"), 0);
+    ck_assert_int_eq(ks_db_test_sync_level(db), full);
+    picl__zfree(l, sizeof *l);
+    free(email);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("keyserver_login");
@@ -325,6 +426,7 @@ static Suite *suite(void)
     tcase_add_test(tc, finish_from_stored_B_matches_old_path);
     tcase_add_test(tc, spent_replayed_expired_and_throttled_sessions_refused);
     tcase_add_test(tc, schema5_session_table_migrated);
+    tcase_add_test(tc, login_writes_exact_and_leave_full_sync);
     suite_add_tcase(s, tc);
     return s;
 }
