@@ -228,32 +228,35 @@ static picl_status download_step(coll_run *r, int64_t last, int64_t srv, json_t 
         return PICL_OK;
     dl_run dl = {.r = r, .incoming = *incoming, .failed = PICL_OK};
     int64_t listed = -1;
+    int report = 0;
+    picl_status st = PICL_ERROR_NO_MEMORY;
     dl.d = picl__eng_decrypt_begin(1, e->stc);
-    if (!dl.d || !*incoming) {
-        picl__eng_decrypt_end(e, r->c, dl.d, 0);
-        return PICL_ERROR_NO_MEMORY;
-    }
-    picl_status st = picl__stc_download_each(e->stc, r->c, last, 0, dl_page, &dl, &listed);
+    if (!dl.d || !*incoming)
+        goto done;
+    st = picl__stc_download_each(e->stc, r->c, last, 0, dl_page, &dl, &listed);
     if (st != PICL_OK && st != PICL_ERROR_NOT_FOUND) {
         /* nothing of an incomplete download is used or told */
-        picl__eng_decrypt_end(e, r->c, dl.d, 0);
         json_object_clear(*incoming);
-        if (st == PICL_ERROR_CONFLICT || dl.failed != PICL_OK)
-            return st;
-        return picl__eng_fail(e, st, "%s: download failed", r->c);
+        if (st != PICL_ERROR_CONFLICT && dl.failed == PICL_OK)
+            picl__eng_fail(e, st, "%s: download failed", r->c);
+        goto done;
     }
     if (st == PICL_OK)
         *coll_modified = listed;
     else
         *hold_cursor = 1; /* 404: nothing received, nothing to advance to */
+    st = PICL_OK;
     r->downloaded += dl.count;
     picl__eng_notify(e, "download", r->c, r->downloaded, r->downloaded, NULL);
-    size_t before = json_array_size(e->failures);
-    picl__eng_decrypt_end(e, r->c, dl.d, 1);
-    r->failed += (int64_t)(json_array_size(e->failures) - before);
     *undecryptable = dl.held;
-    crash_point("sync-downloaded");
-    return PICL_OK;
+    report = 1;
+done:;
+    size_t before = json_array_size(e->failures);
+    picl__eng_decrypt_end(e, r->c, dl.d, report);
+    r->failed += (int64_t)(json_array_size(e->failures) - before);
+    if (report)
+        crash_point("sync-downloaded");
+    return st;
 }
 
 /* 3. reconcile the incoming records with the local changes (and what an

@@ -196,43 +196,43 @@ static picl_status decrypt_one(picl_engine *e, const char *c, const picl_class_e
                                int64_t *held)
 {
     picl_class_entry kid;
-    picl_record_fault why = PICL_RECORD_FAULT_NONE;
+    picl_record_fault why = PICL_RECORD_FAULT_NOT_JSON;
     json_t *clear = NULL;
     picl_envelope env;
+    memset(&env, 0, sizeof env);
     picl_sealer *keys = NULL;
     int tmp = 0;
-    if (!id || !payload) {
-        (*held)++;
-        return refused(e, c, d, id, PICL_RECORD_FAULT_NOT_JSON);
+    picl_status st = PICL_OK, lst = PICL_ERROR_DECRYPT;
+    if (!id || !payload)
+        goto refuse;
+    if ((lst = picl__record_envelope_load(payload, &env)) == PICL_ERROR_NO_MEMORY) {
+        st = lst;
+        goto done;
     }
-    picl_status lst = picl__record_envelope_load(payload, &env);
-    if (lst == PICL_ERROR_NO_MEMORY)
-        return lst;
     if (lst == PICL_OK && picl__record_kid_env(&env, &kid) == PICL_OK) {
-        picl_status st = ring_get(e, c, &d->ring, &kid, &keys, &tmp);
-        if (st != PICL_OK) {
-            picl__record_envelope_free(&env);
-            return st;
-        }
+        if ((st = ring_get(e, c, &d->ring, &kid, &keys, &tmp)) != PICL_OK)
+            goto done;
         if (!keys && !(kid.cls == 'A' && entry->cls == 'B')) {
             (*held)++; /* locked: kB not in memory */
-            picl__record_envelope_free(&env);
-            return PICL_OK;
+            goto done;
         }
     }
     /* not loaded: refused as not JSON; keys NULL: refused at the MAC */
-    picl_status st =
-        picl__record_decrypt_env(&clear, c, id, lst == PICL_OK ? &env : NULL, keys, entry, 1, &why);
+    st = picl__record_decrypt_env(&clear, c, id, lst == PICL_OK ? &env : NULL, keys, entry, 1, &why);
+    if (st == PICL_ERROR_NO_MEMORY)
+        goto done;
+    if (clear) {
+        st = json_object_set_new(out, id, clear) == 0 ? PICL_OK : PICL_ERROR_NO_MEMORY;
+        goto done;
+    }
+refuse:
+    (*held)++;
+    st = refused(e, c, d, id, why);
+done:
     if (tmp)
         picl__sealer_free(keys);
     picl__record_envelope_free(&env);
-    if (st == PICL_ERROR_NO_MEMORY)
-        return st;
-    if (!clear) {
-        (*held)++;
-        return refused(e, c, d, id, why);
-    }
-    return json_object_set_new(out, id, clear) == 0 ? PICL_OK : PICL_ERROR_NO_MEMORY;
+    return st;
 }
 
 picl_status picl__eng_decrypt_page(picl_engine *e, const char *c, const picl_class_entry *entry,

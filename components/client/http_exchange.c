@@ -205,28 +205,30 @@ picl_status picl__hx_begin(picl_hx_xfer *x, CURLM *m, CURL *h, const picl_hx_req
 {
     memset(x, 0, sizeof *x);
     response_init(rs);
+    struct curl_slist *hl = NULL;
+    picl_status st = PICL_ERROR_NO_MEMORY;
     hx_sink *sink = malloc(sizeof *sink);
     if (!sink)
-        return PICL_ERROR_NO_MEMORY;
+        goto done;
     *sink = (hx_sink){rs, rq->max_answer, rq->spare, rq->spare_cap};
-    struct curl_slist *hl;
-    picl_status st = setup(h, rq, sink, &hl);
-    if (st != PICL_OK) {
-        free(sink);
-        return st;
-    }
+    if ((st = setup(h, rq, sink, &hl)) != PICL_OK)
+        goto done;
     if (curl_multi_add_handle(m, h) != CURLM_OK) {
-        curl_slist_free_all(hl);
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
-        free(sink);
-        return PICL_ERROR_NO_MEMORY;
+        st = PICL_ERROR_NO_MEMORY;
+        goto done;
     }
     x->m = m;
     x->h = h;
     x->hl = hl;
     x->sink = sink;
+    hl = NULL;
+    sink = NULL;
     picl__hx_pump(x);
-    return PICL_OK;
+done:
+    curl_slist_free_all(hl);
+    free(sink);
+    return st;
 }
 
 void picl__hx_pump(picl_hx_xfer *x)

@@ -382,23 +382,26 @@ static void prefetch_start(picl_stc *c, const char *rel, int64_t ims, int64_t iu
         c->pf.multi = curl_multi_init();
     if (!c->pf.curl)
         c->pf.curl = curl_easy_init();
-    if (!c->pf.multi || !c->pf.curl || !(c->pf.rel = strdup(rel)))
-        return;
     stc_req x;
-    picl_status st = request_build(c, "GET", rel, NULL, NULL, 0, ims, ius, NULL, &x);
-    if (st == PICL_OK)
+    memset(&x, 0, sizeof x);
+    picl_status st = PICL_ERROR_NO_MEMORY;
+    if (!c->pf.multi || !c->pf.curl || !(c->pf.rel = strdup(rel)))
+        goto done;
+    if ((st = request_build(c, "GET", rel, NULL, NULL, 0, ims, ius, NULL, &x)) == PICL_OK)
         st = picl__hx_begin(&c->pf.x, c->pf.multi, c->pf.curl, &x.rq, &c->pf.rs);
+    if (st == PICL_OK) {
+        c->requests++;
+        c->pf.ims = ims;
+        c->pf.ius = ius;
+        c->pf.active = 1;
+    }
+done:
     request_free(&x);
     if (st != PICL_OK) {
         picl__hx_response_free(&c->pf.rs);
         free(c->pf.rel);
         c->pf.rel = NULL;
-        return;
     }
-    c->requests++;
-    c->pf.ims = ims;
-    c->pf.ius = ius;
-    c->pf.active = 1;
 }
 
 void picl__stc_pump(picl_stc *c)
@@ -1082,14 +1085,14 @@ picl_status picl__stc_download(picl_stc *c, const char *coll, int64_t newer, siz
     }
     if (st == PICL_OK)
         st = download_complete(c, coll, &t, lm);
-    json_decref(t.tail);
-    if (st != PICL_OK) {
-        picl__json_zdecref(all);
-        return st;
+    if (st == PICL_OK) {
+        *items = all;
+        *listed = lm;
+        all = NULL;
     }
-    *items = all;
-    *listed = lm;
-    return PICL_OK;
+    json_decref(t.tail);
+    picl__json_zdecref(all);
+    return st;
 }
 
 picl_status picl__stc_get_item(picl_stc *c, const char *coll, const char *id, json_t **bso)

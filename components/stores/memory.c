@@ -84,10 +84,9 @@ static picl_status mem_apply(picl_store *s, const json_t *records)
     size_t i;
     json_t *r;
     json_array_foreach (records, i, r) {
-        if (!copies || json_array_append_new(copies, is_tombstone(r) ? json_null() : json_copy(r)) != 0 ||
-            json_array_size(copies) != i + 1 || !json_array_get(copies, i)) {
-            json_decref(copies);
-            return picl__store_fail(s, PICL_ERROR_NO_MEMORY, "out of memory");
+        if (!copies || json_array_append_new(copies, is_tombstone(r) ? json_null() : json_copy(r)) != 0) {
+            st = picl__store_fail(s, PICL_ERROR_NO_MEMORY, "out of memory");
+            goto done;
         }
     }
     json_array_foreach (records, i, r) {
@@ -97,8 +96,9 @@ static picl_status mem_apply(picl_store *s, const json_t *records)
         else
             json_object_set(m->records, id, json_array_get(copies, i));
     }
+done:
     json_decref(copies);
-    return PICL_OK;
+    return st;
 }
 
 static picl_status mem_mark_synced(picl_store *s, const json_t *records)
