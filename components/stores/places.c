@@ -107,14 +107,7 @@ picl_status picl__places_open(picl_store **out, const char *profile_dir, const c
         rc = version < 0 ? PICL_ERROR_DATABASE : PICL_ERROR_UNSUPPORTED;
         goto fail;
     }
-    /* temporary tables and statement journals in memory (issue 15: the
-     * statement journal of a multi-row write copied each 32 KiB page it
-     * changed to a temporary file).  Not durability: a statement journal
-     * only undoes a failed statement inside the transaction; the
-     * profile's WAL and synchronous stay as they are. */
-    if (sqlite3_exec(p->db,
-                     "PRAGMA temp_store = MEMORY;"
-                     "CREATE TEMP TABLE IF NOT EXISTS picl_touched(place_id INTEGER PRIMARY KEY)",
+    if (sqlite3_exec(p->db, "CREATE TEMP TABLE IF NOT EXISTS picl_touched(place_id INTEGER PRIMARY KEY)",
                      NULL, NULL, NULL) != SQLITE_OK) {
         seterr(err, errlen, "places.sqlite: %s", sqlite3_errmsg(p->db));
         rc = PICL_ERROR_DATABASE;
