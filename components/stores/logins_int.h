@@ -16,13 +16,16 @@ typedef struct logins {
     char json_path[PATH_MAX];
     char key_path[PATH_MAX];
     char state_path[PATH_MAX];
-    char *password;      /* primary password, wiped on close; NULL = none needed */
-    json_t *doc;         /* logins.json as read (or as we last wrote it) */
-    json_t *synced;      /* guid -> digest of what was last synced */
-    json_t *reported;    /* guid -> digest reported by changes() (null = tombstone) */
-    PK11SlotInfo *slot;  /* key4.db while an operation runs */
-    struct {             /* keys of slot found by CKA_ID and type (dropped with the slot): */
-        PK11SymKey *key; /* listing the token's keys per blob cost more than the decryption */
+    char *password;     /* primary password, wiped on close; NULL = none needed */
+    json_t *doc;        /* logins.json as read (or as we last wrote it) */
+    json_t *synced;     /* guid -> digest of what was last synced */
+    json_t *reported;   /* guid -> digest reported by changes() (null = tombstone) */
+    PK11SlotInfo *slot; /* key4.db while an operation runs */
+    /* keys of slot by CKA_ID and type, as session copies, until the slot
+     * closes (logins_sdr.c slot_key: per blob, listing the token's keys and
+     * softoken's reading the key from key4.db cost more than the AES) */
+    struct {
+        PK11SymKey *key;
         CK_KEY_TYPE type;
         unsigned char id[32];
         unsigned idlen;

@@ -115,7 +115,7 @@ static PK11SymKey *find_key(PK11SlotInfo *slot, const SECItem *id, CK_KEY_TYPE t
  * concatenated with nothing: the same value, never out of the token), or k
  * itself when the token refuses.  Each operation with a key4.db key makes
  * softoken read and unwrap the key's attributes from the database again
- * (three quarters of a login's decryption); a session key is read once. */
+ * (two thirds of a login's decryption); a session key is read once. */
 static PK11SymKey *session_copy(PK11SymKey *k, CK_KEY_TYPE type)
 {
     CK_KEY_DERIVATION_STRING_DATA none = {NULL, 0};
