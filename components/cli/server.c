@@ -66,6 +66,28 @@ static long parse_days(const char *v)
     return d <= 3650 ? d : -1;
 }
 
+/* --nonce-cache N: 1024 to 2^24 nonces; 0 when not given (the storage
+ * server's default), -1 when not such a number. */
+static long parse_nonce_cache(const char *v)
+{
+    if (!v)
+        return 0;
+    size_t n = strlen(v);
+    long nonces = n && n <= 8 && strspn(v, "0123456789") == n ? strtol(v, NULL, 10) : -1;
+    return nonces < 1024 || nonces > (1L << 24) ? -1 : nonces;
+}
+
+/* SIGINT and SIGTERM are waited for (sigwait) by the main thread, blocked
+ * in every thread the servers start; SIGPIPE is ignored. */
+static void block_stop_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
 int cli_server(const cli_opts *o)
 {
     const char *data = o->data ? o->data : "picl-data";
@@ -78,18 +100,11 @@ int cli_server(const cli_opts *o)
                 listen);
         return CLI_USAGE;
     }
-    /* --nonce-cache N: 1024 to 2^24 nonces (0: the storage server's default) */
-    long nonces = 0;
-    if (o->nonce_cache) {
-        size_t n = strlen(o->nonce_cache);
-        nonces =
-            n && n <= 8 && strspn(o->nonce_cache, "0123456789") == n ? strtol(o->nonce_cache, NULL, 10) : -1;
-        if (nonces < 1024 || nonces > (1L << 24)) {
-            fprintf(stderr,
-                    "picl server: --nonce-cache takes a number of nonces from 1024 to 16777216, not %s\n",
-                    o->nonce_cache);
-            return CLI_USAGE;
-        }
+    long nonces = parse_nonce_cache(o->nonce_cache);
+    if (nonces < 0) {
+        fprintf(stderr, "picl server: --nonce-cache takes a number of nonces from 1024 to 16777216, not %s\n",
+                o->nonce_cache);
+        return CLI_USAGE;
     }
     long days = parse_days(o->restore_days);
     if (days < 0) {
@@ -113,12 +128,7 @@ int cli_server(const cli_opts *o)
         return CLI_LOCAL;
     }
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
-
+    block_stop_signals(&set);
     ks_config kc;
     memset(&kc, 0, sizeof kc);
     kc.data_dir = data;

@@ -107,6 +107,13 @@ picl_status picl__places_open(picl_store **out, const char *profile_dir, const c
         rc = version < 0 ? PICL_ERROR_DATABASE : PICL_ERROR_UNSUPPORTED;
         goto fail;
     }
+    if (sqlite3_prepare_v2(p->db,
+                           "SELECT 1 FROM sqlite_master WHERE type = 'index' AND "
+                           "name = 'moz_bookmarks_itemindex' AND tbl_name = 'moz_bookmarks'",
+                           -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        p->itemindex = 1;
+    sqlite3_finalize(st);
     if (sqlite3_exec(p->db, "CREATE TEMP TABLE IF NOT EXISTS picl_touched(place_id INTEGER PRIMARY KEY)",
                      NULL, NULL, NULL) != SQLITE_OK) {
         seterr(err, errlen, "places.sqlite: %s", sqlite3_errmsg(p->db));

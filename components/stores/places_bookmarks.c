@@ -150,10 +150,10 @@ static picl_status bookmark_record(places *p, int64_t id, json_t **out)
         json_t *tags = json_array();
         rc = text_list(
             p,
-            "SELECT t.title FROM moz_bookmarks e INDEXED BY moz_bookmarks_itemindex "
-            "JOIN moz_bookmarks t ON t.id = e.parent "
-            "WHERE e.fk = ?1 AND t.parent = (SELECT id FROM moz_bookmarks WHERE guid = 'tags________') "
-            "ORDER BY t.title",
+            PLACES_BY_FK(p, "SELECT t.title FROM", "e",
+                         "JOIN moz_bookmarks t ON t.id = e.parent "
+                         "WHERE e.fk = ?1 AND t.parent = (SELECT id FROM moz_bookmarks WHERE guid = "
+                         "'tags________') ORDER BY t.title"),
             place, tags);
         json_object_set_new(r, "tags", tags);
         sqlite3_stmt *k = NULL;

@@ -18,6 +18,15 @@
 
 #define PLACES_STMT_CACHE 64
 
+/* SQL that looks moz_bookmarks up by fk (as `alias`): names Firefox's
+ * moz_bookmarks_itemindex, since a browser-made sqlite_stat1 leads SQLite to
+ * scan the table instead, but only where the index exists (a places.sqlite
+ * made by other tools may lack it; naming a missing index fails to
+ * prepare).  Both texts are literals, so the statement cache keeps each. */
+#define PLACES_BY_FK(p, before, alias, after)                                                                \
+    ((p)->itemindex ? before " moz_bookmarks " alias " INDEXED BY moz_bookmarks_itemindex " after            \
+                    : before " moz_bookmarks " alias " " after)
+
 typedef struct places {
     picl_store base;
     picl_profile *profile;
@@ -27,6 +36,7 @@ typedef struct places {
     json_t *reported;                     /* bookmarks: guid -> syncChangeCounter reported (0 = tombstone) */
     int64_t reported_until;               /* history: newest local visit date reported, µs */
     int64_t root_id, tags_id, unfiled_id; /* bookmarks: moz_bookmarks ids */
+    int itemindex;                        /* moz_bookmarks_itemindex (fk, type) exists */
     struct {
         const char *sql; /* the text it was prepared from (the caller's literal) */
         sqlite3_stmt *st;

@@ -30,10 +30,10 @@ picl_status picl__places_set_keyword(places *p, int64_t place, const char *kw)
 picl_status picl__places_set_tags(places *p, int64_t place, const json_t *tags, int64_t now)
 {
     sqlite3_stmt *st = NULL;
-    picl_status rc =
-        picl__places_cached(p, &st,
-                            "SELECT e.id, t.title FROM moz_bookmarks e INDEXED BY moz_bookmarks_itemindex "
-                            "JOIN moz_bookmarks t ON t.id = e.parent WHERE e.fk = ? AND t.parent = ?");
+    picl_status rc = picl__places_cached(
+        p, &st,
+        PLACES_BY_FK(p, "SELECT e.id, t.title FROM", "e",
+                     "JOIN moz_bookmarks t ON t.id = e.parent WHERE e.fk = ? AND t.parent = ?"));
     if (rc != PICL_OK)
         return rc;
     sqlite3_bind_int64(st, 1, place);
@@ -97,11 +97,11 @@ picl_status picl__places_set_tags(places *p, int64_t place, const json_t *tags, 
 picl_status picl__places_drop_orphan_url(places *p, int64_t place)
 {
     int64_t n = 0;
-    picl_status rc =
-        picl__places_q1(p, &n,
-                        "SELECT count(*) FROM moz_bookmarks b INDEXED BY moz_bookmarks_itemindex "
-                        "JOIN moz_bookmarks par ON par.id = b.parent WHERE b.fk = ? AND par.parent != ?",
-                        "ii", place, p->tags_id);
+    picl_status rc = picl__places_q1(
+        p, &n,
+        PLACES_BY_FK(p, "SELECT count(*) FROM", "b",
+                     "JOIN moz_bookmarks par ON par.id = b.parent WHERE b.fk = ? AND par.parent != ?"),
+        "ii", place, p->tags_id);
     if (rc == PICL_OK && n == 0)
         rc = picl__places_set_tags(p, place, NULL, 0);
     if (rc == PICL_OK && n == 0)

@@ -467,6 +467,56 @@ START_TEST(test_bookmarks_apply_read_back_by_firefox)
 }
 END_TEST
 
+/* A places.sqlite without Firefox's moz_bookmarks_itemindex (made by another
+ * tool, or an index dropped): the store reads and writes tags and keywords
+ * exactly as on Firefox's schema, and does not add the index. */
+START_TEST(test_bookmarks_without_itemindex)
+{
+    const char *with = fresh_profile(), *without = fresh_profile();
+    sql_int(without, "DROP INDEX moz_bookmarks_itemindex");
+    ck_assert_int_eq(
+        sql_int(without, "SELECT count(*) FROM sqlite_master WHERE name = 'moz_bookmarks_itemindex'"), 0);
+    const char *const tagged =
+        "[{\"id\":\"bmkExample01\",\"type\":\"bookmark\",\"parentid\":\"fldrSample01\","
+        "\"parentName\":\"Sample Folder\",\"title\":\"Example\",\"bmkUri\":\"https://example.com/\","
+        "\"tags\":[\"sample\",\"zeta\"],\"keyword\":\"ex\",\"dateAdded\":1705320001000}]";
+    const char *const untagged =
+        "[{\"id\":\"bmkExample01\",\"type\":\"bookmark\",\"parentid\":\"fldrSample01\","
+        "\"parentName\":\"Sample Folder\",\"title\":\"Example\",\"bmkUri\":\"https://example.com/\","
+        "\"dateAdded\":1705320001000}]";
+    json_t *seen[2][3];
+    const char *dirs[2] = {with, without};
+    for (int i = 0; i < 2; i++) {
+        picl_store *s = open_ok(dirs[i], "bookmarks");
+        seen[i][0] = tup_all(s);
+        ck_assert_int_eq(apply_status(s, tagged), PICL_OK);
+        seen[i][1] = tup_all(s);
+        ck_assert_int_eq(apply_status(s, untagged), PICL_OK);
+        seen[i][2] = tup_all(s);
+        picl__store_close(s);
+    }
+    json_t *ex = tup_find(seen[1][0], "id", "bmkExample01");
+    ck_assert_int_eq(json_array_size(json_object_get(ex, "tags")), 2);
+    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(ex, "tags"), 0)), "sample");
+    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(ex, "tags"), 1)), "test");
+    ex = tup_find(seen[1][1], "id", "bmkExample01");
+    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(ex, "tags"), 1)), "zeta");
+    ck_assert_int_eq(json_array_size(json_object_get(tup_find(seen[1][2], "id", "bmkExample01"), "tags")), 0);
+    for (int k = 0; k < 3; k++) {
+        ck_assert_msg(json_equal(seen[0][k], seen[1][k]), "step %d differs without the index", k);
+        json_decref(seen[0][k]);
+        json_decref(seen[1][k]);
+    }
+    /* the tag folders nobody uses any more went away on both */
+    ck_assert_int_eq(sql_int(without, "SELECT count(*) FROM moz_bookmarks WHERE parent = "
+                                      "(SELECT id FROM moz_bookmarks WHERE guid = 'tags________')"),
+                     sql_int(with, "SELECT count(*) FROM moz_bookmarks WHERE parent = "
+                                   "(SELECT id FROM moz_bookmarks WHERE guid = 'tags________')"));
+    ck_assert_int_eq(
+        sql_int(without, "SELECT count(*) FROM sqlite_master WHERE name = 'moz_bookmarks_itemindex'"), 0);
+}
+END_TEST
+
 START_TEST(test_bookmarks_reorder_only)
 {
     const char *d = fresh_profile();
@@ -1014,6 +1064,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_bookmarks_change_tracking);
     tcase_add_test(t, test_bookmarks_apply_read_back_by_firefox);
     tcase_add_test(t, test_bookmarks_reorder_only);
+    tcase_add_test(t, test_bookmarks_without_itemindex);
     tcase_add_test(t, test_bookmarks_tree_walks);
     tcase_add_test(t, test_bookmarks_bad_records_change_nothing);
     tcase_add_test(t, test_bookmarks_wipe);
