@@ -240,8 +240,8 @@ int bench_srp(int argc, char **argv)
     printf("srp: server  picl (mpn_sec_powm)   median %7.3f ms\n", mps * 1e3);
     printf("srp: server  plain mpz_powm        median %7.3f ms\n", mrs * 1e3);
     printf("srp: server  mpz_powm_sec          median %7.3f ms\n", mqs * 1e3);
-    printf("srp: ratio client picl/plain       %.3f  (target < 1.5)\n", mpc / mrc);
-    printf("srp: ratio server picl/plain       %.3f  (target < 1.5)\n", mps / mrs);
+    bench_target("srp.client picl / plain mpz_powm", mpc / mrc, "x", "<", 1.5, "medians of the same run");
+    bench_target("srp.server picl / plain mpz_powm", mps / mrs, "x", "<", 1.5, "medians of the same run");
     rc = 0;
 done:
     ref_clear(&plain);

@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench.h"
 
@@ -65,6 +67,56 @@ struct bench {
     const char *what;
 };
 
+/* `all` runs each benchmark in a child process of its own, so that no
+ * figure depends on what ran before it in the same process (peak RSS above
+ * all: the profile benchmark's client figure is this process's VmHWM, which
+ * would otherwise start from the heap the sync benchmark left).  The child
+ * hands its targets back over a pipe, a line each: "1 name" or "0 name". */
+static int run_in_child(const struct bench *b, int argc, char **argv)
+{
+    int fds[2];
+    fflush(stdout);
+    fflush(stderr);
+    if (pipe(fds) != 0)
+        return b->fn(argc, argv);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return b->fn(argc, argv);
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        size_t first = n_targets; /* the parent's, copied by fork */
+        int rc = b->fn(argc, argv) != 0;
+        fflush(stdout);
+        FILE *f = fdopen(fds[1], "w");
+        for (size_t i = first; f && i < n_targets; i++)
+            fprintf(f, "%d %s\n", targets[i].met, targets[i].name);
+        if (f)
+            fclose(f);
+        _exit(rc);
+    }
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "r");
+    char line[80];
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        if (strlen(line) > 2 && n_targets < sizeof targets / sizeof targets[0]) {
+            snprintf(targets[n_targets].name, sizeof targets[n_targets].name, "%.47s", line + 2);
+            targets[n_targets++].met = line[0] == '1';
+        }
+    }
+    if (f)
+        fclose(f);
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
+        printf("%s: the benchmark's process did not end normally\n", b->name);
+        return 1;
+    }
+    return WEXITSTATUS(status);
+}
+
 int main(int argc, char **argv)
 {
     struct bench all[] = {
@@ -95,7 +147,9 @@ int main(int argc, char **argv)
             printf("%s: not built\n", all[i].name);
             continue;
         }
-        if (all[i].fn(argc - 1, argv + 1) != 0)
+        int r = strcmp(argv[1], "all") ? all[i].fn(argc - 1, argv + 1)
+                                       : run_in_child(&all[i], argc - 1, argv + 1);
+        if (r != 0)
             rc = 1;
     }
     if (!found) {
