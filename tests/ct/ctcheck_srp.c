@@ -20,6 +20,7 @@
 #include <string.h>
 #include <valgrind/memcheck.h>
 
+#include "picl.h"
 #include "crypto/nss.h"
 #include "crypto/srp.h"
 
