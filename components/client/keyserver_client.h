@@ -23,7 +23,10 @@
  * with the clock corrected from serverTime, 114/201 (429/503) BACKOFF with
  * the Retry-After remembered (calls before it has passed fail with BACKOFF
  * without touching the network), 106/107/108 PROTOCOL (a client bug or a
- * server disagreement), 5xx/999 SERVER; a server that cannot be reached
+ * server disagreement), 123 (409, stale class map) CONFLICT from
+ * picl__ksc_classmap_post (PROTOCOL elsewhere), 124 INVALID_CODE (unknown
+ * recovery key), 125 TOKEN (sign in again first), 126 NOT_FOUND (unknown
+ * device), 5xx/999 SERVER; a server that cannot be reached
  * NETWORK; an answer that is not the documented JSON, or a bundle whose MAC
  * fails, PROTOCOL.  picl__ksc_last() tells the details of the last answer.
  * Outputs are zeroed on any failure; secrets in them are the caller's to wipe.
