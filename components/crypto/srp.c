@@ -584,6 +584,18 @@ picl_status picl__srp_client_key(const picl_srp_client *c, uint8_t *K, size_t Kl
     return picl__srp_client_export(c, PICL_SRP_K, K, Klen);
 }
 
+/* The verifier v into k->V, checked 0 < v < N without branching on v; only
+ * the verdict is released (a stored verifier out of range is a corrupt
+ * record): PICL_ERROR_INVALID_ARGUMENT. */
+static picl_status load_verifier(srp_core *k, const uint8_t *v, size_t vlen)
+{
+    be_to_limbs(k->V, k->n, v, vlen);
+    mp_limb_t below = mpn_sub_n(k->T, k->V, k->N, k->n);
+    int ok = (int)below & !picl__iszero_ct(v, vlen);
+    CT_PUBLIC(&ok, sizeof ok);
+    return ok ? PICL_OK : PICL_ERROR_INVALID_ARGUMENT;
+}
+
 picl_status picl__srp_client_export(const picl_srp_client *c, picl_srp_value which, uint8_t *out,
                                     size_t outlen)
 {
@@ -654,16 +666,8 @@ static picl_status server_create(const picl_srp_group *grp, const uint8_t *v, si
     uint8_t rnd[PICL_SRP_SECRET_BYTES];
     picl_status st = core_init(&s->core, grp, b ? blen : sizeof rnd);
     srp_core *k = &s->core;
-    if (st == PICL_OK) {
-        /* 0 < v < N, checked without branching on v; only the verdict is
-         * released (a stored verifier out of range is a corrupt record). */
-        be_to_limbs(k->V, k->n, v, vlen);
-        mp_limb_t below = mpn_sub_n(k->T, k->V, k->N, k->n);
-        int ok = (int)below & !picl__iszero_ct(v, vlen);
-        CT_PUBLIC(&ok, sizeof ok);
-        if (!ok)
-            st = PICL_ERROR_INVALID_ARGUMENT;
-    }
+    if (st == PICL_OK)
+        st = load_verifier(k, v, vlen);
     if (st == PICL_OK && !b) {
         st = picl__random_bytes(rnd, sizeof rnd);
         b = rnd, blen = sizeof rnd;
@@ -730,15 +734,8 @@ picl_status picl__srp_server_restore(const picl_srp_group *grp, const uint8_t *v
         return PICL_ERROR_NO_MEMORY;
     st = core_init(&s->core, grp, blen);
     srp_core *k = &s->core;
-    if (st == PICL_OK) {
-        /* 0 < v < N as in server_create, without branching on v */
-        be_to_limbs(k->V, k->n, v, vlen);
-        mp_limb_t below = mpn_sub_n(k->T, k->V, k->N, k->n);
-        int ok = (int)below & !picl__iszero_ct(v, vlen);
-        CT_PUBLIC(&ok, sizeof ok);
-        if (!ok)
-            st = PICL_ERROR_INVALID_ARGUMENT;
-    }
+    if (st == PICL_OK)
+        st = load_verifier(k, v, vlen);
     if (st == PICL_OK) {
         be_to_limbs(k->sec, k->sn, b, blen);
         memcpy(s->B, B, Blen);
