@@ -88,6 +88,7 @@ static picl_status mac_input(uint8_t out[32], picl_sealer *k, const picl_mac_con
     size_t hl = strlen(ctx->label), ivl = strlen(iv_b64), need = hl + 1 + ivl + 1;
     for (size_t i = 0; i < ctx->nfields; i++)
         need += strlen(ctx->fields[i]) + 1;
+    picl_status st;
     if (need <= sizeof head) {
         size_t o = 0;
         memcpy(head, ctx->label, hl);
@@ -102,27 +103,21 @@ static picl_status mac_input(uint8_t out[32], picl_sealer *k, const picl_mac_con
         memcpy(head + o, iv_b64, ivl);
         o += ivl;
         head[o++] = '\n';
-        picl_status st = picl__hmac_sha256_update(h, head, o);
+        st = picl__hmac_sha256_update(h, head, o);
+    } else {
+        st = picl__hmac_sha256_update(h, ctx->label, hl);
+        for (size_t i = 0; st == PICL_OK && i < ctx->nfields; i++) {
+            st = picl__hmac_sha256_update(h, "\n", 1);
+            if (st == PICL_OK)
+                st = picl__hmac_sha256_update(h, ctx->fields[i], strlen(ctx->fields[i]));
+        }
         if (st == PICL_OK)
-            st = picl__hmac_sha256_update(h, ct_b64, ctlen);
+            st = picl__hmac_sha256_update(h, "\n", 1);
         if (st == PICL_OK)
-            st = picl__hmac_sha256_result(h, out);
-        if (st != PICL_OK)
-            k->broken = 1; /* half a macInput may be in it */
-        return st;
+            st = picl__hmac_sha256_update(h, iv_b64, ivl);
+        if (st == PICL_OK)
+            st = picl__hmac_sha256_update(h, "\n", 1);
     }
-    picl_status st = picl__hmac_sha256_update(h, ctx->label, hl);
-    for (size_t i = 0; st == PICL_OK && i < ctx->nfields; i++) {
-        st = picl__hmac_sha256_update(h, "\n", 1);
-        if (st == PICL_OK)
-            st = picl__hmac_sha256_update(h, ctx->fields[i], strlen(ctx->fields[i]));
-    }
-    if (st == PICL_OK)
-        st = picl__hmac_sha256_update(h, "\n", 1);
-    if (st == PICL_OK)
-        st = picl__hmac_sha256_update(h, iv_b64, strlen(iv_b64));
-    if (st == PICL_OK)
-        st = picl__hmac_sha256_update(h, "\n", 1);
     if (st == PICL_OK)
         st = picl__hmac_sha256_update(h, ct_b64, ctlen);
     if (st == PICL_OK)
