@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crypto/util.h"
+
 struct ks_db {
     const ks_db_ops *ops;
     ks_db_impl *impl;
@@ -138,7 +140,23 @@ picl_status ks_db_srp_take(ks_db *db, const uint8_t key[32], int64_t now, ks_srp
 {
     if (l->n > 4 || !l->limits)
         return PICL_ERROR_INVALID_ARGUMENT;
-    return db->ops->srp_take(db->impl, key, now, l);
+    l->ok = 0;
+    l->retry_after = 0;
+    l->blen = l->Blen = 0;
+    memset(l->b, 0, sizeof l->b);
+    memset(l->B, 0, sizeof l->B);
+    memset(&l->account, 0, sizeof l->account);
+    memset(l->lim, 0, sizeof l->lim);
+    picl_status rc = db->ops->srp_take(db->impl, key, now, l);
+    if (rc != PICL_OK) { /* nothing of a refused or failed take is left */
+        l->ok = 0;
+        l->blen = l->Blen = 0;
+        picl__wipe(l->b, sizeof l->b);
+        picl__wipe(&l->account, sizeof l->account);
+        for (size_t i = 0; i < 4; i++)
+            l->lim[i].event = 0;
+    }
+    return rc;
 }
 
 picl_status ks_db_rate_take(ks_db *db, ks_rate *limits, size_t n, int64_t now, int *ok, int64_t *retry_after)

@@ -1148,13 +1148,6 @@ static picl_status srp_pop(pconn *c, const uint8_t key[32], int64_t *account, ks
 
 static picl_status pg_srp_take(pg_db *db, const uint8_t key[32], int64_t now, ks_srp_login *l)
 {
-    l->ok = 0;
-    l->retry_after = 0;
-    l->blen = l->Blen = 0;
-    memset(l->b, 0, sizeof l->b);
-    memset(l->B, 0, sizeof l->B);
-    memset(&l->account, 0, sizeof l->account);
-    memset(l->lim, 0, sizeof l->lim);
     int64_t expires = 0, account = 0;
     picl_status verdict = PICL_OK;
     pconn *c = conn_get(db);
@@ -1186,14 +1179,6 @@ static picl_status pg_srp_take(pg_db *db, const uint8_t key[32], int64_t now, ks
     conn_put(db, c);
     if (rc == PICL_OK)
         rc = verdict;
-    if (rc != PICL_OK) {
-        l->ok = 0;
-        l->blen = l->Blen = 0;
-        picl__wipe(l->b, sizeof l->b);
-        picl__wipe(&l->account, sizeof l->account);
-        for (size_t i = 0; i < 4; i++)
-            l->lim[i].event = 0;
-    }
     return rc;
 }
 

@@ -1050,13 +1050,6 @@ static picl_status srp_pop_locked(sq_db *db, const uint8_t key[32], int64_t *acc
 
 static picl_status sq_srp_take(sq_db *db, const uint8_t key[32], int64_t now, ks_srp_login *l)
 {
-    l->ok = 0;
-    l->retry_after = 0;
-    l->blen = l->Blen = 0;
-    memset(l->b, 0, sizeof l->b);
-    memset(l->B, 0, sizeof l->B);
-    memset(&l->account, 0, sizeof l->account);
-    memset(l->lim, 0, sizeof l->lim);
     lock(db);
     int64_t expires = 0, account = 0;
     /* the session is ephemeral and the rate events are in memory: no fsync
@@ -1088,14 +1081,6 @@ static picl_status sq_srp_take(sq_db *db, const uint8_t key[32], int64_t now, ks
     if (rc == PICL_OK)
         rc = verdict;
 out:
-    if (rc != PICL_OK) {
-        l->ok = 0;
-        l->blen = l->Blen = 0;
-        picl__wipe(l->b, sizeof l->b);
-        picl__wipe(&l->account, sizeof l->account);
-        for (size_t i = 0; i < 4; i++)
-            l->lim[i].event = 0;
-    }
     unlock(db);
     return rc;
 }
