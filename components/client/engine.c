@@ -3,6 +3,7 @@
 #include "client/engine.h"
 #include "client/engine_int.h"
 #include "client/reconcile.h"
+#include "crypto/alloc.h"
 #include "crypto/codec.h"
 #include "crypto/hash.h"
 #include "crypto/util.h"
@@ -312,6 +313,85 @@ static picl_status apply_step(coll_run *r, json_t *apply)
     return PICL_OK;
 }
 
+/* The records of an upload, encrypted one at a time as the storage
+ * client's streamed POST asks for them (picl__stc_post_stream). */
+typedef struct up_src {
+    picl_engine *e;
+    const char *c;
+    const picl_class_entry *entry;
+    json_t *records;
+    picl_sealer *k; /* the keys imported once for the whole upload */
+    size_t per;
+    int ttl; /* a device's own records expire when it stops syncing */
+} up_src;
+
+static picl_status up_next(void *ctx, size_t i, char **text, size_t *payload_len)
+{
+    up_src *u = ctx;
+    json_t *r = json_array_get(u->records, i);
+    char *payload;
+    picl_status st = picl__record_encrypt_with(&payload, u->c, r, u->k, u->entry);
+    if (st != PICL_OK)
+        return st;
+    *payload_len = strlen(payload);
+    json_t *bso = json_object();
+    if (!bso || json_object_set(bso, "id", json_object_get(r, "id")) ||
+        json_object_set_new_nocheck(bso, "payload", json_stringn_nocheck(payload, *payload_len)) ||
+        (u->ttl && json_object_set_new(bso, "ttl", json_integer(PICL_DEVICE_RECORD_TTL_S))))
+        st = PICL_ERROR_NO_MEMORY;
+    free(payload);
+    if (st == PICL_OK && !(*text = picl__json_dumps(bso, JSON_COMPACT)))
+        st = PICL_ERROR_NO_MEMORY;
+    json_decref(bso);
+    return st;
+}
+
+/* Progress between the batches of a large upload, as picl__eng_encrypt_post
+ * reports it: at the end of each max_total_records part of the records,
+ * else within that part. */
+static void up_done(void *ctx, size_t end)
+{
+    up_src *u = ctx;
+    size_t n = json_array_size(u->records), from = end / u->per * u->per;
+    if (end % u->per == 0)
+        picl__eng_notify(u->e, "upload", u->c, (int64_t)end, (int64_t)n, NULL);
+    else
+        picl__eng_notify(u->e, "upload", u->c, (int64_t)(end - from),
+                         (int64_t)(n - from < u->per ? n - from : u->per), NULL);
+}
+
+/* picl__eng_encrypt_post with the same requests, the same batches and the
+ * same result, but each part encrypted while the one before is in flight
+ * (no more than two parts' ciphertexts held at once). */
+static picl_status encrypt_post_stream(picl_engine *e, const char *c, const picl_class_entry *entry,
+                                       json_t *records, int64_t ius, picl_stc_post_result *out)
+{
+    memset(out, 0, sizeof *out);
+    picl_stc_limits lim;
+    picl_status st = picl__stc_limits(e->stc, &lim);
+    if (st != PICL_OK)
+        return st;
+    up_src u = {.e = e, .c = c, .entry = entry, .records = records};
+    u.per = (size_t)(lim.max_total_records > 0 ? lim.max_total_records : 10000);
+    u.ttl = !strcmp(c, "tabs") || !strcmp(c, "clients");
+    picl_keypair keys;
+    st = picl__eng_keys_for(e, c, entry, &keys);
+    if (st == PICL_OK)
+        st = picl__sealer_new(&u.k, &keys);
+    picl__wipe(&keys, sizeof keys);
+    if (st != PICL_OK)
+        return st;
+    picl_stc_stream s = {.n = json_array_size(records),
+                         .per = u.per,
+                         .byte_cap = lim.max_total_bytes > 0 ? lim.max_total_bytes * 9 / 10 : INT64_MAX,
+                         .next = up_next,
+                         .done = up_done,
+                         .ctx = &u};
+    st = picl__stc_post_stream(e->stc, c, &s, ius, out);
+    picl__sealer_free(u.k);
+    return st;
+}
+
 /* 5. upload, conditional on what we downloaded (coll_modified); *posted
  * and *new_last (the last commit's timestamp) when something went up.
  * PICL_ERROR_CONFLICT: someone wrote meanwhile.  *pr is the caller's. */
@@ -324,7 +404,7 @@ static picl_status upload_step(coll_run *r, json_t *upload, int64_t coll_modifie
         return PICL_OK;
     picl__eng_notify(e, "upload", r->c, 0, (int64_t)json_array_size(upload), NULL);
     picl_status st =
-        picl__eng_encrypt_post(e, r->c, &r->entry, upload, coll_modified > 0 ? coll_modified : 0, pr);
+        encrypt_post_stream(e, r->c, &r->entry, upload, coll_modified > 0 ? coll_modified : 0, pr);
     if (st == PICL_ERROR_CONFLICT)
         return st;
     if (st != PICL_OK)

@@ -365,15 +365,32 @@ static void prefetch_drop(picl_stc *c)
     picl__hx_abort(&c->pf.x);
     picl__hx_response_free(&c->pf.rs);
     free(c->pf.rel);
-    c->pf.rel = NULL;
+    free(c->pf.extra);
+    c->pf.rel = c->pf.extra = NULL;
     c->pf.active = 0;
 }
 
-/* Sends GET rel (with these X-If-* values) now; picl__stc_request of the
- * same GET later reads its answer instead of sending it again.  Nothing is
- * sent when the client must not send (backoff, node moved) or cannot; the
- * later request then goes the ordinary way. */
-static void prefetch_start(picl_stc *c, const char *rel, int64_t ims, int64_t ius)
+/* The extra header lines as one string, each followed by '\n' (NULL for
+ * want of memory). */
+static char *extra_join(const char *const *extra)
+{
+    size_t n = 1;
+    for (const char *const *x = extra; x && *x; x++)
+        n += strlen(*x) + 1;
+    char *s = malloc(n), *p = s;
+    for (const char *const *x = extra; s && x && *x; x++) {
+        size_t l = strlen(*x);
+        memcpy(p, *x, l);
+        p[l] = '\n';
+        p += l + 1;
+    }
+    if (s)
+        *p = 0;
+    return s;
+}
+
+void picl__stc_ahead(picl_stc *c, const char *method, const char *rel, const char *ctype, const char *body,
+                     size_t blen, int64_t ims, int64_t ius, const char *const *extra)
 {
     prefetch_drop(c);
     if (c->backoff_until > mono_now() || c->node_changed)
@@ -385,14 +402,18 @@ static void prefetch_start(picl_stc *c, const char *rel, int64_t ims, int64_t iu
     stc_req x;
     memset(&x, 0, sizeof x);
     picl_status st = PICL_ERROR_NO_MEMORY;
-    if (!c->pf.multi || !c->pf.curl || !(c->pf.rel = strdup(rel)))
+    if (!c->pf.multi || !c->pf.curl || !(c->pf.rel = strdup(rel)) || !(c->pf.extra = extra_join(extra)))
         goto done;
-    if ((st = request_build(c, "GET", rel, NULL, NULL, 0, ims, ius, NULL, &x)) == PICL_OK)
+    if ((st = request_build(c, method, rel, ctype, body, blen, ims, ius, extra, &x)) == PICL_OK)
         st = picl__hx_begin(&c->pf.x, c->pf.multi, c->pf.curl, &x.rq, &c->pf.rs);
     if (st == PICL_OK) {
         c->requests++;
         c->pf.ims = ims;
         c->pf.ius = ius;
+        c->pf.method = method;
+        c->pf.ctype = ctype;
+        c->pf.body = body;
+        c->pf.blen = body ? blen : 0;
         c->pf.active = 1;
     }
 done:
@@ -400,8 +421,15 @@ done:
     if (st != PICL_OK) {
         picl__hx_response_free(&c->pf.rs);
         free(c->pf.rel);
-        c->pf.rel = NULL;
+        free(c->pf.extra);
+        c->pf.rel = c->pf.extra = NULL;
     }
+}
+
+/* Sends GET rel (with these X-If-* values) now (picl__stc_ahead). */
+static void prefetch_start(picl_stc *c, const char *rel, int64_t ims, int64_t ius)
+{
+    picl__stc_ahead(c, "GET", rel, NULL, NULL, 0, ims, ius, NULL);
 }
 
 void picl__stc_pump(picl_stc *c)
@@ -410,24 +438,42 @@ void picl__stc_pump(picl_stc *c)
         picl__hx_pump(&c->pf.x);
 }
 
+/* 1 when the request made ahead is this very request. */
+static int ahead_matches(const picl_stc *c, const char *method, const char *rel, const char *ctype,
+                         const char *body, size_t blen, int64_t ims, int64_t ius, const char *const *extra)
+{
+    if (strcmp(method, c->pf.method) || strcmp(rel, c->pf.rel) || ims != c->pf.ims || ius != c->pf.ius ||
+        !ctype != !c->pf.ctype || (ctype && strcmp(ctype, c->pf.ctype)) || body != c->pf.body ||
+        (body && blen != c->pf.blen))
+        return 0;
+    const char *p = c->pf.extra;
+    for (const char *const *x = extra; x && *x; x++) {
+        size_t l = strlen(*x);
+        if (strncmp(p, *x, l) || p[l] != '\n')
+            return 0;
+        p += l + 1;
+    }
+    return *p == 0;
+}
+
 /* The answer of the request made ahead, when it is this very request (else
  * that one is dropped): 1 and r filled as exchange() fills it, *st its
  * status; 0 when there is none to use. */
 static int prefetch_take(picl_stc *c, const char *method, const char *rel, const char *ctype,
-                         const char *body, int64_t ims, int64_t ius, const char *const *extra, stc_reply *r,
-                         picl_status *st)
+                         const char *body, size_t blen, int64_t ims, int64_t ius, const char *const *extra,
+                         stc_reply *r, picl_status *st)
 {
     if (!c->pf.active)
         return 0;
-    if (strcmp(method, "GET") || ctype || body || extra || ims != c->pf.ims || ius != c->pf.ius ||
-        strcmp(rel, c->pf.rel)) {
+    if (!ahead_matches(c, method, rel, ctype, body, blen, ims, ius, extra)) {
         prefetch_drop(c);
         return 0;
     }
     picl_status hs = picl__hx_end(&c->pf.x, &c->pf.rs);
     *st = exchange_result(c, hs, &c->pf.rs, r);
     free(c->pf.rel);
-    c->pf.rel = NULL;
+    free(c->pf.extra);
+    c->pf.rel = c->pf.extra = NULL;
     c->pf.active = 0;
     return 1;
 }
@@ -552,7 +598,7 @@ picl_status picl__stc_request(picl_stc *c, const char *method, const char *rel, 
         c->last.quota_remaining_kb = -1;
         r->res = &c->last;
         picl_status st;
-        if (!ahead || !prefetch_take(c, method, rel, ctype, body, ims, ius, extra, r, &st))
+        if (!ahead || !prefetch_take(c, method, rel, ctype, body, blen, ims, ius, extra, r, &st))
             st = exchange(c, method, rel, ctype, body, blen, ims, ius, extra, r);
         ahead = 0;
         if (st != PICL_OK)

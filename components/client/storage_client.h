@@ -200,6 +200,37 @@ void picl__stc_post_result_clear(picl_stc_post_result *r);
 picl_status picl__stc_post(picl_stc *c, const char *coll, const json_t *bsos, int64_t if_unmodified_since,
                            picl_stc_post_result *out);
 
+/*
+ * The same upload streamed: n BSOs, made one at a time by next(ctx, i, ...)
+ * as their request needs them, so that a part is being made while the one
+ * before is in flight (picl__stc_pump between records keeps it moving).
+ * next gives BSO i's compact JSON text (*bso, malloc()ed, taken) and its
+ * payload's length.  The BSOs go in batches: a new one starts at each
+ * multiple of per (0 = never) and before a record that would take the
+ * batch's payload bytes over byte_cap (a batch holds one record at least);
+ * each batch is sent exactly as picl__stc_post sends its BSOs (one plain
+ * POST when they fit one request, else batch=true, batch=ID..., commit=true,
+ * X-If-Unmodified-Since on the first and the last), the first batch
+ * conditional on ius, each later one on the batch before's timestamp.
+ * done(ctx, end) (may be NULL) follows each committed batch but the last
+ * (records [0, end) are in).  The results of all batches merge into *out
+ * (modified = the last commit's).  Differences from picl__stc_post: a
+ * record too large is found when it is made, so parts before it may have
+ * been appended to a batch that is then never committed; no more than two
+ * parts' bodies are held at once.  On any failure the part in flight
+ * is still waited for (never left half-sent); its failure, which came
+ * first, wins.  Every request goes out only after the answer to the one
+ * before (a batch's ID comes in that answer). */
+typedef struct picl_stc_stream {
+    size_t n, per;
+    int64_t byte_cap;
+    picl_status (*next)(void *ctx, size_t i, char **bso, size_t *payload_len);
+    void (*done)(void *ctx, size_t end);
+    void *ctx;
+} picl_stc_stream;
+picl_status picl__stc_post_stream(picl_stc *c, const char *coll, const picl_stc_stream *s, int64_t ius,
+                                  picl_stc_post_result *out);
+
 /* DELETE of a collection (ids NULL) or of at most 100 ids of it; of one BSO;
  * of everything (storage).  *modified may be NULL. */
 picl_status picl__stc_delete(picl_stc *c, const char *coll, const char *const *ids, size_t nids,

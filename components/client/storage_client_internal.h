@@ -36,6 +36,9 @@ struct picl_stc {
         int active;
         char *rel;
         int64_t ims, ius;
+        const char *method, *ctype, *body; /* borrowed until taken or dropped */
+        size_t blen;
+        char *extra; /* the extra header lines, each ending in '\n' */
         CURL *curl;
         CURLM *multi;
         picl_hx_xfer x;
@@ -62,6 +65,15 @@ picl_status picl__stc_request(picl_stc *c, const char *method, const char *rel, 
 void picl__stc_reply_free(stc_reply *r);
 /* The answer as JSON of type want_type (-1 = any): PICL_ERROR_PROTOCOL else. */
 picl_status picl__stc_parse_json(stc_reply *r, json_t **out, int want_type);
+/* Sends this request now without waiting for its answer (method, ctype
+ * and body borrowed: they must stay until the answer is taken or dropped);
+ * picl__stc_request of the very same request later takes its answer
+ * (status mapping and 401 handling as usual) instead of sending it again;
+ * any other request drops it (unfinished: aborted).  Nothing is sent when
+ * the client must not send (backoff, node moved) or cannot: the later
+ * request then goes the ordinary way. */
+void picl__stc_ahead(picl_stc *c, const char *method, const char *rel, const char *ctype, const char *body,
+                     size_t blen, int64_t ims, int64_t ius, const char *const *extra);
 /* Percent-encodes everything but unreserved characters (truncates at cap). */
 void picl__stc_encode(char *out, size_t cap, const char *s);
 /* "/storage/<coll>?<query>" (malloc()ed). */

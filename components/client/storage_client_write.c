@@ -39,28 +39,19 @@ void picl__stc_post_result_clear(picl_stc_post_result *r)
     memset(r, 0, sizeof *r);
 }
 
-/* One POST of bsos[from..to) with the given query; merges its answer into out. */
-static picl_status post_part(picl_stc *c, const char *ecoll, const json_t *bsos, size_t from, size_t to,
-                             const char *query, int64_t ius, picl_stc_post_result *out, char **batch)
+/* The X-Weave-Records line of a request of n records into h (48 bytes). */
+static void records_line(char *h, size_t n) { snprintf(h, 48, "X-Weave-Records: %zu", n); }
+
+/* The answer of one POST of a part (body of n records; sent now, or taken
+ * from the same request made ahead), merged into out. */
+static picl_status part_answer(picl_stc *c, const char *rel, const char *body, size_t blen, size_t n,
+                               int64_t ius, picl_stc_post_result *out, char **batch)
 {
-    json_t *part = json_array();
-    if (!part)
-        return PICL_ERROR_NO_MEMORY;
-    for (size_t i = from; i < to; i++)
-        json_array_append(part, json_array_get(bsos, i));
-    char *body = picl__json_dumps(part, JSON_COMPACT);
-    json_decref(part);
-    if (!body)
-        return PICL_ERROR_NO_MEMORY;
-    char rel[256];
-    snprintf(rel, sizeof rel, "/storage/%s%s", ecoll, query);
     char h1[48];
-    snprintf(h1, sizeof h1, "X-Weave-Records: %zu", to - from);
+    records_line(h1, n);
     const char *const extra[] = {h1, NULL};
     stc_reply r = {0};
-    picl_status st =
-        picl__stc_request(c, "POST", rel, "application/json", body, strlen(body), -1, ius, extra, &r);
-    free(body);
+    picl_status st = picl__stc_request(c, "POST", rel, "application/json", body, blen, -1, ius, extra, &r);
     json_t *ans = NULL;
     if (st == PICL_OK)
         st = picl__stc_parse_json(&r, &ans, JSON_OBJECT);
@@ -82,6 +73,26 @@ static picl_status post_part(picl_stc *c, const char *ecoll, const json_t *bsos,
     if (c->last.last_modified >= 0)
         out->modified = c->last.last_modified;
     json_decref(ans);
+    return st;
+}
+
+/* One POST of bsos[from..to) with the given query; merges its answer into out. */
+static picl_status post_part(picl_stc *c, const char *ecoll, const json_t *bsos, size_t from, size_t to,
+                             const char *query, int64_t ius, picl_stc_post_result *out, char **batch)
+{
+    json_t *part = json_array();
+    if (!part)
+        return PICL_ERROR_NO_MEMORY;
+    for (size_t i = from; i < to; i++)
+        json_array_append(part, json_array_get(bsos, i));
+    char *body = picl__json_dumps(part, JSON_COMPACT);
+    json_decref(part);
+    if (!body)
+        return PICL_ERROR_NO_MEMORY;
+    char rel[256];
+    snprintf(rel, sizeof rel, "/storage/%s%s", ecoll, query);
+    picl_status st = part_answer(c, rel, body, strlen(body), to - from, ius, out, batch);
+    free(body);
     return st;
 }
 
@@ -196,6 +207,193 @@ picl_status picl__stc_post(picl_stc *c, const char *coll, const json_t *bsos, in
 done:
     free(cost);
     free(pay);
+    if (st != PICL_OK)
+        picl__stc_post_result_clear(out);
+    return st;
+}
+
+/* ---- the streamed upload (picl__stc_post_stream) ---------------------------- */
+
+/* One request's worth of BSOs: the body "[bso,bso,...]" being made. */
+typedef struct up_part {
+    char *body;
+    size_t len, cap, count;
+    int64_t pay;     /* payload bytes */
+    int64_t cost;    /* what the records add to the request ("[" and "]" included) */
+    int first, last; /* of its batch */
+    size_t end;      /* the index after its last record */
+} up_part;
+
+typedef struct up_run {
+    picl_stc *c;
+    const picl_stc_stream *s;
+    picl_stc_limits lim;
+    char ecoll[128];
+    picl_stc_post_result *out;
+    int64_t ius;  /* the condition of the batch being sent */
+    char *batch;  /* its ID, once its first part was answered */
+    up_part p[2]; /* the part being made and the one in flight */
+    up_part *cur, *sent;
+    size_t batch_start, batch_parts; /* of the batch being made */
+    int64_t batch_pay;
+    char rel[256];
+} up_run;
+
+static picl_status part_add(up_part *p, const char *bso, size_t len, size_t pay)
+{
+    if (p->len + len + 2 > p->cap) {
+        size_t cap = (p->len + len + 2) * 2;
+        char *b = realloc(p->body, cap);
+        if (!b)
+            return PICL_ERROR_NO_MEMORY;
+        p->body = b;
+        p->cap = cap;
+    }
+    p->body[p->len++] = p->count ? ',' : '[';
+    memcpy(p->body + p->len, bso, len);
+    p->len += len;
+    p->count++;
+    p->pay += (int64_t)pay;
+    p->cost += (int64_t)len + 1;
+    return PICL_OK;
+}
+
+/* The answer of the part in flight (none: PICL_OK): merged into out; after
+ * a batch's last part, the next batch is conditional on its timestamp. */
+static picl_status up_answer(up_run *u)
+{
+    up_part *p = u->sent;
+    if (!p)
+        return PICL_OK;
+    u->sent = NULL;
+    if (p->first)
+        u->out->modified = 0; /* each batch's own, as picl__stc_post's */
+    picl_status st = part_answer(u->c, u->rel, p->body, p->len, p->count, (p->first || p->last) ? u->ius : -1,
+                                 u->out, p->first && !p->last ? &u->batch : NULL);
+    if (st != PICL_OK || !p->last)
+        return st;
+    free(u->batch);
+    u->batch = NULL;
+    u->ius = u->out->modified;
+    if (p->end < u->s->n && u->s->done)
+        u->s->done(u->s->ctx, p->end);
+    return PICL_OK;
+}
+
+/* Closes the part being made (last: of its batch), waits for the one in
+ * flight, then sends this one ahead; the other buffer is made next. */
+static picl_status up_send(up_run *u, size_t end, int last)
+{
+    up_part *p = u->cur;
+    p->body[p->len] = ']';
+    p->len++;
+    p->first = u->batch_parts++ == 0;
+    p->last = last;
+    p->end = end;
+    picl_status st = up_answer(u);
+    if (st != PICL_OK)
+        return st;
+    const char *commit = last ? "&commit=true" : "";
+    if (p->first && last)
+        snprintf(u->rel, sizeof u->rel, "/storage/%s", u->ecoll);
+    else if (p->first)
+        snprintf(u->rel, sizeof u->rel, "/storage/%s?batch=true", u->ecoll);
+    else
+        snprintf(u->rel, sizeof u->rel, "/storage/%s?batch=%s%s", u->ecoll, u->batch ? u->batch : "", commit);
+    char h1[48];
+    records_line(h1, p->count);
+    const char *const extra[] = {h1, NULL};
+    picl__stc_ahead(u->c, "POST", u->rel, "application/json", p->body, p->len, -1,
+                    (p->first || last) ? u->ius : -1, extra);
+    u->sent = p;
+    u->cur = p == &u->p[0] ? &u->p[1] : &u->p[0];
+    u->cur->len = u->cur->count = 0;
+    u->cur->pay = 0;
+    u->cur->cost = 2;
+    if (last)
+        u->batch_parts = 0;
+    return PICL_OK;
+}
+
+/* Adds BSO i (its text bso, payload pay) to the part being made, sending
+ * that part first when the record does not fit it or starts a batch. */
+static picl_status up_record(up_run *u, size_t i, const char *bso, size_t pay)
+{
+    const picl_stc_limits *lim = &u->lim;
+    size_t len = strlen(bso);
+    if ((int64_t)pay > lim->max_record_payload_bytes || (int64_t)pay > lim->max_post_bytes ||
+        (int64_t)len + 3 > lim->max_request_bytes || lim->max_post_records < 1)
+        return PICL_ERROR_TOO_LARGE; /* fits no request (picl__stc_post: measure_records) */
+    int new_batch = i > u->batch_start &&
+                    ((u->s->per && i % u->s->per == 0) || u->batch_pay + (int64_t)pay > u->s->byte_cap);
+    up_part *p = u->cur;
+    int fits = (int64_t)p->count + 1 <= lim->max_post_records &&
+               p->pay + (int64_t)pay <= lim->max_post_bytes &&
+               p->cost + (int64_t)len + 1 <= lim->max_request_bytes;
+    picl_status st = PICL_OK;
+    if (p->count && (new_batch || !fits))
+        st = up_send(u, i, new_batch);
+    if (st != PICL_OK)
+        return st;
+    if (new_batch) {
+        u->batch_start = i;
+        u->batch_pay = 0;
+    }
+    u->batch_pay += (int64_t)pay;
+    if ((int64_t)(i - u->batch_start + 1) > lim->max_total_records || u->batch_pay > lim->max_total_bytes)
+        return PICL_ERROR_TOO_LARGE;
+    return part_add(u->cur, bso, len, pay);
+}
+
+/* Makes and sends every record; the last part, then its answer. */
+static picl_status up_all(up_run *u)
+{
+    picl_status st = PICL_OK;
+    for (size_t i = 0; st == PICL_OK && i < u->s->n; i++) {
+        char *bso = NULL;
+        size_t pay = 0;
+        picl_status made = u->s->next(u->s->ctx, i, &bso, &pay);
+        if (made == PICL_OK && !bso)
+            made = PICL_ERROR_NO_MEMORY;
+        if (made != PICL_OK) {
+            st = made;
+            break;
+        }
+        st = up_record(u, i, bso, pay);
+        free(bso);
+        if ((i & 7) == 0)
+            picl__stc_pump(u->c);
+    }
+    if (st == PICL_OK && u->cur->count)
+        st = up_send(u, u->s->n, 1);
+    /* the part in flight is always answered (never left half-sent); its
+     * failure came before any found here */
+    picl_status a = up_answer(u);
+    return a != PICL_OK ? a : st;
+}
+
+picl_status picl__stc_post_stream(picl_stc *c, const char *coll, const picl_stc_stream *s, int64_t ius,
+                                  picl_stc_post_result *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!s->next || strlen(coll) > 32)
+        return PICL_ERROR_INVALID_ARGUMENT;
+    up_run u = {.c = c, .s = s, .out = out, .ius = ius};
+    picl_status st = picl__stc_limits(c, &u.lim);
+    if (st != PICL_OK)
+        return st;
+    out->success = json_array();
+    out->failed = json_object();
+    if (!out->success || !out->failed)
+        st = PICL_ERROR_NO_MEMORY;
+    picl__stc_encode(u.ecoll, sizeof u.ecoll, coll);
+    u.cur = &u.p[0];
+    u.p[0].cost = 2;
+    if (st == PICL_OK)
+        st = up_all(&u);
+    free(u.batch);
+    free(u.p[0].body);
+    free(u.p[1].body);
     if (st != PICL_OK)
         picl__stc_post_result_clear(out);
     return st;

@@ -766,6 +766,209 @@ START_TEST(test_bso_list_comma_locale)
 }
 END_TEST
 
+/* ---- the streamed upload sends what picl__stc_post sends ------------------ */
+
+/* A fake node that logs every POST (query, X-If-Unmodified-Since,
+ * X-Weave-Records, body) and answers it: its ids succeed, a new batch ID on
+ * batch=true, X-Last-Modified one second later each time; the POST numbered
+ * fail_at (from 1) gets fail_status. */
+typedef struct post_log {
+    json_t *log;
+    int posts, fail_at, fail_status;
+} post_log;
+
+static void logging_node(srv_http_request *req, srv_http_response *resp, void *ctx)
+{
+    post_log *l = ctx;
+    if (!strcmp(req->method, "GET")) {
+        static const char cfg[] =
+            "{\"max_request_bytes\":100000,\"max_post_records\":3,\"max_post_bytes\":1000,"
+            "\"max_total_records\":7,\"max_total_bytes\":100000,\"max_record_payload_bytes\":1000}";
+        srv_http_respond(resp, 200, "application/json", cfg, sizeof cfg - 1);
+        return;
+    }
+    const char *ius = srv_http_header(req, "X-If-Unmodified-Since");
+    const char *recs = srv_http_header(req, "X-Weave-Records");
+    json_array_append_new(l->log, json_pack("[s, s, s, s]", req->query, ius ? ius : "-", recs ? recs : "-",
+                                            (const char *)req->body));
+    if (++l->posts == l->fail_at) {
+        srv_http_respond(resp, l->fail_status, "text/plain", "no", 2);
+        return;
+    }
+    json_t *body = json_loads((const char *)req->body, 0, NULL), *ids = json_array(), *b;
+    size_t i;
+    json_array_foreach (body, i, b)
+        json_array_append(ids, json_object_get(b, "id"));
+    json_t *ans = json_pack("{s:o, s:{}}", "success", ids, "failed");
+    if (strstr(req->query, "batch=true"))
+        json_object_set_new(ans, "batch", json_sprintf("B%d", l->posts));
+    char *text = json_dumps(ans, JSON_COMPACT), lm[32];
+    snprintf(lm, sizeof lm, "%d.00", 1000 + l->posts);
+    srv_http_respond(resp, 200, "application/json", text, strlen(text));
+    srv_http_add_header(resp, "X-Last-Modified", lm);
+    free(text);
+    json_decref(ans);
+    json_decref(body);
+}
+
+#define UP_N 17
+#define UP_PER 7
+#define UP_CAP 280
+
+/* The BSOs: payloads of 40 bytes, but record 9's of 90 (a batch cut by
+ * bytes in the middle of a max_total_records part). */
+static json_t *up_bsos(void)
+{
+    json_t *list = json_array();
+    for (int i = 0; i < UP_N; i++) {
+        char id[8], pay[100];
+        snprintf(id, sizeof id, "r%02d", i);
+        memset(pay, 'a' + i, sizeof pay);
+        pay[i == 9 ? 90 : 40] = 0;
+        json_array_append_new(list, bso(id, pay, i));
+    }
+    return list;
+}
+
+/* The upload as the engine made it before the stream: batches of at most
+ * UP_PER records and UP_CAP payload bytes, each a picl__stc_post
+ * conditional on the batch before. */
+static picl_status up_reference(picl_stc *c, json_t *all, json_t *ends, picl_stc_post_result *out)
+{
+    int64_t ius = 0;
+    picl_status st = PICL_OK;
+    out->success = json_array();
+    for (size_t from = 0; from < UP_N;) {
+        json_t *part = json_array();
+        size_t to = from, bytes = 0;
+        while (to < UP_N && (to == from || to % UP_PER)) {
+            size_t len = strlen(json_string_value(json_object_get(json_array_get(all, to), "payload")));
+            if (to > from && bytes + len > UP_CAP)
+                break;
+            bytes += len;
+            json_array_append(part, json_array_get(all, to++));
+        }
+        picl_stc_post_result pr;
+        st = picl__stc_post(c, "c", part, ius, &pr);
+        json_decref(part);
+        if (st != PICL_OK)
+            break;
+        json_array_extend(out->success, pr.success);
+        out->modified = ius = pr.modified;
+        picl__stc_post_result_clear(&pr);
+        if (to < UP_N)
+            json_array_append_new(ends, json_integer((json_int_t)to));
+        from = to;
+    }
+    return st;
+}
+
+typedef struct up_ctx {
+    json_t *all, *ends;
+} up_ctx;
+
+static picl_status up_make(void *ctx, size_t i, char **text, size_t *pay)
+{
+    up_ctx *u = ctx;
+    json_t *b = json_array_get(u->all, i);
+    *pay = strlen(json_string_value(json_object_get(b, "payload")));
+    *text = json_dumps(b, JSON_COMPACT);
+    return PICL_OK;
+}
+
+static void up_end(void *ctx, size_t end)
+{
+    json_array_append_new(((up_ctx *)ctx)->ends, json_integer((json_int_t)end));
+}
+
+/* One run against a fresh logging node: the reference or the stream; the
+ * log, the status and the result. */
+static picl_status up_run(int stream, int fail_at, int fail_status, json_t **log, json_t **ends,
+                          picl_stc_post_result *pr)
+{
+    srv_http_server *h;
+    srv_http_config hc = {.listen = "127.0.0.1:0"};
+    post_log l = {.log = json_array(), .fail_at = fail_at, .fail_status = fail_status};
+    ck_assert_int_eq(srv_http_server_new(&h, &hc), PICL_OK);
+    ck_assert_int_eq(srv_http_route(h, "GET", "/1.5/3/info/configuration", logging_node, &l, NULL), PICL_OK);
+    ck_assert_int_eq(srv_http_route(h, "POST", "/1.5/3/storage/c", logging_node, &l, NULL), PICL_OK);
+    ck_assert_int_eq(srv_http_server_start(h), PICL_OK);
+    char ep[96];
+    snprintf(ep, sizeof ep, "http://127.0.0.1:%u/1.5/3", srv_http_server_port(h));
+    picl_stc *c;
+    ck_assert_int_eq(picl__stc_new(&c, ep, "id", "key"), PICL_OK);
+    up_ctx u = {.all = up_bsos(), .ends = json_array()};
+    picl_stc_stream s = {
+        .n = UP_N, .per = UP_PER, .byte_cap = UP_CAP, .next = up_make, .done = up_end, .ctx = &u};
+    picl_status st = stream ? picl__stc_post_stream(c, "c", &s, 0, pr) : up_reference(c, u.all, u.ends, pr);
+    if (st != PICL_OK && !stream)
+        picl__stc_post_result_clear(pr);
+    picl__stc_free(c);
+    srv_http_server_free(h);
+    json_decref(u.all);
+    *log = l.log;
+    *ends = u.ends;
+    return st;
+}
+
+START_TEST(test_post_stream_same_requests)
+{
+    json_t *log0, *log1, *ends0, *ends1;
+    picl_stc_post_result p0, p1;
+    ck_assert_int_eq(up_run(0, 0, 0, &log0, &ends0, &p0), PICL_OK);
+    ck_assert_int_eq(up_run(1, 0, 0, &log1, &ends1, &p1), PICL_OK);
+    /* batches [0,5) [5,7) | [7,9) [9,12) [12,14) | [14,17): 4 + 1 + 1 + 2 + 1 + 2 POSTs */
+    ck_assert_int_eq(json_array_size(log0), 7);
+    ck_assert(json_equal(log0, log1)); /* paths, queries, conditions, bodies */
+    char *t = json_dumps(ends1, JSON_COMPACT);
+    ck_assert_str_eq(t, "[7,12,14]");
+    free(t);
+    ck_assert(json_equal(ends0, ends1));
+    /* batches [0,7) | [7,12) [12,14) | [14,17): 3 + 2 + 1 + 1 POSTs */
+    static const char *const want[7][3] = {{"batch=true", "0.00", "3"},
+                                           {"batch=B1", "-", "3"},
+                                           {"batch=B1&commit=true", "0.00", "1"},
+                                           {"batch=true", "1003.00", "3"},
+                                           {"batch=B4&commit=true", "1003.00", "2"},
+                                           {"", "1005.00", "2"},
+                                           {"", "1006.00", "3"}};
+    for (size_t i = 0; i < 7; i++)
+        for (size_t j = 0; j < 3; j++)
+            ck_assert_str_eq(json_string_value(json_array_get(json_array_get(log1, i), j)), want[i][j]);
+    ck_assert_int_eq(json_array_size(p1.success), UP_N);
+    ck_assert(json_equal(p0.success, p1.success));
+    ck_assert_int_eq(p1.modified, 100700);
+    ck_assert_int_eq(p0.modified, p1.modified);
+    picl__stc_post_result_clear(&p0);
+    picl__stc_post_result_clear(&p1);
+    json_decref(log0);
+    json_decref(log1);
+    json_decref(ends0);
+    json_decref(ends1);
+    /* a part failing (412 in a batch's middle part, 500 on a commit, 412 on
+     * a plain POST, 503 on the first part of a later batch) ends both the
+     * same way: the same requests, nothing after, no result */
+    int fails[][2] = {{2, 412}, {3, 500}, {6, 412}, {4, 503}};
+    for (size_t k = 0; k < sizeof fails / sizeof fails[0]; k++) {
+        picl_status s0 = up_run(0, fails[k][0], fails[k][1], &log0, &ends0, &p0);
+        picl_status s1 = up_run(1, fails[k][0], fails[k][1], &log1, &ends1, &p1);
+        ck_assert_int_eq(s0, s1);
+        ck_assert_int_eq(s1, fails[k][1] == 412   ? PICL_ERROR_CONFLICT
+                             : fails[k][1] == 500 ? PICL_ERROR_SERVER
+                                                  : PICL_ERROR_BACKOFF);
+        ck_assert_int_eq(json_array_size(log1), fails[k][0]);
+        ck_assert(json_equal(log0, log1));
+        ck_assert(json_equal(ends0, ends1));
+        ck_assert_ptr_null(p1.success);
+        ck_assert_ptr_null(p1.failed);
+        json_decref(log0);
+        json_decref(log1);
+        json_decref(ends0);
+        json_decref(ends1);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("storage_client");
@@ -796,6 +999,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(bad, client_setup, client_teardown);
     tcase_set_timeout(bad, 60);
     tcase_add_test(bad, test_malformed_server);
+    tcase_add_test(bad, test_post_stream_same_requests);
     suite_add_tcase(s, bad);
     TCase *sm = tcase_create("small");
     tcase_add_checked_fixture(sm, small_setup, client_teardown);
