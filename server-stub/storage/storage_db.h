@@ -37,7 +37,7 @@ typedef struct sdb_conn sdb_conn;
 /* Opens (creating and migrating, in one transaction: never half-migrated)
  * the database of `target`:
  *  - a directory: <dir>/storage.db (SQLite) in WAL mode with
- *    synchronous=FULL; PICL_ERROR_IO when the directory is unusable;
+ *    synchronous=FULL, read through a 256 MiB mmap; PICL_ERROR_IO when the directory is unusable;
  *  - a postgresql:// (or postgres://) URL: that PostgreSQL database with a
  *    pool of `pool` connections (0 = 8, at most 256); PICL_ERROR_DATABASE
  *    when it cannot be reached (after at most 10 s) or the URL is wrong,

@@ -9,6 +9,8 @@
 #include "testutil.h"
 
 #include "protocol/synctime.h"
+#include "storage/storage_db.h"
+#include "storage/storage_db_sqlite.h"
 
 #define POST_JSON(path, body) sf_req_h("POST", path, "application/json", body, NULL)
 
@@ -1158,6 +1160,51 @@ START_TEST(test_parse_ts)
 }
 END_TEST
 
+/* One pragma's value on a connection of the SQLite pool, as text. */
+static void pragma_text(sqlite3 *c, const char *pragma, char *out, size_t cap)
+{
+    char sql[64];
+    snprintf(sql, sizeof sql, "PRAGMA %s", pragma);
+    sqlite3_stmt *q;
+    ck_assert_int_eq(sqlite3_prepare_v2(c, sql, -1, &q, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    snprintf(out, cap, "%s", (const char *)sqlite3_column_text(q, 0));
+    sqlite3_finalize(q);
+}
+
+/* Every pooled SQLite connection reads through a 256 MiB mmap (issue 15:
+ * listings were pread copies) and keeps WAL with synchronous=FULL (2). */
+START_TEST(test_sqlite_pragmas)
+{
+    if (SF.pgurl[0])
+        return; /* the SQLite backend's connections only */
+    char dir[64] = "/tmp/picl-sdb-pragma-XXXXXX", path[128], v[64];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    sdb *db = NULL;
+    ck_assert_int_eq(sdb_open(&db, dir, 0, 0, NULL), PICL_OK);
+    sdb_conn *c[3] = {NULL, NULL, NULL}; /* three at once: three handles */
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(sdb_acquire(db, &c[i]), PICL_OK);
+        pragma_text(sq_of(c[i]), "mmap_size", v, sizeof v);
+        ck_assert_str_eq(v, "268435456");
+        pragma_text(sq_of(c[i]), "journal_mode", v, sizeof v);
+        ck_assert_str_eq(v, "wal");
+        pragma_text(sq_of(c[i]), "synchronous", v, sizeof v);
+        ck_assert_str_eq(v, "2");
+    }
+    ck_assert_ptr_ne(sq_of(c[0]), sq_of(c[1]));
+    for (int i = 0; i < 3; i++)
+        sdb_release(db, c[i]);
+    sdb_close(db);
+    const char *files[] = {"storage.db", "storage.db-wal", "storage.db-shm"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("storage_api");
@@ -1188,6 +1235,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_backoff_and_unavailable);
     tcase_add_test(tc, test_start_errors);
     tcase_add_test(tc, test_parse_ts);
+    tcase_add_test(tc, test_sqlite_pragmas);
     suite_add_tcase(s, tc);
     TCase *small = tcase_create("limits");
     tcase_add_checked_fixture(small, small_setup, sf_teardown);
