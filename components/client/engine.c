@@ -325,25 +325,35 @@ typedef struct up_src {
     int ttl; /* a device's own records expire when it stops syncing */
 } up_src;
 
+/* BSO text of a record whose id is not a string (jansson writes it). */
+static char *bso_text_tree(json_t *id, const char *payload, size_t plen, int ttl)
+{
+    json_t *bso = json_object();
+    char *text = NULL;
+    if (bso && !json_object_set(bso, "id", id) &&
+        !json_object_set_new_nocheck(bso, "payload", json_stringn_nocheck(payload, plen)) &&
+        !(ttl && json_object_set_new(bso, "ttl", json_integer(PICL_DEVICE_RECORD_TTL_S))))
+        text = picl__json_dumps(bso, JSON_COMPACT);
+    json_decref(bso);
+    return text;
+}
+
 static picl_status up_next(void *ctx, size_t i, char **text, size_t *payload_len)
 {
     up_src *u = ctx;
-    json_t *r = json_array_get(u->records, i);
+    json_t *r = json_array_get(u->records, i), *id = json_object_get(r, "id");
     char *payload;
     picl_status st = picl__record_encrypt_with(&payload, u->c, r, u->k, u->entry);
     if (st != PICL_OK)
         return st;
     *payload_len = strlen(payload);
-    json_t *bso = json_object();
-    if (!bso || json_object_set(bso, "id", json_object_get(r, "id")) ||
-        json_object_set_new_nocheck(bso, "payload", json_stringn_nocheck(payload, *payload_len)) ||
-        (u->ttl && json_object_set_new(bso, "ttl", json_integer(PICL_DEVICE_RECORD_TTL_S))))
-        st = PICL_ERROR_NO_MEMORY;
+    /* the text jansson would write for {id, payload[, ttl]}, written directly */
+    *text = json_is_string(id) && strlen(json_string_value(id)) == json_string_length(id)
+                ? picl__record_bso_text(json_string_value(id), payload, *payload_len,
+                                        u->ttl ? PICL_DEVICE_RECORD_TTL_S : -1)
+                : bso_text_tree(id, payload, *payload_len, u->ttl);
     free(payload);
-    if (st == PICL_OK && !(*text = picl__json_dumps(bso, JSON_COMPACT)))
-        st = PICL_ERROR_NO_MEMORY;
-    json_decref(bso);
-    return st;
+    return *text ? PICL_OK : PICL_ERROR_NO_MEMORY;
 }
 
 /* Progress between the batches of a large upload, as picl__eng_encrypt_post

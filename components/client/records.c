@@ -652,3 +652,70 @@ done:
     json_decref(o);
     return st;
 }
+
+/* The length of s[0..n) as a JSON string's contents (jansson's escapes:
+ * \\ \" \b \f \n \r \t, other control characters as \\u00XX). */
+static size_t json_escaped_len(const char *s, size_t n)
+{
+    size_t l = n;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '"' || ch == '\\' || ch == '\b' || ch == '\f' || ch == '\n' || ch == '\r' || ch == '\t')
+            l += 1;
+        else if (ch < 0x20)
+            l += 5;
+    }
+    return l;
+}
+
+static char *json_escape_to(char *o, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    *o++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        const char *e = ch == '"'    ? "\\\""
+                        : ch == '\\' ? "\\\\"
+                        : ch == '\b' ? "\\b"
+                        : ch == '\f' ? "\\f"
+                        : ch == '\n' ? "\\n"
+                        : ch == '\r' ? "\\r"
+                        : ch == '\t' ? "\\t"
+                                     : NULL;
+        if (e) {
+            *o++ = e[0];
+            *o++ = e[1];
+        } else if (ch < 0x20) {
+            memcpy(o, "\\u00", 4);
+            o[4] = hex[ch >> 4];
+            o[5] = hex[ch & 15];
+            o += 6;
+        } else
+            *o++ = (char)ch;
+    }
+    *o++ = '"';
+    return o;
+}
+
+char *picl__record_bso_text(const char *id, const char *payload, size_t plen, int64_t ttl)
+{
+    size_t il = strlen(id);
+    char ttls[32] = "";
+    if (ttl >= 0)
+        snprintf(ttls, sizeof ttls, ",\"ttl\":%lld", (long long)ttl);
+    size_t n = sizeof "{\"id\":,\"payload\":}" + 4 + json_escaped_len(id, il) +
+               json_escaped_len(payload, plen) + strlen(ttls);
+    char *t = malloc(n), *o = t;
+    if (!t)
+        return NULL;
+    memcpy(o, "{\"id\":", 6);
+    o = json_escape_to(o + 6, id, il);
+    memcpy(o, ",\"payload\":", 11);
+    o = json_escape_to(o + 11, payload, plen);
+    size_t tl = strlen(ttls);
+    memcpy(o, ttls, tl);
+    o += tl;
+    *o++ = '}';
+    *o = 0;
+    return t;
+}

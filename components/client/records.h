@@ -84,6 +84,12 @@ picl_status picl__record_decrypt_obj(json_t **clear, const char *collection, con
 picl_status picl__record_encrypt_with(char **payload, const char *collection, const json_t *cleartext,
                                       picl_sealer *keys, const picl_class_entry *kid);
 
+/* A BSO {"id": id, "payload": payload[, "ttl": ttl]} (ttl < 0: none) as
+ * compact JSON text, byte for byte what jansson's json_dumps(JSON_COMPACT)
+ * writes for that object, without building it (malloc()ed; NULL for want
+ * of memory).  id and payload are valid UTF-8 (as jansson strings are). */
+char *picl__record_bso_text(const char *id, const char *payload, size_t plen, int64_t ttl);
+
 /* The payload's four texts without a JSON tree: what picl__record_decrypt_obj
  * reads of the payload object.  picl__record_envelope_load: the same
  * results as picl__record_payload_load followed by reading the fields (a

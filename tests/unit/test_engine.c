@@ -1016,6 +1016,35 @@ START_TEST(test_upload_over_batch_limit)
 }
 END_TEST
 
+/* The upload writes each BSO's text itself: byte for byte jansson's compact
+ * dump of {id, payload[, ttl]}, escapes and non-ASCII included. */
+START_TEST(test_bso_text_as_jansson)
+{
+    static const char *const ids[] = {"abc", "a\"b\\c/d\n\t\b\f\r\x01\x1f\x7f",
+                                      "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", ""};
+    static const char *const pays[] = {"{\"ciphertext\":\"q/+=\",\"IV\":\"x\",\"hmac\":\"00ff\"}", "",
+                                       "\x02\x1e\\\"", "\xc3\xa9 ok"};
+    static const int64_t ttls[] = {-1, 1814400, 0};
+    for (size_t i = 0; i < 4; i++)
+        for (size_t j = 0; j < 4; j++)
+            for (size_t k = 0; k < 3; k++) {
+                json_t *o = json_pack("{s:s, s:s}", "id", ids[i], "payload", pays[j]);
+                ck_assert_ptr_nonnull(o);
+                if (ttls[k] >= 0)
+                    json_object_set_new(o, "ttl", json_integer(ttls[k]));
+                char *want = json_dumps(o, JSON_COMPACT);
+                char *got = picl__record_bso_text(ids[i], pays[j], strlen(pays[j]), ttls[k]);
+                ck_assert_str_eq(got, want);
+                free(want);
+                free(got);
+                json_decref(o);
+            }
+    char *t = picl__record_bso_text("i\"d", "{\"a\":\"\x01\"}", 9, 5);
+    ck_assert_str_eq(t, "{\"id\":\"i\\\"d\",\"payload\":\"{\\\"a\\\":\\\"\\u0001\\\"}\",\"ttl\":5}");
+    free(t);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("engine");
@@ -1034,6 +1063,7 @@ int main(void)
     tcase_add_test(tc, test_malicious_records);
     tcase_add_test(tc, test_random_interleavings);
     tcase_add_test(tc, test_timestamps);
+    tcase_add_test(tc, test_bso_text_as_jansson);
     suite_add_tcase(s, tc);
     TCase *small = tcase_create("engine_small_batches");
     tcase_set_timeout(small, 60);
