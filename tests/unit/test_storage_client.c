@@ -837,7 +837,9 @@ static picl_status up_reference(picl_stc *c, json_t *all, json_t *ends, picl_stc
 {
     int64_t ius = 0;
     picl_status st = PICL_OK;
+    memset(out, 0, sizeof *out);
     out->success = json_array();
+    out->failed = json_object();
     for (size_t from = 0; from < UP_N;) {
         json_t *part = json_array();
         size_t to = from, bytes = 0;
@@ -854,6 +856,7 @@ static picl_status up_reference(picl_stc *c, json_t *all, json_t *ends, picl_stc
         if (st != PICL_OK)
             break;
         json_array_extend(out->success, pr.success);
+        json_object_update(out->failed, pr.failed);
         out->modified = ius = pr.modified;
         picl__stc_post_result_clear(&pr);
         if (to < UP_N)
@@ -937,6 +940,8 @@ START_TEST(test_post_stream_same_requests)
             ck_assert_str_eq(json_string_value(json_array_get(json_array_get(log1, i), j)), want[i][j]);
     ck_assert_int_eq(json_array_size(p1.success), UP_N);
     ck_assert(json_equal(p0.success, p1.success));
+    ck_assert_int_eq(json_object_size(p1.failed), 0);
+    ck_assert(json_equal(p0.failed, p1.failed));
     ck_assert_int_eq(p1.modified, 100700);
     ck_assert_int_eq(p0.modified, p1.modified);
     picl__stc_post_result_clear(&p0);
