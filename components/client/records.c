@@ -668,12 +668,22 @@ static size_t json_escaped_len(const char *s, size_t n)
     return l;
 }
 
+/* 1 for the bytes a JSON string must escape ('"', '\\', below 0x20). */
+static int json_must_escape(unsigned char ch) { return ch == '"' || ch == '\\' || ch < 0x20; }
+
 static char *json_escape_to(char *o, const char *s, size_t n)
 {
     static const char hex[] = "0123456789ABCDEF";
     *o++ = '"';
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
+    for (size_t i = 0; i < n;) {
+        size_t run = i;
+        while (run < n && !json_must_escape((unsigned char)s[run]))
+            run++;
+        memcpy(o, s + i, run - i); /* the plain run copied at once */
+        o += run - i;
+        if ((i = run) >= n)
+            break;
+        unsigned char ch = (unsigned char)s[i++];
         const char *e = ch == '"'    ? "\\\""
                         : ch == '\\' ? "\\\\"
                         : ch == '\b' ? "\\b"
@@ -685,13 +695,12 @@ static char *json_escape_to(char *o, const char *s, size_t n)
         if (e) {
             *o++ = e[0];
             *o++ = e[1];
-        } else if (ch < 0x20) {
+        } else {
             memcpy(o, "\\u00", 4);
             o[4] = hex[ch >> 4];
             o[5] = hex[ch & 15];
             o += 6;
-        } else
-            *o++ = (char)ch;
+        }
     }
     *o++ = '"';
     return o;
