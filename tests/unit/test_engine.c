@@ -54,11 +54,23 @@ static picl_status anchor_post(void *ctx, uint64_t version, const char *hmac)
     return PICL_OK;
 }
 
+static json_t *UPLOADS; /* when set: the bookmarks' "upload" notifications, [done, total] */
+
+static void note_upload(void *ctx, const char *phase, const char *coll, int64_t done, int64_t total,
+                        const char *msg)
+{
+    (void)ctx;
+    (void)msg;
+    if (UPLOADS && !strcmp(phase, "upload") && !strcmp(coll, "bookmarks"))
+        json_array_append_new(UPLOADS, json_pack("[I, I]", (json_int_t)done, (json_int_t)total));
+}
+
 static void engine_init(picl_engine *e, picl_stc *stc, picl_state *st)
 {
     picl__engine_init(e, stc, st);
     e->anchor_get = anchor_get;
     e->anchor_post = anchor_post;
+    e->notify = note_upload;
 }
 
 static void setup(void)
@@ -995,9 +1007,17 @@ START_TEST(test_upload_over_batch_limit)
         put(d1.bm, rec);
     }
     json_t *sum;
+    UPLOADS = json_array();
     ck_assert_int_eq(dev_sync(&d1, &sum, NULL), PICL_OK);
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(sum, "bookmarks"), "uploaded")), 60);
     json_decref(sum);
+    /* three batches of max_total_records (25, 25, 10), progress after each
+     * but the last, as picl__eng_encrypt_post reported it */
+    char *t = json_dumps(UPLOADS, JSON_COMPACT);
+    ck_assert_str_eq(t, "[[0,60],[25,60],[50,60],[60,60]]");
+    free(t);
+    json_decref(UPLOADS);
+    UPLOADS = NULL;
     sync_ok(&d2);
     assert_same_store(d1.bm, d2.bm);
     json_t *all;
