@@ -76,6 +76,7 @@ static char *utoken[MAX_UID + 1], *ukey[MAX_UID + 1]; /* minted by need_user() *
 /* A scenario's figure is not made of errors: above this share of non-2xx
  * answers it is INVALID (and its target NOT MET). */
 #define MAX_NON2XX_SHARE 0.01
+#define READ_RUNS 3 /* runs of each read scenario (median) */
 
 static int run_cmd_out(const char *cmd, char *out, size_t cap)
 {
@@ -159,8 +160,9 @@ static int need_user(int uid)
  * the records are precomputed, one per request, with each user's key in an
  * HMAC context of its own, as a client signs).  wrk cycles through the
  * records only past sc->count requests, and the server refuses those
- * replays (401): the run is then INVALID. */
-static int write_script(const scenario *sc, const char *lua, int64_t ts, size_t count)
+ * replays (401): the run is then INVALID.  rep (the run's number) is in
+ * every nonce: a scenario run again sends no nonce of an earlier run. */
+static int write_script(const scenario *sc, const char *lua, int64_t ts, size_t count, int rep)
 {
     char datafile[128], usersfile[128], bodyfile[128], target[256], tstext[32];
     picl_hmac_ctx *ctx[READ_USERS];
@@ -187,7 +189,7 @@ static int write_script(const scenario *sc, const char *lua, int64_t ts, size_t 
         int u = (int)(i % (size_t)users);
         char nonce[NONCE_LEN + 1], mac[PICL_HAWK_B64_BYTES + 1];
         snprintf(target, sizeof target, "/1.5/%d%s", sc->uid + u, sc->path);
-        snprintf(nonce, sizeof nonce, "%c%011u", sc->name[0], (unsigned)(i % 1000000000u));
+        snprintf(nonce, sizeof nonce, "%c%c%010u", sc->name[0], 'a' + rep % 26, (unsigned)(i % 1000000000u));
         picl_hawk_request hr = {.method = sc->method, .resource = target, .host = "127.0.0.1", .port = port};
         if (picl__hawk_mac_ctx(mac, ctx[u], tstext, nonce, &hr, NULL, NULL) != PICL_OK)
             goto done;
@@ -723,6 +725,64 @@ static void read_target(const char *scenario_name, double ratio, const char *ref
         bench_target("storage.GET 1000 full / nginx", ratio, "x", ">=", 0.9, reference);
 }
 
+/* One run of scenario sc against this server then nginx (duration_s
+ * seconds each, run number rep, 0 = a warm-up whose figures are not
+ * printed); *ratio = requests/s ours / nginx's, *invalid when the run is
+ * no figure (non-2xx answers, too few nonces).  -1 when a run failed. */
+static int run_pair(const scenario *sc, const char *label, long size, int duration_s, int rep,
+                    const char *database, unsigned nginx_port, double *ratio, int *invalid)
+{
+    char lua[128], url[160];
+    snprintf(lua, sizeof lua, "%s/%s.lua", dir, sc->name);
+    size_t count =
+        (sc->count * (size_t)duration_s + (size_t)sc->users - 1) / (size_t)sc->users * (size_t)sc->users;
+    if (write_script(sc, lua, (int64_t)time(NULL), count, rep) != 0 || write_static(sc->name, size) != 0) {
+        fprintf(stderr, "storage: %s: setup failed\n", sc->name);
+        return -1;
+    }
+    wrk_result ours, ceil;
+    snprintf(url, sizeof url, "http://127.0.0.1:%u", port);
+    int a = run_wrk(url, lua, duration_s, sc->conns, 0, &ours);
+    /* the reads: nginx gets the same requests from the same script (its
+     * /1.5/ is the static file "current"), so that both servers face the
+     * same client work; the POSTs: plain GETs of the file */
+    int same = !sc->body;
+    int b = write_static("current", size);
+    if (same)
+        snprintf(url, sizeof url, "http://127.0.0.1:%u", nginx_port);
+    else
+        snprintf(url, sizeof url, "http://127.0.0.1:%u/%s", nginx_port, sc->name);
+    if (b == 0)
+        b = run_wrk(url, same ? lua : NULL, duration_s, sc->conns, 1, &ceil);
+    if (a || b)
+        return -1;
+    if (!rep)
+        return 0;
+    /* a figure made of errors (503s, replays of a short nonce pool) is
+     * no figure: fail closed */
+    int bad = ours.requests <= 0 || (double)ours.non2xx > MAX_NON2XX_SHARE * (double)ours.requests ||
+              (size_t)ours.requests > count || ceil.non2xx > 0;
+    *ratio = ceil.rps > 0 ? ours.rps / ceil.rps : 0;
+    *invalid = bad;
+    printf("  %-32s %10.0f %9.3f %9.3f | %10.0f %9.3f %9.3f | %6.3f%s\n", label, ours.rps, ours.p50_ms,
+           ours.p99_ms, ceil.rps, ceil.p50_ms, ceil.p99_ms, *ratio, bad ? " INVALID" : "");
+    double ours_n = ours.requests > 0 ? (double)ours.requests : 1,
+           ceil_n = ceil.requests > 0 ? (double)ceil.requests : 1;
+    printf("    CPU us/request: server %.1f, nginx %.1f (ratio %.3f); wrk %.1f with ours, %.1f with "
+           "nginx%s\n",
+           1e6 * ours.server_cpu / ours_n, 1e6 * ceil.server_cpu / ceil_n,
+           ours.server_cpu > 0 ? (ceil.server_cpu / ceil_n) / (ours.server_cpu / ours_n) : 0,
+           1e6 * ours.client_cpu / ours_n, 1e6 * ceil.client_cpu / ceil_n,
+           database ? " (PostgreSQL's own CPU not counted)" : "");
+    if (ours.non2xx || bad)
+        printf("  %s %ld of %ld requests were not 2xx (%.2f %%; over %.0f %% is INVALID); %zu nonces "
+               "precomputed, one per request%s\n",
+               bad ? "!! INVALID:" : "note:", ours.non2xx, ours.requests,
+               ours.requests > 0 ? 100.0 * (double)ours.non2xx / (double)ours.requests : 0.0,
+               100 * MAX_NON2XX_SHARE, count, (size_t)ours.requests > count ? " (too few for the run)" : "");
+    return 0;
+}
+
 /* The rows of one node: wrk against the server on `database` (NULL: an
  * SQLite file in dir) and against nginx.  short_run: 1-second runs. */
 static int run_node(const char *label, const char *database, int short_run, unsigned nport)
@@ -784,12 +844,8 @@ static int run_node(const char *label, const char *database, int short_run, unsi
         int probe_ok = size >= 0;
         for (int u = 1; probe_ok && u < sc[i].users; u++)
             probe_ok = signed_request(sc[i].uid + u, sc[i].method, sc[i].path, sc[i].body) >= 0;
-        char lua[128], url[160], label2[96];
-        snprintf(lua, sizeof lua, "%s/%s.lua", dir, sc[i].name);
+        char label2[96];
         snprintf(label2, sizeof label2, "%s c%d %du (%ld B)", sc[i].label, sc[i].conns, sc[i].users, size);
-        size_t count = (sc[i].count * (size_t)sc[i].duration_s + (size_t)sc[i].users - 1) /
-                       (size_t)sc[i].users * (size_t)sc[i].users;
-        int64_t now = (int64_t)time(NULL);
         if (!probe_ok) {
             printf("  %-32s INVALID: the server did not answer 2xx before the run\n", label2);
             if (!database)
@@ -797,55 +853,25 @@ static int run_node(const char *label, const char *database, int short_run, unsi
             rc = 1;
             continue;
         }
-        if (write_script(&sc[i], lua, now, count) != 0 || write_static(sc[i].name, size) != 0) {
-            fprintf(stderr, "storage: %s: setup failed\n", sc[i].name);
-            rc = 1;
-            continue;
-        }
-        wrk_result ours, ceil;
-        snprintf(url, sizeof url, "http://127.0.0.1:%u", port);
-        int a = run_wrk(url, lua, sc[i].duration_s, sc[i].conns, 0, &ours);
-        /* the reads: nginx gets the same requests from the same script (its
-         * /1.5/ is the static file "current"), so that both servers face the
-         * same client work; the POSTs: plain GETs of the file */
-        int same = !sc[i].body;
-        int b = write_static("current", size);
-        if (same)
-            snprintf(url, sizeof url, "http://127.0.0.1:%u", nport);
-        else
-            snprintf(url, sizeof url, "http://127.0.0.1:%u/%s", nport, sc[i].name);
-        if (b == 0)
-            b = run_wrk(url, same ? lua : NULL, sc[i].duration_s, sc[i].conns, 1, &ceil);
-        if (a || b) {
-            rc = 1;
-            continue;
-        }
-        /* a figure made of errors (503s, replays of a short nonce pool) is
-         * no figure: fail closed */
-        int invalid = ours.requests <= 0 || (double)ours.non2xx > MAX_NON2XX_SHARE * (double)ours.requests ||
-                      (size_t)ours.requests > count || ceil.non2xx > 0;
-        double ratio = ceil.rps > 0 ? ours.rps / ceil.rps : 0;
-        printf("  %-32s %10.0f %9.3f %9.3f | %10.0f %9.3f %9.3f | %6.3f%s\n", label2, ours.rps, ours.p50_ms,
-               ours.p99_ms, ceil.rps, ceil.p50_ms, ceil.p99_ms, ratio, invalid ? " INVALID" : "");
-        double ours_n = ours.requests > 0 ? (double)ours.requests : 1,
-               ceil_n = ceil.requests > 0 ? (double)ceil.requests : 1;
-        printf("    CPU us/request: server %.1f, nginx %.1f (ratio %.3f); wrk %.1f with ours, %.1f with "
-               "nginx%s\n",
-               1e6 * ours.server_cpu / ours_n, 1e6 * ceil.server_cpu / ceil_n,
-               ours.server_cpu > 0 ? (ceil.server_cpu / ceil_n) / (ours.server_cpu / ours_n) : 0,
-               1e6 * ours.client_cpu / ours_n, 1e6 * ceil.client_cpu / ceil_n,
-               database ? " (PostgreSQL's own CPU not counted)" : "");
-        if (ours.non2xx || invalid)
-            printf("  %s %ld of %ld requests were not 2xx (%.2f %%; over %.0f %% is INVALID); %zu nonces "
-                   "precomputed, one per request%s\n",
-                   invalid ? "!! INVALID:" : "note:", ours.non2xx, ours.requests,
-                   ours.requests > 0 ? 100.0 * (double)ours.non2xx / (double)ours.requests : 0.0,
-                   100 * MAX_NON2XX_SHARE, count,
-                   (size_t)ours.requests > count ? " (too few for the run)" : "");
+        /* the reads (nginx answers the same requests): a 1-second warm-up of
+         * both, then READ_RUNS runs of each, alternating; the median ratio.
+         * The POSTs: one run (each writes). */
+        int reads = !sc[i].body, runs = reads ? READ_RUNS : 1, invalid = 0;
+        double ratios[READ_RUNS];
+        if (reads && run_pair(&sc[i], label2, size, 1, 0, database, nport, NULL, NULL) != 0)
+            invalid = 1;
+        for (int k = 0; k < runs && !invalid; k++)
+            if (run_pair(&sc[i], label2, size, sc[i].duration_s, k + 1, database, nport, &ratios[k],
+                         &invalid) != 0)
+                invalid = 1;
+        double ratio = invalid ? NAN : bench_median(ratios, (size_t)runs);
+        if (reads && !invalid)
+            printf("  %-32s median of %d runs: %.3f\n", label2, runs, ratio);
         if (!database)
-            read_target(sc[i].name, invalid ? NAN : ratio,
+            read_target(sc[i].name, ratio,
                         invalid ? "INVALID: not made of 2xx answers"
-                                : "nginx, static file, same requests and run");
+                        : reads ? "nginx, static file, same requests; median of 3 runs after a warm-up"
+                                : "nginx, static file, same run");
         if (invalid)
             rc = 1;
     }
