@@ -378,11 +378,10 @@ static picl_status encrypt_post_stream(picl_engine *e, const char *c, const picl
 {
     memset(out, 0, sizeof *out);
     picl_stc_limits lim;
-    picl_status st = picl__stc_limits(e->stc, &lim);
+    up_src u = {.e = e, .c = c, .entry = entry, .records = records};
+    picl_status st = picl__eng_upload_limits(e, &lim, &u.per);
     if (st != PICL_OK)
         return st;
-    up_src u = {.e = e, .c = c, .entry = entry, .records = records};
-    u.per = (size_t)(lim.max_total_records > 0 ? lim.max_total_records : 10000);
     u.ttl = !strcmp(c, "tabs") || !strcmp(c, "clients");
     picl_keypair keys;
     st = picl__eng_keys_for(e, c, entry, &keys);

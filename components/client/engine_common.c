@@ -376,16 +376,22 @@ picl_status picl__eng_post_all(picl_engine *e, const char *c, json_t *bsos, int6
     return st;
 }
 
+picl_status picl__eng_upload_limits(picl_engine *e, picl_stc_limits *lim, size_t *per)
+{
+    picl_status st = picl__stc_limits(e->stc, lim);
+    *per = st == PICL_OK && lim->max_total_records > 0 ? (size_t)lim->max_total_records : 10000;
+    return st;
+}
+
 picl_status picl__eng_encrypt_post(picl_engine *e, const char *c, const picl_class_entry *entry,
                                    json_t *records, int64_t ius, picl_stc_post_result *out)
 {
     memset(out, 0, sizeof *out);
     picl_stc_limits lim;
-    picl_status st = picl__stc_limits(e->stc, &lim);
+    size_t n = json_array_size(records), per = 0;
+    picl_status st = picl__eng_upload_limits(e, &lim, &per);
     if (st != PICL_OK)
         return st;
-    size_t n = json_array_size(records),
-           per = (size_t)(lim.max_total_records > 0 ? lim.max_total_records : 10000);
     out->success = json_array();
     out->failed = json_object();
     if (!out->success || !out->failed) {
