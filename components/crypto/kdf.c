@@ -73,28 +73,26 @@ picl_status picl__hkdf_sha256_expand(uint8_t *out, size_t outlen, const uint8_t 
         return PICL_ERROR_INVALID_ARGUMENT;
     if (outlen > PICL_HKDF_SHA256_MAX_OUT)
         return PICL_ERROR_TOO_LARGE;
+    /* one HMAC context keyed with prk for every block: the key is imported
+     * into PK11 once, and the context restarted per block */
     uint8_t t[32];
     size_t tlen = 0, done = 0;
-    picl_status st = PICL_OK;
-    for (unsigned counter = 1; done < outlen; counter++) {
-        picl_hmac_ctx *ctx;
+    picl_hmac_ctx *ctx = NULL;
+    picl_status st = picl__hmac_sha256_init(&ctx, prk, prklen);
+    for (unsigned counter = 1; st == PICL_OK && done < outlen; counter++) {
         uint8_t c = (uint8_t)counter;
-        st = picl__hmac_sha256_init(&ctx, prk, prklen);
-        if (st != PICL_OK)
-            break;
         if ((st = picl__hmac_sha256_update(ctx, t, tlen)) != PICL_OK ||
             (st = picl__hmac_sha256_update(ctx, info, infolen)) != PICL_OK ||
-            (st = picl__hmac_sha256_update(ctx, &c, 1)) != PICL_OK) {
-            picl__hmac_sha256_abort(ctx);
-            break;
-        }
-        if ((st = picl__hmac_sha256_final(ctx, t)) != PICL_OK)
+            (st = picl__hmac_sha256_update(ctx, &c, 1)) != PICL_OK ||
+            (st = picl__hmac_sha256_result(ctx, t)) != PICL_OK)
             break;
         tlen = 32;
         size_t n = outlen - done < 32 ? outlen - done : 32;
         memcpy(out + done, t, n);
         done += n;
     }
+    if (ctx)
+        picl__hmac_sha256_abort(ctx);
     picl__wipe(t, sizeof t);
     if (st != PICL_OK)
         picl__wipe(out, outlen);

@@ -147,9 +147,11 @@ picl_status ks_db_srp_take(ks_db *db, const uint8_t key[32], int64_t now, ks_srp
     memset(l->B, 0, sizeof l->B);
     memset(&l->account, 0, sizeof l->account);
     memset(l->lim, 0, sizeof l->lim);
+    l->issued = 0;
     picl_status rc = db->ops->srp_take(db->impl, key, now, l);
     if (rc != PICL_OK) { /* nothing of a refused or failed take is left */
         l->ok = 0;
+        l->issued = 0;
         l->blen = l->Blen = 0;
         picl__wipe(l->b, sizeof l->b);
         picl__wipe(&l->account, sizeof l->account);
@@ -182,11 +184,6 @@ picl_status ks_db_account_rate_take(ks_db *db, const char *email, size_t len, ks
 picl_status ks_db_rate_refund(ks_db *db, const ks_rate *limits, size_t n)
 {
     return db->ops->rate_refund(db->impl, limits, n);
-}
-
-picl_status ks_db_token_put_refund(ks_db *db, const ks_token *t, const ks_rate *limits, size_t n)
-{
-    return db->ops->token_put_refund(db->impl, t, limits, n);
 }
 
 picl_status ks_db_sweep(ks_db *db, int64_t now, int64_t unverified_before, int64_t rate_before)

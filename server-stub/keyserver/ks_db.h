@@ -20,9 +20,9 @@
  * every function is thread-safe and every multi-statement change runs in
  * one BEGIN IMMEDIATE transaction, so "consume a single-use token" is
  * decided by the database exactly once even under concurrent requests.
- * Three login writes commit without waiting for the disk (SQLite
- * synchronous=NORMAL, PostgreSQL synchronous_commit off): ks_db_srp_put,
- * ks_db_srp_take and ks_db_token_put_refund, each saying why.
+ * Two login writes commit without waiting for the disk (SQLite
+ * synchronous=NORMAL, PostgreSQL synchronous_commit off): ks_db_srp_put
+ * and ks_db_srp_take (with the login's authToken), each saying why.
  * Schema version lives in meta('schema_version'); ks_db_open creates or
  * migrates it.  Structs below are the caller's storage; secrets in them
  * (kA, wrapKb, verifier, keys, b) are the caller's to wipe.
@@ -192,6 +192,11 @@ typedef struct ks_srp_login {
     uint8_t B[KS_VERIFIER_BYTES];
     size_t Blen; /* KS_VERIFIER_BYTES, or 0 for a session stored before schema v6 */
     ks_account account;
+    /* in, optional: the login's authToken, stored in the take's transaction
+     * for the session's account (issue->account set) when the session is
+     * valid and the limits passed (out: issued = 1) */
+    ks_token *issue;
+    int issued;
 } ks_srp_login;
 
 /* Takes (deletes) the session and, in the same transaction, loads its
@@ -199,10 +204,26 @@ typedef struct ks_srp_login {
  * with l->ok (0: a limit is reached, nothing counted, l->retry_after), b, B
  * and the account; TOKEN when the session is unknown, already taken or
  * expired; NOT_FOUND when its account is gone (no limit counted).  The
- * session is gone in every case but a database failure.  Committed like
- * the put, without waiting for the disk: a take a power failure loses
- * brings back a session whose srpToken only its client holds, and whose
- * key needs the password. */
+ * session is gone in every case but a database failure.
+ *
+ * With l->issue, the same transaction stores that token when the session
+ * is valid and l->ok (l->issued = 1): the authToken of a login whose proof
+ * the caller checks after the take.  Its raw value stays with the server
+ * until the proof is right (it goes out sealed under the SRP key), so the
+ * row is usable by nobody before then; when the proof is wrong the caller
+ * deletes it (ks_db_token_consume), and one a crash leaves behind expires
+ * unknown.  A right proof then refunds the counted guess
+ * (ks_db_rate_refund).  A token that cannot be stored (its id taken) rolls
+ * the whole take back: DATABASE, the session left as it was.
+ *
+ * Committed like the put, without waiting for the disk: a take a power
+ * failure loses brings back a session whose srpToken only its client
+ * holds, and whose key needs the password; the authToken lost with it
+ * fails closed (the client's next call gets 401/110 and it logs in again).
+ * An authToken lives 5 minutes and is spent once, on session/create or
+ * password/change/start, whose own commit is durable and makes the
+ * authToken's durable with it (the WAL is one sequence).  A kill -9 of the
+ * process loses nothing. */
 picl_status ks_db_srp_take(ks_db *db, const uint8_t key[32], int64_t now, ks_srp_login *l);
 
 /* Rate-limit events are kept in memory (an attached database of the same
@@ -221,18 +242,6 @@ picl_status ks_db_account_rate_take(ks_db *db, const char *email, size_t len, ks
                                     ks_rate *lim, size_t n, int64_t now, int *ok, int64_t *retry_after);
 /* Removes the events a take added (a login that succeeded is no failure). */
 picl_status ks_db_rate_refund(ks_db *db, const ks_rate *limits, size_t n);
-/* Stores the token t and removes the events a take added, in one
- * transaction (a login's authToken and the refund of its guess), written
- * like an SRP session without waiting for the disk: an authToken lives 5
- * minutes and is spent once, by the client that just logged in, on
- * session/create or password/change/start, whose own commit is durable
- * (and makes the authToken's durable with it: the WAL is one sequence).  A
- * power failure in between loses nothing but that token, which fails
- * closed: the client's next call gets 401/110 and it logs in again, as for
- * a lost SRP session.  A kill -9 of the process loses nothing.  Only the
- * login uses it: every other token is written with an fsync. */
-picl_status ks_db_token_put_refund(ks_db *db, const ks_token *t, const ks_rate *limits, size_t n);
-
 /* Housekeeping in one transaction: deletes expired tokens and SRP sessions,
  * rate events before rate_before, and every account never verified that
  * was created before unverified_before, with all it owns. */

@@ -45,7 +45,6 @@ typedef struct ks_db_ops {
     picl_status (*account_rate_take)(ks_db_impl *db, const char *email, size_t len, ks_account *a,
                                      void (*limits)(void *ctx, int64_t account, ks_rate *lim), void *ctx,
                                      ks_rate *lim, size_t n, int64_t now, int *ok, int64_t *retry_after);
-    picl_status (*token_put_refund)(ks_db_impl *db, const ks_token *t, const ks_rate *limits, size_t n);
     picl_status (*sweep)(ks_db_impl *db, int64_t now, int64_t unverified_before, int64_t rate_before);
     picl_status (*nonce_take)(ks_db_impl *db, const char *id, int64_t ts, const char *nonce, int64_t expires);
     picl_status (*node_add)(ks_db_impl *db, const char *url, int64_t capacity);

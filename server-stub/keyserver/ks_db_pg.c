@@ -1175,8 +1175,16 @@ static picl_status pg_srp_take(pg_db *db, const uint8_t key[32], int64_t now, ks
         rc = rate_take_tx(c, l->lim, l->n, now, &over, &l->retry_after);
         l->ok = !over;
     }
+    /* the login's authToken, in the same commit (ks_db.h) */
+    if (rc == PICL_OK && verdict == PICL_OK && l->ok && l->issue) {
+        l->issue->account = account;
+        rc = token_put_tx(c, l->issue);
+        l->issued = rc == PICL_OK;
+    }
     rc = end_tx(c, rc);
     conn_put(db, c);
+    if (rc == PICL_ERROR_CONFLICT)
+        rc = PICL_ERROR_DATABASE;
     if (rc == PICL_OK)
         rc = verdict;
     return rc;
@@ -1292,21 +1300,6 @@ static picl_status pg_rate_refund(pg_db *db, const ks_rate *limits, size_t n)
     rc = end_tx(c, rc);
     conn_put(db, c);
     return rc;
-}
-
-/* The authToken of a login and the refund of its guess: one commit,
- * not waiting for the WAL flush. */
-static picl_status pg_token_put_refund(pg_db *db, const ks_token *t, const ks_rate *limits, size_t n)
-{
-    pconn *c = conn_get(db);
-    picl_status rc = begin_no_sync_wait(c);
-    if (rc == PICL_OK)
-        rc = rate_refund_tx(c, limits, n);
-    if (rc == PICL_OK)
-        rc = token_put_tx(c, t);
-    rc = end_tx(c, rc);
-    conn_put(db, c);
-    return rc == PICL_ERROR_CONFLICT ? PICL_ERROR_DATABASE : rc;
 }
 
 static picl_status pg_sweep(pg_db *db, int64_t now, int64_t unverified_before, int64_t rate_before)
@@ -1750,7 +1743,6 @@ const ks_db_ops ks_db_pg_ops = {
     .srp_take = pg_srp_take,
     .rate_take = pg_rate_take,
     .rate_refund = pg_rate_refund,
-    .token_put_refund = pg_token_put_refund,
     .sweep = pg_sweep,
     .nonce_take = pg_nonce_take,
     .node_add = pg_node_add,

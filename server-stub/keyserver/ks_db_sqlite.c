@@ -29,6 +29,7 @@ enum {
     Q_SYNC_NORMAL,
     Q_SYNC_FULL,
     Q_BEGIN,
+    Q_BEGIN_READ,
     Q_COMMIT,
     Q_ROLLBACK,
     Q_COUNT
@@ -196,6 +197,13 @@ static picl_status kept(sq_db *db, int which, const char *sql)
 }
 
 static picl_status begin_tx(sq_db *db) { return kept(db, Q_BEGIN, "BEGIN IMMEDIATE"); }
+
+/* A transaction that writes only the in-memory database (mem.*) and at
+ * most reads the file: deferred, so the file gets a WAL read lock and no
+ * write lock.  Every use of the connection is under db->mu, so nothing in
+ * this process writes between its reads and its writes, and another
+ * process's writer never blocks a WAL reader. */
+static picl_status begin_mem_tx(sq_db *db) { return kept(db, Q_BEGIN_READ, "BEGIN DEFERRED"); }
 
 /* Ends a transaction: COMMIT when rc is PICL_OK, else (or when COMMIT fails)
  * ROLLBACK, so no transaction is ever left open.  Returns the outcome. */
@@ -1075,6 +1083,12 @@ static picl_status sq_srp_take(sq_db *db, const uint8_t key[32], int64_t now, ks
         rc = rate_take_locked(db, l->lim, l->n, now, &over, &l->retry_after);
         l->ok = !over;
     }
+    /* the login's authToken, in the same commit (ks_db.h) */
+    if (rc == PICL_OK && verdict == PICL_OK && l->ok && l->issue) {
+        l->issue->account = account;
+        rc = token_put_locked(db, l->issue);
+        l->issued = rc == PICL_OK;
+    }
     rc = end_tx(db, rc);
     if (sync_level(db, 1) != PICL_OK && rc == PICL_OK)
         rc = PICL_ERROR_DATABASE;
@@ -1158,7 +1172,7 @@ static picl_status sq_rate_take(sq_db *db, ks_rate *limits, size_t n, int64_t no
     *retry_after = 0;
     lock(db);
     int over = 0;
-    picl_status rc = begin_tx(db);
+    picl_status rc = begin_mem_tx(db);
     if (rc != PICL_OK)
         goto out;
     rc = rate_take_locked(db, limits, n, now, &over, retry_after);
@@ -1203,7 +1217,7 @@ static picl_status sq_account_rate_take(sq_db *db, const char *email, size_t len
         return PICL_ERROR_NOT_FOUND;
     lock(db);
     int over = 0;
-    picl_status rc = begin_tx(db);
+    picl_status rc = begin_mem_tx(db);
     if (rc != PICL_OK)
         goto out;
     sqlite3_stmt *st = stmt(db, Q_ACC_BY_EMAIL, ACCOUNT_COLS "WHERE email = ?");
@@ -1232,29 +1246,10 @@ out:
 static picl_status sq_rate_refund(sq_db *db, const ks_rate *limits, size_t n)
 {
     lock(db);
-    picl_status rc = begin_tx(db);
+    picl_status rc = begin_mem_tx(db);
     if (rc == PICL_OK)
         rc = rate_refund_locked(db, limits, n);
     rc = end_tx(db, rc);
-    unlock(db);
-    return rc;
-}
-
-/* The authToken of a login and the refund of its guess: one commit,
- * without an fsync (ks_db.h says why). */
-static picl_status sq_token_put_refund(sq_db *db, const ks_token *t, const ks_rate *limits, size_t n)
-{
-    lock(db);
-    picl_status rc = sync_level(db, 0);
-    if (rc == PICL_OK)
-        rc = begin_tx(db);
-    if (rc == PICL_OK)
-        rc = rate_refund_locked(db, limits, n);
-    if (rc == PICL_OK)
-        rc = token_put_locked(db, t);
-    rc = end_tx(db, rc);
-    if (sync_level(db, 1) != PICL_OK && rc == PICL_OK)
-        rc = PICL_ERROR_DATABASE;
     unlock(db);
     return rc;
 }
@@ -1865,7 +1860,6 @@ const ks_db_ops ks_db_sqlite_ops = {
     .srp_take = sq_srp_take,
     .rate_take = sq_rate_take,
     .rate_refund = sq_rate_refund,
-    .token_put_refund = sq_token_put_refund,
     .account_rate_take = sq_account_rate_take,
     .sweep = sq_sweep,
     .nonce_take = sq_nonce_take,

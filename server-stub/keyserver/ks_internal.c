@@ -175,54 +175,58 @@ done:
 
 /* ---- tokens, rate limits, housekeeping ---------------------------------- */
 
-picl_status ks_token_issue(ks_server *s, int type, int64_t account, uint8_t raw[32], const char *device_name,
-                           const char *device_type, const char *code, int tries, int mailbox, int64_t expires,
-                           ks_token *out)
-{
-    return ks_token_issue_refund(s, type, account, raw, device_name, device_type, code, tries, mailbox,
-                                 expires, out, NULL, 0);
-}
-
-picl_status ks_token_issue_refund(ks_server *s, int type, int64_t account, uint8_t raw[32],
-                                  const char *device_name, const char *device_type, const char *code,
-                                  int tries, int mailbox, int64_t expires, ks_token *out,
-                                  const ks_rate *refund, size_t nrefund)
+picl_status ks_token_make(ks_server *s, int type, int64_t account, uint8_t raw[32], const char *device_name,
+                          const char *device_type, const char *code, int tries, int mailbox, int64_t expires,
+                          ks_token *t)
 {
     picl_token_keys k;
-    ks_token t;
-    memset(&t, 0, sizeof t);
+    memset(t, 0, sizeof *t);
     picl_status rc = ks_random(s, picl__token_type_name((picl_token_type)type), raw, 32);
     if (rc == PICL_OK)
         rc = picl__token_derive(&k, (picl_token_type)type, raw);
     if (rc == PICL_OK) {
-        memcpy(t.id, k.id, 32);
-        memcpy(t.hmac_key, k.hmac_key, 32);
-        memcpy(t.request_key, k.request_key, 32);
-        t.type = type;
-        t.account = account;
-        t.created = ks_now(s);
-        t.expires = expires;
-        t.tries = tries;
-        t.mailbox = mailbox;
+        memcpy(t->id, k.id, 32);
+        memcpy(t->hmac_key, k.hmac_key, 32);
+        memcpy(t->request_key, k.request_key, 32);
+        t->type = type;
+        t->account = account;
+        t->created = ks_now(s);
+        t->expires = expires;
+        t->tries = tries;
+        t->mailbox = mailbox;
         if (code)
-            snprintf(t.code, sizeof t.code, "%s", code);
+            snprintf(t->code, sizeof t->code, "%s", code);
         if (type == PICL_TOKEN_SESSION) {
             uint8_t dev[16];
             rc = ks_random(s, "deviceId", dev, sizeof dev);
-            picl__hex_encode(t.device_id, dev, sizeof dev);
-            snprintf(t.device_name, sizeof t.device_name, "%s",
+            picl__hex_encode(t->device_id, dev, sizeof dev);
+            snprintf(t->device_name, sizeof t->device_name, "%s",
                      device_name && *device_name ? device_name : "PiCL device");
-            snprintf(t.device_type, sizeof t.device_type, "%s",
+            snprintf(t->device_type, sizeof t->device_type, "%s",
                      device_type && *device_type ? device_type : "desktop");
         }
     }
+    if (rc != PICL_OK) {
+        picl__wipe(raw, 32);
+        picl__wipe(t, sizeof *t);
+    }
+    picl__token_keys_wipe(&k);
+    return rc;
+}
+
+picl_status ks_token_issue(ks_server *s, int type, int64_t account, uint8_t raw[32], const char *device_name,
+                           const char *device_type, const char *code, int tries, int mailbox, int64_t expires,
+                           ks_token *out)
+{
+    ks_token t;
+    picl_status rc =
+        ks_token_make(s, type, account, raw, device_name, device_type, code, tries, mailbox, expires, &t);
     if (rc == PICL_OK)
-        rc = refund ? ks_db_token_put_refund(s->db, &t, refund, nrefund) : ks_db_token_put(s->db, &t);
+        rc = ks_db_token_put(s->db, &t);
     if (rc == PICL_OK && out)
         *out = t;
     if (rc != PICL_OK)
         picl__wipe(raw, 32);
-    picl__token_keys_wipe(&k);
     picl__wipe(&t, sizeof t);
     return rc;
 }

@@ -113,19 +113,17 @@ json_t *ks_body(srv_http_request *req, srv_http_response *resp);
 picl_status ks_body_account(ks_server *s, srv_http_request *req, srv_http_response *resp, json_t **body,
                             ks_account *a);
 
-/* Makes, derives and stores a token of `type` for account; writes the raw
- * token to raw (caller wipes).  device fields may be NULL.  mailbox marks
- * an accountResetToken that a reset code earned. */
+/* Makes and derives a token of `type` for account into t without storing
+ * it; writes the raw token to raw (caller wipes raw and t).  device fields
+ * may be NULL.  mailbox marks an accountResetToken that a reset code
+ * earned.  On failure raw and t are wiped. */
+picl_status ks_token_make(ks_server *s, int type, int64_t account, uint8_t raw[32], const char *device_name,
+                          const char *device_type, const char *code, int tries, int mailbox, int64_t expires,
+                          ks_token *t);
+/* The same, and stores it (a copy to out when not NULL). */
 picl_status ks_token_issue(ks_server *s, int type, int64_t account, uint8_t raw[32], const char *device_name,
                            const char *device_type, const char *code, int tries, int mailbox, int64_t expires,
                            ks_token *out);
-/* The same, and the events refund[0..nrefund) added removed in the
- * token's transaction (a login's authToken and its refunded guess: one
- * commit). */
-picl_status ks_token_issue_refund(ks_server *s, int type, int64_t account, uint8_t raw[32],
-                                  const char *device_name, const char *device_type, const char *code,
-                                  int tries, int mailbox, int64_t expires, ks_token *out,
-                                  const ks_rate *refund, size_t nrefund);
 
 /* Mails a verification (recovery = 0) or reset code (recovery = 1). */
 picl_status ks_send_code(ks_server *s, const ks_account *a, int recovery, const char *code);

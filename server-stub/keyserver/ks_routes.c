@@ -252,8 +252,10 @@ static void h_auth_finish(srv_http_request *req, srv_http_response *resp, void *
     ks_srp_login *l = calloc(1, sizeof *l);
     picl_srp_server *srp = NULL;
     uint8_t token[32], key[32], A[256], M[32], K[32], auth[32];
+    ks_token issue;
     memset(K, 0, sizeof K);
     memset(auth, 0, sizeof auth);
+    memset(&issue, 0, sizeof issue);
     finish_ctx fc = {s, req};
     json_t *body = l ? ks_body(req, resp) : NULL;
     if (!l)
@@ -272,11 +274,18 @@ static void h_auth_finish(srv_http_request *req, srv_http_response *resp, void *
     /* The token is spent here, whatever follows: no second try on it.  The
      * guess is counted BEFORE it is evaluated, in the same transaction that
      * takes the session and checks the limits: n concurrent guesses never
-     * pass a limit below n.  A right proof is refunded below. */
+     * pass a limit below n.  A right proof is refunded below.  The
+     * authToken is made now and stored by that transaction too (one
+     * commit per login, ks_db.h); raw `auth` leaves only sealed under K,
+     * and a wrong proof deletes the row. */
     l->limits = finish_limits;
     l->ctx = &fc;
     l->n = 2;
+    l->issue = &issue;
     rc = picl__sha256(key, token, sizeof token);
+    if (rc == PICL_OK)
+        rc = ks_token_make(s, PICL_TOKEN_AUTH, 0, auth, NULL, NULL, NULL, 0, 0, ks_now(s) + KS_TTL_AUTH,
+                           &issue);
     if (rc == PICL_OK)
         rc = ks_db_srp_take(s->db, key, ks_now(s), l);
     if (rc == PICL_ERROR_TOKEN || rc == PICL_ERROR_NOT_FOUND) {
@@ -311,16 +320,21 @@ static void h_auth_finish(srv_http_request *req, srv_http_response *resp, void *
         ks_error(resp, 400, KS_ERR_PASSWORD, "incorrect password");
         goto done;
     }
-    /* the authToken and the refund of the guess: one transaction */
+    /* a right proof is no failure: its guess refunded */
     if (rc == PICL_OK)
-        rc = ks_token_issue_refund(s, PICL_TOKEN_AUTH, a->id, auth, NULL, NULL, NULL, 0, 0,
-                                   ks_now(s) + KS_TTL_AUTH, NULL, l->lim, 2);
+        rc = ks_db_rate_refund(s->db, l->lim, 2);
     if (rc != PICL_OK) {
         ks_error_internal(resp);
         goto done;
     }
+    l->issued = 0; /* it stays: the client is given it */
     reply_bundle(resp, NULL, K, PICL_BUNDLE_AUTH_FINISH, auth, sizeof auth);
 done:
+    /* an authToken stored for a proof that failed: deleted (if that fails,
+     * nobody ever learns its raw value and it expires) */
+    if (l && l->issued)
+        ks_db_token_consume(s->db, issue.id);
+    picl__wipe(&issue, sizeof issue);
     picl__srp_server_free(srp);
     picl__wipe(K, sizeof K);
     picl__wipe(auth, sizeof auth);

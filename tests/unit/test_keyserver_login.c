@@ -212,15 +212,23 @@ START_TEST(spent_replayed_expired_and_throttled_sessions_refused)
 {
     tuks_resp r;
     char tok[65], held[65];
-    /* a successful login's srpToken is spent */
+    /* a successful login's srpToken is spent; it left one authToken (the
+     * forced one: deleted again for the next login) */
+    const char *auth_tokens = "SELECT count(*) FROM tokens WHERE type = 0";
+    ck_assert_int_eq(tuks_db_int(&srv, auth_tokens), 0);
     start(tok);
-    finish_ok(tok);
+    ck_assert_int_eq(finish(tok, 0, &r), 200);
+    tuks_resp_free(&r);
+    ck_assert_int_eq(tuks_db_int(&srv, auth_tokens), 1);
+    db_exec("DELETE FROM tokens");
     finish(tok, 0, &r);
     assert_err(&r, 401, 110);
-    /* a failed one's too, even with the right proof afterwards */
+    /* a failed one's too, even with the right proof afterwards; the
+     * authToken its take stored is deleted again */
     start(tok);
     finish(tok, 1, &r);
     assert_err(&r, 400, 103);
+    ck_assert_int_eq(tuks_db_int(&srv, auth_tokens), 0);
     finish(tok, 0, &r);
     assert_err(&r, 401, 110);
     /* an unknown one */
@@ -242,6 +250,7 @@ START_TEST(spent_replayed_expired_and_throttled_sessions_refused)
     finish(held, 0, &r);
     ck_assert_int_gt(strtol(r.retry_after, NULL, 10), 0);
     assert_err(&r, 429, 114);
+    ck_assert_int_eq(tuks_db_int(&srv, auth_tokens), 0);
     finish(held, 0, &r);
     assert_err(&r, 401, 110);
     ck_assert_int_eq(tuks_db_int(&srv, "SELECT count(*) FROM srp_sessions"), 0);
@@ -356,10 +365,24 @@ START_TEST(login_writes_exact_and_leave_full_sync)
     l->ctx = &max;
     l->n = 5;
     ck_assert_int_eq(ks_db_srp_take(db, key, now, l), PICL_ERROR_INVALID_ARGUMENT);
+    /* the take stores the login's authToken in its transaction, for the
+     * session's account */
+    ks_token t, got;
+    memset(&t, 0, sizeof t);
+    memset(t.id, 0x3c, sizeof t.id);
+    memset(t.hmac_key, 0x3d, sizeof t.hmac_key);
+    memset(t.request_key, 0x3e, sizeof t.request_key);
+    t.type = PICL_TOKEN_AUTH;
+    t.account = 0;
+    t.created = now;
+    t.expires = now + 300;
+    ck_assert_int_eq(ks_db_token_get(db, t.id, PICL_TOKEN_AUTH, now, &got), PICL_ERROR_NOT_FOUND);
     l->n = 1;
+    l->issue = &t;
     ck_assert_int_eq(ks_db_srp_take(db, key, now, l), PICL_OK);
     ck_assert_int_eq(ks_db_test_sync_level(db), full);
     ck_assert_int_eq(l->ok, 1);
+    ck_assert_int_eq(l->issued, 1);
     ck_assert_uint_eq(l->blen, sizeof b);
     ck_assert_mem_eq(l->b, b, sizeof b);
     ck_assert_uint_eq(l->Blen, sizeof B);
@@ -368,48 +391,61 @@ START_TEST(login_writes_exact_and_leave_full_sync)
     ck_assert_mem_eq(l->account.verifier, a.verifier, KS_VERIFIER_BYTES);
     ck_assert_int_gt(l->lim[0].event, 0);
     ks_rate counted = l->lim[0];
+    ck_assert_int_eq(t.account, a.id);
+    ck_assert_int_eq(ks_db_token_get(db, t.id, PICL_TOKEN_AUTH, now, &got), PICL_OK);
+    ck_assert_int_eq(got.account, a.id);
+    ck_assert_mem_eq(got.hmac_key, t.hmac_key, 32);
+    ck_assert_mem_eq(got.request_key, t.request_key, 32);
+    ck_assert_int_eq(got.expires, now + 300);
 
-    /* taken once: the second take is TOKEN with nothing left in l */
+    /* taken once: the second take is TOKEN with nothing left in l, and
+     * nothing stored */
     memset(l->b, 0x77, sizeof l->b);
+    memset(t.id, 0x3f, sizeof t.id);
     ck_assert_int_eq(ks_db_srp_take(db, key, now, l), PICL_ERROR_TOKEN);
     ck_assert_uint_eq(l->blen, 0);
     ck_assert_uint_eq(l->Blen, 0);
     ck_assert_int_eq(l->ok, 0);
+    ck_assert_int_eq(l->issued, 0);
     ck_assert_int_eq(l->account.id, 0);
     for (size_t i = 0; i < sizeof l->b; i++)
         ck_assert_uint_eq(l->b[i], 0);
+    ck_assert_int_eq(ks_db_token_get(db, t.id, PICL_TOKEN_AUTH, now, &got), PICL_ERROR_NOT_FOUND);
 
-    /* the authToken and the refund: the token is there, the event gone */
-    ks_token t;
-    memset(&t, 0, sizeof t);
-    memset(t.id, 0x3c, sizeof t.id);
-    memset(t.hmac_key, 0x3d, sizeof t.hmac_key);
-    memset(t.request_key, 0x3e, sizeof t.request_key);
-    t.type = PICL_TOKEN_AUTH;
-    t.account = a.id;
-    t.created = now;
-    t.expires = now + 300;
-    ck_assert_int_eq(ks_db_token_put_refund(db, &t, &counted, 1), PICL_OK);
-    ck_assert_int_eq(ks_db_test_sync_level(db), full);
-    ks_token got;
-    ck_assert_int_eq(ks_db_token_get(db, t.id, PICL_TOKEN_AUTH, now, &got), PICL_OK);
-    ck_assert_mem_eq(got.hmac_key, t.hmac_key, 32);
-    ck_assert_mem_eq(got.request_key, t.request_key, 32);
-    ck_assert_int_eq(got.expires, now + 300);
-    /* a limit of 1 on the refunded key passes: its event is gone */
+    /* the refund of a right proof: a limit of 1 on that key then passes */
+    ck_assert_int_eq(ks_db_rate_refund(db, &counted, 1), PICL_OK);
     ks_rate one;
     ks_rate_set(&one, 1, 60, 0, "test:%lld", (long long)a.id);
     int ok = 0;
     int64_t retry = 0;
     ck_assert_int_eq(ks_db_rate_take(db, &one, 1, now, &ok, &retry), PICL_OK);
     ck_assert_int_eq(ok, 1);
-    /* the same token again is a database error, and nothing changes */
-    ck_assert_int_eq(ks_db_token_put_refund(db, &t, &counted, 1), PICL_ERROR_DATABASE);
-    ck_assert_int_eq(ks_db_test_sync_level(db), full);
 
-    /* an expired session: TOKEN, and gone */
+    /* a token whose id is taken: DATABASE, the whole take rolled back (the
+     * session is still there, no event counted) */
+    memset(t.id, 0x3c, sizeof t.id);
+    ck_assert_int_eq(ks_db_srp_put(db, key, a.id, b, sizeof b, B, now, now + 60), PICL_OK);
+    ck_assert_int_eq(ks_db_srp_take(db, key, now, l), PICL_ERROR_DATABASE);
+    ck_assert_int_eq(l->issued, 0);
+    ck_assert_int_eq(ks_db_test_sync_level(db), full);
+    ck_assert_int_eq(tuks_db_int(&srv, "SELECT count(*) FROM srp_sessions"), 1);
+    ck_assert_int_eq(ks_db_rate_take(db, &one, 1, now, &ok, &retry), PICL_OK);
+    ck_assert_int_eq(ok, 1);
+    /* throttled (a limit of 0): the session is spent, no token stored */
+    memset(t.id, 0x40, sizeof t.id);
+    max = 0;
+    ck_assert_int_eq(ks_db_srp_take(db, key, now, l), PICL_OK);
+    ck_assert_int_eq(l->ok, 0);
+    ck_assert_int_eq(l->issued, 0);
+    ck_assert_int_eq(ks_db_token_get(db, t.id, PICL_TOKEN_AUTH, now, &got), PICL_ERROR_NOT_FOUND);
+    ck_assert_int_eq(tuks_db_int(&srv, "SELECT count(*) FROM srp_sessions"), 0);
+
+    /* an expired session: TOKEN, and gone, no token stored */
+    max = 5;
     ck_assert_int_eq(ks_db_srp_put(db, key, a.id, b, sizeof b, B, now, now), PICL_OK);
     ck_assert_int_eq(ks_db_srp_take(db, key, now + 1, l), PICL_ERROR_TOKEN);
+    ck_assert_int_eq(l->issued, 0);
+    ck_assert_int_eq(ks_db_token_get(db, t.id, PICL_TOKEN_AUTH, now, &got), PICL_ERROR_NOT_FOUND);
     ck_assert_int_eq(tuks_db_int(&srv, "SELECT count(*) FROM srp_sessions"), 0);
     ck_assert_int_eq(ks_db_test_sync_level(db), full);
     picl__zfree(l, sizeof *l);
