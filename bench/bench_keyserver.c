@@ -189,6 +189,56 @@ static double srp_reference(const picl_srp_group *g, const uint8_t v[256], const
     return med;
 }
 
+/* The reference as the server's workers meet it: `threads` threads (one
+ * per client, as many as the server has logins in flight) each timing n
+ * logins' SRP work at the same time; the median of all their operations.
+ * On this 2-core VM one thread alone can see a faster machine than two
+ * busy cores do (the host gives a lone vCPU more), and the server's
+ * modular exponentiations run with every core busy. */
+typedef struct ref_job {
+    const picl_srp_group *g;
+    const uint8_t *v, *A, *M;
+    int n;
+    double *t; /* n times out */
+    int ok;
+    pthread_t th;
+} ref_job;
+
+static void *ref_run(void *p)
+{
+    ref_job *j = p;
+    j->ok = 1;
+    for (int i = 0; i < j->n && j->ok; i++) {
+        double one = srp_reference(j->g, j->v, j->A, j->M, 1);
+        j->t[i] = one;
+        j->ok = one > 0;
+    }
+    return NULL;
+}
+
+static double srp_reference_par(const picl_srp_group *g, const uint8_t v[256], const uint8_t A[256],
+                                const uint8_t M[32], int n, int threads)
+{
+    double *t = calloc((size_t)(n * threads), sizeof *t);
+    ref_job *jobs = calloc((size_t)threads, sizeof *jobs);
+    double med = -1;
+    int started = 0, ok = t && jobs;
+    for (int k = 0; ok && k < threads; k++) {
+        jobs[k] = (ref_job){.g = g, .v = v, .A = A, .M = M, .n = n, .t = t + (size_t)k * n};
+        ok = pthread_create(&jobs[k].th, NULL, ref_run, &jobs[k]) == 0;
+        started += ok;
+    }
+    for (int k = 0; k < started; k++) {
+        pthread_join(jobs[k].th, NULL);
+        ok = ok && jobs[k].ok;
+    }
+    if (ok)
+        med = bench_median(t, (size_t)(n * threads));
+    free(jobs);
+    free(t);
+    return med;
+}
+
 /* CPU seconds (user + system) of the whole process so far. */
 static double cpu_now(void)
 {
@@ -335,7 +385,7 @@ int bench_keyserver(int argc, char **argv)
      * and a reference taken minutes or seconds apart can see two machines.
      * Each slice's ratio pairs a slice with the reference right after it;
      * the target is the median of the slices' ratios. */
-    double ratios[KS_SLICES], refs[KS_SLICES], per_slice[KS_SLICES];
+    double ratios[KS_SLICES], refs[KS_SLICES], alone[KS_SLICES], per_slice[KS_SLICES];
     long logins_all = 0, failures_all = 0;
     double el_all = 0, cpu_all = 0, server_all = 0;
     int measured = 0;
@@ -361,8 +411,9 @@ int bench_keyserver(int argc, char **argv)
         if (!phase)
             continue;
         /* the server's CPU: the process's minus the client threads' own */
-        double ref = srp_reference(g, v0, A0, M0, KS_REF_N);
-        if (ref <= 0 || logins <= 0) {
+        double ref = srp_reference_par(g, v0, A0, M0, KS_REF_N, clients);
+        double ref1 = srp_reference(g, v0, A0, M0, KS_REF_N);
+        if (ref <= 0 || ref1 <= 0 || logins <= 0) {
             fprintf(stderr, "keyserver: %s failed\n", ref <= 0 ? "the SRP reference" : "a slice");
             rc = 1;
             break;
@@ -374,6 +425,7 @@ int bench_keyserver(int argc, char **argv)
         server_all += cpu - client_cpu;
         per_slice[measured] = (cpu - client_cpu) / (double)logins;
         refs[measured] = ref;
+        alone[measured] = ref1;
         ratios[measured] = per_slice[measured] / ref;
         measured++;
     }
@@ -392,12 +444,15 @@ int bench_keyserver(int argc, char **argv)
             hi = ratios[k] > hi ? ratios[k] : hi;
         }
         double mr = bench_median(ratios, (size_t)measured);
-        printf("keyserver: %d slices: server CPU per login median %.3f ms, SRP work (median of %d after each "
-               "slice) median %.3f ms; ratios %.3f to %.3f, median %.3f\n",
-               measured, bench_median(per_slice, (size_t)measured) * 1e3, KS_REF_N,
-               bench_median(refs, (size_t)measured) * 1e3, lo, hi, mr);
+        printf("keyserver: %d slices: server CPU per login median %.3f ms, SRP work (after each slice, %d "
+               "operations on each of %d threads at once) median %.3f ms, on one thread alone %.3f ms; "
+               "ratios %.3f to %.3f, median %.3f\n",
+               measured, bench_median(per_slice, (size_t)measured) * 1e3, KS_REF_N, clients,
+               bench_median(refs, (size_t)measured) * 1e3, bench_median(alone, (size_t)measured) * 1e3, lo,
+               hi, mr);
         bench_target("keyserver.server CPU/login / SRP", mr, "x", "<=", 1.3,
-                     "server_new + B + verify measured after each slice; median of the slices");
+                     "server_new + B + verify on as many threads as clients, after each slice; median of "
+                     "the slices");
     } else
         rc = 1;
 done:
