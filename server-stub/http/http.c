@@ -51,6 +51,7 @@ struct srv_http_server {
     char *listen;
     size_t max_body;
     int require_cl;
+    int plain; /* cfg->plain_bodies */
     unsigned threads, timeout_s;
     unsigned max_conns, per_ip, request_timeout_s;
     srv_http_hooks hooks;
@@ -74,6 +75,7 @@ typedef struct reqstate {
     char *target;
     int started, responded;
     int status;      /* what was sent, for the log line; 0 = nothing */
+    int plain;       /* the server's plain_bodies */
     double t0;       /* monotonic seconds when the request line came in */
     char method[16]; /* a copy for the log line (cut if longer) */
     const route *rt;
@@ -95,6 +97,16 @@ static void wipe_free(void *p)
         picl__wipe(p, malloc_usable_size(p));
         free(p);
     }
+}
+
+/* A request's or response's body freed as its server asks
+ * (srv_http_config.plain_bodies). */
+static void body_free(int plain, void *p)
+{
+    if (plain)
+        free(p);
+    else
+        wipe_free(p);
 }
 
 void srv_http_respond_owned(srv_http_response *resp, int status, const char *ctype, char *body, size_t len)
@@ -551,7 +563,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     for (size_t i = 0; i < SRV_HTTP_MAX_PARAMS; i++)
         free(st->params[i]);
     free(st->pathbuf);
-    wipe_free(st->body);
+    body_free(st->plain, st->body);
     free(st->target);
     free(st);
     *con_cls = NULL;
@@ -574,7 +586,8 @@ static enum MHD_Result send_response(struct MHD_Connection *c, reqstate *st, srv
     }
     struct MHD_Response *r;
     if (resp->body) {
-        r = MHD_create_response_from_buffer_with_free_callback(resp->body_len, resp->body, wipe_free);
+        r = MHD_create_response_from_buffer_with_free_callback(resp->body_len, resp->body,
+                                                               st->plain ? free : wipe_free);
         if (r)
             resp->body = NULL; /* now MHD's */
     } else {
@@ -772,6 +785,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (!st->started) {
         st->started = 1;
+        st->plain = srv->plain;
         return start_request(srv, c, st, method);
     }
     if (*upload_size) {
@@ -793,7 +807,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                 return MHD_NO;
             if (st->body_len)
                 memcpy(p, st->body, st->body_len);
-            wipe_free(st->body); /* not realloc: the old block is wiped */
+            body_free(st->plain, st->body); /* not realloc: the old block is wiped */
             st->body = p;
             st->body_cap = ncap;
         }
@@ -839,6 +853,7 @@ picl_status srv_http_server_new(srv_http_server **out, const srv_http_config *cf
     srv->max_body = cfg->max_body ? cfg->max_body : DEFAULT_MAX_BODY;
     srv->require_cl = cfg->require_content_length;
     srv->threads = cfg->threads ? cfg->threads : 4;
+    srv->plain = cfg->plain_bodies != 0;
     srv->timeout_s = cfg->timeout_s ? cfg->timeout_s : 60;
     srv->max_conns = cfg->max_connections       ? cfg->max_connections
                      : g_limits.max_connections ? g_limits.max_connections

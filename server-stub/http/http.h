@@ -144,6 +144,10 @@ typedef struct srv_http_config {
                                     answer on a kept-alive one), however steadily they
                                     trickle in; else the connection is closed (0 = 60) */
     const srv_http_hooks *hooks; /* default hooks (copied); NULL = none */
+    int plain_bodies;            /* 1: request and response bodies are freed without being
+                                    wiped first (a server whose bodies carry no secret: the
+                                    storage server's are ciphertext and metadata); 0: wiped
+                                    (the keyserver's carry tokens, codes and keys) */
     srvlog_sink log;             /* one line per answered request (http/log.h); NULL = none */
     void *log_ctx;
 } srv_http_config;
