@@ -63,7 +63,8 @@ static const char *USAGE =
     "                                                 TIME (ISO 8601 UTC or Unix seconds)\n"
     "  tabs [--received]                              other devices' open tabs (or the tabs\n"
     "                                                 sent to this device)\n"
-    "  send-tab DEVICE URL [--title T]                open URL on another device (its id or name)\n"
+    "  send-tab DEVICE URL [--title T]                open URL on another device (its id or name;\n"
+    "                                                 an id that starts with \"-\" goes after --)\n"
     "  demo                                           the whole story on a scratch server\n"
     "  help [COMMAND]                                 this text; also picl COMMAND --help\n"
     "\n"
@@ -715,7 +716,15 @@ static int parse(int argc, char **argv, cli_opts *o, const char **words, int *nw
             fprintf(stderr, "picl: %s needs a value\n", argv[optind - 1]);
             return -1;
         default:
-            fprintf(stderr, "picl: unknown option %s (see picl --help)\n", argv[optind - 1]);
+            /* an unknown letter of "-xyz" (getopt may still be inside that
+             * word, so name the letter); a device id can start with "-" */
+            if (optopt)
+                fprintf(stderr,
+                        "picl: unknown option -%c (see picl --help; an argument that starts with "
+                        "\"-\", such as a device id, goes after \"--\")\n",
+                        optopt);
+            else
+                fprintf(stderr, "picl: unknown option %s (see picl --help)\n", argv[optind - 1]);
             return -1;
         }
     }

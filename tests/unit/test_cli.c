@@ -264,6 +264,18 @@ START_TEST(test_friction)
                      2);
     ck_assert_ptr_nonnull(strstr(out, "--email needs a value, not the option --server"));
     ck_assert_int_eq(run(NULL, 0, "test ! -e s0/state.json"), 0);
+    /* an argument that starts with "-" (a device id can): the unknown
+     * letter is named, and "--" makes it an argument */
+    ck_assert_int_eq(
+        run(out, sizeof out, "%s --state s0 send-tab -Ab3xY_9kLm0 https://x.example/ 2>&1", picl), 2);
+    ck_assert_msg(strstr(out, "unknown option -A (see picl --help; an argument that starts with \"-\", such "
+                              "as a device id, goes after \"--\")") != NULL,
+                  "said: %s", out);
+    ck_assert_int_eq(
+        run(out, sizeof out, "%s --state s0 send-tab -- -Ab3xY_9kLm0 https://x.example/ 2>&1", picl), 3);
+    ck_assert_ptr_nonnull(strstr(out, "not signed in"));
+    ck_assert_int_eq(run(out, sizeof out, "%s --state s0 sync --no-such-option 2>&1", picl), 2);
+    ck_assert_ptr_nonnull(strstr(out, "unknown option --no-such-option (see picl --help)"));
     /* weak passwords and non-emails are refused before anything is sent */
     ck_assert_int_eq(run(out, sizeof out,
                          "PICL_PASSWORD=x %s --state s1 account create --server %s --email p@x.org 2>&1",

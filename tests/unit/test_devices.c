@@ -215,7 +215,8 @@ START_TEST(test_tabs_and_send_tab)
     /* sending to nobody, to itself, or something that is not a web page */
     ck_assert_int_eq(run(out, sizeof out, "$P --state s2 send-tab nobody https://x.example/ 2>&1"), 6);
     ck_assert_ptr_nonnull(strstr(out, "no device \"nobody\""));
-    ck_assert_int_eq(run(out, sizeof out, "$P --state s2 send-tab %s https://x.example/ 2>&1", id2), 2);
+    /* a device id may start with "-" (base64url): it goes after "--" */
+    ck_assert_int_eq(run(out, sizeof out, "$P --state s2 send-tab -- %s https://x.example/ 2>&1", id2), 2);
     ck_assert_msg(strstr(out, "is this device") != NULL, "send-tab to itself (%s) said: %s", id2, out);
     ck_assert_int_eq(run(out, sizeof out, "$P --state s2 send-tab laptop 'javascript:alert(1)' 2>&1"), 2);
     ck_assert_ptr_nonnull(strstr(out, "only http and https"));
@@ -341,7 +342,7 @@ START_TEST(test_hostile_commands)
     ck_assert_uint_eq(json_array_size(j), 0);
     json_decref(j);
     /* and the sender sees the damage too: nothing is sent over a record it cannot verify */
-    ck_assert_int_eq(run(out, sizeof out, "$P --state s2 send-tab %s https://y.example/ 2>&1", id1), 5);
+    ck_assert_int_eq(run(out, sizeof out, "$P --state s2 send-tab -- %s https://y.example/ 2>&1", id1), 5);
     ck_assert_ptr_nonnull(strstr(out, "integrity"));
 }
 END_TEST
