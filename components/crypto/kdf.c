@@ -91,8 +91,7 @@ picl_status picl__hkdf_sha256_expand(uint8_t *out, size_t outlen, const uint8_t 
         memcpy(out + done, t, n);
         done += n;
     }
-    if (ctx)
-        picl__hmac_sha256_abort(ctx);
+    picl__hmac_sha256_abort(ctx); /* NULL-safe */
     picl__wipe(t, sizeof t);
     if (st != PICL_OK)
         picl__wipe(out, outlen);

@@ -807,7 +807,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                 return MHD_NO;
             if (st->body_len)
                 memcpy(p, st->body, st->body_len);
-            body_free(st->plain, st->body); /* not realloc: the old block is wiped */
+            body_free(st->plain, st->body); /* not realloc: the old block is wiped (unless plain) */
             st->body = p;
             st->body_cap = ncap;
         }
