@@ -58,6 +58,11 @@ int ks_db_test_sync_level(ks_db *db)
 {
     return db->ops == &ks_db_sqlite_ops ? ks_db_sqlite_sync_level(db->impl) : -1;
 }
+
+long long ks_db_test_srp_count(ks_db *db, const char *where)
+{
+    return db->ops == &ks_db_sqlite_ops ? ks_db_sqlite_srp_count(db->impl, where) : -1;
+}
 #endif
 
 picl_status ks_db_ping(ks_db *db) { return db->ops->ping(db->impl); }

@@ -168,10 +168,13 @@ typedef struct ks_rate {
 /* SRP sessions (srpToken hashed to key): b (1..256 bytes) is the server
  * secret and B (KS_VERIFIER_BYTES, public) the value auth/start sent with
  * it, kept until the session is taken or expires (expired sessions are
- * deleted by the next put).  A session is ephemeral login state: it is
- * written without waiting for the disk (SQLite synchronous=NORMAL in WAL
- * mode, PostgreSQL synchronous_commit off), so a power failure may lose it
- * (that login starts again); a kill -9 of the process does not. */
+ * deleted by the next put).  A session is ephemeral login state (the
+ * srpToken lives 60 s): with SQLite, whose file one process serves, it is
+ * kept in that process's memory, so b never reaches the disk and a restart
+ * of any kind forgets it; with PostgreSQL, whose database several servers
+ * share, it is written without waiting for the disk (synchronous_commit
+ * off), so a power failure may lose it.  A lost session is an unknown
+ * srpToken: that login starts again. */
 picl_status ks_db_srp_put(ks_db *db, const uint8_t key[32], int64_t account, const uint8_t *b, size_t blen,
                           const uint8_t B[KS_VERIFIER_BYTES], int64_t now, int64_t expires);
 
@@ -350,6 +353,10 @@ picl_status ks_db_recovery_delete(ks_db *db, int64_t account);
  * 1 = NORMAL), -1 for PostgreSQL -- what every write not named above must
  * find after a login. */
 int ks_db_test_sync_level(ks_db *db);
+/* Test builds only: `SELECT count(*) FROM mem.srp_sessions` + where (a
+ * condition, or "") on the SQLite connection's in-memory sessions; -1 for
+ * PostgreSQL (its table is read with SQL). */
+long long ks_db_test_srp_count(ks_db *db, const char *where);
 #endif
 
 /* Called by a backend, on the request's thread, when the storage under the

@@ -342,13 +342,19 @@ static picl_status sq_open(ks_db_impl **out, const char *path, unsigned pool, co
         rc = exec(db, "PRAGMA secure_delete=ON");
     if (rc == PICL_OK)
         rc = migrate(db);
-    /* Rate-limit events live in an attached in-memory database: checked and
-     * counted in the same transactions as before, but a login does not pay
-     * an fsync for them (a restart forgets them). */
+    /* Rate-limit events and SRP sessions live in an attached in-memory
+     * database (secure_delete too): checked and counted in the same
+     * transactions as before, but a login writes neither to the file, and
+     * a session's secret b never reaches the disk.  A restart forgets them:
+     * a pending login starts again (ks_db.h).  Sessions an older version
+     * left in the file's table go now (the table stays, for a downgrade). */
     if (rc == PICL_OK)
         rc = exec(db, "ATTACH DATABASE ':memory:' AS mem;"
                       "CREATE TABLE mem.rate_events (key TEXT NOT NULL, t INTEGER NOT NULL);"
-                      "CREATE INDEX mem.rate_key ON rate_events(key, t);");
+                      "CREATE INDEX mem.rate_key ON rate_events(key, t);"
+                      "CREATE TABLE mem.srp_sessions (key BLOB PRIMARY KEY, account INTEGER NOT NULL,"
+                      " b BLOB NOT NULL, b_public BLOB NOT NULL, expires INTEGER NOT NULL) WITHOUT ROWID;"
+                      "DELETE FROM main.srp_sessions;");
 done:
     if (rc != PICL_OK) {
         *why = "cannot open or migrate the SQLite database";
@@ -622,7 +628,7 @@ static picl_status sq_account_reset(sq_db *db, int64_t id, const ks_reset *r)
     if (rc == PICL_OK)
         rc = change_by_id(db, "DELETE FROM tokens WHERE account = ?", id, NULL);
     if (rc == PICL_OK)
-        rc = change_by_id(db, "DELETE FROM srp_sessions WHERE account = ?", id, NULL);
+        rc = change_by_id(db, "DELETE FROM mem.srp_sessions WHERE account = ?", id, NULL);
     rc = end_tx(db, rc);
 out:
     unlock(db);
@@ -715,7 +721,7 @@ static picl_status sq_account_delete(sq_db *db, int64_t id)
     if (rc == PICL_OK)
         rc = change_by_id(db, "DELETE FROM tokens WHERE account = ?", id, NULL);
     if (rc == PICL_OK)
-        rc = change_by_id(db, "DELETE FROM srp_sessions WHERE account = ?", id, NULL);
+        rc = change_by_id(db, "DELETE FROM mem.srp_sessions WHERE account = ?", id, NULL);
     /* its storage data is purged at once: live assignments end now */
     if (rc == PICL_OK)
         rc = change_by_id(db,
@@ -968,18 +974,15 @@ static picl_status sq_srp_put(sq_db *db, const uint8_t key[32], int64_t account,
     if (!blen || blen > 256 || !B)
         return PICL_ERROR_INVALID_ARGUMENT;
     lock(db);
-    /* ephemeral login state: no fsync (ks_db.h) */
-    picl_status rc = sync_level(db, 0);
-    /* one transaction for the insert and the cleanup */
-    if (rc == PICL_OK)
-        rc = begin_tx(db);
+    /* in memory (ks_db.h): one transaction for the insert and the cleanup,
+     * without a lock on the file */
+    picl_status rc = begin_mem_tx(db);
     if (rc != PICL_OK) {
-        sync_level(db, 1);
         unlock(db);
         return rc;
     }
     sqlite3_stmt *st = stmt(db, Q_SRP_PUT,
-                            "INSERT INTO srp_sessions (key, account, b, b_public, expires)"
+                            "INSERT INTO mem.srp_sessions (key, account, b, b_public, expires)"
                             " VALUES (?,?,?,?,?)");
     rc = st ? PICL_OK : PICL_ERROR_DATABASE;
     if (rc == PICL_OK) {
@@ -994,7 +997,7 @@ static picl_status sq_srp_put(sq_db *db, const uint8_t key[32], int64_t account,
     done(st);
     /* Abandoned logins go as soon as they expire (expires is now + ttl). */
     if (rc == PICL_OK) {
-        sqlite3_stmt *del = stmt(db, Q_SRP_GC, "DELETE FROM srp_sessions WHERE expires < ?");
+        sqlite3_stmt *del = stmt(db, Q_SRP_GC, "DELETE FROM mem.srp_sessions WHERE expires < ?");
         if (del) {
             sqlite3_bind_int64(del, 1, now);
             sqlite3_step(del);
@@ -1002,8 +1005,6 @@ static picl_status sq_srp_put(sq_db *db, const uint8_t key[32], int64_t account,
         done(del);
     }
     rc = end_tx(db, rc);
-    if (sync_level(db, 1) != PICL_OK && rc == PICL_OK)
-        rc = PICL_ERROR_DATABASE;
     unlock(db);
     return rc;
 }
@@ -1017,7 +1018,7 @@ static picl_status srp_pop_locked(sq_db *db, const uint8_t key[32], int64_t *acc
                                   int64_t *expires)
 {
     sqlite3_stmt *st =
-        stmt(db, Q_SRP_GET, "SELECT account, b, b_public, expires FROM srp_sessions WHERE key = ?");
+        stmt(db, Q_SRP_GET, "SELECT account, b, b_public, expires FROM mem.srp_sessions WHERE key = ?");
     picl_status rc = st ? PICL_OK : PICL_ERROR_DATABASE;
     if (rc == PICL_OK) {
         sqlite3_bind_blob(st, 1, key, 32, SQLITE_STATIC);
@@ -1044,7 +1045,7 @@ static picl_status srp_pop_locked(sq_db *db, const uint8_t key[32], int64_t *acc
     }
     done(st);
     if (rc == PICL_OK) {
-        st = stmt(db, Q_SRP_DEL, "DELETE FROM srp_sessions WHERE key = ?");
+        st = stmt(db, Q_SRP_DEL, "DELETE FROM mem.srp_sessions WHERE key = ?");
         rc = st ? PICL_OK : PICL_ERROR_DATABASE;
         if (rc == PICL_OK) {
             sqlite3_bind_blob(st, 1, key, 32, SQLITE_STATIC);
@@ -1060,8 +1061,8 @@ static picl_status sq_srp_take(sq_db *db, const uint8_t key[32], int64_t now, ks
 {
     lock(db);
     int64_t expires = 0, account = 0;
-    /* the session is ephemeral and the rate events are in memory: no fsync
-     * (ks_db.h); the authToken that follows is written with one */
+    /* the session and the rate events are in memory; the authToken is
+     * written without waiting for the disk (ks_db.h) */
     picl_status rc = sync_level(db, 0);
     if (rc == PICL_OK)
         rc = begin_tx(db);
@@ -1261,7 +1262,7 @@ static picl_status sq_sweep(sq_db *db, int64_t now, int64_t unverified_before, i
     if (rc == PICL_OK)
         rc = change_by_id(db, "DELETE FROM tokens WHERE expires > 0 AND expires < ?", now, NULL);
     if (rc == PICL_OK)
-        rc = change_by_id(db, "DELETE FROM srp_sessions WHERE expires < ?", now, NULL);
+        rc = change_by_id(db, "DELETE FROM mem.srp_sessions WHERE expires < ?", now, NULL);
     if (rc == PICL_OK)
         rc = change_by_id(db, "DELETE FROM mem.rate_events WHERE t < ?", rate_before, NULL);
     /* accounts never verified in time, with everything they own */
@@ -1272,7 +1273,7 @@ static picl_status sq_sweep(sq_db *db, int64_t now, int64_t unverified_before, i
                           unverified_before, NULL);
     if (rc == PICL_OK)
         rc = change_by_id(db,
-                          "DELETE FROM srp_sessions WHERE account IN (SELECT id FROM"
+                          "DELETE FROM mem.srp_sessions WHERE account IN (SELECT id FROM"
                           " accounts WHERE verified = 0 AND created < ?)",
                           unverified_before, NULL);
     if (rc == PICL_OK)
@@ -1833,6 +1834,20 @@ int ks_db_sqlite_sync_level(sq_db *db)
     sqlite3_finalize(st);
     unlock(db);
     return level;
+}
+
+long long ks_db_sqlite_srp_count(sq_db *db, const char *where)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM mem.srp_sessions %s", where);
+    lock(db);
+    long long n = -1;
+    sqlite3_stmt *st = NULL;
+    if (prep(db, &st, sql) == PICL_OK && sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    unlock(db);
+    return n;
 }
 #endif
 

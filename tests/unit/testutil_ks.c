@@ -22,6 +22,8 @@
 #include "crypto/util.h"
 #include "protocol/hawk.h"
 #include "protocol/tokens.h"
+#include "keyserver/ks_db.h"
+#include "keyserver/ks_internal.h"
 
 const picl_stretch_params *tuks_params(void)
 {
@@ -319,6 +321,18 @@ void tuks_session(const tuks_srv *t, const char *email, const char *pw, uint8_t 
     ck_assert_int_eq(picl__ksc_new(&c, t->base), PICL_OK);
     ck_assert_int_eq(picl__ksc_session_create(c, auth, kft, session, uid, &verified), PICL_OK);
     picl__ksc_free(c);
+}
+
+long long tuks_srp_count(const tuks_srv *t, const char *where)
+{
+    if (!t->dburl[0]) {
+        long long n = ks_db_test_srp_count(t->ks->db, where);
+        ck_assert_int_ge(n, 0);
+        return n;
+    }
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM srp_sessions %s", where);
+    return tuks_db_int(t, sql);
 }
 
 long long tuks_db_int(const tuks_srv *t, const char *sql)

@@ -79,6 +79,12 @@ void tuks_session(const tuks_srv *t, const char *email, const char *pw, uint8_t 
  * Aborts the test when the query fails. */
 long long tuks_db_int(const tuks_srv *t, const char *sql);
 
+/* The number of SRP sessions the server holds that match where (a SQL
+ * condition on key, account, b, b_public, expires, or ""): with SQLite
+ * those in the server's memory (test builds' ks_db_test_srp_count), with
+ * PostgreSQL the rows of its table. */
+long long tuks_srp_count(const tuks_srv *t, const char *where);
+
 /* hex of len bytes into a malloc()ed string. */
 char *tuks_hex(const void *p, size_t len);
 
