@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <sqlite3.h>
 
@@ -57,6 +58,7 @@ typedef struct wrk_result {
     double rps, p50_ms, p99_ms;
     long non2xx, requests;
     double server_cpu, client_cpu; /* user + system seconds of the server and of wrk in the run */
+    int busy, workers; /* ours: the server's worker threads that did >= 10 % of their work, of all */
 } wrk_result;
 
 static char dir[64];
@@ -303,6 +305,61 @@ static double server_cpu(int nginx)
     return t;
 }
 
+/* The CPU seconds of this process's HTTP worker threads (comm
+ * "MHD-worker"), by thread id, into cpu[]/tid[]; returns their number. */
+#define MAX_WORKERS 64
+static int worker_cpu(long tid[MAX_WORKERS], double cpu[MAX_WORKERS])
+{
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+    struct dirent *e;
+    while (d && n < MAX_WORKERS && (e = readdir(d))) {
+        char path[320], comm[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = e->d_name[0] != '.' ? fopen(path, "r") : NULL;
+        if (!f)
+            continue;
+        int named = fgets(comm, sizeof comm, f) && !strncmp(comm, "MHD-worker", 10);
+        fclose(f);
+        if (named) {
+            tid[n] = strtol(e->d_name, NULL, 10);
+            /* a thread's stat has the process's layout */
+            snprintf(path, sizeof path, "/proc/self/task/%ld/stat", tid[n]);
+            FILE *st = fopen(path, "r");
+            char buf[1024];
+            size_t len = st ? fread(buf, 1, sizeof buf - 1, st) : 0;
+            if (st)
+                fclose(st);
+            buf[len] = 0;
+            const char *p = strrchr(buf, ')');
+            unsigned long ut = 0, sy = 0;
+            if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &sy) == 2)
+                cpu[n++] = (double)(ut + sy) / (double)sysconf(_SC_CLK_TCK);
+        }
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* How many of the worker threads did >= 10 % of the work between two
+ * worker_cpu() snapshots. */
+static int busy_workers(int n0, const long *t0, const double *c0, int n1, const long *t1, const double *c1)
+{
+    double delta[MAX_WORKERS], total = 0;
+    for (int i = 0; i < n1; i++) {
+        delta[i] = c1[i];
+        for (int j = 0; j < n0; j++)
+            if (t0[j] == t1[i])
+                delta[i] -= c0[j];
+        total += delta[i];
+    }
+    int busy = 0;
+    for (int i = 0; i < n1; i++)
+        busy += total > 0 && delta[i] >= 0.1 * total;
+    return busy;
+}
+
 static double children_cpu(void)
 {
     struct rusage ru;
@@ -318,13 +375,19 @@ static int run_wrk(const char *url, const char *lua, int duration, int conns, in
     /* one thread: each wrk thread runs the script from its first nonce */
     snprintf(cmd, sizeof cmd, "wrk -t1 -c%d -d%ds --latency %s%s %s 2>&1", conns, duration, lua ? "-s " : "",
              lua ? lua : "", url);
+    long t0[MAX_WORKERS], t1[MAX_WORKERS];
+    double w0[MAX_WORKERS], w1[MAX_WORKERS];
+    int n0 = nginx ? 0 : worker_cpu(t0, w0);
     double s0 = server_cpu(nginx), c0 = children_cpu();
     run_cmd_out(cmd, out, sizeof out);
     double s1 = server_cpu(nginx), c1 = children_cpu();
+    int n1 = nginx ? 0 : worker_cpu(t1, w1);
     if (parse_wrk(out, r) != 0) {
         fprintf(stderr, "storage: wrk failed:\n%s\n", out);
         return -1;
     }
+    r->workers = n1;
+    r->busy = busy_workers(n0, t0, w0, n1, t1, w1);
     r->server_cpu = s1 - s0;
     r->client_cpu = c1 - c0;
     return 0;
@@ -768,11 +831,14 @@ static int run_pair(const scenario *sc, const char *label, long size, int durati
            ours.p99_ms, ceil.rps, ceil.p50_ms, ceil.p99_ms, *ratio, bad ? " INVALID" : "");
     double ours_n = ours.requests > 0 ? (double)ours.requests : 1,
            ceil_n = ceil.requests > 0 ? (double)ceil.requests : 1;
+    /* served by: how wrk's connections fell on the server's worker threads
+     * (each accepts its own); e.g. two connections on one thread or on two
+     * make two different machines of this 2-core VM (see bench/PROFILE.md) */
     printf("    CPU us/request: server %.1f, nginx %.1f (ratio %.3f); wrk %.1f with ours, %.1f with "
-           "nginx%s\n",
+           "nginx; served by %d of %d threads%s\n",
            1e6 * ours.server_cpu / ours_n, 1e6 * ceil.server_cpu / ceil_n,
            ours.server_cpu > 0 ? (ceil.server_cpu / ceil_n) / (ours.server_cpu / ours_n) : 0,
-           1e6 * ours.client_cpu / ours_n, 1e6 * ceil.client_cpu / ceil_n,
+           1e6 * ours.client_cpu / ours_n, 1e6 * ceil.client_cpu / ceil_n, ours.busy, ours.workers,
            database ? " (PostgreSQL's own CPU not counted)" : "");
     if (ours.non2xx || bad)
         printf("  %s %ld of %ld requests were not 2xx (%.2f %%; over %.0f %% is INVALID); %zu nonces "
@@ -817,7 +883,7 @@ static int run_node(const char *label, const char *database, int short_run, unsi
             }
         }
     /* user UID (its share of the server's nonce cache is its own) */
-    if (!database && !only && write_targets() != 0)
+    if (!database && (!only || !strcmp(only, "write")) && write_targets() != 0)
         goto done;
     /* The reads: READ_RUNS short runs, each paired with nginx's right
      * after it -- this VM's speed changes within seconds (ratios of one
@@ -901,7 +967,8 @@ done:
 /* Options: --backend sqlite (default) | postgresql (SQLite, then the same
  * on PostgreSQL: --database URL, else a throw-away cluster), --short,
  * --only SCENARIO (info, post, qpost8, get1000: that one alone, without the
- * write comparison, e.g. under perf), --nonce-cache N (the server's Hawk
+ * write comparison; write: the write comparison alone; e.g. under perf),
+ * --nonce-cache N (the server's Hawk
  * nonce cache; a small one shows a run refused: INVALID). */
 int bench_storage(int argc, char **argv)
 {
@@ -915,7 +982,7 @@ int bench_storage(int argc, char **argv)
         else if (!strcmp(argv[i], "--short"))
             short_run = 1;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
-            only = argv[++i]; /* info, post, qpost8 or get1000 */
+            only = argv[++i]; /* info, post, qpost8, get1000 or write */
         else if (!strcmp(argv[i], "--nonce-cache") && i + 1 < argc)
             nonce_entries = (size_t)strtoul(argv[++i], NULL, 10);
     }
