@@ -58,7 +58,7 @@ typedef struct wrk_result {
     double rps, p50_ms, p99_ms;
     long non2xx, requests;
     double server_cpu, client_cpu; /* user + system seconds of the server and of wrk in the run */
-    int busy, workers; /* ours: the server's worker threads that did >= 10 % of their work, of all */
+    int busy, workers; /* the server's workers that did >= 10 % of the work, of all */
 } wrk_result;
 
 static char dir[64];
@@ -305,11 +305,28 @@ static double server_cpu(int nginx)
     return t;
 }
 
-/* The CPU seconds of this process's HTTP worker threads (comm
- * "MHD-worker"), by thread id, into cpu[]/tid[]; returns their number. */
+/* The CPU seconds of the server's workers into cpu[]/tid[]: nginx's
+ * worker processes, or this process's HTTP worker threads (comm
+ * "MHD-worker"); returns their number. */
 #define MAX_WORKERS 64
-static int worker_cpu(long tid[MAX_WORKERS], double cpu[MAX_WORKERS])
+static int worker_cpu(int nginx, long tid[MAX_WORKERS], double cpu[MAX_WORKERS])
 {
+    if (nginx) {
+        char path[96], buf[1024];
+        snprintf(path, sizeof path, "/proc/%ld/task/%ld/children", (long)ngx_pid, (long)ngx_pid);
+        FILE *f = fopen(path, "r");
+        size_t len = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f)
+            fclose(f);
+        buf[len] = 0;
+        int n = 0;
+        char *e = buf;
+        for (long pid = strtol(e, &e, 10); pid > 0 && n < MAX_WORKERS; pid = strtol(e, &e, 10)) {
+            tid[n] = pid;
+            cpu[n++] = proc_cpu(pid);
+        }
+        return n;
+    }
     DIR *d = opendir("/proc/self/task");
     int n = 0;
     struct dirent *e;
@@ -377,11 +394,11 @@ static int run_wrk(const char *url, const char *lua, int duration, int conns, in
              lua ? lua : "", url);
     long t0[MAX_WORKERS], t1[MAX_WORKERS];
     double w0[MAX_WORKERS], w1[MAX_WORKERS];
-    int n0 = nginx ? 0 : worker_cpu(t0, w0);
+    int n0 = worker_cpu(nginx, t0, w0);
     double s0 = server_cpu(nginx), c0 = children_cpu();
     run_cmd_out(cmd, out, sizeof out);
     double s1 = server_cpu(nginx), c1 = children_cpu();
-    int n1 = nginx ? 0 : worker_cpu(t1, w1);
+    int n1 = worker_cpu(nginx, t1, w1);
     if (parse_wrk(out, r) != 0) {
         fprintf(stderr, "storage: wrk failed:\n%s\n", out);
         return -1;
@@ -835,10 +852,11 @@ static int run_pair(const scenario *sc, const char *label, long size, int durati
      * (each accepts its own); e.g. two connections on one thread or on two
      * make two different machines of this 2-core VM (see bench/PROFILE.md) */
     printf("    CPU us/request: server %.1f, nginx %.1f (ratio %.3f); wrk %.1f with ours, %.1f with "
-           "nginx; served by %d of %d threads%s\n",
+           "nginx; served by %d of %d threads, nginx by %d of %d workers%s\n",
            1e6 * ours.server_cpu / ours_n, 1e6 * ceil.server_cpu / ceil_n,
            ours.server_cpu > 0 ? (ceil.server_cpu / ceil_n) / (ours.server_cpu / ours_n) : 0,
-           1e6 * ours.client_cpu / ours_n, 1e6 * ceil.client_cpu / ceil_n, ours.busy, ours.workers,
+           1e6 * ours.client_cpu / ours_n, 1e6 * ceil.client_cpu / ceil_n, ours.busy, ours.workers, ceil.busy,
+           ceil.workers,
            database ? " (PostgreSQL's own CPU not counted)" : "");
     if (ours.non2xx || bad)
         printf("  %s %ld of %ld requests were not 2xx (%.2f %%; over %.0f %% is INVALID); %zu nonces "
