@@ -58,7 +58,7 @@ typedef struct wrk_result {
     double rps, p50_ms, p99_ms;
     long non2xx, requests;
     double server_cpu, client_cpu; /* user + system seconds of the server and of wrk in the run */
-    int busy, workers; /* the server's workers that did >= 10 % of the work, of all */
+    int busy, workers;             /* the server's workers that did >= 10 % of the work, of all */
 } wrk_result;
 
 static char dir[64];
@@ -856,8 +856,7 @@ static int run_pair(const scenario *sc, const char *label, long size, int durati
            1e6 * ours.server_cpu / ours_n, 1e6 * ceil.server_cpu / ceil_n,
            ours.server_cpu > 0 ? (ceil.server_cpu / ceil_n) / (ours.server_cpu / ours_n) : 0,
            1e6 * ours.client_cpu / ours_n, 1e6 * ceil.client_cpu / ceil_n, ours.busy, ours.workers, ceil.busy,
-           ceil.workers,
-           database ? " (PostgreSQL's own CPU not counted)" : "");
+           ceil.workers, database ? " (PostgreSQL's own CPU not counted)" : "");
     if (ours.non2xx || bad)
         printf("  %s %ld of %ld requests were not 2xx (%.2f %%; over %.0f %% is INVALID); %zu nonces "
                "precomputed, one per request%s\n",

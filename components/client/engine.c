@@ -356,9 +356,8 @@ static picl_status up_next(void *ctx, size_t i, char **text, size_t *payload_len
     return *text ? PICL_OK : PICL_ERROR_NO_MEMORY;
 }
 
-/* Progress between the batches of a large upload, as picl__eng_encrypt_post
- * reports it: at the end of each max_total_records part of the records,
- * else within that part. */
+/* Progress between the batches of a large upload: at the end of each
+ * max_total_records part of the records, else within that part. */
 static void up_done(void *ctx, size_t end)
 {
     up_src *u = ctx;
@@ -370,9 +369,11 @@ static void up_done(void *ctx, size_t end)
                          (int64_t)(n - from < u->per ? n - from : u->per), NULL);
 }
 
-/* picl__eng_encrypt_post with the same requests, the same batches and the
- * same result, but each part encrypted while the one before is in flight
- * (no more than two parts' ciphertexts held at once). */
+/* Encrypts and uploads cleartext records as picl__eng_encrypt_bsos +
+ * picl__eng_post_all do, one server batch's worth (max_total_records) at a
+ * time, each part conditional on the one before (*out as for
+ * picl__eng_post_all), and each part encrypted while the one before is in
+ * flight: a large upload never holds more than two parts' ciphertexts. */
 static picl_status encrypt_post_stream(picl_engine *e, const char *c, const picl_class_entry *entry,
                                        json_t *records, int64_t ius, picl_stc_post_result *out)
 {

@@ -63,13 +63,6 @@ picl_status picl__eng_post_all(picl_engine *e, const char *c, json_t *bsos, int6
 /* The server's limits, and how many records one upload batch holds
  * (max_total_records; 10 000 when the server sets none). */
 picl_status picl__eng_upload_limits(picl_engine *e, picl_stc_limits *lim, size_t *per);
-/* Encrypts and uploads cleartext records as picl__eng_encrypt_bsos +
- * picl__eng_post_all do, one server batch's worth (max_total_records) at a
- * time: a large upload never holds all its ciphertexts at once.  Each part
- * is conditional on the one before; *out as for picl__eng_post_all. */
-picl_status picl__eng_encrypt_post(picl_engine *e, const char *c, const picl_class_entry *entry,
-                                   json_t *records, int64_t ius, picl_stc_post_result *out);
-
 /* meta/global: created, or read; a changed syncID resets the collections'
  * cursors; collections not yet listed are added.  No request when meta did
  * not change since the last run. */

@@ -72,7 +72,7 @@ typedef struct ks_db_ops {
 
 extern const ks_db_ops ks_db_sqlite_ops;
 #ifdef PICL_TEST_HOOKS
-int ks_db_sqlite_sync_level(ks_db_impl *db); /* ks_db_test_sync_level */
+int ks_db_sqlite_sync_level(ks_db_impl *db);                         /* ks_db_test_sync_level */
 long long ks_db_sqlite_srp_count(ks_db_impl *db, const char *where); /* ks_db_test_srp_count */
 #endif
 extern const ks_db_ops ks_db_pg_ops;

@@ -1012,7 +1012,7 @@ START_TEST(test_upload_over_batch_limit)
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(sum, "bookmarks"), "uploaded")), 60);
     json_decref(sum);
     /* three batches of max_total_records (25, 25, 10), progress after each
-     * but the last, as picl__eng_encrypt_post reported it */
+     * but the last */
     char *t = json_dumps(UPLOADS, JSON_COMPACT);
     ck_assert_str_eq(t, "[[0,60],[25,60],[50,60],[60,60]]");
     free(t);
