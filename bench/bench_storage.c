@@ -262,11 +262,10 @@ done:
 
 static double tv_s(struct timeval t) { return (double)t.tv_sec + (double)t.tv_usec / 1e6; }
 
-/* User + system CPU seconds of one process from /proc (0 when gone). */
-static double proc_cpu(long pid)
+/* User + system CPU seconds from a /proc stat file (0 when gone). */
+static double stat_cpu(const char *path)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    char buf[1024];
     FILE *f = fopen(path, "r");
     if (!f)
         return 0;
@@ -278,6 +277,14 @@ static double proc_cpu(long pid)
     if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
         return 0;
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* ... of one process (all its threads). */
+static double proc_cpu(long pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    return stat_cpu(path);
 }
 
 /* CPU seconds of the server under test: this process (the SQLite node
@@ -339,19 +346,10 @@ static int worker_cpu(int nginx, long tid[MAX_WORKERS], double cpu[MAX_WORKERS])
         int named = fgets(comm, sizeof comm, f) && !strncmp(comm, "MHD-worker", 10);
         fclose(f);
         if (named) {
+            /* the thread's own times (/proc/TID/stat would give the process's) */
             tid[n] = strtol(e->d_name, NULL, 10);
-            /* a thread's stat has the process's layout */
             snprintf(path, sizeof path, "/proc/self/task/%ld/stat", tid[n]);
-            FILE *st = fopen(path, "r");
-            char buf[1024];
-            size_t len = st ? fread(buf, 1, sizeof buf - 1, st) : 0;
-            if (st)
-                fclose(st);
-            buf[len] = 0;
-            const char *p = strrchr(buf, ')');
-            unsigned long ut = 0, sy = 0;
-            if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &sy) == 2)
-                cpu[n++] = (double)(ut + sy) / (double)sysconf(_SC_CLK_TCK);
+            cpu[n++] = stat_cpu(path);
         }
     }
     if (d)
@@ -849,8 +847,8 @@ static int run_pair(const scenario *sc, const char *label, long size, int durati
     double ours_n = ours.requests > 0 ? (double)ours.requests : 1,
            ceil_n = ceil.requests > 0 ? (double)ceil.requests : 1;
     /* served by: how wrk's connections fell on the server's worker threads
-     * (each accepts its own); e.g. two connections on one thread or on two
-     * make two different machines of this 2-core VM (see bench/PROFILE.md) */
+     * (and nginx's worker processes); two connections on one thread or on
+     * two make two different machines of this 2-core VM (bench/PROFILE.md) */
     printf("    CPU us/request: server %.1f, nginx %.1f (ratio %.3f); wrk %.1f with ours, %.1f with "
            "nginx; served by %d of %d threads, nginx by %d of %d workers%s\n",
            1e6 * ours.server_cpu / ours_n, 1e6 * ceil.server_cpu / ceil_n,
@@ -985,8 +983,8 @@ done:
  * on PostgreSQL: --database URL, else a throw-away cluster), --short,
  * --only SCENARIO (info, post, qpost8, get1000: that one alone, without the
  * write comparison; write: the write comparison alone; e.g. under perf),
- * --nonce-cache N (the server's Hawk
- * nonce cache; a small one shows a run refused: INVALID). */
+ * --nonce-cache N (the server's Hawk nonce cache; a small one shows a run
+ * refused: INVALID). */
 int bench_storage(int argc, char **argv)
 {
     const char *backend = "sqlite", *database = NULL;
