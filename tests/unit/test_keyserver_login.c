@@ -324,8 +324,8 @@ START_TEST(schema5_session_table_migrated)
         ck_assert_int_eq(tuks_srp_count(&srv, "WHERE b_public IS NULL"), 1);
         finish_ok(tok);
     } else {
-        /* the file's table is kept (a downgrade finds it) but emptied, the
-         * planted b wiped (secure_delete); the pending login starts again */
+        /* the file's table is kept (a downgrade finds it) but emptied; the
+         * pending login starts again */
         ck_assert_int_eq(tuks_db_int(&srv, "SELECT count(*) FROM srp_sessions"), 0);
         ck_assert_int_eq(tuks_srp_count(&srv, ""), 0);
     }
