@@ -1824,22 +1824,9 @@ static picl_status sq_outbox_done(sq_db *db, int64_t account)
 }
 
 #ifdef PICL_TEST_HOOKS
-int ks_db_sqlite_sync_level(sq_db *db)
+/* The first column of sql's first row on the connection, -1 on failure. */
+static long long test_int(sq_db *db, const char *sql)
 {
-    lock(db);
-    int level = -1;
-    sqlite3_stmt *st = NULL;
-    if (prep(db, &st, "PRAGMA synchronous") == PICL_OK && sqlite3_step(st) == SQLITE_ROW)
-        level = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    unlock(db);
-    return level;
-}
-
-long long ks_db_sqlite_srp_count(sq_db *db, const char *where)
-{
-    char sql[256];
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM mem.srp_sessions %s", where);
     lock(db);
     long long n = -1;
     sqlite3_stmt *st = NULL;
@@ -1848,6 +1835,15 @@ long long ks_db_sqlite_srp_count(sq_db *db, const char *where)
     sqlite3_finalize(st);
     unlock(db);
     return n;
+}
+
+int ks_db_sqlite_sync_level(sq_db *db) { return (int)test_int(db, "PRAGMA synchronous"); }
+
+long long ks_db_sqlite_srp_count(sq_db *db, const char *where)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM mem.srp_sessions %s", where);
+    return test_int(db, sql);
 }
 #endif
 

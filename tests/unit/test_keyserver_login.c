@@ -3,7 +3,9 @@
  * from the stored B gives the picl_srp_era.txt bundle byte for byte, as a
  * session stored without B (the old path, g^b again) does; spent, replayed,
  * unknown, expired and throttled sessions are refused with their exact
- * answers; a schema 5 session table is migrated with its pending login. */
+ * answers; a schema 5 session table is migrated (PostgreSQL: with its
+ * pending login; SQLite keeps sessions in memory and empties the file's);
+ * an account's reset and deletion end its pending logins. */
 #include "testutil.h"
 #include "testutil_ks.h"
 #include "testutil_pg.h"
@@ -473,6 +475,70 @@ START_TEST(login_writes_exact_and_leave_full_sync)
 }
 END_TEST
 
+/* A pending login ends with its account's reset and with its deletion:
+ * the session is gone (SQLite keeps it in memory, outside the file's
+ * foreign keys), and taking it is TOKEN; another account's stays. */
+START_TEST(pending_sessions_end_with_reset_and_delete)
+{
+    ks_db *db = srv.ks->db;
+    size_t elen = 0;
+    uint8_t *email = tu_unhex(nth("email", 0), &elen);
+    ks_account a;
+    ck_assert_int_eq(ks_db_account_by_email(db, (const char *)email, elen, &a), PICL_OK);
+    ks_account other = a;
+    memcpy(other.email, "other@example.org", 18);
+    other.email_len = 17;
+    memset(other.uid, 0x6f, sizeof other.uid);
+    ck_assert_int_eq(ks_db_account_create(db, &other), PICL_OK);
+    ck_assert_int_ne(other.id, a.id);
+    uint8_t k1[32], k2[32], k3[32], b[32], B[KS_VERIFIER_BYTES];
+    memset(k1, 1, sizeof k1);
+    memset(k2, 2, sizeof k2);
+    memset(k3, 3, sizeof k3);
+    memset(b, 0x11, sizeof b);
+    memset(B, 0x22, sizeof B);
+    int64_t now = fake_now;
+    ck_assert_int_eq(ks_db_srp_put(db, k1, a.id, b, sizeof b, B, now, now + 60), PICL_OK);
+    ck_assert_int_eq(ks_db_srp_put(db, k3, other.id, b, sizeof b, B, now, now + 60), PICL_OK);
+    ck_assert_int_eq(tuks_srp_count(&srv, ""), 2);
+    /* a password reset ends a's pending login */
+    uint8_t fresh[64];
+    memset(fresh, 0x5a, sizeof fresh);
+    ks_reset r = {.verifier = a.verifier,
+                  .srp_salt = a.srp_salt,
+                  .main_salt = a.main_salt,
+                  .params = &a.params,
+                  .wrap_kb = a.wrap_kb,
+                  .fresh_keys = fresh};
+    ck_assert_int_eq(ks_db_account_reset(db, a.id, &r), PICL_OK);
+    char where[64];
+    snprintf(where, sizeof where, "WHERE account = %lld", (long long)a.id);
+    ck_assert_int_eq(tuks_srp_count(&srv, where), 0);
+    ck_assert_int_eq(tuks_srp_count(&srv, ""), 1);
+    ks_srp_login *l = calloc(1, sizeof *l);
+    ck_assert_ptr_nonnull(l);
+    int64_t max = 5;
+    l->limits = one_limit;
+    l->ctx = &max;
+    l->n = 1;
+    ck_assert_int_eq(ks_db_srp_take(db, k1, now, l), PICL_ERROR_TOKEN);
+    /* and deleting the account ends a new one */
+    ck_assert_int_eq(ks_db_srp_put(db, k2, a.id, b, sizeof b, B, now, now + 60), PICL_OK);
+    ck_assert_int_eq(tuks_srp_count(&srv, where), 1);
+    ck_assert_int_eq(ks_db_account_delete(db, a.id), PICL_OK);
+    ck_assert_int_eq(tuks_srp_count(&srv, where), 0);
+    ck_assert_int_eq(ks_db_srp_take(db, k2, now, l), PICL_ERROR_TOKEN);
+    /* the other account's login is untouched and still taken once */
+    ck_assert_int_eq(tuks_srp_count(&srv, ""), 1);
+    ck_assert_int_eq(ks_db_srp_take(db, k3, now, l), PICL_OK);
+    ck_assert_int_eq(l->ok, 1);
+    ck_assert_int_eq(l->account.id, other.id);
+    ck_assert_int_eq(tuks_srp_count(&srv, ""), 0);
+    picl__zfree(l, sizeof *l);
+    free(email);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("keyserver_login");
@@ -483,6 +549,7 @@ static Suite *suite(void)
     tcase_add_test(tc, spent_replayed_expired_and_throttled_sessions_refused);
     tcase_add_test(tc, schema5_session_table_migrated);
     tcase_add_test(tc, login_writes_exact_and_leave_full_sync);
+    tcase_add_test(tc, pending_sessions_end_with_reset_and_delete);
     suite_add_tcase(s, tc);
     return s;
 }
