@@ -287,31 +287,6 @@ static double proc_cpu(long pid)
     return stat_cpu(path);
 }
 
-/* CPU seconds of the server under test: this process (the SQLite node
- * runs in it; its main thread waits for wrk), or nginx's master and
- * workers. */
-static double server_cpu(int nginx)
-{
-    if (!nginx) {
-        struct rusage ru;
-        getrusage(RUSAGE_SELF, &ru);
-        return tv_s(ru.ru_utime) + tv_s(ru.ru_stime);
-    }
-    double t = proc_cpu(ngx_pid);
-    char path[96], buf[1024];
-    snprintf(path, sizeof path, "/proc/%ld/task/%ld/children", (long)ngx_pid, (long)ngx_pid);
-    FILE *f = fopen(path, "r");
-    if (f) {
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        buf[n] = 0;
-        fclose(f);
-        char *e = buf;
-        for (long pid = strtol(e, &e, 10); pid > 0; pid = strtol(e, &e, 10))
-            t += proc_cpu(pid);
-    }
-    return t;
-}
-
 /* The CPU seconds of the server's workers into cpu[]/tid[]: nginx's
  * worker processes, or this process's HTTP worker threads (comm
  * "MHD-worker"); returns their number. */
@@ -355,6 +330,23 @@ static int worker_cpu(int nginx, long tid[MAX_WORKERS], double cpu[MAX_WORKERS])
     if (d)
         closedir(d);
     return n;
+}
+
+/* CPU seconds of the server under test: this process (the SQLite node
+ * runs in it; its main thread waits for wrk), or nginx's master and
+ * workers. */
+static double server_cpu(int nginx)
+{
+    if (!nginx) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        return tv_s(ru.ru_utime) + tv_s(ru.ru_stime);
+    }
+    long pid[MAX_WORKERS];
+    double cpu[MAX_WORKERS], t = proc_cpu(ngx_pid);
+    for (int i = 0, n = worker_cpu(1, pid, cpu); i < n; i++)
+        t += cpu[i];
+    return t;
 }
 
 /* How many of the worker threads did >= 10 % of the work between two
