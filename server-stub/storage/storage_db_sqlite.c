@@ -21,8 +21,9 @@
 #define SQ_MMAP_SIZE "268435456"
 #define NULL_SORTINDEX SDB_NULL_SORTINDEX
 /* The SQLite file's schema: SDB_SCHEMA_VERSION's 3, then 4: an open
- * batch's records and bytes kept in its row. */
-#define SQ_SCHEMA_VERSION 4
+ * batch's records and bytes kept in its row; 5: a deletion's own
+ * timestamp in the undo history. */
+#define SQ_SCHEMA_VERSION 5
 
 typedef struct sdb_impl sq_db;
 
@@ -233,7 +234,7 @@ static picl_status migrate(sqlite3 *c)
     }
     /* v3: the undo extension's history of previous versions */
     if (st == PICL_OK && version < 3) {
-        st = sdb__history_migrate(c);
+        st = sdb__history_migrate(c, 3);
         if (st == PICL_OK)
             st = exec(c, "DELETE FROM schema_version; INSERT INTO schema_version VALUES(3)");
     }
@@ -249,7 +250,14 @@ static picl_status migrate(sqlite3 *c)
         if (st == PICL_OK)
             st = exec(c, "DELETE FROM schema_version; INSERT INTO schema_version VALUES(4)");
     }
-    /* Later versions migrate here: if (version < 5) ... */
+    /* v5: the undo history records a deletion at the deleting write's own
+     * timestamp (it read SQLite's clock, which could be a tick later) */
+    if (st == PICL_OK && version < 5) {
+        st = sdb__history_migrate(c, 5);
+        if (st == PICL_OK)
+            st = exec(c, "DELETE FROM schema_version; INSERT INTO schema_version VALUES(5)");
+    }
+    /* Later versions migrate here: if (version < 6) ... */
     if (st == PICL_OK)
         st = exec(c, "COMMIT");
     if (st != PICL_OK)
@@ -424,6 +432,8 @@ static picl_status sq_ping(sdb_conn *c)
 
 static void rollback_raw(sdb_conn *c)
 {
+    ((sq_conn *)c)->write_time = 0;
+    ((sq_conn *)c)->write_time_set = 0; /* rolled back with the rest */
     if (!sqlite3_get_autocommit(sq_of(c)) && run_kept(c, "ROLLBACK") != PICL_OK)
         sqlite3_exec(sq_of(c), "ROLLBACK", NULL, NULL, NULL);
 }
@@ -471,7 +481,16 @@ static picl_status sq_begin_maint(sdb_conn *c)
 
 static picl_status sq_commit(sdb_conn *c)
 {
-    picl_status st = run_kept(c, "COMMIT");
+    sq_conn *k = (sq_conn *)c;
+    picl_status st = PICL_OK;
+    /* the deletion time out again: never committed, so another program's
+     * deletion reads SQLite's clock */
+    if (k->write_time_set)
+        st = sdb__history_write_time(c, 0);
+    k->write_time = 0;
+    k->write_time_set = 0;
+    if (st == PICL_OK)
+        st = run_kept(c, "COMMIT");
     if (st != PICL_OK)
         rollback_raw(c);
     return st;
@@ -481,11 +500,18 @@ static void sq_rollback(sdb_conn *c) { rollback_raw(c); }
 
 static int sq_in_tx(sdb_conn *c) { return !sqlite3_get_autocommit(sq_of(c)); }
 
-/* The history trigger reads SQLite's own clock. */
-static void sq_set_write_time(sdb_conn *c, int64_t t)
+/* The deleting write's timestamp: into history_write_time before the
+ * transaction's first deletion (mark_write_time), for the history trigger. */
+static void sq_set_write_time(sdb_conn *c, int64_t t) { ((sq_conn *)c)->write_time = t; }
+
+static picl_status mark_write_time(sdb_conn *c)
 {
-    (void)c;
-    (void)t;
+    sq_conn *k = (sq_conn *)c;
+    if (!k->write_time || k->write_time_set)
+        return PICL_OK;
+    picl_status st = sdb__history_write_time(c, k->write_time);
+    k->write_time_set = st == PICL_OK;
+    return st;
 }
 
 /* ---- single values --------------------------------------------------- */
@@ -690,7 +716,7 @@ static picl_status sq_delete_coll(sdb_conn *conn, int64_t uid, const char *coll)
         "DELETE FROM batch_items WHERE batch IN (SELECT id FROM batches WHERE uid=?1 AND coll=?2)",
         "DELETE FROM batches WHERE uid=?1 AND coll=?2",
     };
-    picl_status st = PICL_OK;
+    picl_status st = mark_write_time(conn);
     for (size_t i = 0; i < sizeof sql / sizeof sql[0] && st == PICL_OK; i++)
         st = run_uc(c, sql[i], uid, coll);
     return st;
@@ -718,7 +744,10 @@ static picl_status sq_delete_item(sdb_conn *conn, int64_t uid, const char *coll,
 {
     sqlite3 *c = sq_of(conn);
     sqlite3_stmt *q;
-    picl_status st = sdb__prep(c, "DELETE FROM bsos WHERE uid=?1 AND coll=?2 AND id=?3", &q);
+    picl_status st = mark_write_time(conn);
+    if (st != PICL_OK)
+        return st;
+    st = sdb__prep(c, "DELETE FROM bsos WHERE uid=?1 AND coll=?2 AND id=?3", &q);
     if (st != PICL_OK)
         return st;
     int64_t m;

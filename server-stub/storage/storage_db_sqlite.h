@@ -25,6 +25,10 @@ typedef struct sq_conn {
         int busy;
     } stmts[SQ_STMT_CACHE];
     size_t nstmts;
+    /* the deleting write's timestamp (sdb_set_write_time), and whether it
+     * is in history_write_time now (taken out before the commit) */
+    int64_t write_time;
+    int write_time_set;
 } sq_conn;
 
 /* The SQLite handle of a connection of this backend. */
@@ -56,10 +60,13 @@ picl_status sdb__sq_batch_count(sdb_conn *c, int64_t uid, int64_t now, int64_t *
 picl_status sdb__sq_batch_apply(sdb_conn *c, const char *id, int64_t uid, const char *coll, int64_t t,
                                 int64_t now);
 
-/* storage_db_sqlite_history.c: the v3 schema; the keep time (on a
- * connection); pruning (adds to *removed, may be NULL); a user's history;
- * eviction; the FROM source of a listing. */
-picl_status sdb__history_migrate(sqlite3 *c);
+/* storage_db_sqlite_history.c: the v3 schema, and v5's deletion time
+ * (version 3 or 5); a deleting write's timestamp for the trigger (0: none,
+ * SQLite's clock); the keep time (on a connection); pruning (adds to
+ * *removed, may be NULL); a user's history; eviction; the FROM source of a
+ * listing. */
+picl_status sdb__history_migrate(sqlite3 *c, int version);
+picl_status sdb__history_write_time(sdb_conn *c, int64_t t);
 picl_status sdb__history_configure(sqlite3 *c, int64_t days);
 picl_status sdb__history_prune(sqlite3 *c, int64_t now, int64_t *removed);
 picl_status sdb__history_delete_user(sqlite3 *c, int64_t uid);

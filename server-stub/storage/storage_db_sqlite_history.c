@@ -19,10 +19,18 @@
  * storage_db_pg.c carries the same on PostgreSQL (a plpgsql trigger).
  */
 
-/* Wall-clock centis inside SQLite (a delete's own timestamp is not known to
- * the trigger; it is never earlier than the deleted version's modified). */
+/* Wall-clock centis inside SQLite: what the v3 trigger used as a deletion's
+ * time (never earlier than the deleted version's modified). */
 #define NOW_CENTIS "CAST((julianday('now') - 2440587.5) * 8640000 AS INTEGER)"
 #define KEEP "(SELECT keep FROM history_config)"
+/* Since v5 a deletion's time is the deleting write's own timestamp, the one
+ * its answer gives: the server puts it in history_write_time for the
+ * transaction (sdb__history_write_time) and takes it out before the commit,
+ * so another program that deletes a row (its table empty to that program)
+ * still gets SQLite's clock.  The v3 trigger read that clock always: when it
+ * ticked between the request's timestamp and the trigger, a listing "as of"
+ * the deletion's own timestamp still showed what it deleted. */
+#define DELETE_TIME "COALESCE((SELECT t FROM history_write_time), " NOW_CENTIS ")"
 
 static const char *const schema_v3 =
     "CREATE TABLE IF NOT EXISTS bso_history(uid INTEGER NOT NULL, coll TEXT NOT NULL, id TEXT NOT NULL,"
@@ -42,10 +50,33 @@ static const char *const schema_v3 =
     " OLD.modified, OLD.expiry, MAX(" NOW_CENTIS ", OLD.modified + 1),"
     " MAX(" NOW_CENTIS ", OLD.modified + 1) + " KEEP "); END;";
 
-picl_status sdb__history_migrate(sqlite3 *c)
+static const char *const schema_v5 =
+    "CREATE TABLE IF NOT EXISTS history_write_time(t INTEGER);"
+    "INSERT INTO history_write_time SELECT NULL WHERE NOT EXISTS (SELECT 1 FROM history_write_time);"
+    "DROP TRIGGER IF EXISTS bsos_history_delete;"
+    "CREATE TRIGGER bsos_history_delete AFTER DELETE ON bsos"
+    " WHEN OLD.expiry > " DELETE_TIME " AND " KEEP " > 0 BEGIN"
+    " INSERT INTO bso_history VALUES(OLD.uid, OLD.coll, OLD.id, OLD.sortindex, OLD.payload, OLD.payload_size,"
+    " OLD.modified, OLD.expiry, MAX(" DELETE_TIME ", OLD.modified + 1),"
+    " MAX(" DELETE_TIME ", OLD.modified + 1) + " KEEP "); END;";
+
+picl_status sdb__history_migrate(sqlite3 *c, int version)
 {
-    int rc = sqlite3_exec(c, schema_v3, NULL, NULL, NULL);
+    int rc = sqlite3_exec(c, version == 3 ? schema_v3 : schema_v5, NULL, NULL, NULL);
     return rc == SQLITE_OK ? PICL_OK : sdb__map_rc(rc);
+}
+
+picl_status sdb__history_write_time(sdb_conn *conn, int64_t t)
+{
+    sqlite3_stmt *q;
+    picl_status st = sq_stmt(conn, "UPDATE history_write_time SET t=?1", &q);
+    if (st != PICL_OK)
+        return st;
+    if (t)
+        sqlite3_bind_int64(q, 1, t);
+    else
+        sqlite3_bind_null(q, 1);
+    return sq_run(conn, q);
 }
 
 picl_status sdb__history_configure(sqlite3 *c, int64_t days)

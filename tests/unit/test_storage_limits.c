@@ -588,7 +588,8 @@ START_TEST(test_schema_v1_migrated)
                                         -1, &q, NULL),
                      SQLITE_OK);
     ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
-    ck_assert_int_eq(sqlite3_column_int(q, 0), 4); /* 3: the undo history, 4: batch totals */
+    /* 3: the undo history, 4: batch totals, 5: a deletion's own timestamp */
+    ck_assert_int_eq(sqlite3_column_int(q, 0), 5);
     ck_assert_int_eq(sqlite3_column_int(q, 1), 1);
     sqlite3_finalize(q);
     sqlite3_close(db);
@@ -632,7 +633,7 @@ START_TEST(test_schema_v3_batch_totals_migrated)
                                         -1, &q, NULL),
                      SQLITE_OK);
     ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
-    ck_assert_int_eq(sqlite3_column_int(q, 0), 4);
+    ck_assert_int_eq(sqlite3_column_int(q, 0), 5);
     ck_assert_int_eq(sqlite3_column_int(q, 1), 2);
     ck_assert_int_eq(sqlite3_column_int(q, 2), 8);
     sqlite3_finalize(q);
