@@ -248,7 +248,7 @@ static int64_t put(const char *path, char ch, int n)
     sf_expect(&r, 200, -1);
     int64_t m = sf_ts_header(&r, "X-Last-Modified");
     tu_resp_free(&r);
-    usleep(30000); /* distinct timestamps, also for the deletions' wall clock */
+    usleep(30000); /* distinct timestamps */
     return m;
 }
 
