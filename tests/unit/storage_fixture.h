@@ -7,6 +7,7 @@
 #include <check.h>
 #include <dirent.h>
 #include <jansson.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,6 +178,44 @@ static inline char *sf_snapshot(void)
     }
     json_decref(cols);
     return snap;
+}
+
+/* Runs sql on the server's database behind its back (the SQLite file or
+ * the PostgreSQL database); with out, the first row's one value.  sf_sql_int:
+ * that value as a number. */
+static inline void sf_sql(const char *sql, char *out, size_t cap)
+{
+    if (SF.pgurl[0]) { /* PICL_TEST_BACKEND=postgresql */
+        if (out)
+            ck_assert_msg(tupg_query1(SF.pgurl, sql, out, cap) == 0, "%s", sql);
+        else
+            ck_assert_msg(tupg_exec(SF.pgurl, sql) == 0, "%s", sql);
+        return;
+    }
+    char path[128];
+    snprintf(path, sizeof path, "%s/storage.db", SF.dir);
+    sqlite3 *db;
+    sqlite3_stmt *q;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK, "%s: %s", sql, sqlite3_errmsg(db));
+    int rc = sqlite3_step(q);
+    if (out) {
+        ck_assert_msg(rc == SQLITE_ROW, "%s: %s", sql, sqlite3_errmsg(db));
+        const char *v = (const char *)sqlite3_column_text(q, 0);
+        snprintf(out, cap, "%s", v ? v : "");
+    } else {
+        ck_assert_msg(rc == SQLITE_DONE, "%s: %s", sql, sqlite3_errmsg(db));
+    }
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+}
+
+static inline int64_t sf_sql_int(const char *sql)
+{
+    char v[64];
+    sf_sql(sql, v, sizeof v);
+    return strtoll(v, NULL, 10);
 }
 
 #endif

@@ -4,8 +4,6 @@
 #include "testutil_cli.h"
 #include "storage_fixture.h"
 
-#include <sqlite3.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -298,43 +296,6 @@ static void body_is(const char *path, const char *want)
 
 static void sf_default_setup(void) { sf_setup(); }
 
-/* Runs sql on the server's database (SQLite file or PostgreSQL); with
- * out, its one value. */
-static void srv_sql(const char *sql, char *out, size_t cap)
-{
-    if (SF.pgurl[0]) { /* PICL_TEST_BACKEND=postgresql */
-        if (out)
-            ck_assert_msg(tupg_query1(SF.pgurl, sql, out, cap) == 0, "%s", sql);
-        else
-            ck_assert_msg(tupg_exec(SF.pgurl, sql) == 0, "%s", sql);
-        return;
-    }
-    char path[128];
-    snprintf(path, sizeof path, "%s/storage.db", SF.dir);
-    sqlite3 *db;
-    sqlite3_stmt *q;
-    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    sqlite3_busy_timeout(db, 5000);
-    ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK, "%s: %s", sql, sqlite3_errmsg(db));
-    int rc = sqlite3_step(q);
-    if (out) {
-        ck_assert_msg(rc == SQLITE_ROW, "%s: %s", sql, sqlite3_errmsg(db));
-        const char *v = (const char *)sqlite3_column_text(q, 0);
-        snprintf(out, cap, "%s", v ? v : "");
-    } else {
-        ck_assert_msg(rc == SQLITE_DONE, "%s: %s", sql, sqlite3_errmsg(db));
-    }
-    sqlite3_finalize(q);
-    sqlite3_close(db);
-}
-
-static int64_t srv_int(const char *sql)
-{
-    char v[64];
-    srv_sql(sql, v, sizeof v);
-    return strtoll(v, NULL, 10);
-}
-
 START_TEST(server_as_of_listing)
 {
     char l[512];
@@ -366,7 +327,7 @@ START_TEST(server_as_of_listing)
     sf_expect(&r, 400, 1);
     tu_resp_free(&r);
     /* pruning drops versions whose time is up (made so here in the file) */
-    srv_sql("UPDATE bso_history SET keep_until=1 WHERE id='a'", NULL, 0);
+    sf_sql("UPDATE bso_history SET keep_until=1 WHERE id='a'", NULL, 0);
     ck_assert_int_eq(storage_server_prune(SF.srv, NULL), PICL_OK);
     listing(t3, l, sizeof l);
     ck_assert_str_eq(l, "b:b:1024");
@@ -392,12 +353,12 @@ START_TEST(server_deletion_kept_at_its_timestamp)
     put("/storage/c/x", 'x', 10);
     int64_t ahead = t1 + 2000;
     snprintf(sql, sizeof sql, "UPDATE users SET modified = %lld", (long long)ahead);
-    srv_sql(sql, NULL, 0);
+    sf_sql(sql, NULL, 0);
     /* DELETE of an item */
     int64_t ta = del("/storage/c/a");
     ck_assert_int_eq(ta, ahead + 1);
-    ck_assert_int_eq(srv_int("SELECT replaced FROM bso_history WHERE id = 'a'"), ta);
-    ck_assert_int_eq(srv_int("SELECT keep_until - replaced FROM bso_history WHERE id = 'a'"),
+    ck_assert_int_eq(sf_sql_int("SELECT replaced FROM bso_history WHERE id = 'a'"), ta);
+    ck_assert_int_eq(sf_sql_int("SELECT keep_until - replaced FROM bso_history WHERE id = 'a'"),
                      (int64_t)30 * 86400 * 100);
     listing(ta - 1, l, sizeof l);
     ck_assert_str_eq(l, "a:a:10,b:b:10,x:x:10");
@@ -406,19 +367,19 @@ START_TEST(server_deletion_kept_at_its_timestamp)
     /* DELETE of ids in a collection: one time for each */
     int64_t tb = del("/storage/c?ids=b,x");
     ck_assert_int_eq(tb, ta + 1);
-    ck_assert_int_eq(srv_int("SELECT count(*) FROM bso_history WHERE id IN ('b', 'x')"), 2);
-    ck_assert_int_eq(srv_int("SELECT min(replaced) FROM bso_history WHERE id IN ('b', 'x')"), tb);
-    ck_assert_int_eq(srv_int("SELECT max(replaced) FROM bso_history WHERE id IN ('b', 'x')"), tb);
+    ck_assert_int_eq(sf_sql_int("SELECT count(*) FROM bso_history WHERE id IN ('b', 'x')"), 2);
+    ck_assert_int_eq(sf_sql_int("SELECT min(replaced) FROM bso_history WHERE id IN ('b', 'x')"), tb);
+    ck_assert_int_eq(sf_sql_int("SELECT max(replaced) FROM bso_history WHERE id IN ('b', 'x')"), tb);
     listing(tb - 1, l, sizeof l);
     ck_assert_str_eq(l, "b:b:10,x:x:10");
     listing(tb, l, sizeof l);
     ck_assert_str_eq(l, "");
     /* DELETE of a whole collection */
     put("/storage/c/y", 'y', 10);
-    int64_t ty = srv_int("SELECT modified FROM bsos WHERE id = 'y'");
+    int64_t ty = sf_sql_int("SELECT modified FROM bsos WHERE id = 'y'");
     int64_t tc = del("/storage/c");
     ck_assert_int_eq(tc, ty + 1);
-    ck_assert_int_eq(srv_int("SELECT replaced FROM bso_history WHERE id = 'y'"), tc);
+    ck_assert_int_eq(sf_sql_int("SELECT replaced FROM bso_history WHERE id = 'y'"), tc);
     listing(tc - 1, l, sizeof l);
     ck_assert_str_eq(l, "y:y:10");
     listing(tc, l, sizeof l);
@@ -428,12 +389,12 @@ START_TEST(server_deletion_kept_at_its_timestamp)
     /* SQLite: the timestamp was the transaction's only; another program's
      * deletion is kept at SQLite's clock (the version's modified + 0.01 s
      * at the least) */
-    ck_assert_int_eq(srv_int("SELECT count(*) FROM history_write_time WHERE t IS NULL"), 1);
-    ck_assert_int_eq(srv_int("SELECT max(version) FROM schema_version"), 5);
+    ck_assert_int_eq(sf_sql_int("SELECT count(*) FROM history_write_time WHERE t IS NULL"), 1);
+    ck_assert_int_eq(sf_sql_int("SELECT max(version) FROM schema_version"), 5);
     put("/storage/d/z", 'z', 10);
-    int64_t tz = srv_int("SELECT modified FROM bsos WHERE id = 'z'");
-    srv_sql("DELETE FROM bsos WHERE id = 'z'", NULL, 0);
-    int64_t rz = srv_int("SELECT replaced FROM bso_history WHERE id = 'z'");
+    int64_t tz = sf_sql_int("SELECT modified FROM bsos WHERE id = 'z'");
+    sf_sql("DELETE FROM bsos WHERE id = 'z'", NULL, 0);
+    int64_t rz = sf_sql_int("SELECT replaced FROM bso_history WHERE id = 'z'");
     ck_assert_int_eq(rz, tz + 1); /* tz is 20 s ahead of the clock */
 }
 END_TEST
@@ -490,7 +451,7 @@ START_TEST(server_restore_off)
     /* nothing kept: the quota counts only the live b (10 bytes; with the
      * two earlier versions it would be 30) */
     body_is("/info/quota", "[0.01,null]");
-    ck_assert_int_eq(srv_int("SELECT count(*) FROM bso_history"), 0);
+    ck_assert_int_eq(sf_sql_int("SELECT count(*) FROM bso_history"), 0);
     /* as_of is refused: the live rows alone are not the collection as it was */
     char p[128];
     snprintf(p, sizeof p, "/storage/c?full=1&as_of=%lld.%02d", (long long)(t1 / 100), (int)(t1 % 100));

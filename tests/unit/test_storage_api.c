@@ -1019,25 +1019,7 @@ static void prune_setup(void)
 }
 
 /* Rows in bsos, counted behind the server's back. */
-static int64_t raw_rows(void)
-{
-    if (SF.pgurl[0]) {
-        char out[32];
-        ck_assert_int_eq(tupg_query1(SF.pgurl, "SELECT count(*) FROM bsos", out, sizeof out), 0);
-        return strtoll(out, NULL, 10);
-    }
-    char path[128];
-    snprintf(path, sizeof path, "%s/storage.db", SF.dir);
-    sqlite3 *db;
-    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    sqlite3_stmt *q;
-    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT count(*) FROM bsos", -1, &q, NULL), SQLITE_OK);
-    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
-    int64_t n = sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
-    sqlite3_close(db);
-    return n;
-}
+static int64_t raw_rows(void) { return sf_sql_int("SELECT count(*) FROM bsos"); }
 
 START_TEST(test_prune_thread)
 {
